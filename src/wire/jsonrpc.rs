@@ -1,0 +1,289 @@
+//! JSON-RPC 2.0 messages: requests, notifications, responses and errors.
+//!
+//! Parsing classifies one JSON object by the members it carries, so the order of keys on the
+//! wire never matters (the TypeScript SDK writes `result` before `id`).
+
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+use std::fmt;
+
+/// A request id: JSON-RPC allows numbers and strings.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(untagged)]
+pub enum Id {
+    /// A numeric id; ours are always numbers.
+    Number(i64),
+    /// A string id, as some servers use for their own requests.
+    String(String),
+}
+
+impl fmt::Display for Id {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Id::Number(n) => write!(f, "{n}"),
+            Id::String(s) => write!(f, "{s:?}"),
+        }
+    }
+}
+
+/// The error object of a failed response.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ErrorObject {
+    /// The numeric code (see the constants in this module).
+    pub code: i64,
+    /// A short human-readable description.
+    pub message: String,
+    /// Optional extra detail from the peer.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub data: Option<Value>,
+}
+
+impl ErrorObject {
+    /// An error with no `data`.
+    pub fn new(code: i64, message: impl Into<String>) -> Self {
+        ErrorObject {
+            code,
+            message: message.into(),
+            data: None,
+        }
+    }
+}
+
+impl fmt::Display for ErrorObject {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{} (code {})", self.message, self.code)
+    }
+}
+
+/// Invalid JSON was received.
+pub const PARSE_ERROR: i64 = -32700;
+/// The JSON sent is not a valid request object.
+pub const INVALID_REQUEST: i64 = -32600;
+/// The method does not exist or is not available.
+pub const METHOD_NOT_FOUND: i64 = -32601;
+/// Invalid method parameters.
+pub const INVALID_PARAMS: i64 = -32602;
+/// Internal JSON-RPC error.
+pub const INTERNAL_ERROR: i64 = -32603;
+
+/// A call that expects a response.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Request {
+    /// Correlates the response with this request.
+    pub id: Id,
+    /// The method name, e.g. `tools/call`.
+    pub method: String,
+    /// The parameters, usually an object.
+    pub params: Option<Value>,
+}
+
+/// A one-way message: no response is sent.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Notification {
+    /// The method name, e.g. `notifications/progress`.
+    pub method: String,
+    /// The parameters, usually an object.
+    pub params: Option<Value>,
+}
+
+/// The answer to a request: a result or an error.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Response {
+    /// The id of the request answered; `None` when the peer could not read the request's id.
+    pub id: Option<Id>,
+    /// The `result` member, or the `error` member.
+    pub outcome: Result<Value, ErrorObject>,
+}
+
+/// Any JSON-RPC 2.0 message.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Message {
+    /// A request.
+    Request(Request),
+    /// A notification.
+    Notification(Notification),
+    /// A response (result or error).
+    Response(Response),
+}
+
+/// Why bytes could not be read as a JSON-RPC message.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct MessageError(pub String);
+
+impl fmt::Display for MessageError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl std::error::Error for MessageError {}
+
+/// The members of a message as read, before it is classified.
+#[derive(Deserialize)]
+struct RawMessage {
+    jsonrpc: Option<String>,
+    #[serde(default, deserialize_with = "present")]
+    id: Option<Value>,
+    method: Option<String>,
+    params: Option<Value>,
+    #[serde(default, deserialize_with = "present")]
+    result: Option<Value>,
+    error: Option<ErrorObject>,
+}
+
+/// Keeps `"result": null` apart from a missing `result`.
+fn present<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<Value>, D::Error> {
+    Value::deserialize(d).map(Some)
+}
+
+impl Message {
+    /// Reads one message from the bytes of a JSON object.
+    pub fn parse(bytes: &[u8]) -> Result<Message, MessageError> {
+        let raw: RawMessage = serde_json::from_slice(bytes)
+            .map_err(|e| MessageError(format!("not a JSON-RPC message: {e}")))?;
+        if raw.jsonrpc.as_deref() != Some("2.0") {
+            return Err(MessageError("missing \"jsonrpc\": \"2.0\"".into()));
+        }
+        let id = match raw.id {
+            None => None,
+            Some(Value::Null) => Some(None),
+            Some(v) => {
+                Some(Some(serde_json::from_value::<Id>(v).map_err(|_| {
+                    MessageError("id must be a number or a string".into())
+                })?))
+            }
+        };
+        match (raw.method, id) {
+            (Some(method), Some(Some(id))) => Ok(Message::Request(Request {
+                id,
+                method,
+                params: raw.params,
+            })),
+            (Some(method), None) => Ok(Message::Notification(Notification {
+                method,
+                params: raw.params,
+            })),
+            (Some(_), Some(None)) => Err(MessageError("a request's id must not be null".into())),
+            (None, id) => {
+                let outcome = match (raw.result, raw.error) {
+                    (Some(result), None) => Ok(result),
+                    (None, Some(error)) => Err(error),
+                    (Some(_), Some(_)) => {
+                        return Err(MessageError("a response has both result and error".into()));
+                    }
+                    (None, None) => {
+                        return Err(MessageError("neither method, result nor error".into()));
+                    }
+                };
+                Ok(Message::Response(Response {
+                    id: id.flatten(),
+                    outcome,
+                }))
+            }
+        }
+    }
+
+    /// Serializes the message as compact JSON, without a trailing newline.
+    pub fn to_bytes(&self) -> Vec<u8> {
+        let value = match self {
+            Message::Request(r) => {
+                let mut v = serde_json::json!({"jsonrpc": "2.0", "id": r.id, "method": r.method});
+                if let Some(p) = &r.params {
+                    v["params"] = p.clone();
+                }
+                v
+            }
+            Message::Notification(n) => {
+                let mut v = serde_json::json!({"jsonrpc": "2.0", "method": n.method});
+                if let Some(p) = &n.params {
+                    v["params"] = p.clone();
+                }
+                v
+            }
+            Message::Response(r) => match &r.outcome {
+                Ok(result) => serde_json::json!({"jsonrpc": "2.0", "id": r.id, "result": result}),
+                Err(error) => serde_json::json!({"jsonrpc": "2.0", "id": r.id, "error": error}),
+            },
+        };
+        serde_json::to_vec(&value).expect("a JSON value always serializes")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn parse(v: Value) -> Result<Message, MessageError> {
+        Message::parse(&serde_json::to_vec(&v).unwrap())
+    }
+
+    #[test]
+    fn classifies_each_kind() {
+        let req = parse(json!({"jsonrpc":"2.0","id":0,"method":"roots/list"})).unwrap();
+        assert_eq!(
+            req,
+            Message::Request(Request {
+                id: Id::Number(0),
+                method: "roots/list".into(),
+                params: None
+            })
+        );
+        let req = parse(json!({"jsonrpc":"2.0","id":"a-1","method":"ping","params":{}})).unwrap();
+        assert!(matches!(req, Message::Request(Request { id: Id::String(s), .. }) if s == "a-1"));
+        let n = parse(json!({"jsonrpc":"2.0","method":"notifications/initialized"})).unwrap();
+        assert!(matches!(n, Message::Notification(_)));
+        let ok = parse(json!({"result":{"x":1},"jsonrpc":"2.0","id":7})).unwrap();
+        assert_eq!(
+            ok,
+            Message::Response(Response {
+                id: Some(Id::Number(7)),
+                outcome: Ok(json!({"x":1}))
+            })
+        );
+        let null_result = parse(json!({"jsonrpc":"2.0","id":7,"result":null})).unwrap();
+        assert_eq!(
+            null_result,
+            Message::Response(Response {
+                id: Some(Id::Number(7)),
+                outcome: Ok(Value::Null)
+            })
+        );
+        let err = parse(json!({"jsonrpc":"2.0","id":null,"error":{"code":-32700,"message":"bad"}}))
+            .unwrap();
+        assert_eq!(
+            err,
+            Message::Response(Response {
+                id: None,
+                outcome: Err(ErrorObject::new(PARSE_ERROR, "bad"))
+            })
+        );
+    }
+
+    #[test]
+    fn rejects_what_is_not_json_rpc() {
+        assert!(Message::parse(b"hello").is_err());
+        assert!(parse(json!({"id":1,"method":"x"})).is_err());
+        assert!(parse(json!({"jsonrpc":"2.0","id":1})).is_err());
+        assert!(parse(json!({"jsonrpc":"2.0","id":[1],"method":"x"})).is_err());
+        assert!(
+            parse(json!({"jsonrpc":"2.0","id":1,"result":1,"error":{"code":1,"message":""}}))
+                .is_err()
+        );
+    }
+
+    #[test]
+    fn round_trips() {
+        let m = Message::Request(Request {
+            id: Id::Number(3),
+            method: "tools/list".into(),
+            params: Some(json!({})),
+        });
+        assert_eq!(Message::parse(&m.to_bytes()).unwrap(), m);
+        let m = Message::Response(Response {
+            id: Some(Id::String("x".into())),
+            outcome: Err(ErrorObject::new(-1, "no")),
+        });
+        assert_eq!(Message::parse(&m.to_bytes()).unwrap(), m);
+    }
+}

@@ -1,0 +1,9 @@
+//! The wire layer: bytes in, values out. No I/O happens here.
+//!
+//! - [`jsonrpc`]: JSON-RPC 2.0 messages.
+//! - [`framing`]: newline framing for stdio.
+//! - [`render`]: what the model sees of a tool result, capped with the truncation marker.
+
+pub mod framing;
+pub mod jsonrpc;
+pub mod render;
