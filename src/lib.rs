@@ -6,6 +6,25 @@
 //! - [`protocol`]: MCP types, the session (ids, timeouts, cancellation, progress, server
 //!   requests) and how a session starts (the era).
 //! - [`client`]: [`Client`], one connected server.
+//!
+//! ```no_run
+//! # async fn demo() -> agenvoy_mcp::Result<()> {
+//! use agenvoy_mcp::{Client, ClientOptions, transport::stdio::StdioConfig};
+//! let config = StdioConfig { command: "mcp-server-time".into(), ..Default::default() };
+//! let client = Client::connect_stdio("time", &config, ClientOptions::default()).await?;
+//! for tool in client.list_tools().await? {
+//!     println!("{}", tool.name);
+//! }
+//! client.close().await;
+//! # Ok(()) }
+//! ```
 #![warn(missing_docs)]
 
+pub mod client;
+pub mod error;
+pub mod protocol;
+pub mod transport;
 pub mod wire;
+
+pub use client::{Client, ClientOptions};
+pub use error::{Error, ErrorKind, Result};

@@ -1,1 +1,83 @@
-fn main() {}
+//! The `agenvoy-mcp` binary: probe MCP servers, and run the bundled fixture server.
+
+mod cli;
+
+use clap::{Parser, Subcommand};
+use std::process::ExitCode;
+
+#[derive(Parser)]
+#[command(
+    name = "agenvoy-mcp",
+    version,
+    about = "An MCP client: probe and manage MCP servers"
+)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Connect one server with no config; print its era, version, info, capabilities,
+    /// instructions and tools; optionally call one tool.
+    Probe {
+        /// Print one JSON object instead of text.
+        #[arg(long)]
+        json: bool,
+        /// Call this tool and print what the model would see.
+        #[arg(long, value_name = "TOOL")]
+        call: Option<String>,
+        /// The call's arguments, a JSON object.
+        #[arg(long, value_name = "JSON", requires = "call")]
+        args: Option<String>,
+        /// The server command and its arguments, after `--`.
+        #[arg(last = true, required = true, value_name = "CMD")]
+        command: Vec<String>,
+    },
+    /// The bundled MCP server for tests and the demo.
+    #[command(hide = true)]
+    FixtureServer {
+        /// Fault mode: normal, crash-mid-call, hang, junk-stdout, no-init-response,
+        /// version=<v>, spawn-grandchild, ignore-sigterm.
+        #[arg(long, default_value = "normal")]
+        mode: cli::fixture_server::Mode,
+        /// Tools per tools/list page.
+        #[arg(long, value_name = "N")]
+        page_size: Option<usize>,
+    },
+}
+
+fn init_logging() {
+    let filter = tracing_subscriber::EnvFilter::try_from_env("AGENVOY_LOG")
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn"));
+    tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr)
+        .init();
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    match cli.command {
+        Command::FixtureServer { mode, page_size } => cli::fixture_server::run(mode, page_size),
+        Command::Probe {
+            json,
+            call,
+            args,
+            command,
+        } => {
+            init_logging();
+            agenvoy_mcp::transport::stdio::become_subreaper();
+            let runtime = tokio::runtime::Builder::new_multi_thread()
+                .enable_all()
+                .build()
+                .expect("tokio runtime");
+            runtime.block_on(cli::probe::run(cli::probe::ProbeArgs {
+                json,
+                call,
+                args,
+                command,
+            }))
+        }
+    }
+}

@@ -1,0 +1,412 @@
+//! `agenvoy-mcp fixture-server`: the bundled stdio MCP server for tests and the demo.
+//!
+//! Tools: `echo`, `add`, `big` (`bytes` bytes of text, generated while it is written, with
+//! optional multi-byte characters and characters JSON escapes), `slow` (sleeps, sends
+//! progress), `fail` (`isError`), `cancellations` (the `notifications/cancelled` received so
+//! far) and `client_request` (sends a request to the client and returns its answer).
+//!
+//! Fault modes (`--mode`): `crash-mid-call` (exits halfway through a tools/call response),
+//! `hang` (never answers tools/call), `junk-stdout` (a non-JSON line before every message),
+//! `no-init-response` (never answers initialize), `version=<v>` (answers initialize with
+//! `<v>`), `spawn-grandchild` (starts a `sleep` child that outlives it unless killed),
+//! `ignore-sigterm` (ignores SIGTERM and the end of stdin: only SIGKILL stops it).
+
+use agenvoy_mcp::protocol::types::{HANDSHAKE_VERSIONS, LATEST_HANDSHAKE_VERSION};
+use agenvoy_mcp::wire::jsonrpc::{self, ErrorObject, Id, Message, Notification, Request, Response};
+use serde_json::{Value, json};
+use std::collections::HashMap;
+use std::io::{BufRead, Write};
+use std::sync::{Arc, Condvar, Mutex};
+use std::time::Duration;
+
+/// The instructions the fixture server declares.
+pub const INSTRUCTIONS: &str =
+    "The agenvoy fixture server: use echo to repeat text, add to sum two numbers.";
+
+/// A fault mode of the fixture server.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Mode {
+    /// Behaves.
+    Normal,
+    /// Exits halfway through writing a tools/call response.
+    CrashMidCall,
+    /// Never answers tools/call.
+    Hang,
+    /// Writes a non-JSON line before every message.
+    JunkStdout,
+    /// Never answers initialize.
+    NoInitResponse,
+    /// Answers initialize with this version.
+    Version(String),
+    /// Starts a long-lived grandchild.
+    SpawnGrandchild,
+    /// Ignores SIGTERM and the end of stdin.
+    IgnoreSigterm,
+}
+
+impl std::str::FromStr for Mode {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Mode, String> {
+        Ok(match s {
+            "normal" => Mode::Normal,
+            "crash-mid-call" => Mode::CrashMidCall,
+            "hang" => Mode::Hang,
+            "junk-stdout" => Mode::JunkStdout,
+            "no-init-response" => Mode::NoInitResponse,
+            "spawn-grandchild" => Mode::SpawnGrandchild,
+            "ignore-sigterm" => Mode::IgnoreSigterm,
+            _ => match s.strip_prefix("version=") {
+                Some(v) => Mode::Version(v.to_string()),
+                None => return Err(format!("unknown mode {s:?}")),
+            },
+        })
+    }
+}
+
+struct Server {
+    mode: Mode,
+    page_size: Option<usize>,
+    out: Mutex<std::io::Stdout>,
+    cancelled: Mutex<Vec<Value>>,
+    /// Answers to our own requests to the client, by id.
+    answers: Mutex<HashMap<String, Value>>,
+    answered: Condvar,
+}
+
+impl Server {
+    fn write(&self, bytes: &[u8]) {
+        let mut out = self.out.lock().unwrap();
+        if self.mode == Mode::JunkStdout {
+            let _ = out.write_all(b"this line is not JSON\n");
+        }
+        let _ = out.write_all(bytes);
+        let _ = out.write_all(b"\n");
+        let _ = out.flush();
+    }
+
+    fn send(&self, message: Message) {
+        self.write(&message.to_bytes());
+    }
+
+    fn reply(&self, id: Id, outcome: Result<Value, ErrorObject>) {
+        self.send(Message::Response(Response {
+            id: Some(id),
+            outcome,
+        }));
+    }
+}
+
+/// Runs the server on stdin and stdout until stdin ends.
+pub fn run(mode: Mode, page_size: Option<usize>) -> std::process::ExitCode {
+    if mode == Mode::IgnoreSigterm {
+        // SAFETY: setting a signal's disposition to "ignore" installs no handler code.
+        unsafe {
+            libc::signal(libc::SIGTERM, libc::SIG_IGN);
+        }
+    }
+    let _grandchild = (mode == Mode::SpawnGrandchild).then(|| {
+        std::process::Command::new("sleep")
+            .arg("600")
+            .stdin(std::process::Stdio::null())
+            .stdout(std::process::Stdio::null())
+            .spawn()
+            .expect("spawn the grandchild")
+    });
+    let server = Arc::new(Server {
+        mode,
+        page_size,
+        out: Mutex::new(std::io::stdout()),
+        cancelled: Mutex::new(Vec::new()),
+        answers: Mutex::new(HashMap::new()),
+        answered: Condvar::new(),
+    });
+    for line in std::io::stdin().lock().lines() {
+        let Ok(line) = line else { break };
+        if line.trim().is_empty() {
+            continue;
+        }
+        match Message::parse(line.as_bytes()) {
+            Ok(Message::Request(request)) => handle(&server, request),
+            Ok(Message::Notification(n)) if n.method == "notifications/cancelled" => {
+                server
+                    .cancelled
+                    .lock()
+                    .unwrap()
+                    .push(n.params.unwrap_or(Value::Null));
+            }
+            Ok(Message::Notification(_)) => {}
+            Ok(Message::Response(r)) => {
+                let answer = match r.outcome {
+                    Ok(result) => json!({"result": result}),
+                    Err(error) => json!({"error": error}),
+                };
+                let key = r.id.map(|id| id.to_string()).unwrap_or_default();
+                server.answers.lock().unwrap().insert(key, answer);
+                server.answered.notify_all();
+            }
+            Err(e) => eprintln!("fixture-server: ignoring a bad line: {e}"),
+        }
+    }
+    if server.mode == Mode::IgnoreSigterm {
+        loop {
+            std::thread::sleep(Duration::from_secs(3600));
+        }
+    }
+    std::process::ExitCode::SUCCESS
+}
+
+fn handle(server: &Arc<Server>, request: Request) {
+    let params = request.params.clone().unwrap_or(Value::Null);
+    match request.method.as_str() {
+        "initialize" => {
+            if server.mode == Mode::NoInitResponse {
+                return;
+            }
+            let offered = params
+                .get("protocolVersion")
+                .and_then(Value::as_str)
+                .unwrap_or("");
+            let version = match &server.mode {
+                Mode::Version(v) => v.clone(),
+                _ if HANDSHAKE_VERSIONS.contains(&offered) => offered.to_string(),
+                _ => LATEST_HANDSHAKE_VERSION.to_string(),
+            };
+            server.reply(
+                request.id,
+                Ok(json!({
+                    "protocolVersion": version,
+                    "capabilities": {"tools": {"listChanged": true}},
+                    "serverInfo": {"name": "agenvoy-fixture", "version": env!("CARGO_PKG_VERSION")},
+                    "instructions": INSTRUCTIONS,
+                })),
+            );
+        }
+        "ping" => server.reply(request.id, Ok(json!({}))),
+        "tools/list" => {
+            let all = tool_definitions();
+            let start = match params.get("cursor").and_then(Value::as_str) {
+                Some(c) => match c.parse::<usize>() {
+                    Ok(n) if n < all.len() => n,
+                    _ => {
+                        let e = ErrorObject::new(
+                            jsonrpc::INVALID_PARAMS,
+                            format!("invalid cursor {c:?}"),
+                        );
+                        return server.reply(request.id, Err(e));
+                    }
+                },
+                None => 0,
+            };
+            let end = server
+                .page_size
+                .map_or(all.len(), |n| (start + n.max(1)).min(all.len()));
+            let mut result = json!({"tools": all[start..end]});
+            if end < all.len() {
+                result["nextCursor"] = json!(end.to_string());
+            }
+            server.reply(request.id, Ok(result));
+        }
+        "tools/call" => {
+            if server.mode == Mode::Hang {
+                return;
+            }
+            let server = server.clone();
+            std::thread::spawn(move || call_tool(&server, request.id, &params));
+        }
+        other => {
+            let e = ErrorObject::new(
+                jsonrpc::METHOD_NOT_FOUND,
+                format!("method not found: {other}"),
+            );
+            server.reply(request.id, Err(e));
+        }
+    }
+}
+
+fn tool_definitions() -> Vec<Value> {
+    let schema = |props: Value, required: &[&str]| json!({"type": "object", "properties": props, "required": required});
+    vec![
+        json!({"name": "echo", "description": "Returns the text it is given.",
+               "inputSchema": schema(json!({"text": {"type": "string"}}), &["text"])}),
+        json!({"name": "add", "description": "Adds two numbers.",
+               "inputSchema": schema(json!({"a": {"type": "number"}, "b": {"type": "number"}}), &["a", "b"])}),
+        json!({"name": "big", "description": "Returns `bytes` bytes of generated text.",
+               "inputSchema": schema(json!({"bytes": {"type": "integer", "minimum": 0},
+                   "multibyte": {"type": "boolean"}, "escapes": {"type": "boolean"}}), &["bytes"])}),
+        json!({"name": "slow", "description": "Sleeps, reporting progress.",
+               "inputSchema": schema(json!({"seconds": {"type": "number"}, "steps": {"type": "integer"}}), &["seconds"])}),
+        json!({"name": "fail", "description": "Always fails with isError.",
+               "inputSchema": schema(json!({"message": {"type": "string"}}), &[])}),
+        json!({"name": "cancellations", "description": "Lists the cancellations received so far.",
+               "inputSchema": schema(json!({}), &[])}),
+        json!({"name": "client_request", "description": "Sends a request to the client and returns its answer.",
+               "inputSchema": schema(json!({"method": {"type": "string"}, "params": {"type": "object"}}), &["method"])}),
+    ]
+}
+
+fn text_result(text: &str) -> Value {
+    json!({"content": [{"type": "text", "text": text}]})
+}
+
+fn call_tool(server: &Server, id: Id, params: &Value) {
+    let args = params.get("arguments").cloned().unwrap_or(Value::Null);
+    let name = params.get("name").and_then(Value::as_str).unwrap_or("");
+    if server.mode == Mode::CrashMidCall {
+        let mut out = server.out.lock().unwrap();
+        let _ = write!(
+            out,
+            r#"{{"jsonrpc":"2.0","id":{id},"result":{{"content":[{{"type":"text","text":"partial"#
+        );
+        let _ = out.flush();
+        std::process::exit(3);
+    }
+    let result = match name {
+        "echo" => Ok(text_result(
+            args.get("text").and_then(Value::as_str).unwrap_or(""),
+        )),
+        "add" => {
+            let sum = args.get("a").and_then(Value::as_f64).unwrap_or(0.0)
+                + args.get("b").and_then(Value::as_f64).unwrap_or(0.0);
+            let mut r = text_result(&sum.to_string());
+            r["structuredContent"] = json!({"sum": sum});
+            Ok(r)
+        }
+        "big" => {
+            let bytes = args.get("bytes").and_then(Value::as_u64).unwrap_or(0);
+            let multibyte = args
+                .get("multibyte")
+                .and_then(Value::as_bool)
+                .unwrap_or(false);
+            let escapes = args
+                .get("escapes")
+                .and_then(Value::as_bool)
+                .unwrap_or(false);
+            return write_big(server, &id, bytes, multibyte, escapes);
+        }
+        "slow" => {
+            let seconds = args
+                .get("seconds")
+                .and_then(Value::as_f64)
+                .unwrap_or(1.0)
+                .max(0.0);
+            let steps = args
+                .get("steps")
+                .and_then(Value::as_u64)
+                .unwrap_or(5)
+                .max(1);
+            let token = params
+                .get("_meta")
+                .and_then(|m| m.get("progressToken"))
+                .cloned();
+            for step in 1..=steps {
+                std::thread::sleep(Duration::from_secs_f64(seconds / steps as f64));
+                if let Some(token) = &token {
+                    server.send(Message::Notification(Notification {
+                        method: "notifications/progress".into(),
+                        params: Some(
+                            json!({"progressToken": token, "progress": step, "total": steps,
+                                            "message": format!("step {step} of {steps}")}),
+                        ),
+                    }));
+                }
+            }
+            Ok(text_result(&format!("slept {seconds} s")))
+        }
+        "fail" => {
+            let message = args
+                .get("message")
+                .and_then(Value::as_str)
+                .unwrap_or("the fail tool failed, as asked");
+            let mut r = text_result(message);
+            r["isError"] = json!(true);
+            Ok(r)
+        }
+        "cancellations" => Ok(text_result(
+            &Value::Array(server.cancelled.lock().unwrap().clone()).to_string(),
+        )),
+        "client_request" => {
+            let method = args
+                .get("method")
+                .and_then(Value::as_str)
+                .unwrap_or("ping")
+                .to_string();
+            let ask_id = Id::String(format!("fixture-{id}"));
+            let key = ask_id.to_string();
+            server.send(Message::Request(Request {
+                id: ask_id,
+                method,
+                params: args.get("params").cloned(),
+            }));
+            let mut answers = server.answers.lock().unwrap();
+            let answer = loop {
+                if let Some(a) = answers.remove(&key) {
+                    break a;
+                }
+                answers = server.answered.wait(answers).unwrap();
+            };
+            drop(answers);
+            Ok(text_result(&answer.to_string()))
+        }
+        other => Err(ErrorObject::new(
+            jsonrpc::INVALID_PARAMS,
+            format!("unknown tool: {other}"),
+        )),
+    };
+    server.reply(id, result);
+}
+
+/// The repeating units of `big`'s text: what each unit reads as, and as JSON.
+fn big_units(multibyte: bool, escapes: bool) -> Vec<(&'static str, &'static str)> {
+    let mut units = vec![(
+        "abcdefghijklmnopqrstuvwxyz0123456789 ",
+        "abcdefghijklmnopqrstuvwxyz0123456789 ",
+    )];
+    if multibyte {
+        units.extend([("é", "é"), ("€", "€"), ("😀", "😀"), ("ü", "\\u00fc")]);
+    }
+    if escapes {
+        units.extend([
+            ("\"", "\\\""),
+            ("\\", "\\\\"),
+            ("\n", "\\n"),
+            ("\t", "\\t"),
+            ("\u{1}", "\\u0001"),
+        ]);
+    }
+    units
+}
+
+/// Writes a tools/call response whose text is exactly `bytes` bytes, generated as it goes.
+fn write_big(server: &Server, id: &Id, bytes: u64, multibyte: bool, escapes: bool) {
+    let units = big_units(multibyte, escapes);
+    let mut out = server.out.lock().unwrap();
+    let mut buf = Vec::with_capacity(1 << 16);
+    buf.extend_from_slice(
+        format!(r#"{{"jsonrpc":"2.0","id":{id},"result":{{"content":[{{"type":"text","text":""#)
+            .as_bytes(),
+    );
+    let mut left = bytes;
+    'fill: while left > 0 {
+        for (text, json) in &units {
+            let len = text.len() as u64;
+            if len > left {
+                // Fill the tail with one-byte characters so the total is exact.
+                for _ in 0..left {
+                    buf.push(b'x');
+                }
+                break 'fill;
+            }
+            buf.extend_from_slice(json.as_bytes());
+            left -= len;
+            if buf.len() >= 1 << 16 {
+                if out.write_all(&buf).is_err() {
+                    return;
+                }
+                buf.clear();
+            }
+        }
+    }
+    buf.extend_from_slice(b"\"}]}}\n");
+    let _ = out.write_all(&buf);
+    let _ = out.flush();
+}

@@ -1,0 +1,4 @@
+//! The command line: one binary, several commands.
+
+pub mod fixture_server;
+pub mod probe;

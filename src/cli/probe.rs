@@ -1,0 +1,164 @@
+//! `agenvoy-mcp probe`: connect one server with no config, print what it is, optionally call
+//! one tool.
+//!
+//! With `--json` the output is one JSON object:
+//!
+//! ```json
+//! {
+//!   "server": "<name used in logs>",
+//!   "transport": "stdio",
+//!   "era": "handshake",
+//!   "protocolVersion": "2025-11-25",
+//!   "serverInfo": {"name": "...", "version": "..."},
+//!   "capabilities": {"tools": {}},
+//!   "instructions": "..." | null,
+//!   "tools": [{"name": "...", "description": "...", "inputSchema": {}}],
+//!   "call": {"tool": "echo", "isError": false, "totalBytes": 2, "output": "hi"}
+//! }
+//! ```
+//!
+//! `call` is present only with `--call`. On failure nothing is printed to stdout; one line on
+//! stderr names the step that failed (`start`, `initialize`, `tools/list`, `tools/call`), and
+//! the exit code is 1. A tool that reports `isError` prints its output and exits with 1 too.
+
+use agenvoy_mcp::protocol::session::RequestOptions;
+use agenvoy_mcp::transport::stdio::StdioConfig;
+use agenvoy_mcp::{Client, ClientOptions, Error};
+use serde_json::{Value, json};
+use std::process::ExitCode;
+
+/// What `probe` was asked to do.
+pub struct ProbeArgs {
+    /// Print JSON instead of text.
+    pub json: bool,
+    /// The tool to call, if any.
+    pub call: Option<String>,
+    /// The call's arguments, as JSON text.
+    pub args: Option<String>,
+    /// The server command and its arguments.
+    pub command: Vec<String>,
+}
+
+fn step_failed(step: &str, error: impl std::fmt::Display) -> ExitCode {
+    eprintln!("probe failed at {step}: {error}");
+    ExitCode::from(1)
+}
+
+fn step_of(error: &Error) -> &str {
+    match &error.kind {
+        agenvoy_mcp::ErrorKind::Spawn(_) => "start",
+        _ => error.method.as_deref().unwrap_or("initialize"),
+    }
+}
+
+/// Runs the probe.
+pub async fn run(args: ProbeArgs) -> ExitCode {
+    let arguments: Value = match args.args.as_deref().map(serde_json::from_str).transpose() {
+        Ok(v) => v.unwrap_or_else(|| json!({})),
+        Err(e) => return step_failed("arguments", format!("--args is not valid JSON: {e}")),
+    };
+    let Some((program, rest)) = args.command.split_first() else {
+        return step_failed("arguments", "give the server command after --");
+    };
+    let name = std::path::Path::new(program)
+        .file_name()
+        .map_or_else(|| program.clone(), |n| n.to_string_lossy().into_owned());
+    let config = StdioConfig {
+        command: program.clone(),
+        args: rest.to_vec(),
+        ..Default::default()
+    };
+    let client = match Client::connect_stdio(&name, &config, ClientOptions::default()).await {
+        Ok(c) => c,
+        Err(e) => return step_failed(&step_of(&e).to_string(), e),
+    };
+    let code = probe(&client, &args, arguments).await;
+    client.close().await;
+    code
+}
+
+async fn probe(client: &Client, args: &ProbeArgs, arguments: Value) -> ExitCode {
+    let details = client.details();
+    let tools = match client.list_tools().await {
+        Ok(t) => t,
+        Err(e) if !details.has_capability("tools") => {
+            tracing::debug!("tools/list failed on a server without the tools capability: {e}");
+            Vec::new()
+        }
+        Err(e) => return step_failed("tools/list", e),
+    };
+    let call = match &args.call {
+        Some(tool) => match client
+            .call_tool(tool, arguments, RequestOptions::default())
+            .await
+        {
+            Ok(output) => Some((tool.clone(), output)),
+            Err(e) => return step_failed("tools/call", e),
+        },
+        None => None,
+    };
+    if args.json {
+        let mut report = json!({
+            "server": client.name(),
+            "transport": client.session().transport().kind(),
+            "era": details.era.name(),
+            "protocolVersion": details.protocol_version,
+            "serverInfo": details.server_info,
+            "capabilities": details.capabilities,
+            "instructions": details.instructions,
+            "tools": tools,
+        });
+        if let Some((tool, output)) = &call {
+            report["call"] = json!({"tool": tool, "isError": output.is_error,
+                                    "totalBytes": output.total_bytes, "output": output.text});
+        }
+        println!(
+            "{}",
+            serde_json::to_string_pretty(&report).expect("JSON serializes")
+        );
+    } else {
+        let info = &details.server_info;
+        let field = |k: &str| {
+            info.get(k)
+                .and_then(Value::as_str)
+                .unwrap_or("?")
+                .to_string()
+        };
+        println!("server:       {} {}", field("name"), field("version"));
+        println!("transport:    {}", client.session().transport().kind());
+        println!("era:          {}", details.era.name());
+        println!("protocol:     {}", details.protocol_version);
+        println!("capabilities: {}", details.capabilities);
+        match &details.instructions {
+            Some(text) => println!("instructions:\n{}", indent(text)),
+            None => println!("instructions: (none)"),
+        }
+        println!("tools ({}):", tools.len());
+        for tool in &tools {
+            let description = tool
+                .description
+                .as_deref()
+                .unwrap_or("")
+                .lines()
+                .next()
+                .unwrap_or("");
+            println!("  {:<24} {description}", tool.name);
+        }
+        if let Some((tool, output)) = &call {
+            let flag = if output.is_error { " (tool error)" } else { "" };
+            println!("call {tool}{flag}:");
+            println!("{}", output.text);
+        }
+    }
+    match call {
+        Some((_, output)) if output.is_error => ExitCode::from(1),
+        _ => ExitCode::SUCCESS,
+    }
+}
+
+fn indent(text: &str) -> String {
+    text.lines()
+        .map(|l| format!("  {l}"))
+        .collect::<Vec<_>>()
+        .join("\n")
+}

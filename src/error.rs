@@ -1,0 +1,88 @@
+//! The error type of every fallible call in this crate.
+//!
+//! Each error names the server and, where there is one, the method, and says what to do next.
+
+use crate::wire::jsonrpc::ErrorObject;
+use std::fmt;
+use std::time::Duration;
+
+/// A failure talking to one MCP server.
+#[derive(Debug, Clone)]
+pub struct Error {
+    /// The server's name as configured (or as given to `probe`).
+    pub server: String,
+    /// The MCP method that failed, if the failure belongs to one.
+    pub method: Option<String>,
+    /// What went wrong.
+    pub kind: ErrorKind,
+}
+
+/// What went wrong, with the details a caller may act on.
+#[derive(Debug, Clone)]
+pub enum ErrorKind {
+    /// The server process could not be started.
+    Spawn(String),
+    /// The connection ended (the process exited, or the client was closed).
+    Closed(String),
+    /// No response within the time allowed.
+    Timeout(Duration),
+    /// The server answered with a JSON-RPC error.
+    Rpc(ErrorObject),
+    /// The server broke the protocol: a bad response, an unsupported version, a bad result.
+    Protocol(String),
+    /// The caller gave something unusable (bad arguments, bad configuration).
+    Usage(String),
+}
+
+impl Error {
+    /// An error for `server`, not tied to a method.
+    pub fn new(server: &str, kind: ErrorKind) -> Self {
+        Error {
+            server: server.to_string(),
+            method: None,
+            kind,
+        }
+    }
+
+    /// The same error, tied to `method`.
+    pub fn during(mut self, method: &str) -> Self {
+        self.method = Some(method.to_string());
+        self
+    }
+
+    /// Whether the connection is gone, so a reconnect is the only way on.
+    pub fn is_closed(&self) -> bool {
+        matches!(self.kind, ErrorKind::Closed(_))
+    }
+}
+
+impl fmt::Display for Error {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "mcp server \"{}\"", self.server)?;
+        if let Some(m) = &self.method {
+            write!(f, ", {m}")?;
+        }
+        match &self.kind {
+            ErrorKind::Spawn(why) => {
+                write!(
+                    f,
+                    ": could not start the server: {why}; check its command and args"
+                )
+            }
+            ErrorKind::Closed(why) => write!(f, ": connection closed: {why}; reconnect the server"),
+            ErrorKind::Timeout(d) => write!(
+                f,
+                ": no response after {:.1} s; the request was cancelled (raise the timeout if the tool is slow)",
+                d.as_secs_f64()
+            ),
+            ErrorKind::Rpc(e) => write!(f, ": server returned an error: {e}"),
+            ErrorKind::Protocol(why) => write!(f, ": protocol error: {why}"),
+            ErrorKind::Usage(why) => write!(f, ": {why}"),
+        }
+    }
+}
+
+impl std::error::Error for Error {}
+
+/// The crate's result type.
+pub type Result<T, E = Error> = std::result::Result<T, E>;

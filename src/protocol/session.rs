@@ -1,0 +1,430 @@
+//! The session: request ids and correlation, timeouts, cancellation, progress, and the
+//! answers to what the server asks of the client.
+//!
+//! Many requests may be in flight at once. Each ends in its response, an error, or a timeout
+//! (60 s unless the call says otherwise); a request that times out or that its caller drops
+//! is cancelled with `notifications/cancelled`. When the connection ends, every request in
+//! flight fails at once with the reason.
+
+use super::types::{Progress, Root};
+use crate::error::{Error, ErrorKind, Result};
+use crate::transport::{BoxFuture, Inbound, Transport};
+use crate::wire::jsonrpc::{self, ErrorObject, Id, Message, Notification, Request, Response};
+use serde_json::{Value, json};
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicI64, Ordering};
+use std::sync::{Arc, Mutex, Weak};
+use std::time::Duration;
+use tokio::sync::{Notify, broadcast, mpsc, oneshot};
+
+/// How long a request waits for its response unless told otherwise.
+pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(60);
+
+/// Longest excerpt of a bad line quoted in a warning.
+const EXCERPT: usize = 200;
+
+/// Answers one kind of server-to-client request (`sampling/createMessage`,
+/// `elicitation/create`): takes the request's params, returns its result or an error.
+pub type RequestHandler =
+    Arc<dyn Fn(Value) -> BoxFuture<'static, Result<Value, ErrorObject>> + Send + Sync>;
+
+/// Receives the progress of one request.
+pub type ProgressCallback = Arc<dyn Fn(Progress) + Send + Sync>;
+
+/// What the embedder offers servers. Capabilities announce exactly what is set here.
+#[derive(Clone, Default)]
+pub struct Handlers {
+    /// The roots to list; `None` announces no `roots` capability (`roots/list` still gets an
+    /// empty list, as some servers ask regardless).
+    pub roots: Option<Vec<Root>>,
+    /// Answers `sampling/createMessage`; `None` answers method-not-found.
+    pub sampling: Option<RequestHandler>,
+    /// Answers `elicitation/create`; `None` answers method-not-found.
+    pub elicitation: Option<RequestHandler>,
+}
+
+impl Handlers {
+    /// The client capabilities these handlers support.
+    pub fn capabilities(&self) -> Value {
+        let mut caps = serde_json::Map::new();
+        if self.roots.is_some() {
+            caps.insert("roots".into(), json!({"listChanged": false}));
+        }
+        if self.sampling.is_some() {
+            caps.insert("sampling".into(), json!({}));
+        }
+        if self.elicitation.is_some() {
+            caps.insert("elicitation".into(), json!({}));
+        }
+        Value::Object(caps)
+    }
+}
+
+impl std::fmt::Debug for Handlers {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Handlers")
+            .field("roots", &self.roots)
+            .field("sampling", &self.sampling.is_some())
+            .field("elicitation", &self.elicitation.is_some())
+            .finish()
+    }
+}
+
+/// Options of one request.
+#[derive(Clone, Default)]
+pub struct RequestOptions {
+    /// How long to wait for the response; the session's default if `None`.
+    pub timeout: Option<Duration>,
+    /// Called for each progress notification; setting it asks the server for progress.
+    pub on_progress: Option<ProgressCallback>,
+    /// Whether each progress notification restarts the timeout.
+    pub progress_resets_timeout: bool,
+}
+
+/// A response as it arrived: the parsed outcome and the bytes of the whole message.
+#[derive(Debug, Clone)]
+pub struct Reply {
+    /// The bytes of the response message.
+    pub frame: Vec<u8>,
+    /// Its `result`, or its `error`.
+    pub outcome: Result<Value, ErrorObject>,
+}
+
+struct Pending {
+    reply: oneshot::Sender<Reply>,
+    progress: Option<ProgressCallback>,
+    activity: Option<Arc<Notify>>,
+}
+
+struct Shared {
+    server: String,
+    transport: Arc<dyn Transport>,
+    pending: Mutex<HashMap<i64, Pending>>,
+    next_id: AtomicI64,
+    handlers: Handlers,
+    notifications: broadcast::Sender<Notification>,
+    closed: Mutex<Option<String>>,
+    default_timeout: Duration,
+}
+
+/// One session with one server over one transport. Cloning shares the session.
+#[derive(Clone)]
+pub struct Session {
+    shared: Arc<Shared>,
+}
+
+impl Session {
+    /// Starts a session over a transport and the channel it delivers on.
+    pub fn new(
+        server: &str,
+        transport: Arc<dyn Transport>,
+        inbound: mpsc::Receiver<Inbound>,
+        handlers: Handlers,
+        default_timeout: Duration,
+    ) -> Session {
+        let shared = Arc::new(Shared {
+            server: server.to_string(),
+            transport,
+            pending: Mutex::new(HashMap::new()),
+            next_id: AtomicI64::new(1),
+            handlers,
+            notifications: broadcast::channel(256).0,
+            closed: Mutex::new(None),
+            default_timeout,
+        });
+        tokio::spawn(run_inbound(Arc::downgrade(&shared), inbound));
+        Session { shared }
+    }
+
+    /// The server's name.
+    pub fn server(&self) -> &str {
+        &self.shared.server
+    }
+
+    /// The transport under the session.
+    pub fn transport(&self) -> &Arc<dyn Transport> {
+        &self.shared.transport
+    }
+
+    /// The handlers the embedder registered.
+    pub fn handlers(&self) -> &Handlers {
+        &self.shared.handlers
+    }
+
+    /// Notifications from the server (list changes, logs, ...), for anyone who subscribes.
+    pub fn notifications(&self) -> broadcast::Receiver<Notification> {
+        self.shared.notifications.subscribe()
+    }
+
+    /// Why the connection ended, once it has.
+    pub fn closed_reason(&self) -> Option<String> {
+        self.shared.closed.lock().expect("closed lock").clone()
+    }
+
+    fn error(&self, kind: ErrorKind) -> Error {
+        Error::new(&self.shared.server, kind)
+    }
+
+    /// Sends a request and returns its result; a JSON-RPC error becomes [`ErrorKind::Rpc`].
+    pub async fn request(
+        &self,
+        method: &str,
+        params: Option<Value>,
+        options: RequestOptions,
+    ) -> Result<Value> {
+        let reply = self.request_reply(method, params, options).await?;
+        reply
+            .outcome
+            .map_err(|e| self.error(ErrorKind::Rpc(e)).during(method))
+    }
+
+    /// Sends a request and returns the whole reply, error or not.
+    pub async fn request_reply(
+        &self,
+        method: &str,
+        params: Option<Value>,
+        options: RequestOptions,
+    ) -> Result<Reply> {
+        if let Some(reason) = self.closed_reason() {
+            return Err(self.error(ErrorKind::Closed(reason)).during(method));
+        }
+        let id = self.shared.next_id.fetch_add(1, Ordering::Relaxed);
+        let mut params = params;
+        if options.on_progress.is_some() {
+            let p = params.get_or_insert_with(|| json!({}));
+            if let Some(obj) = p.as_object_mut() {
+                let meta = obj.entry("_meta").or_insert_with(|| json!({}));
+                if let Some(meta) = meta.as_object_mut() {
+                    meta.insert("progressToken".into(), json!(id));
+                }
+            }
+        }
+        let activity = options
+            .progress_resets_timeout
+            .then(|| Arc::new(Notify::new()));
+        let (tx, mut rx) = oneshot::channel();
+        self.shared.pending.lock().expect("pending lock").insert(
+            id,
+            Pending {
+                reply: tx,
+                progress: options.on_progress.clone(),
+                activity: activity.clone(),
+            },
+        );
+        let mut guard = CancelGuard {
+            shared: Arc::downgrade(&self.shared),
+            id,
+            cancel: method != "initialize",
+            reason: "the caller stopped waiting",
+        };
+        let message = Message::Request(Request {
+            id: Id::Number(id),
+            method: method.to_string(),
+            params,
+        });
+        if let Err(e) = self.shared.transport.send(message.to_bytes()).await {
+            guard.disarm();
+            return Err(e.during(method));
+        }
+        let timeout = options.timeout.unwrap_or(self.shared.default_timeout);
+        let mut deadline = tokio::time::Instant::now() + timeout;
+        loop {
+            let progressed = async {
+                match &activity {
+                    Some(n) => n.notified().await,
+                    None => std::future::pending().await,
+                }
+            };
+            tokio::select! {
+                reply = &mut rx => {
+                    guard.disarm();
+                    return match reply {
+                        Ok(reply) => Ok(reply),
+                        Err(_) => {
+                            let reason = self.closed_reason().unwrap_or_else(|| "the session ended".into());
+                            Err(self.error(ErrorKind::Closed(reason)).during(method))
+                        }
+                    };
+                }
+                _ = tokio::time::sleep_until(deadline) => {
+                    guard.reason = "timed out";
+                    return Err(self.error(ErrorKind::Timeout(timeout)).during(method));
+                }
+                _ = progressed => deadline = tokio::time::Instant::now() + timeout,
+            }
+        }
+    }
+
+    /// Sends a notification.
+    pub async fn notify(&self, method: &str, params: Option<Value>) -> Result<()> {
+        let message = Message::Notification(Notification {
+            method: method.to_string(),
+            params,
+        });
+        self.shared
+            .transport
+            .send(message.to_bytes())
+            .await
+            .map_err(|e| e.during(method))
+    }
+}
+
+/// Cancels a request that did not complete: forgets it and tells the server, unless disarmed.
+struct CancelGuard {
+    shared: Weak<Shared>,
+    id: i64,
+    cancel: bool,
+    reason: &'static str,
+}
+
+impl CancelGuard {
+    fn disarm(&mut self) {
+        self.shared = Weak::new();
+    }
+}
+
+impl Drop for CancelGuard {
+    fn drop(&mut self) {
+        let Some(shared) = self.shared.upgrade() else {
+            return;
+        };
+        let was_pending = shared
+            .pending
+            .lock()
+            .expect("pending lock")
+            .remove(&self.id)
+            .is_some();
+        let open = shared.closed.lock().expect("closed lock").is_none();
+        if !(was_pending && open && self.cancel) {
+            return;
+        }
+        let message = Message::Notification(Notification {
+            method: "notifications/cancelled".into(),
+            params: Some(json!({"requestId": self.id, "reason": self.reason})),
+        });
+        if let Ok(runtime) = tokio::runtime::Handle::try_current() {
+            runtime.spawn(async move {
+                let _ = shared.transport.send(message.to_bytes()).await;
+            });
+        }
+    }
+}
+
+async fn run_inbound(shared: Weak<Shared>, mut inbound: mpsc::Receiver<Inbound>) {
+    while let Some(item) = inbound.recv().await {
+        let Some(shared) = shared.upgrade() else {
+            return;
+        };
+        match item {
+            Inbound::Frame(frame) => match Message::parse(&frame) {
+                Ok(Message::Response(response)) => complete(&shared, response, frame),
+                Ok(Message::Request(request)) => {
+                    tokio::spawn(answer(shared.clone(), request));
+                }
+                Ok(Message::Notification(n)) => on_notification(&shared, n),
+                Err(e) => {
+                    let end = frame.len().min(EXCERPT);
+                    let excerpt = String::from_utf8_lossy(&frame[..end]);
+                    tracing::warn!(server = %shared.server, "skipping a line that is not JSON-RPC ({e}): {excerpt}");
+                }
+            },
+            Inbound::Closed(reason) => {
+                *shared.closed.lock().expect("closed lock") = Some(reason);
+                // Dropping the senders fails every waiting request with the reason.
+                shared.pending.lock().expect("pending lock").clear();
+                return;
+            }
+        }
+    }
+}
+
+fn complete(shared: &Shared, response: Response, frame: Vec<u8>) {
+    let pending = match &response.id {
+        Some(Id::Number(id)) => shared.pending.lock().expect("pending lock").remove(id),
+        _ => None,
+    };
+    match pending {
+        Some(p) => {
+            let _ = p.reply.send(Reply {
+                frame,
+                outcome: response.outcome,
+            });
+        }
+        None => match response.outcome {
+            Err(e) => tracing::warn!(server = %shared.server, "the server reported an error: {e}"),
+            Ok(_) => {
+                tracing::debug!(server = %shared.server, "a response to no pending request was dropped")
+            }
+        },
+    }
+}
+
+fn on_notification(shared: &Shared, n: Notification) {
+    match n.method.as_str() {
+        "notifications/progress" => {
+            let params = n.params.clone().unwrap_or(Value::Null);
+            let token = params.get("progressToken").and_then(Value::as_i64);
+            let pending = shared.pending.lock().expect("pending lock");
+            if let Some(p) = token.and_then(|t| pending.get(&t)) {
+                if let Some(activity) = &p.activity {
+                    activity.notify_one();
+                }
+                if let Some(callback) = &p.progress {
+                    callback(Progress {
+                        progress: params
+                            .get("progress")
+                            .and_then(Value::as_f64)
+                            .unwrap_or(0.0),
+                        total: params.get("total").and_then(Value::as_f64),
+                        message: params
+                            .get("message")
+                            .and_then(Value::as_str)
+                            .map(str::to_string),
+                    });
+                }
+            }
+        }
+        "notifications/message" => {
+            let params = n.params.clone().unwrap_or(Value::Null);
+            let level = params
+                .get("level")
+                .and_then(Value::as_str)
+                .unwrap_or("info");
+            let data = params.get("data").map(Value::to_string).unwrap_or_default();
+            tracing::info!(target: "agenvoy_mcp::server", server = %shared.server, level, "log: {data}");
+        }
+        _ => {}
+    }
+    let _ = shared.notifications.send(n);
+}
+
+async fn answer(shared: Arc<Shared>, request: Request) {
+    let params = request.params.unwrap_or(Value::Null);
+    let handlers = &shared.handlers;
+    let not_found = || {
+        Err(ErrorObject::new(
+            jsonrpc::METHOD_NOT_FOUND,
+            format!("method not found: {}", request.method),
+        ))
+    };
+    let outcome = match request.method.as_str() {
+        "ping" => Ok(json!({})),
+        "roots/list" => Ok(json!({"roots": handlers.roots.clone().unwrap_or_default()})),
+        "sampling/createMessage" => match &handlers.sampling {
+            Some(handler) => handler(params).await,
+            None => not_found(),
+        },
+        "elicitation/create" => match &handlers.elicitation {
+            Some(handler) => handler(params).await,
+            None => not_found(),
+        },
+        _ => not_found(),
+    };
+    let response = Message::Response(Response {
+        id: Some(request.id),
+        outcome,
+    });
+    if let Err(e) = shared.transport.send(response.to_bytes()).await {
+        tracing::debug!(server = %shared.server, "could not answer {}: {e}", request.method);
+    }
+}

@@ -1,0 +1,319 @@
+//! The stdio transport: the server is a child process speaking newline-delimited JSON-RPC.
+//!
+//! The child runs in a process group of its own, so closing reaches everything it started
+//! (npx-style launchers start node). Closing is: close stdin, wait 2 s, SIGTERM the group,
+//! wait 2 s, SIGKILL the group. Dropping the transport without closing does the same on a
+//! thread of its own.
+//!
+//! Orphaned grandchildren are re-parented to the nearest subreaper, usually init. Where init
+//! does not reap (some containers), call [`become_subreaper`] once so that this process
+//! adopts them and the close sequence reaps them: no zombie is left either way.
+
+use super::{BoxFuture, Inbound, Transport};
+use crate::error::{Error, ErrorKind, Result};
+use crate::wire::framing::{LineFramer, Piece};
+use std::collections::HashMap;
+use std::process::Stdio;
+use std::sync::Mutex as StdMutex;
+use std::time::{Duration, Instant};
+use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt, BufReader};
+use tokio::process::{Child, ChildStdin, Command};
+use tokio::sync::{Mutex, mpsc};
+
+/// How long a server gets after stdin closes, and again after SIGTERM.
+pub const GRACE: Duration = Duration::from_secs(2);
+/// Longest stderr line forwarded to the log; the rest is cut.
+pub const STDERR_LINE_MAX: usize = 4096;
+/// Largest message read from stdout before the line is dropped with an error.
+pub const MESSAGE_MAX: usize = 256 << 20;
+
+/// How to start a stdio server.
+#[derive(Debug, Clone, Default)]
+pub struct StdioConfig {
+    /// The program to run, found on `PATH` if it has no slash.
+    pub command: String,
+    /// Its arguments.
+    pub args: Vec<String>,
+    /// Variables set over the inherited environment.
+    pub env: HashMap<String, String>,
+    /// The working directory; the current one if `None`.
+    pub cwd: Option<std::path::PathBuf>,
+}
+
+/// A running stdio server.
+pub struct StdioTransport {
+    server: String,
+    stdin: Mutex<Option<ChildStdin>>,
+    child: StdMutex<Option<Child>>,
+    pid: u32,
+}
+
+impl StdioTransport {
+    /// Starts the server and returns the transport with the channel of what it says.
+    pub fn spawn(
+        server: &str,
+        config: &StdioConfig,
+    ) -> Result<(StdioTransport, mpsc::Receiver<Inbound>)> {
+        let mut cmd = Command::new(&config.command);
+        cmd.args(&config.args)
+            .envs(&config.env)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .process_group(0);
+        if let Some(dir) = &config.cwd {
+            cmd.current_dir(dir);
+        }
+        let mut child = cmd.spawn().map_err(|e| {
+            Error::new(server, ErrorKind::Spawn(format!("{}: {e}", config.command)))
+        })?;
+        let pid = child.id().expect("a child just spawned has a pid");
+        let stdin = child.stdin.take();
+        let stdout = child.stdout.take().expect("stdout is piped");
+        let stderr = child.stderr.take().expect("stderr is piped");
+        let (tx, rx) = mpsc::channel(64);
+        tokio::spawn(read_stdout(server.to_string(), stdout, tx));
+        tokio::spawn(forward_stderr(server.to_string(), stderr));
+        let transport = StdioTransport {
+            server: server.to_string(),
+            stdin: Mutex::new(stdin),
+            child: StdMutex::new(Some(child)),
+            pid,
+        };
+        Ok((transport, rx))
+    }
+
+    /// The process id of the server (also its process group id).
+    pub fn pid(&self) -> u32 {
+        self.pid
+    }
+}
+
+impl Transport for StdioTransport {
+    fn send(&self, mut message: Vec<u8>) -> BoxFuture<'_, Result<()>> {
+        Box::pin(async move {
+            message.push(b'\n');
+            let mut guard = self.stdin.lock().await;
+            let closed = |why: String| Error::new(&self.server, ErrorKind::Closed(why));
+            let stdin = guard
+                .as_mut()
+                .ok_or_else(|| closed("the transport was closed".into()))?;
+            stdin
+                .write_all(&message)
+                .await
+                .map_err(|e| closed(format!("writing to the server's stdin: {e}")))?;
+            stdin
+                .flush()
+                .await
+                .map_err(|e| closed(format!("writing to the server's stdin: {e}")))
+        })
+    }
+
+    fn close(&self) -> BoxFuture<'_, ()> {
+        Box::pin(async move {
+            self.stdin.lock().await.take();
+            let child = self.child.lock().expect("child lock").take();
+            if let Some(child) = child {
+                let pid = self.pid;
+                let _ = tokio::task::spawn_blocking(move || shut_down(child, pid)).await;
+            }
+        })
+    }
+
+    fn kind(&self) -> &'static str {
+        "stdio"
+    }
+}
+
+impl Drop for StdioTransport {
+    fn drop(&mut self) {
+        if let Some(child) = self.child.get_mut().expect("child lock").take() {
+            // Dropping stdin (a field) closes the pipe; the rest of the sequence blocks, so it
+            // runs on a thread of its own.
+            let pid = self.pid;
+            let stdin = self.stdin.get_mut().take();
+            std::thread::spawn(move || {
+                drop(stdin);
+                shut_down(child, pid)
+            });
+        }
+    }
+}
+
+/// The close sequence, after stdin is closed: wait for the server to exit, then SIGTERM the
+/// group, then SIGKILL it; reap the server and any adopted member of its group.
+fn shut_down(mut child: Child, pgid: u32) {
+    let pgid = pgid as libc::pid_t;
+    // An error means the leader was already reaped (by the group reaping below).
+    let mut exited = || matches!(child.try_wait(), Ok(Some(_)) | Err(_));
+    wait_until(GRACE, &mut exited);
+    for signal in [libc::SIGTERM, libc::SIGKILL] {
+        if exited() && !group_alive(pgid) {
+            return;
+        }
+        signal_group(pgid, signal);
+        wait_until(GRACE, || exited() && !group_alive(pgid));
+    }
+}
+
+/// Polls `done` until it holds or `limit` passes; says whether it held.
+fn wait_until(limit: Duration, mut done: impl FnMut() -> bool) -> bool {
+    let deadline = Instant::now() + limit;
+    loop {
+        if done() {
+            return true;
+        }
+        if Instant::now() >= deadline {
+            return false;
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    }
+}
+
+/// Whether any process of the group still runs; reaps adopted members that have exited.
+fn group_alive(pgid: libc::pid_t) -> bool {
+    // SAFETY: waitpid and kill take plain integers and touch no memory of ours.
+    unsafe {
+        while libc::waitpid(-pgid, std::ptr::null_mut(), libc::WNOHANG) > 0 {}
+        libc::kill(-pgid, 0) == 0 && !only_zombies(pgid)
+    }
+}
+
+/// Whether every member of the group has exited and waits for a parent that is not us to reap
+/// it: nothing left to signal.
+fn only_zombies(pgid: libc::pid_t) -> bool {
+    let Ok(dir) = std::fs::read_dir("/proc") else {
+        return false;
+    };
+    for entry in dir.flatten() {
+        let Ok(stat) = std::fs::read_to_string(entry.path().join("stat")) else {
+            continue;
+        };
+        // Fields after the command name (which may hold spaces): state, ppid, pgrp, ...
+        let Some(rest) = stat.rsplit_once(')').map(|(_, r)| r) else {
+            continue;
+        };
+        let fields: Vec<&str> = rest.split_whitespace().collect();
+        if fields.get(2).and_then(|g| g.parse::<libc::pid_t>().ok()) == Some(pgid)
+            && fields[0] != "Z"
+        {
+            return false;
+        }
+    }
+    true
+}
+
+fn signal_group(pgid: libc::pid_t, signal: libc::c_int) {
+    // SAFETY: killpg takes plain integers.
+    unsafe {
+        libc::killpg(pgid, signal);
+    }
+}
+
+/// Makes this process the reaper of its orphaned descendants (Linux only; a no-op elsewhere).
+/// Call it once, early, in a process whose init does not reap orphans.
+pub fn become_subreaper() {
+    #[cfg(target_os = "linux")]
+    // SAFETY: prctl with PR_SET_CHILD_SUBREAPER takes an integer flag.
+    unsafe {
+        libc::prctl(libc::PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0);
+    }
+}
+
+async fn read_stdout(
+    server: String,
+    mut stdout: tokio::process::ChildStdout,
+    tx: mpsc::Sender<Inbound>,
+) {
+    let mut framer = LineFramer::new();
+    let mut buf = vec![0u8; 64 * 1024];
+    let mut line = Vec::new();
+    let mut oversized = false;
+    let mut frames = Vec::new();
+    let reason = loop {
+        let n = match stdout.read(&mut buf).await {
+            Ok(0) => {
+                framer.finish(&mut |p| collect(p, &mut line, &mut oversized, &mut frames, &server));
+                for frame in frames.drain(..) {
+                    let _ = tx.send(Inbound::Frame(frame)).await;
+                }
+                break "the server closed its stdout (it exited)".to_string();
+            }
+            Ok(n) => n,
+            Err(e) => break format!("reading the server's stdout: {e}"),
+        };
+        framer.push(&buf[..n], &mut |p| {
+            collect(p, &mut line, &mut oversized, &mut frames, &server)
+        });
+        for frame in frames.drain(..) {
+            if tx.send(Inbound::Frame(frame)).await.is_err() {
+                return;
+            }
+        }
+    };
+    let _ = tx.send(Inbound::Closed(reason)).await;
+}
+
+fn collect(
+    piece: Piece<'_>,
+    line: &mut Vec<u8>,
+    oversized: &mut bool,
+    frames: &mut Vec<Vec<u8>>,
+    server: &str,
+) {
+    match piece {
+        Piece::Data(d) if !*oversized => {
+            if line.len() + d.len() > MESSAGE_MAX {
+                tracing::warn!(server, "a message over {MESSAGE_MAX} bytes was dropped");
+                *oversized = true;
+                *line = Vec::new();
+            } else {
+                line.extend_from_slice(d);
+            }
+        }
+        Piece::Data(_) => {}
+        Piece::End => {
+            if !std::mem::take(oversized) && !line.trim_ascii().is_empty() {
+                frames.push(std::mem::take(line));
+            }
+            line.clear();
+        }
+    }
+}
+
+async fn forward_stderr(server: String, stderr: tokio::process::ChildStderr) {
+    let mut reader = BufReader::new(stderr);
+    let mut line = Vec::new();
+    loop {
+        line.clear();
+        // Read at most one bounded line; the rest of a long line is skipped.
+        let n = match (&mut reader)
+            .take(STDERR_LINE_MAX as u64)
+            .read_until(b'\n', &mut line)
+            .await
+        {
+            Ok(0) | Err(_) => return,
+            Ok(n) => n,
+        };
+        let cut = n == STDERR_LINE_MAX && line.last() != Some(&b'\n');
+        let mut rest = Vec::new();
+        while cut && !rest.ends_with(b"\n") {
+            rest.clear();
+            match (&mut reader)
+                .take(STDERR_LINE_MAX as u64)
+                .read_until(b'\n', &mut rest)
+                .await
+            {
+                Ok(0) | Err(_) => return,
+                Ok(_) => {}
+            }
+        }
+        let text = String::from_utf8_lossy(&line);
+        let text = text.trim_end();
+        if cut {
+            tracing::info!(target: "agenvoy_mcp::server", server, "stderr: {text}…");
+        } else if !text.is_empty() {
+            tracing::info!(target: "agenvoy_mcp::server", server, "stderr: {text}");
+        }
+    }
+}
