@@ -391,9 +391,7 @@ fn write_big(server: &Server, id: &Id, bytes: u64, multibyte: bool, escapes: boo
             let len = text.len() as u64;
             if len > left {
                 // Fill the tail with one-byte characters so the total is exact.
-                for _ in 0..left {
-                    buf.push(b'x');
-                }
+                buf.resize(buf.len() + left as usize, b'x');
                 break 'fill;
             }
             buf.extend_from_slice(json.as_bytes());

@@ -44,10 +44,10 @@ fn step_failed(step: &str, error: impl std::fmt::Display) -> ExitCode {
     ExitCode::from(1)
 }
 
-fn step_of(error: &Error) -> &str {
+fn step_of(error: &Error) -> String {
     match &error.kind {
-        agenvoy_mcp::ErrorKind::Spawn(_) => "start",
-        _ => error.method.as_deref().unwrap_or("initialize"),
+        agenvoy_mcp::ErrorKind::Spawn(_) => "start".into(),
+        _ => error.method.clone().unwrap_or_else(|| "initialize".into()),
     }
 }
 
@@ -70,7 +70,7 @@ pub async fn run(args: ProbeArgs) -> ExitCode {
     };
     let client = match Client::connect_stdio(&name, &config, ClientOptions::default()).await {
         Ok(c) => c,
-        Err(e) => return step_failed(&step_of(&e).to_string(), e),
+        Err(e) => return step_failed(&step_of(&e), e),
     };
     let code = probe(&client, &args, arguments).await;
     client.close().await;
