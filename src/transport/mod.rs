@@ -31,4 +31,8 @@ pub trait Transport: Send + Sync + 'static {
     fn close(&self) -> BoxFuture<'_, ()>;
     /// A short name of the transport for status lines: `stdio`, `http`.
     fn kind(&self) -> &'static str;
+    /// The server's process id (also its process group), for transports that run one.
+    fn pid(&self) -> Option<u32> {
+        None
+    }
 }

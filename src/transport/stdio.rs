@@ -82,11 +82,6 @@ impl StdioTransport {
         };
         Ok((transport, rx))
     }
-
-    /// The process id of the server (also its process group id).
-    pub fn pid(&self) -> u32 {
-        self.pid
-    }
 }
 
 impl Transport for StdioTransport {
@@ -122,6 +117,10 @@ impl Transport for StdioTransport {
 
     fn kind(&self) -> &'static str {
         "stdio"
+    }
+
+    fn pid(&self) -> Option<u32> {
+        Some(self.pid)
     }
 }
 

@@ -1,0 +1,90 @@
+//! Helpers shared by the integration tests.
+#![allow(dead_code)]
+
+use agenvoy_mcp::transport::stdio::StdioConfig;
+use agenvoy_mcp::{Client, ClientOptions};
+use std::time::{Duration, Instant};
+
+/// The built binary, which also serves as the fixture server.
+pub fn binary() -> String {
+    env!("CARGO_BIN_EXE_agenvoy-mcp").to_string()
+}
+
+/// The config of a fixture server with extra flags.
+pub fn fixture(flags: &[&str]) -> StdioConfig {
+    let mut args = vec!["fixture-server".to_string()];
+    args.extend(flags.iter().map(|s| s.to_string()));
+    StdioConfig {
+        command: binary(),
+        args,
+        ..Default::default()
+    }
+}
+
+/// Connects a fixture server; the test process adopts orphans so none is left as a zombie.
+pub async fn connect(flags: &[&str], options: ClientOptions) -> Client {
+    agenvoy_mcp::transport::stdio::become_subreaper();
+    Client::connect_stdio("fixture", &fixture(flags), options)
+        .await
+        .expect("connect the fixture server")
+}
+
+/// Every process of a process group, as (pid, state letter), from /proc.
+pub fn group_members(pgid: u32) -> Vec<(u32, String)> {
+    let mut members = Vec::new();
+    for entry in std::fs::read_dir("/proc").unwrap().flatten() {
+        let Ok(pid) = entry.file_name().to_string_lossy().parse::<u32>() else {
+            continue;
+        };
+        let Ok(stat) = std::fs::read_to_string(entry.path().join("stat")) else {
+            continue;
+        };
+        let Some((_, rest)) = stat.rsplit_once(')') else {
+            continue;
+        };
+        let fields: Vec<&str> = rest.split_whitespace().collect();
+        if fields.get(2) == Some(&pgid.to_string().as_str()) {
+            members.push((pid, fields[0].to_string()));
+        }
+    }
+    members
+}
+
+/// Waits until the group has no process at all (neither running nor zombie), or panics.
+pub fn assert_group_gone_within(pgid: u32, limit: Duration) {
+    let deadline = Instant::now() + limit;
+    loop {
+        let members = group_members(pgid);
+        if members.is_empty() {
+            return;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "processes left in group {pgid} after {limit:?}: {members:?}"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+/// The process group of a stdio client's server.
+pub fn server_pid(client: &Client) -> u32 {
+    let transport = client.session().transport().clone();
+    transport.pid().expect("a stdio transport has a pid")
+}
+
+/// Pids of running (not zombie) processes whose command line has `arg` as one argument.
+pub fn processes_with_arg(arg: &str) -> Vec<u32> {
+    let mut found = Vec::new();
+    for entry in std::fs::read_dir("/proc").unwrap().flatten() {
+        let Ok(pid) = entry.file_name().to_string_lossy().parse::<u32>() else {
+            continue;
+        };
+        let Ok(cmdline) = std::fs::read(entry.path().join("cmdline")) else {
+            continue;
+        };
+        if cmdline.split(|&b| b == 0).any(|a| a == arg.as_bytes()) {
+            found.push(pid);
+        }
+    }
+    found
+}

@@ -1,0 +1,467 @@
+//! The client over stdio against the bundled fixture server.
+#![cfg(feature = "cli")]
+
+mod common;
+
+use agenvoy_mcp::protocol::session::{Handlers, RequestOptions};
+use agenvoy_mcp::protocol::types::{Progress, Root};
+use agenvoy_mcp::wire::jsonrpc::ErrorObject;
+use agenvoy_mcp::{Client, ClientOptions, ErrorKind};
+use common::*;
+use serde_json::{Value, json};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+const CAP: usize = 1_048_576;
+
+async fn call(
+    client: &Client,
+    tool: &str,
+    args: Value,
+) -> agenvoy_mcp::protocol::types::ToolOutput {
+    client
+        .call_tool(tool, args, RequestOptions::default())
+        .await
+        .expect("the call succeeds")
+}
+
+#[tokio::test]
+async fn handshake_keeps_what_the_server_said() {
+    let client = connect(&[], ClientOptions::default()).await;
+    let d = client.details();
+    assert_eq!(d.era.name(), "handshake");
+    assert_eq!(d.protocol_version, "2025-11-25");
+    assert_eq!(d.server_info["name"], "agenvoy-fixture");
+    assert!(d.has_capability("tools"));
+    assert!(
+        d.instructions
+            .as_deref()
+            .unwrap()
+            .starts_with("The agenvoy fixture server")
+    );
+    client.close().await;
+}
+
+#[tokio::test]
+async fn older_versions_are_accepted_and_unknown_ones_refused() {
+    for v in ["2025-06-18", "2025-03-26", "2024-11-05"] {
+        let client = connect(&[&format!("--mode=version={v}")], ClientOptions::default()).await;
+        assert_eq!(client.details().protocol_version, v);
+        assert_eq!(
+            call(&client, "echo", json!({"text": "old"})).await.text,
+            "old"
+        );
+        client.close().await;
+    }
+    let err = Client::connect_stdio(
+        "fixture",
+        &fixture(&["--mode=version=2099-01-01"]),
+        ClientOptions::default(),
+    )
+    .await
+    .err()
+    .expect("an unknown version is refused");
+    let message = err.to_string();
+    assert!(
+        message.contains("2099-01-01") && message.contains("2025-11-25"),
+        "{message}"
+    );
+    assert_eq!(err.method.as_deref(), Some("initialize"));
+}
+
+#[tokio::test]
+async fn tools_list_follows_every_page() {
+    let client = connect(&["--page-size", "2"], ClientOptions::default()).await;
+    let names: Vec<String> = client
+        .list_tools()
+        .await
+        .unwrap()
+        .into_iter()
+        .map(|t| t.name)
+        .collect();
+    assert_eq!(
+        names,
+        [
+            "echo",
+            "add",
+            "big",
+            "slow",
+            "fail",
+            "cancellations",
+            "client_request"
+        ]
+    );
+    let echo = &client.list_tools().await.unwrap()[0];
+    assert_eq!(echo.input_schema["required"], json!(["text"]));
+    client.close().await;
+}
+
+#[tokio::test]
+async fn calls_render_text_and_flag_tool_errors() {
+    let client = connect(&[], ClientOptions::default()).await;
+    assert_eq!(
+        call(&client, "echo", json!({"text": "héllo"})).await.text,
+        "héllo"
+    );
+    // Content blocks win over structuredContent.
+    assert_eq!(
+        call(&client, "add", json!({"a": 2, "b": 3})).await.text,
+        "5"
+    );
+    let failed = call(&client, "fail", json!({})).await;
+    assert!(failed.is_error);
+    assert_eq!(failed.text, "the fail tool failed, as asked");
+    let err = client
+        .call_tool("nope", json!({}), RequestOptions::default())
+        .await
+        .unwrap_err();
+    assert!(
+        matches!(&err.kind, ErrorKind::Rpc(e) if e.code == -32602),
+        "{err}"
+    );
+    assert!(err.to_string().contains("tools/call"), "{err}");
+    client.close().await;
+}
+
+#[tokio::test]
+async fn big_results_are_capped_with_the_exact_marker() {
+    let client = connect(&[], ClientOptions::default()).await;
+    let out = call(&client, "big", json!({"bytes": 3_000_000})).await;
+    let marker = "\n\n[mcp output truncated: 3000000 bytes total, 1048576 kept]";
+    assert!(out.text.ends_with(marker));
+    assert_eq!(out.text.len(), CAP + marker.len());
+    assert_eq!(out.total_bytes, 3_000_000);
+
+    let out = call(
+        &client,
+        "big",
+        json!({"bytes": 2_500_000, "multibyte": true, "escapes": true}),
+    )
+    .await;
+    let (kept, marker) = out
+        .text
+        .split_at(out.text.rfind("\n\n[mcp output truncated: ").unwrap());
+    assert!(
+        kept.len() <= CAP && kept.len() > CAP - 4,
+        "kept {}",
+        kept.len()
+    );
+    assert_eq!(
+        marker,
+        format!(
+            "\n\n[mcp output truncated: 2500000 bytes total, {} kept]",
+            kept.len()
+        )
+    );
+    assert!(kept.contains('😀') && kept.contains('"') && kept.contains('\u{1}'));
+
+    let exact = call(&client, "big", json!({"bytes": CAP})).await;
+    assert_eq!(exact.text.len(), CAP, "text at the cap is not cut");
+    client.close().await;
+}
+
+#[tokio::test]
+async fn many_requests_in_flight_are_correlated() {
+    let client = Arc::new(connect(&[], ClientOptions::default()).await);
+    let slow = {
+        let client = client.clone();
+        tokio::spawn(async move { call(&client, "slow", json!({"seconds": 0.5})).await })
+    };
+    let calls = (0..50).map(|i| {
+        let client = client.clone();
+        tokio::spawn(async move {
+            (
+                i,
+                call(&client, "echo", json!({"text": format!("n{i}")}))
+                    .await
+                    .text,
+            )
+        })
+    });
+    for handle in calls {
+        let (i, text) = handle.await.unwrap();
+        assert_eq!(text, format!("n{i}"));
+    }
+    assert_eq!(slow.await.unwrap().text, "slept 0.5 s");
+    client.close().await;
+}
+
+async fn cancellations(client: &Client) -> Vec<Value> {
+    serde_json::from_str(&call(client, "cancellations", json!({})).await.text).unwrap()
+}
+
+#[tokio::test]
+async fn a_timeout_fails_the_call_and_cancels_it() {
+    let client = connect(&[], ClientOptions::default()).await;
+    let options = RequestOptions {
+        timeout: Some(Duration::from_millis(300)),
+        ..Default::default()
+    };
+    let started = Instant::now();
+    let err = client
+        .call_tool("slow", json!({"seconds": 5}), options)
+        .await
+        .unwrap_err();
+    assert!(matches!(err.kind, ErrorKind::Timeout(_)), "{err}");
+    assert!(started.elapsed() < Duration::from_secs(2));
+    assert!(err.to_string().contains("no response after 0.3 s"), "{err}");
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    let cancelled = cancellations(&client).await;
+    assert_eq!(cancelled.len(), 1, "{cancelled:?}");
+    assert_eq!(cancelled[0]["reason"], "timed out");
+    assert!(cancelled[0]["requestId"].is_i64());
+    client.close().await;
+}
+
+#[tokio::test]
+async fn dropping_a_call_cancels_it() {
+    let client = connect(&[], ClientOptions::default()).await;
+    let pending = client.call_tool("slow", json!({"seconds": 5}), RequestOptions::default());
+    assert!(
+        tokio::time::timeout(Duration::from_millis(200), pending)
+            .await
+            .is_err()
+    );
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    let cancelled = cancellations(&client).await;
+    assert_eq!(cancelled.len(), 1, "{cancelled:?}");
+    assert_eq!(cancelled[0]["reason"], "the caller stopped waiting");
+    client.close().await;
+}
+
+#[tokio::test]
+async fn progress_reaches_the_callback_and_can_keep_a_call_alive() {
+    let client = connect(&[], ClientOptions::default()).await;
+    let seen = Arc::new(Mutex::new(Vec::<Progress>::new()));
+    let sink = seen.clone();
+    let options = RequestOptions {
+        timeout: Some(Duration::from_millis(700)),
+        on_progress: Some(Arc::new(move |p| sink.lock().unwrap().push(p))),
+        progress_resets_timeout: true,
+    };
+    // 1.5 s in total, but a step every 0.3 s keeps restarting the 0.7 s timeout.
+    let out = client
+        .call_tool("slow", json!({"seconds": 1.5, "steps": 5}), options.clone())
+        .await
+        .unwrap();
+    assert_eq!(out.text, "slept 1.5 s");
+    let seen = seen.lock().unwrap().clone();
+    assert_eq!(seen.len(), 5);
+    assert_eq!(
+        seen[4],
+        Progress {
+            progress: 5.0,
+            total: Some(5.0),
+            message: Some("step 5 of 5".into())
+        }
+    );
+
+    let no_reset = RequestOptions {
+        progress_resets_timeout: false,
+        ..options
+    };
+    let err = client
+        .call_tool("slow", json!({"seconds": 1.5, "steps": 5}), no_reset)
+        .await
+        .unwrap_err();
+    assert!(matches!(err.kind, ErrorKind::Timeout(_)), "{err}");
+    client.close().await;
+}
+
+async fn ask(client: &Client, method: &str) -> Value {
+    let out = call(
+        client,
+        "client_request",
+        json!({"method": method, "params": {"x": 1}}),
+    )
+    .await;
+    serde_json::from_str(&out.text).unwrap()
+}
+
+#[tokio::test]
+async fn server_requests_get_the_embedders_answers() {
+    let client = connect(&[], ClientOptions::default()).await;
+    assert_eq!(ask(&client, "ping").await, json!({"result": {}}));
+    assert_eq!(
+        ask(&client, "roots/list").await,
+        json!({"result": {"roots": []}})
+    );
+    for method in ["sampling/createMessage", "elicitation/create", "no/such"] {
+        assert_eq!(
+            ask(&client, method).await["error"]["code"],
+            -32601,
+            "{method}"
+        );
+    }
+    client.close().await;
+
+    let handlers = Handlers {
+        roots: Some(vec![Root {
+            uri: "file:///work".into(),
+            name: Some("work".into()),
+        }]),
+        sampling: Some(Arc::new(|params| {
+            Box::pin(async move { Ok(json!({"role": "assistant", "echo": params})) })
+        })),
+        elicitation: Some(Arc::new(|_| {
+            Box::pin(async { Err(ErrorObject::new(-1, "declined by test")) })
+        })),
+    };
+    let client = connect(
+        &[],
+        ClientOptions {
+            handlers,
+            ..Default::default()
+        },
+    )
+    .await;
+    assert_eq!(
+        ask(&client, "roots/list").await,
+        json!({"result": {"roots": [{"uri": "file:///work", "name": "work"}]}})
+    );
+    assert_eq!(
+        ask(&client, "sampling/createMessage").await["result"]["echo"],
+        json!({"x": 1})
+    );
+    assert_eq!(
+        ask(&client, "elicitation/create").await["error"]["message"],
+        "declined by test"
+    );
+    client.close().await;
+}
+
+#[tokio::test]
+async fn junk_on_stdout_is_skipped() {
+    let client = connect(&["--mode", "junk-stdout"], ClientOptions::default()).await;
+    assert_eq!(client.list_tools().await.unwrap().len(), 7);
+    assert_eq!(
+        call(&client, "echo", json!({"text": "still here"}))
+            .await
+            .text,
+        "still here"
+    );
+    client.close().await;
+}
+
+#[tokio::test]
+async fn a_crash_mid_call_fails_the_call_at_once() {
+    let client = connect(&["--mode", "crash-mid-call"], ClientOptions::default()).await;
+    let pid = server_pid(&client);
+    let started = Instant::now();
+    let err = client
+        .call_tool("echo", json!({"text": "x"}), RequestOptions::default())
+        .await
+        .unwrap_err();
+    assert!(err.is_closed(), "{err}");
+    assert!(started.elapsed() < Duration::from_secs(5));
+    assert!(client.is_closed());
+    let again = client
+        .call_tool("echo", json!({"text": "x"}), RequestOptions::default())
+        .await
+        .unwrap_err();
+    assert!(again.is_closed(), "{again}");
+    client.close().await;
+    assert_group_gone_within(pid, Duration::from_secs(1));
+}
+
+#[tokio::test]
+async fn a_hanging_server_times_out_and_is_stopped() {
+    let options = ClientOptions {
+        timeout: Duration::from_millis(500),
+        ..Default::default()
+    };
+    let client = connect(&["--mode", "hang"], options).await;
+    let pid = server_pid(&client);
+    let err = client
+        .call_tool("echo", json!({"text": "x"}), RequestOptions::default())
+        .await
+        .unwrap_err();
+    assert!(matches!(err.kind, ErrorKind::Timeout(_)), "{err}");
+    client.close().await;
+    assert_group_gone_within(pid, Duration::from_secs(1));
+}
+
+#[tokio::test]
+async fn no_initialize_response_times_out_and_leaves_nothing() {
+    agenvoy_mcp::transport::stdio::become_subreaper();
+    let options = ClientOptions {
+        timeout: Duration::from_millis(500),
+        ..Default::default()
+    };
+    let started = Instant::now();
+    let err = Client::connect_stdio(
+        "fixture",
+        &fixture(&["--mode", "no-init-response"]),
+        options,
+    )
+    .await
+    .err()
+    .expect("no answer to initialize");
+    assert!(matches!(err.kind, ErrorKind::Timeout(_)), "{err}");
+    assert_eq!(err.method.as_deref(), Some("initialize"));
+    assert!(started.elapsed() < Duration::from_secs(4));
+    assert_eq!(
+        processes_with_arg("no-init-response"),
+        Vec::<u32>::new(),
+        "the server was stopped"
+    );
+}
+
+#[tokio::test]
+async fn close_stops_grandchildren_too() {
+    let client = connect(&["--mode", "spawn-grandchild"], ClientOptions::default()).await;
+    let pid = server_pid(&client);
+    assert_eq!(
+        group_members(pid).len(),
+        2,
+        "the server and its sleeping grandchild"
+    );
+    let started = Instant::now();
+    client.close().await;
+    assert_group_gone_within(pid, Duration::from_millis(100));
+    assert!(
+        started.elapsed() < Duration::from_secs(3),
+        "took {:?}",
+        started.elapsed()
+    );
+}
+
+#[tokio::test]
+async fn close_kills_a_server_that_ignores_sigterm() {
+    let client = connect(&["--mode", "ignore-sigterm"], ClientOptions::default()).await;
+    let pid = server_pid(&client);
+    let started = Instant::now();
+    client.close().await;
+    let took = started.elapsed();
+    assert!(
+        took >= Duration::from_secs(4) && took < Duration::from_secs(7),
+        "took {took:?}"
+    );
+    assert_group_gone_within(pid, Duration::from_millis(100));
+}
+
+#[tokio::test]
+async fn dropping_the_client_stops_the_server() {
+    let client = connect(&["--mode", "spawn-grandchild"], ClientOptions::default()).await;
+    let pid = server_pid(&client);
+    drop(client);
+    assert_group_gone_within(pid, Duration::from_secs(5));
+}
+
+#[tokio::test]
+async fn a_missing_command_is_a_start_error() {
+    let config = agenvoy_mcp::transport::stdio::StdioConfig {
+        command: "/nonexistent/mcp-server".into(),
+        ..Default::default()
+    };
+    let err = Client::connect_stdio("ghost", &config, ClientOptions::default())
+        .await
+        .err()
+        .unwrap();
+    assert!(matches!(err.kind, ErrorKind::Spawn(_)));
+    assert!(
+        err.to_string()
+            .starts_with("mcp server \"ghost\": could not start the server"),
+        "{err}"
+    );
+}
