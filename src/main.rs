@@ -30,6 +30,9 @@ enum Command {
         /// The call's arguments, a JSON object.
         #[arg(long, value_name = "JSON", requires = "call")]
         args: Option<String>,
+        /// Seconds to wait for each response.
+        #[arg(long, value_name = "SECS", default_value_t = 60.0)]
+        timeout: f64,
         /// The server command and its arguments, after `--`.
         #[arg(last = true, required = true, value_name = "CMD")]
         command: Vec<String>,
@@ -64,20 +67,29 @@ fn main() -> ExitCode {
             json,
             call,
             args,
+            timeout,
             command,
         } => {
+            let Ok(timeout) = std::time::Duration::try_from_secs_f64(timeout) else {
+                eprintln!(
+                    "probe failed at arguments: --timeout must be a positive number of seconds"
+                );
+                return ExitCode::from(2);
+            };
             init_logging();
             agenvoy_mcp::transport::stdio::become_subreaper();
             let runtime = tokio::runtime::Builder::new_multi_thread()
                 .enable_all()
                 .build()
                 .expect("tokio runtime");
-            runtime.block_on(cli::probe::run(cli::probe::ProbeArgs {
+            let args = cli::probe::ProbeArgs {
                 json,
                 call,
                 args,
                 command,
-            }))
+                timeout,
+            };
+            runtime.block_on(cli::probe::run(args))
         }
     }
 }

@@ -37,6 +37,8 @@ pub struct ProbeArgs {
     pub args: Option<String>,
     /// The server command and its arguments.
     pub command: Vec<String>,
+    /// Timeout of each request.
+    pub timeout: std::time::Duration,
 }
 
 fn step_failed(step: &str, error: impl std::fmt::Display) -> ExitCode {
@@ -68,7 +70,11 @@ pub async fn run(args: ProbeArgs) -> ExitCode {
         args: rest.to_vec(),
         ..Default::default()
     };
-    let client = match Client::connect_stdio(&name, &config, ClientOptions::default()).await {
+    let options = ClientOptions {
+        timeout: args.timeout,
+        ..Default::default()
+    };
+    let client = match Client::connect_stdio(&name, &config, options).await {
         Ok(c) => c,
         Err(e) => return step_failed(&step_of(&e), e),
     };

@@ -1,0 +1,293 @@
+//! Interop with real third-party MCP servers, installed by `.ci/install` into `.ci/peers`
+//! (or `$AGENVOY_INTEROP_DIR`). Without them these tests say so and pass, unless
+//! `AGENVOY_REQUIRE_INTEROP=1` (as `.ci/run` sets), where a missing server fails the test.
+#![cfg(feature = "cli")]
+
+mod common;
+
+use agenvoy_mcp::protocol::session::{Handlers, RequestOptions};
+use agenvoy_mcp::protocol::types::Root;
+use agenvoy_mcp::transport::stdio::StdioConfig;
+use agenvoy_mcp::{Client, ClientOptions};
+use common::*;
+use serde_json::{Value, json};
+use std::path::PathBuf;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+/// The installed program `relative` (under the interop folder), if it is there.
+fn installed(relative: &str) -> Option<PathBuf> {
+    let dir = std::env::var_os("AGENVOY_INTEROP_DIR")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| PathBuf::from(env!("CARGO_MANIFEST_DIR")).join(".ci/peers"));
+    let path = dir.join(relative);
+    if path.exists() {
+        return Some(path);
+    }
+    let required = std::env::var("AGENVOY_REQUIRE_INTEROP").is_ok_and(|v| v == "1");
+    assert!(
+        !required,
+        "{} is not installed: run .ci/install",
+        path.display()
+    );
+    eprintln!(
+        "skipped: {} is not installed (run .ci/install)",
+        path.display()
+    );
+    None
+}
+
+fn everything() -> Option<StdioConfig> {
+    let program = installed("node_modules/.bin/mcp-server-everything")?;
+    Some(StdioConfig {
+        command: program.display().to_string(),
+        args: vec!["stdio".into()],
+        ..Default::default()
+    })
+}
+
+async fn connect_real(name: &str, config: &StdioConfig, options: ClientOptions) -> Client {
+    agenvoy_mcp::transport::stdio::become_subreaper();
+    Client::connect_stdio(name, config, options)
+        .await
+        .expect("connect the real server")
+}
+
+async fn text(client: &Client, tool: &str, args: Value) -> String {
+    let out = client
+        .call_tool(tool, args, RequestOptions::default())
+        .await
+        .expect("the call succeeds");
+    assert!(!out.is_error, "{tool} reported an error: {}", out.text);
+    out.text
+}
+
+#[tokio::test]
+async fn server_everything_over_stdio() {
+    let Some(config) = everything() else { return };
+    let client = connect_real("everything", &config, ClientOptions::default()).await;
+    let pid = server_pid(&client);
+    assert_eq!(
+        client.details().server_info["name"],
+        "mcp-servers/everything"
+    );
+    assert_eq!(client.details().protocol_version, "2025-11-25");
+    assert!(client.details().instructions.is_some());
+    let names: Vec<String> = client
+        .list_tools()
+        .await
+        .unwrap()
+        .into_iter()
+        .map(|t| t.name)
+        .collect();
+    assert!(
+        names.iter().any(|n| n == "echo") && names.iter().any(|n| n == "get-sum"),
+        "{names:?}"
+    );
+    assert_eq!(
+        text(&client, "echo", json!({"message": "hi"})).await,
+        "Echo: hi"
+    );
+    assert!(
+        text(&client, "get-sum", json!({"a": 2, "b": 3}))
+            .await
+            .contains('5')
+    );
+    let image = text(&client, "get-tiny-image", json!({})).await;
+    assert!(
+        image.contains("[image image/png, ") && image.contains(" bytes]"),
+        "{image}"
+    );
+    let links = text(&client, "get-resource-links", json!({"count": 2})).await;
+    assert!(
+        links.contains("[resource_link demo://resource/dynamic/"),
+        "{links}"
+    );
+
+    let steps = Arc::new(Mutex::new(Vec::new()));
+    let sink = steps.clone();
+    let options = RequestOptions {
+        on_progress: Some(Arc::new(move |p| sink.lock().unwrap().push(p.progress))),
+        ..Default::default()
+    };
+    let args = json!({"duration": 1, "steps": 3});
+    let out = client
+        .call_tool("trigger-long-running-operation", args, options)
+        .await
+        .unwrap();
+    assert!(!out.is_error, "{}", out.text);
+    assert_eq!(
+        steps.lock().unwrap().len(),
+        3,
+        "one progress notification a step"
+    );
+
+    client.close().await;
+    assert_group_gone_within(pid, Duration::from_secs(1));
+}
+
+#[tokio::test]
+async fn server_everything_lists_our_roots_after_a_list_change() {
+    let Some(config) = everything() else { return };
+    let roots = vec![Root {
+        uri: "file:///tmp/agenvoy-root".into(),
+        name: Some("agenvoy".into()),
+    }];
+    let options = ClientOptions {
+        handlers: Handlers {
+            roots: Some(roots),
+            ..Default::default()
+        },
+        ..Default::default()
+    };
+    let client = connect_real("everything", &config, options).await;
+    let mut notifications = client.notifications();
+    // The server registers get-roots-list once it has our roots, and says its list changed.
+    let has_roots_tool = |tools: &[agenvoy_mcp::protocol::types::Tool]| {
+        tools.iter().any(|t| t.name == "get-roots-list")
+    };
+    if !has_roots_tool(&client.list_tools().await.unwrap()) {
+        let changed = tokio::time::timeout(Duration::from_secs(10), async {
+            loop {
+                let n = notifications.recv().await.unwrap();
+                if n.method == "notifications/tools/list_changed" {
+                    return;
+                }
+            }
+        });
+        changed.await.expect("a tools/list_changed notification");
+        assert!(has_roots_tool(&client.list_tools().await.unwrap()));
+    }
+    let listed = text(&client, "get-roots-list", json!({})).await;
+    assert!(listed.contains("file:///tmp/agenvoy-root"), "{listed}");
+    client.close().await;
+}
+
+#[tokio::test]
+async fn server_memory_keeps_entities() {
+    let Some(program) = installed("node_modules/.bin/mcp-server-memory") else {
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let memory = dir.path().join("memory.jsonl");
+    let mut config = StdioConfig {
+        command: program.display().to_string(),
+        ..Default::default()
+    };
+    config
+        .env
+        .insert("MEMORY_FILE_PATH".into(), memory.display().to_string());
+    let client = connect_real("memory", &config, ClientOptions::default()).await;
+    let names: Vec<String> = client
+        .list_tools()
+        .await
+        .unwrap()
+        .into_iter()
+        .map(|t| t.name)
+        .collect();
+    assert!(
+        names.contains(&"create_entities".to_string()) && names.contains(&"read_graph".to_string())
+    );
+    let entity = json!({"entities": [{"name": "agenvoy", "entityType": "project", "observations": ["speaks MCP"]}]});
+    text(&client, "create_entities", entity).await;
+    let graph = text(&client, "read_graph", json!({})).await;
+    assert!(
+        graph.contains("\"agenvoy\"") && graph.contains("speaks MCP"),
+        "{graph}"
+    );
+    client.close().await;
+    assert!(
+        std::fs::read_to_string(&memory)
+            .unwrap()
+            .contains("agenvoy"),
+        "the env var reached the server"
+    );
+}
+
+#[tokio::test]
+async fn mcp_server_time_from_pypi() {
+    let Some(program) = installed("venv/bin/mcp-server-time") else {
+        return;
+    };
+    let config = StdioConfig {
+        command: program.display().to_string(),
+        ..Default::default()
+    };
+    let client = connect_real("time", &config, ClientOptions::default()).await;
+    let pid = server_pid(&client);
+    let names: Vec<String> = client
+        .list_tools()
+        .await
+        .unwrap()
+        .into_iter()
+        .map(|t| t.name)
+        .collect();
+    assert_eq!(names, ["get_current_time", "convert_time"]);
+    let now: Value =
+        serde_json::from_str(&text(&client, "get_current_time", json!({"timezone": "UTC"})).await)
+            .unwrap();
+    assert_eq!(now["timezone"], "UTC");
+    let args = json!({"source_timezone": "UTC", "time": "12:00", "target_timezone": "Asia/Tokyo"});
+    let converted = text(&client, "convert_time", args).await;
+    assert!(converted.contains("21:00"), "{converted}");
+    client.close().await;
+    assert_group_gone_within(pid, Duration::from_secs(1));
+}
+
+/// `probe` lists the tools of each real server and calls one tool of each.
+#[test]
+fn probe_lists_and_calls_each_real_server() {
+    let Some(everything) = installed("node_modules/.bin/mcp-server-everything") else {
+        return;
+    };
+    let Some(memory) = installed("node_modules/.bin/mcp-server-memory") else {
+        return;
+    };
+    let Some(time) = installed("venv/bin/mcp-server-time") else {
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let cases: [(&PathBuf, &[&str], &str, &str, &str); 3] = [
+        (
+            &everything,
+            &["stdio"],
+            "echo",
+            r#"{"message":"probe"}"#,
+            "Echo: probe",
+        ),
+        (&memory, &[], "read_graph", "{}", "\"entities\""),
+        (
+            &time,
+            &[],
+            "get_current_time",
+            r#"{"timezone":"UTC"}"#,
+            "\"timezone\": \"UTC\"",
+        ),
+    ];
+    for (program, extra, tool, args, expect) in cases {
+        let output = std::process::Command::new(binary())
+            .args(["probe", "--json", "--call", tool, "--args", args, "--"])
+            .arg(program)
+            .args(extra)
+            .env("MEMORY_FILE_PATH", dir.path().join("m.jsonl"))
+            .output()
+            .unwrap();
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        assert!(
+            output.status.success(),
+            "probe {}: {stderr}",
+            program.display()
+        );
+        let report: Value = serde_json::from_slice(&output.stdout).unwrap();
+        assert_eq!(report["era"], "handshake");
+        assert!(
+            report["tools"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .any(|t| t["name"] == tool)
+        );
+        let out = report["call"]["output"].as_str().unwrap();
+        assert!(out.contains(expect), "{tool}: {out}");
+    }
+}

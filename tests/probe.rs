@@ -1,0 +1,141 @@
+//! The `probe` command against the fixture server: what a user sees, and how each failure ends.
+#![cfg(feature = "cli")]
+
+mod common;
+
+use common::binary;
+use serde_json::Value;
+use std::process::{Command, Output};
+use std::time::{Duration, Instant};
+
+fn probe(flags: &[&str], server: &[&str]) -> Output {
+    let mut cmd = Command::new(binary());
+    cmd.arg("probe").args(flags).arg("--").args(server);
+    cmd.output().unwrap()
+}
+
+fn fixture(extra: &[&str]) -> Vec<String> {
+    let mut v = vec![binary(), "fixture-server".into()];
+    v.extend(extra.iter().map(|s| s.to_string()));
+    v
+}
+
+fn run(flags: &[&str], extra: &[&str]) -> (Output, String, String) {
+    let server = fixture(extra);
+    let server: Vec<&str> = server.iter().map(String::as_str).collect();
+    capture(probe(flags, &server))
+}
+
+fn capture(out: Output) -> (Output, String, String) {
+    let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
+    let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
+    (out, stdout, stderr)
+}
+
+#[test]
+fn text_report_shows_the_server() {
+    let (out, stdout, _) = run(&[], &[]);
+    assert!(out.status.success());
+    for line in [
+        "server:       agenvoy-fixture ",
+        "era:          handshake",
+        "protocol:     2025-11-25",
+        "tools (7):",
+    ] {
+        assert!(stdout.contains(line), "{line:?} missing from:\n{stdout}");
+    }
+    assert!(stdout.contains("instructions:\n  The agenvoy fixture server"));
+}
+
+#[test]
+fn json_report_has_the_documented_shape() {
+    let (out, stdout, _) = run(
+        &["--json", "--call", "echo", "--args", r#"{"text":"hi"}"#],
+        &[],
+    );
+    assert!(out.status.success());
+    let report: Value = serde_json::from_str(&stdout).unwrap();
+    for key in [
+        "server",
+        "transport",
+        "era",
+        "protocolVersion",
+        "serverInfo",
+        "capabilities",
+        "instructions",
+        "tools",
+        "call",
+    ] {
+        assert!(report.get(key).is_some(), "{key} missing");
+    }
+    assert_eq!(report["transport"], "stdio");
+    assert_eq!(report["tools"].as_array().unwrap().len(), 7);
+    assert_eq!(
+        report["call"],
+        serde_json::json!({"tool": "echo", "isError": false, "totalBytes": 2, "output": "hi"})
+    );
+}
+
+#[test]
+fn a_big_call_prints_the_cap_and_the_marker() {
+    let (out, stdout, _) = run(&["--call", "big", "--args", r#"{"bytes":5000000}"#], &[]);
+    assert!(out.status.success());
+    assert!(stdout.ends_with("\n\n[mcp output truncated: 5000000 bytes total, 1048576 kept]\n"));
+}
+
+#[test]
+fn a_tool_error_prints_the_output_and_exits_non_zero() {
+    let (out, stdout, _) = run(&["--call", "fail"], &[]);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(stdout.contains("call fail (tool error):\nthe fail tool failed, as asked"));
+}
+
+fn assert_fails_at(step: &str, (out, stdout, stderr): (Output, String, String)) -> String {
+    assert_eq!(out.status.code(), Some(1), "{stderr}");
+    assert!(stdout.is_empty(), "nothing on stdout: {stdout}");
+    let lines: Vec<&str> = stderr
+        .lines()
+        .filter(|l| l.starts_with("probe failed"))
+        .collect();
+    assert_eq!(lines.len(), 1, "{stderr}");
+    assert!(
+        lines[0].starts_with(&format!("probe failed at {step}: ")),
+        "{stderr}"
+    );
+    lines[0].to_string()
+}
+
+#[test]
+fn each_failure_names_its_step() {
+    let started = Instant::now();
+    let line = assert_fails_at(
+        "initialize",
+        run(&["--timeout", "1"], &["--mode", "no-init-response"]),
+    );
+    assert!(line.contains("no response after 1.0 s"), "{line}");
+    assert!(started.elapsed() < Duration::from_secs(5));
+
+    let line = assert_fails_at(
+        "tools/call",
+        run(&["--call", "echo"], &["--mode", "crash-mid-call"]),
+    );
+    assert!(line.contains("connection closed"), "{line}");
+
+    let line = assert_fails_at(
+        "tools/call",
+        run(&["--timeout", "1", "--call", "echo"], &["--mode", "hang"]),
+    );
+    assert!(line.contains("no response after 1.0 s"), "{line}");
+
+    let line = assert_fails_at("initialize", run(&[], &["--mode", "version=1.0"]));
+    assert!(
+        line.contains("1.0") && line.contains("2025-11-25"),
+        "{line}"
+    );
+
+    assert_fails_at("start", capture(probe(&[], &["/nonexistent/server"])));
+    assert_fails_at(
+        "arguments",
+        run(&["--call", "echo", "--args", "{not json"], &[]),
+    );
+}
