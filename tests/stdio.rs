@@ -97,6 +97,35 @@ async fn tools_list_follows_every_page() {
 }
 
 #[tokio::test]
+async fn tools_list_stops_at_a_repeated_or_empty_cursor_and_at_the_page_limit() {
+    let names = |tools: Vec<agenvoy_mcp::protocol::types::Tool>| {
+        tools.into_iter().map(|t| t.name).collect::<Vec<_>>()
+    };
+    let client = connect(
+        &["--page-size", "2", "--mode", "cursor-repeat"],
+        ClientOptions::default(),
+    )
+    .await;
+    assert_eq!(
+        names(client.list_tools().await.unwrap()),
+        ["echo", "add", "big", "slow"]
+    );
+    client.close().await;
+    let client = connect(
+        &["--page-size", "2", "--mode", "cursor-empty"],
+        ClientOptions::default(),
+    )
+    .await;
+    assert_eq!(names(client.list_tools().await.unwrap()), ["echo", "add"]);
+    client.close().await;
+    let client = connect(&["--mode", "endless-pages"], ClientOptions::default()).await;
+    let tools = names(client.list_tools().await.unwrap());
+    assert_eq!(tools.len(), agenvoy_mcp::client::MAX_TOOL_PAGES);
+    assert_eq!(tools.last().unwrap(), "tool_999");
+    client.close().await;
+}
+
+#[tokio::test]
 async fn calls_render_text_and_flag_tool_errors() {
     let client = connect(&[], ClientOptions::default()).await;
     assert_eq!(

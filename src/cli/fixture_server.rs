@@ -9,7 +9,8 @@
 //! `hang` (never answers tools/call), `junk-stdout` (a non-JSON line before every message),
 //! `no-init-response` (never answers initialize), `version=<v>` (answers initialize with
 //! `<v>`), `spawn-grandchild` (starts a `sleep` child that outlives it unless killed),
-//! `ignore-sigterm` (ignores SIGTERM and the end of stdin: only SIGKILL stops it).
+//! `ignore-sigterm` (ignores SIGTERM and the end of stdin: only SIGKILL stops it);
+//! tools/list paging faults `cursor-repeat`, `cursor-empty` and `endless-pages`.
 
 use agenvoy_mcp::protocol::types::{HANDSHAKE_VERSIONS, LATEST_HANDSHAKE_VERSION};
 use agenvoy_mcp::wire::jsonrpc::{self, ErrorObject, Id, Message, Notification, Request, Response};
@@ -42,6 +43,12 @@ pub enum Mode {
     SpawnGrandchild,
     /// Ignores SIGTERM and the end of stdin.
     IgnoreSigterm,
+    /// tools/list: a page's `nextCursor` repeats the cursor that asked for it.
+    CursorRepeat,
+    /// tools/list: the first page's `nextCursor` is empty.
+    CursorEmpty,
+    /// tools/list: pages of one tool each, never ending.
+    EndlessPages,
 }
 
 impl std::str::FromStr for Mode {
@@ -55,6 +62,9 @@ impl std::str::FromStr for Mode {
             "no-init-response" => Mode::NoInitResponse,
             "spawn-grandchild" => Mode::SpawnGrandchild,
             "ignore-sigterm" => Mode::IgnoreSigterm,
+            "cursor-repeat" => Mode::CursorRepeat,
+            "cursor-empty" => Mode::CursorEmpty,
+            "endless-pages" => Mode::EndlessPages,
             _ => match s.strip_prefix("version=") {
                 Some(v) => Mode::Version(v.to_string()),
                 None => return Err(format!("unknown mode {s:?}")),
@@ -182,6 +192,18 @@ fn handle(server: &Arc<Server>, request: Request) {
             );
         }
         "ping" => server.reply(request.id, Ok(json!({}))),
+        "tools/list" if server.mode == Mode::EndlessPages => {
+            let n: u64 = params
+                .get("cursor")
+                .and_then(Value::as_str)
+                .and_then(|c| c.parse().ok())
+                .unwrap_or(0);
+            let tool = json!({"name": format!("tool_{n}"), "inputSchema": {"type": "object"}});
+            server.reply(
+                request.id,
+                Ok(json!({"tools": [tool], "nextCursor": (n + 1).to_string()})),
+            );
+        }
         "tools/list" => {
             let all = tool_definitions();
             let start = match params.get("cursor").and_then(Value::as_str) {
@@ -203,6 +225,11 @@ fn handle(server: &Arc<Server>, request: Request) {
             let mut result = json!({"tools": all[start..end]});
             if end < all.len() {
                 result["nextCursor"] = json!(end.to_string());
+            }
+            match (&server.mode, params.get("cursor")) {
+                (Mode::CursorRepeat, Some(cursor)) => result["nextCursor"] = cursor.clone(),
+                (Mode::CursorEmpty, _) => result["nextCursor"] = json!(""),
+                _ => {}
             }
             server.reply(request.id, Ok(result));
         }

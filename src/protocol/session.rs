@@ -428,3 +428,31 @@ async fn answer(shared: Arc<Shared>, request: Request) {
         tracing::debug!(server = %shared.server, "could not answer {}: {e}", request.method);
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn capabilities_announce_only_what_is_registered() {
+        assert_eq!(Handlers::default().capabilities(), json!({}));
+        let handler: RequestHandler = Arc::new(|_| Box::pin(async { Ok(json!({})) }));
+        let roots = Handlers {
+            roots: Some(vec![]),
+            ..Default::default()
+        };
+        assert_eq!(
+            roots.capabilities(),
+            json!({"roots": {"listChanged": false}})
+        );
+        let all = Handlers {
+            roots: Some(vec![]),
+            sampling: Some(handler.clone()),
+            elicitation: Some(handler),
+        };
+        assert_eq!(
+            all.capabilities(),
+            json!({"roots": {"listChanged": false}, "sampling": {}, "elicitation": {}})
+        );
+    }
+}
