@@ -3,7 +3,9 @@
 //! - [`jsonrpc`]: JSON-RPC 2.0 messages.
 //! - [`framing`]: newline framing for stdio.
 //! - [`render`]: what the model sees of a tool result, capped with the truncation marker.
+//! - [`truncate`]: the streaming truncator: keeps the first `cap` bytes, counts the rest.
 
 pub mod framing;
 pub mod jsonrpc;
 pub mod render;
+pub mod truncate;
