@@ -3,7 +3,13 @@
 //! - [`jsonrpc`]: JSON-RPC 2.0 messages.
 //! - [`framing`]: newline framing for stdio.
 //! - [`render`]: what the model sees of a tool result, capped with the truncation marker.
+//! - [`decode`]: the streaming decoder of one JSON-RPC message; renders its result on the fly.
+//! - [`sse`]: a linear, bounded, streaming Server-Sent Events decoder.
+//! - [`truncate`]: the streaming truncator: keeps the first `cap` bytes, counts the rest.
 
+pub mod decode;
 pub mod framing;
 pub mod jsonrpc;
 pub mod render;
+pub mod sse;
+pub mod truncate;

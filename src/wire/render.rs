@@ -15,6 +15,15 @@
 //!
 //! Text longer than the cap is cut on a UTF-8 character boundary and the marker
 //! `\n\n[mcp output truncated: <total> bytes total, <kept> kept]` is appended.
+//!
+//! A JSON-RPC error is bounded too, so that it can be read while streaming: its `message` is cut
+//! like a result at [`ERROR_MESSAGE_LIMIT`] bytes (same marker), and its `data` is kept only when
+//! its JSON text (as the server wrote it) is at most [`ERROR_DATA_LIMIT`] bytes; longer `data`
+//! becomes the string `[error data omitted: <n> bytes]`.
+//!
+//! A message whose arrays and objects nest deeper than [`MAX_DEPTH`] (the message object counts
+//! as one) is invalid, wherever the nesting is (serde_json alone only limits the parts it parses
+//! into structs and values, not the parts it skips).
 
 use super::jsonrpc::ErrorObject;
 use serde::Deserialize;
@@ -23,6 +32,50 @@ use std::fmt;
 
 /// The default cap on what the model sees of one tool result: 1 MiB.
 pub const DEFAULT_CAP: usize = 1_048_576;
+
+/// The most bytes kept of a JSON-RPC error's `message`; longer ones are cut with the marker.
+pub const ERROR_MESSAGE_LIMIT: usize = 65_536;
+
+/// The longest JSON text of a JSON-RPC error's `data` that is kept; longer `data` is replaced by
+/// the string `[error data omitted: <n> bytes]`.
+pub const ERROR_DATA_LIMIT: usize = 65_536;
+
+/// What replaces an error's `data` whose JSON text is `len` bytes, over [`ERROR_DATA_LIMIT`].
+pub fn error_data_omitted(len: u64) -> serde_json::Value {
+    serde_json::Value::String(format!("[error data omitted: {len} bytes]"))
+}
+
+/// The deepest nesting of arrays and objects accepted in a message (the message counts as one).
+pub const MAX_DEPTH: usize = 128;
+
+/// The deepest nesting of arrays and objects in JSON text (strings skipped); meaningful only for
+/// valid JSON.
+pub fn nesting_depth(json: &[u8]) -> usize {
+    let (mut depth, mut max) = (0usize, 0usize);
+    let (mut in_string, mut escaped) = (false, false);
+    for &b in json {
+        if in_string {
+            if escaped {
+                escaped = false;
+            } else if b == b'\\' {
+                escaped = true;
+            } else if b == b'"' {
+                in_string = false;
+            }
+        } else {
+            match b {
+                b'"' => in_string = true,
+                b'[' | b'{' => {
+                    depth += 1;
+                    max = max.max(depth);
+                }
+                b']' | b'}' => depth = depth.saturating_sub(1),
+                _ => {}
+            }
+        }
+    }
+    max
+}
 
 /// A rendered tool result.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -99,8 +152,34 @@ impl<'de, T: Deserialize<'de>> Deserialize<'de> for Obj<T> {
 struct WholeMessage<'a> {
     #[serde(borrow, default)]
     result: Option<&'a RawValue>,
-    #[serde(default)]
-    error: Option<ErrorObject>,
+    #[serde(borrow, default)]
+    error: Option<WireError<'a>>,
+}
+
+/// A JSON-RPC error as read, before it is bounded into an [`ErrorObject`].
+#[derive(Deserialize)]
+struct WireError<'a> {
+    code: i64,
+    message: String,
+    #[serde(borrow, default)]
+    data: Option<&'a RawValue>,
+}
+
+impl WireError<'_> {
+    fn bounded(self) -> Result<ErrorObject, RenderError> {
+        let data = match self.data {
+            None => None,
+            Some(raw) if raw.get().len() <= ERROR_DATA_LIMIT => Some(
+                serde_json::from_str(raw.get()).map_err(|e| RenderError::Invalid(e.to_string()))?,
+            ),
+            Some(raw) => Some(error_data_omitted(raw.get().len() as u64)),
+        };
+        Ok(ErrorObject {
+            code: self.code,
+            message: truncate(self.message, ERROR_MESSAGE_LIMIT),
+            data,
+        })
+    }
 }
 
 #[derive(Deserialize)]
@@ -223,12 +302,18 @@ pub fn render_result_json(result: &str) -> Result<(String, bool), RenderError> {
 }
 
 /// The plain whole-message path: parses one JSON-RPC response to `tools/call` with serde_json,
-/// renders its result and cuts it at `cap`. The streaming path must equal it byte for byte.
+/// renders its result and cuts it at `cap` (an error is bounded as the module docs say). The
+/// streaming path must equal it byte for byte.
 pub fn render_reference(message: &[u8], cap: usize) -> Result<Rendered, RenderError> {
+    if nesting_depth(message) > MAX_DEPTH {
+        return Err(RenderError::Invalid(format!(
+            "nested deeper than {MAX_DEPTH} levels"
+        )));
+    }
     let Obj::<WholeMessage<'_>>(whole) =
         serde_json::from_slice(message).map_err(|e| RenderError::Invalid(e.to_string()))?;
     match (whole.result, whole.error) {
-        (_, Some(error)) => Err(RenderError::Rpc(error)),
+        (_, Some(error)) => Err(RenderError::Rpc(error.bounded()?)),
         (Some(result), None) => {
             let (text, is_error) = render_result_json(result.get())?;
             let total = text.len() as u64;
