@@ -59,6 +59,17 @@ impl Client {
         Client::connect(name, Arc::new(transport), inbound, options).await
     }
 
+    /// Connects to a streamable HTTP server (or a 2024-11-05 HTTP+SSE one, found by fallback).
+    #[cfg(feature = "http")]
+    pub async fn connect_http(
+        name: &str,
+        config: &crate::transport::http::HttpConfig,
+        options: ClientOptions,
+    ) -> Result<Client> {
+        let (transport, inbound) = crate::transport::http::HttpTransport::new(name, config)?;
+        Client::connect(name, Arc::new(transport), inbound, options).await
+    }
+
     /// Connects over any transport: starts the session, and closes the transport if that fails.
     pub async fn connect(
         name: &str,

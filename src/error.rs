@@ -28,6 +28,13 @@ pub enum ErrorKind {
     Timeout(Duration),
     /// The server answered with a JSON-RPC error.
     Rpc(ErrorObject),
+    /// An HTTP exchange failed: a status other than success (`status`), or no answer at all.
+    Http {
+        /// The HTTP status, when the server answered.
+        status: Option<u16>,
+        /// What happened, with a bounded excerpt of the body.
+        detail: String,
+    },
     /// The server broke the protocol: a bad response, an unsupported version, a bad result.
     Protocol(String),
     /// The caller gave something unusable (bad arguments, bad configuration).
@@ -48,6 +55,17 @@ impl Error {
     pub fn during(mut self, method: &str) -> Self {
         self.method = Some(method.to_string());
         self
+    }
+
+    /// The text of the error kind alone, without the server and method.
+    pub fn kind_text(&self) -> String {
+        let whole = Error {
+            server: String::new(),
+            method: None,
+            kind: self.kind.clone(),
+        }
+        .to_string();
+        whole.trim_start_matches("mcp server \"\": ").to_string()
     }
 
     /// Whether the connection is gone, so a reconnect is the only way on.
@@ -76,6 +94,14 @@ impl fmt::Display for Error {
                 d.as_secs_f64()
             ),
             ErrorKind::Rpc(e) => write!(f, ": server returned an error: {e}"),
+            ErrorKind::Http {
+                status: Some(s),
+                detail,
+            } => write!(f, ": HTTP {s}: {detail}"),
+            ErrorKind::Http {
+                status: None,
+                detail,
+            } => write!(f, ": HTTP request failed: {detail}"),
             ErrorKind::Protocol(why) => write!(f, ": protocol error: {why}"),
             ErrorKind::Usage(why) => write!(f, ": {why}"),
         }

@@ -33,9 +33,18 @@ enum Command {
         /// Seconds to wait for each response.
         #[arg(long, value_name = "SECS", default_value_t = 60.0)]
         timeout: f64,
+        /// The server's URL (streamable HTTP, or HTTP+SSE found by fallback).
+        #[arg(value_name = "URL", required_unless_present = "command")]
+        url: Option<String>,
         /// The server command and its arguments, after `--`.
-        #[arg(last = true, required = true, value_name = "CMD")]
+        #[arg(last = true, value_name = "CMD", conflicts_with = "url")]
         command: Vec<String>,
+    },
+    /// Client mode for the official MCP conformance suite: reads MCP_CONFORMANCE_SCENARIO
+    /// (and MCP_CONFORMANCE_CONTEXT), connects to URL, and does what the scenario asks.
+    Conformance {
+        /// The test server's URL (the suite appends it).
+        url: String,
     },
     /// The bundled MCP server for tests and the demo.
     #[command(hide = true)]
@@ -62,12 +71,21 @@ fn init_logging() {
 fn main() -> ExitCode {
     let cli = Cli::parse();
     match cli.command {
+        Command::Conformance { url } => {
+            init_logging();
+            let runtime = tokio::runtime::Builder::new_multi_thread()
+                .enable_all()
+                .build()
+                .expect("tokio runtime");
+            runtime.block_on(cli::conformance::run(&url))
+        }
         Command::FixtureServer { mode, page_size } => cli::fixture_server::run(mode, page_size),
         Command::Probe {
             json,
             call,
             args,
             timeout,
+            url,
             command,
         } => {
             let Ok(timeout) = std::time::Duration::try_from_secs_f64(timeout) else {
@@ -86,6 +104,7 @@ fn main() -> ExitCode {
                 json,
                 call,
                 args,
+                url,
                 command,
                 timeout,
             };

@@ -1,12 +1,12 @@
-//! `agenvoy-mcp probe`: connect one server with no config, print what it is, optionally call
-//! one tool.
+//! `agenvoy-mcp probe`: connect one server with no config (a URL, or a command after `--`),
+//! print what it is, optionally call one tool.
 //!
 //! With `--json` the output is one JSON object:
 //!
 //! ```json
 //! {
 //!   "server": "<name used in logs>",
-//!   "transport": "stdio",
+//!   "transport": "stdio" | "http",
 //!   "era": "handshake",
 //!   "protocolVersion": "2025-11-25",
 //!   "serverInfo": {"name": "...", "version": "..."},
@@ -22,6 +22,7 @@
 //! the exit code is 1. A tool that reports `isError` prints its output and exits with 1 too.
 
 use agenvoy_mcp::protocol::session::RequestOptions;
+use agenvoy_mcp::transport::http::HttpConfig;
 use agenvoy_mcp::transport::stdio::StdioConfig;
 use agenvoy_mcp::{Client, ClientOptions, Error};
 use serde_json::{Value, json};
@@ -35,6 +36,8 @@ pub struct ProbeArgs {
     pub call: Option<String>,
     /// The call's arguments, as JSON text.
     pub args: Option<String>,
+    /// The server URL (HTTP), if given instead of a command.
+    pub url: Option<String>,
     /// The server command and its arguments.
     pub command: Vec<String>,
     /// Timeout of each request.
@@ -59,22 +62,38 @@ pub async fn run(args: ProbeArgs) -> ExitCode {
         Ok(v) => v.unwrap_or_else(|| json!({})),
         Err(e) => return step_failed("arguments", format!("--args is not valid JSON: {e}")),
     };
-    let Some((program, rest)) = args.command.split_first() else {
-        return step_failed("arguments", "give the server command after --");
-    };
-    let name = std::path::Path::new(program)
-        .file_name()
-        .map_or_else(|| program.clone(), |n| n.to_string_lossy().into_owned());
-    let config = StdioConfig {
-        command: program.clone(),
-        args: rest.to_vec(),
-        ..Default::default()
-    };
     let options = ClientOptions {
         timeout: args.timeout,
         ..Default::default()
     };
-    let client = match Client::connect_stdio(&name, &config, options).await {
+    let connected = match (&args.url, args.command.split_first()) {
+        (Some(url), None) => {
+            let name = url_name(url);
+            let config = HttpConfig {
+                header_timeout: args.timeout,
+                ..HttpConfig::new(url)
+            };
+            Client::connect_http(&name, &config, options).await
+        }
+        (None, Some((program, rest))) => {
+            let name = std::path::Path::new(program)
+                .file_name()
+                .map_or_else(|| program.clone(), |n| n.to_string_lossy().into_owned());
+            let config = StdioConfig {
+                command: program.clone(),
+                args: rest.to_vec(),
+                ..Default::default()
+            };
+            Client::connect_stdio(&name, &config, options).await
+        }
+        _ => {
+            return step_failed(
+                "arguments",
+                "give either a server URL, or the server command after --",
+            );
+        }
+    };
+    let client = match connected {
         Ok(c) => c,
         Err(e) => return step_failed(&step_of(&e), e),
     };
@@ -160,6 +179,12 @@ async fn probe(client: &Client, args: &ProbeArgs, arguments: Value) -> ExitCode 
         Some((_, output)) if output.is_error => ExitCode::from(1),
         _ => ExitCode::SUCCESS,
     }
+}
+
+/// A short name for an HTTP server in logs and errors: its host and port.
+fn url_name(url: &str) -> String {
+    let rest = url.split_once("://").map_or(url, |(_, r)| r);
+    rest.split(['/', '?']).next().unwrap_or(rest).to_string()
 }
 
 fn indent(text: &str) -> String {

@@ -91,7 +91,7 @@ pub struct Reply {
 }
 
 struct Pending {
-    reply: oneshot::Sender<Reply>,
+    reply: oneshot::Sender<Result<Reply>>,
     progress: Option<ProgressCallback>,
     activity: Option<Arc<Notify>>,
 }
@@ -239,7 +239,8 @@ impl Session {
                 reply = &mut rx => {
                     guard.disarm();
                     return match reply {
-                        Ok(reply) => Ok(reply),
+                        Ok(Ok(reply)) => Ok(reply),
+                        Ok(Err(e)) => Err(e.during(method)),
                         Err(_) => {
                             let reason = self.closed_reason().unwrap_or_else(|| "the session ended".into());
                             Err(self.error(ErrorKind::Closed(reason)).during(method))
@@ -328,6 +329,15 @@ async fn run_inbound(shared: Weak<Shared>, mut inbound: mpsc::Receiver<Inbound>)
                     tracing::warn!(server = %shared.server, "skipping a line that is not JSON-RPC ({e}): {excerpt}");
                 }
             },
+            Inbound::Failed(Id::Number(id), error) => {
+                let pending = shared.pending.lock().expect("pending lock").remove(&id);
+                if let Some(p) = pending {
+                    let _ = p.reply.send(Err(error));
+                }
+            }
+            Inbound::Failed(Id::String(_), error) => {
+                tracing::debug!(server = %shared.server, "a failure for no pending request: {error}");
+            }
             Inbound::Closed(reason) => {
                 *shared.closed.lock().expect("closed lock") = Some(reason);
                 // Dropping the senders fails every waiting request with the reason.
@@ -345,10 +355,10 @@ fn complete(shared: &Shared, response: Response, frame: Vec<u8>) {
     };
     match pending {
         Some(p) => {
-            let _ = p.reply.send(Reply {
+            let _ = p.reply.send(Ok(Reply {
                 frame,
                 outcome: response.outcome,
-            });
+            }));
         }
         None => match response.outcome {
             Err(e) => tracing::warn!(server = %shared.server, "the server reported an error: {e}"),

@@ -4,6 +4,8 @@
 //! connection, and an [`Inbound`] channel, on which it delivers every message the server sends
 //! and, last, why the connection ended. The session above knows nothing of pipes or sockets.
 
+#[cfg(feature = "http")]
+pub mod http;
 #[cfg(feature = "stdio")]
 pub mod stdio;
 
@@ -19,6 +21,9 @@ pub type BoxFuture<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;
 pub enum Inbound {
     /// The bytes of one JSON-RPC message, as framed by the transport.
     Frame(Vec<u8>),
+    /// A request the transport could not complete (an HTTP error, a lost stream): the
+    /// session fails it with this error.
+    Failed(crate::wire::jsonrpc::Id, crate::error::Error),
     /// The connection ended; nothing follows. The text says why.
     Closed(String),
 }

@@ -1,0 +1,142 @@
+//! `agenvoy-mcp conformance URL`: the client mode of the official MCP conformance suite.
+//!
+//! The suite starts a test server, runs this command with the server's URL as the last
+//! argument and the scenario's name in `MCP_CONFORMANCE_SCENARIO` (`MCP_CONFORMANCE_CONTEXT`
+//! may carry a JSON object of scenario data), then grades what the server saw. The client does
+//! what any scenario asks of a client: it connects, lists the tools, and calls each one with
+//! arguments made from its input schema; an elicitation request is accepted with the schema's
+//! defaults. It exits 0 when every step worked, 1 otherwise, and always on its own.
+
+use agenvoy_mcp::protocol::session::{Handlers, RequestHandler, RequestOptions};
+use agenvoy_mcp::transport::http::HttpConfig;
+use agenvoy_mcp::{Client, ClientOptions};
+use serde_json::{Map, Value, json};
+use std::process::ExitCode;
+use std::sync::Arc;
+use std::time::Duration;
+
+/// How long the whole run may take before it gives up.
+const DEADLINE: Duration = Duration::from_secs(25);
+
+/// Runs the scenario against the server at `url`.
+pub async fn run(url: &str) -> ExitCode {
+    let scenario = std::env::var("MCP_CONFORMANCE_SCENARIO").unwrap_or_default();
+    match tokio::time::timeout(DEADLINE, scenario_run(url, &scenario)).await {
+        Ok(Ok(())) => ExitCode::SUCCESS,
+        Ok(Err(e)) => {
+            eprintln!("conformance {scenario}: {e}");
+            ExitCode::from(1)
+        }
+        Err(_) => {
+            eprintln!(
+                "conformance {scenario}: gave up after {} s",
+                DEADLINE.as_secs()
+            );
+            ExitCode::from(1)
+        }
+    }
+}
+
+async fn scenario_run(url: &str, scenario: &str) -> agenvoy_mcp::Result<()> {
+    let elicitation: RequestHandler =
+        Arc::new(|params| Box::pin(async move { Ok(accept_with_defaults(&params)) }));
+    let handlers = Handlers {
+        elicitation: Some(elicitation),
+        ..Default::default()
+    };
+    let options = ClientOptions {
+        handlers,
+        ..Default::default()
+    };
+    let client = Client::connect_http("conformance", &HttpConfig::new(url), options).await?;
+    let outcome = exercise(&client, scenario).await;
+    client.close().await;
+    outcome
+}
+
+async fn exercise(client: &Client, scenario: &str) -> agenvoy_mcp::Result<()> {
+    let tools = client.list_tools().await?;
+    for tool in &tools {
+        let arguments = sample_arguments(&tool.input_schema);
+        let output = client
+            .call_tool(&tool.name, arguments, RequestOptions::default())
+            .await?;
+        eprintln!("conformance {scenario}: {} -> {}", tool.name, output.text);
+    }
+    Ok(())
+}
+
+/// The answer to `elicitation/create`: accept, with each field's default, typed as given.
+pub fn accept_with_defaults(params: &Value) -> Value {
+    let mut content = Map::new();
+    let properties = params
+        .pointer("/requestedSchema/properties")
+        .and_then(Value::as_object);
+    for (name, schema) in properties.into_iter().flatten() {
+        if let Some(default) = schema.get("default") {
+            content.insert(name.clone(), default.clone());
+        }
+    }
+    json!({"action": "accept", "content": content})
+}
+
+/// Arguments that satisfy a simple input schema: defaults where given, else a value of the type.
+pub fn sample_arguments(schema: &Value) -> Value {
+    let mut args = Map::new();
+    for (name, property) in schema
+        .get("properties")
+        .and_then(Value::as_object)
+        .into_iter()
+        .flatten()
+    {
+        args.insert(name.clone(), sample_value(property));
+    }
+    Value::Object(args)
+}
+
+fn sample_value(schema: &Value) -> Value {
+    if let Some(default) = schema.get("default") {
+        return default.clone();
+    }
+    if let Some(first) = schema
+        .get("enum")
+        .and_then(Value::as_array)
+        .and_then(|e| e.first())
+    {
+        return first.clone();
+    }
+    match schema.get("type").and_then(Value::as_str) {
+        Some("number" | "integer") => json!(1),
+        Some("boolean") => json!(true),
+        Some("array") => json!([]),
+        Some("object") => sample_arguments(schema),
+        _ => json!("test"),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn defaults_are_accepted_typed() {
+        let params = json!({"requestedSchema": {"properties": {
+            "name": {"type": "string", "default": "John Doe"},
+            "age": {"type": "integer", "default": 30},
+            "verified": {"type": "boolean", "default": true},
+            "nickname": {"type": "string"}
+        }}});
+        assert_eq!(
+            accept_with_defaults(&params),
+            json!({"action": "accept", "content": {"name": "John Doe", "age": 30, "verified": true}})
+        );
+    }
+
+    #[test]
+    fn sample_arguments_follow_the_schema() {
+        let schema = json!({"type": "object", "properties": {
+            "a": {"type": "number"}, "s": {"type": "string", "enum": ["x", "y"]}, "d": {"default": 5}
+        }});
+        assert_eq!(sample_arguments(&schema), json!({"a": 1, "s": "x", "d": 5}));
+    }
+}

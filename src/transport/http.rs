@@ -1,0 +1,1175 @@
+//! The streamable HTTP transport (protocol revisions 2025-03-26 to 2025-11-25), with the
+//! HTTP+SSE transport of 2024-11-05 as its fallback.
+//!
+//! Every message is a POST to the server URL. A request's answer comes back as one JSON body
+//! or as an SSE stream; each request runs on a task of its own, so a slow answer never holds
+//! up the session, and a failure reaches the session as [`Inbound::Failed`]. Notifications and
+//! responses expect 202. After `notifications/initialized` a GET stream listens for what the
+//! server sends on its own (405, 404 and 400 mean it offers none).
+//!
+//! Policies:
+//! - Resumption: each stream remembers its last event id and the server's `retry`; a stream
+//!   that ends before its response is resumed with GET and `Last-Event-ID`, after `retry` or,
+//!   without one, after 1 s, 2 s, 4 s... (at most 30 s), at most 5 times in a row without an
+//!   event. Events whose id was already seen (a replay) are dropped.
+//! - Session expiry: 404 (or a 400 whose body speaks of the session) on a request that carried
+//!   a session id re-initializes once and replays that request once; other requests whose
+//!   streams die with the session fail with an error.
+//! - 429, 502, 503, 504: up to 3 retries, after `Retry-After` (seconds or a date, at most
+//!   30 s) or 0.5 s, 1 s, 2 s. Any other error status fails with the status and the start of
+//!   the body.
+//! - Redirects (at most 5) are followed; one to another origin drops the configured headers
+//!   and the session id.
+//! - Fallback: if the first POST (`initialize`) fails with 400, 404 or 405 and its body is not
+//!   a JSON-RPC error, the server is taken for an HTTP+SSE one: GET the URL, wait for the
+//!   `endpoint` event, and POST every message there; answers arrive on that SSE stream.
+
+use super::{BoxFuture, Inbound, Transport};
+use crate::error::{Error, ErrorKind, Result};
+use crate::wire::jsonrpc::{Id, Message};
+use crate::wire::sse::{SseDecoder, SsePiece};
+use bytes::Bytes;
+use http_body_util::{BodyExt, Full};
+use hyper::body::Incoming;
+use hyper::header::{self, HeaderMap, HeaderName, HeaderValue};
+use hyper::{Method, Request, Response, StatusCode, Uri};
+use hyper_util::client::legacy::Client as HyperClient;
+use hyper_util::client::legacy::connect::HttpConnector;
+use hyper_util::rt::TokioExecutor;
+use std::collections::{HashSet, VecDeque};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+use tokio::sync::{mpsc, oneshot};
+use tokio::task::AbortHandle;
+
+/// Largest message read from a body or an SSE event before the exchange fails.
+pub const MESSAGE_MAX: usize = 256 << 20;
+/// How long closing waits for the DELETE that ends the session.
+pub const CLOSE_TIMEOUT: Duration = Duration::from_secs(5);
+const EXCERPT: usize = 512;
+const MAX_RETRIES: u32 = 3;
+const MAX_WAIT: Duration = Duration::from_secs(30);
+const MAX_REDIRECTS: usize = 5;
+const RESUME_ATTEMPTS: u32 = 5;
+const SEEN_EVENTS: usize = 4096;
+
+/// How to reach an HTTP server.
+#[derive(Debug, Clone)]
+pub struct HttpConfig {
+    /// The MCP endpoint, `http://` or `https://`.
+    pub url: String,
+    /// Headers sent with every request; an `Authorization` value of one word gets `Bearer `.
+    pub headers: Vec<(String, String)>,
+    /// Longest wait for a TCP (and TLS) connection.
+    pub connect_timeout: Duration,
+    /// Longest wait for the response headers of one request.
+    pub header_timeout: Duration,
+}
+
+impl HttpConfig {
+    /// A config for `url` with no headers and the default timeouts (10 s, 30 s).
+    pub fn new(url: &str) -> Self {
+        HttpConfig {
+            url: url.to_string(),
+            headers: Vec::new(),
+            connect_timeout: Duration::from_secs(10),
+            header_timeout: Duration::from_secs(30),
+        }
+    }
+}
+
+type Client = HyperClient<hyper_rustls::HttpsConnector<HttpConnector>, Full<Bytes>>;
+
+/// Why an HTTP exchange failed, before it becomes an [`Error`].
+enum Failure {
+    /// The server answered with an error status; `body` is the start of its body.
+    Status { status: StatusCode, body: String },
+    /// No answer: connection, TLS or timeout.
+    Unreachable(String),
+}
+
+#[derive(Default)]
+struct State {
+    session_id: Option<String>,
+    protocol_version: Option<String>,
+    /// The bytes of our `initialize` request, to start a new session after expiry.
+    initialize: Option<Bytes>,
+    /// Where to POST in the HTTP+SSE fallback; `None` for streamable HTTP.
+    legacy_endpoint: Option<Uri>,
+}
+
+/// Event ids seen on any stream of the connection, to drop replays; bounded.
+#[derive(Default)]
+struct Seen {
+    set: HashSet<String>,
+    order: VecDeque<String>,
+}
+
+struct Inner {
+    server: String,
+    client: Client,
+    url: Uri,
+    headers: HeaderMap,
+    header_timeout: Duration,
+    inbound: mpsc::Sender<Inbound>,
+    state: Mutex<State>,
+    seen: Mutex<Seen>,
+    tasks: Mutex<Vec<AbortHandle>>,
+    closed: AtomicBool,
+    reinit: tokio::sync::Mutex<()>,
+}
+
+/// A connection to one streamable HTTP (or HTTP+SSE) server.
+pub struct HttpTransport {
+    inner: Arc<Inner>,
+}
+
+impl HttpTransport {
+    /// Prepares the connection; nothing is sent until the first message.
+    pub fn new(
+        server: &str,
+        config: &HttpConfig,
+    ) -> Result<(HttpTransport, mpsc::Receiver<Inbound>)> {
+        let usage = |why: String| Error::new(server, ErrorKind::Usage(why));
+        let url: Uri = config
+            .url
+            .parse()
+            .map_err(|e| usage(format!("invalid url {:?}: {e}", config.url)))?;
+        if !matches!(url.scheme_str(), Some("http" | "https")) || url.host().is_none() {
+            return Err(usage(format!(
+                "the url {:?} must be http:// or https:// with a host",
+                config.url
+            )));
+        }
+        let headers = configured_headers(&config.headers).map_err(usage)?;
+        let mut http = HttpConnector::new();
+        http.set_connect_timeout(Some(config.connect_timeout));
+        http.enforce_http(false);
+        let provider = rustls::crypto::ring::default_provider();
+        let builder = match hyper_rustls::HttpsConnectorBuilder::new()
+            .with_provider_and_native_roots(provider)
+        {
+            Ok(b) => b,
+            Err(e) => {
+                tracing::warn!(
+                    server,
+                    "no usable OS trust store ({e}); https servers will fail to verify"
+                );
+                let tls = rustls::ClientConfig::builder_with_provider(Arc::new(
+                    rustls::crypto::ring::default_provider(),
+                ))
+                .with_safe_default_protocol_versions()
+                .expect("ring supports the default TLS versions")
+                .with_root_certificates(rustls::RootCertStore::empty())
+                .with_no_client_auth();
+                hyper_rustls::HttpsConnectorBuilder::new().with_tls_config(tls)
+            }
+        };
+        let https = builder
+            .https_or_http()
+            .enable_http1()
+            .enable_http2()
+            .wrap_connector(http);
+        let client = HyperClient::builder(TokioExecutor::new()).build(https);
+        let (tx, rx) = mpsc::channel(64);
+        let inner = Inner {
+            server: server.to_string(),
+            client,
+            url,
+            headers,
+            header_timeout: config.header_timeout,
+            inbound: tx,
+            state: Mutex::new(State::default()),
+            seen: Mutex::new(Seen::default()),
+            tasks: Mutex::new(Vec::new()),
+            closed: AtomicBool::new(false),
+            reinit: tokio::sync::Mutex::new(()),
+        };
+        Ok((
+            HttpTransport {
+                inner: Arc::new(inner),
+            },
+            rx,
+        ))
+    }
+
+    /// The session id the server assigned, if any.
+    pub fn session_id(&self) -> Option<String> {
+        self.inner
+            .state
+            .lock()
+            .expect("state lock")
+            .session_id
+            .clone()
+    }
+
+    /// Whether the server turned out to speak the 2024-11-05 HTTP+SSE transport.
+    pub fn is_legacy(&self) -> bool {
+        self.inner
+            .state
+            .lock()
+            .expect("state lock")
+            .legacy_endpoint
+            .is_some()
+    }
+}
+
+/// The configured headers, validated; a one-word `Authorization` becomes a bearer token.
+/// Errors name the header, never its value (it may be a secret).
+fn configured_headers(pairs: &[(String, String)]) -> std::result::Result<HeaderMap, String> {
+    let mut map = HeaderMap::new();
+    for (name, value) in pairs {
+        let key = HeaderName::from_bytes(name.as_bytes())
+            .map_err(|_| format!("invalid header name {name:?}"))?;
+        let value = if key == header::AUTHORIZATION && !value.trim().contains(char::is_whitespace) {
+            format!("Bearer {}", value.trim())
+        } else {
+            value.clone()
+        };
+        let mut value = HeaderValue::from_str(&value)
+            .map_err(|_| format!("invalid value for header {name:?}"))?;
+        value.set_sensitive(true);
+        map.insert(key, value);
+    }
+    Ok(map)
+}
+
+impl Transport for HttpTransport {
+    fn send(&self, message: Vec<u8>) -> BoxFuture<'_, Result<()>> {
+        Box::pin(async move {
+            let inner = &self.inner;
+            if inner.closed.load(Ordering::Relaxed) {
+                return Err(inner.error(ErrorKind::Closed("the transport was closed".into())));
+            }
+            let body = Bytes::from(message);
+            match Message::parse(&body) {
+                Ok(Message::Request(request)) => {
+                    if request.method == "initialize" {
+                        inner.state.lock().expect("state lock").initialize = Some(body.clone());
+                    }
+                    let task = inner.clone();
+                    inner.spawn(
+                        async move { task.run_request(request.id, request.method, body).await },
+                    );
+                    Ok(())
+                }
+                Ok(Message::Notification(n)) => {
+                    inner
+                        .post_one_way(body)
+                        .await
+                        .map_err(|e| e.during(&n.method))?;
+                    if n.method == "notifications/initialized" {
+                        inner.start_listening();
+                    }
+                    Ok(())
+                }
+                Ok(Message::Response(_)) => inner.post_one_way(body).await,
+                Err(e) => {
+                    Err(inner.error(ErrorKind::Usage(format!("not a JSON-RPC message: {e}"))))
+                }
+            }
+        })
+    }
+
+    fn close(&self) -> BoxFuture<'_, ()> {
+        Box::pin(async move {
+            let inner = &self.inner;
+            if inner.closed.swap(true, Ordering::Relaxed) {
+                return;
+            }
+            inner.abort_tasks();
+            let streamable_session = {
+                let state = inner.state.lock().expect("state lock");
+                state.legacy_endpoint.is_none() && state.session_id.is_some()
+            };
+            if streamable_session {
+                let delete = inner.exchange(Method::DELETE, &inner.url, None, None);
+                if let Ok(Err(Failure::Status { status, .. })) =
+                    tokio::time::timeout(CLOSE_TIMEOUT, delete).await
+                {
+                    tracing::debug!(server = %inner.server, "DELETE of the session answered {status}");
+                }
+            }
+            let _ = inner
+                .inbound
+                .try_send(Inbound::Closed("the client closed the connection".into()));
+        })
+    }
+
+    fn kind(&self) -> &'static str {
+        if self.is_legacy() { "http+sse" } else { "http" }
+    }
+}
+
+impl Drop for HttpTransport {
+    fn drop(&mut self) {
+        self.inner.closed.store(true, Ordering::Relaxed);
+        self.inner.abort_tasks();
+    }
+}
+
+/// The last event id and `retry` of one SSE stream, across its reconnections.
+#[derive(Default)]
+struct Cursor {
+    last_event_id: Option<String>,
+    retry: Option<Duration>,
+}
+
+/// Reads dispatched events from one SSE body.
+struct EventReader {
+    body: Incoming,
+    decoder: SseDecoder,
+    data: Vec<u8>,
+    oversized: bool,
+    ready: VecDeque<(String, Option<String>, Vec<u8>)>,
+    retry: Option<u64>,
+    ended: bool,
+}
+
+impl EventReader {
+    fn new(body: Incoming) -> Self {
+        EventReader {
+            body,
+            decoder: SseDecoder::new(),
+            data: Vec::new(),
+            oversized: false,
+            ready: VecDeque::new(),
+            retry: None,
+            ended: false,
+        }
+    }
+
+    fn absorb(&mut self, piece: SsePiece<'_>) {
+        match piece {
+            SsePiece::Data(d) if self.data.len() + d.len() <= MESSAGE_MAX => {
+                self.data.extend_from_slice(d)
+            }
+            SsePiece::Data(_) => self.oversized = true,
+            SsePiece::Dispatch { event, id } => {
+                let data = std::mem::take(&mut self.data);
+                if !std::mem::take(&mut self.oversized) {
+                    self.ready
+                        .push_back((event.to_string(), id.map(str::to_string), data));
+                }
+            }
+            SsePiece::Retry(ms) => self.retry = Some(ms),
+        }
+    }
+
+    /// The next event with data whose id was not seen before; `None` once the stream ends
+    /// (cleanly or not). Updates the cursor as events pass.
+    async fn next(&mut self, inner: &Inner, cursor: &mut Cursor) -> Option<(String, Vec<u8>)> {
+        loop {
+            if let Some(ms) = self.retry.take() {
+                cursor.retry = Some(Duration::from_millis(ms));
+            }
+            while let Some((event, id, data)) = self.ready.pop_front() {
+                let fresh_id = id.is_some() && id != cursor.last_event_id;
+                if let Some(id) = id {
+                    cursor.last_event_id = Some(id.clone());
+                    if fresh_id && !inner.first_sight(id) {
+                        continue;
+                    }
+                }
+                if !data.is_empty() {
+                    return Some((event, data));
+                }
+            }
+            if self.ended {
+                return None;
+            }
+            let mut pieces = Vec::new();
+            match self.body.frame().await {
+                Some(Ok(frame)) => {
+                    if let Ok(chunk) = frame.into_data() {
+                        self.decoder.push(&chunk, &mut |p| pieces.push(owned(p)));
+                    }
+                }
+                Some(Err(e)) => {
+                    tracing::debug!(server = %inner.server, "an SSE stream broke: {e}");
+                    self.ended = true;
+                }
+                None => {
+                    self.decoder.finish(&mut |p| pieces.push(owned(p)));
+                    self.ended = true;
+                }
+            }
+            for piece in pieces {
+                self.absorb(piece.borrowed());
+            }
+        }
+    }
+}
+
+/// An [`SsePiece`] that owns its bytes, to carry it out of the decoder's callback.
+enum OwnedPiece {
+    Data(Vec<u8>),
+    Dispatch(String, Option<String>),
+    Retry(u64),
+}
+
+fn owned(p: SsePiece<'_>) -> OwnedPiece {
+    match p {
+        SsePiece::Data(d) => OwnedPiece::Data(d.to_vec()),
+        SsePiece::Dispatch { event, id } => {
+            OwnedPiece::Dispatch(event.to_string(), id.map(str::to_string))
+        }
+        SsePiece::Retry(ms) => OwnedPiece::Retry(ms),
+    }
+}
+
+impl OwnedPiece {
+    fn borrowed(&self) -> SsePiece<'_> {
+        match self {
+            OwnedPiece::Data(d) => SsePiece::Data(d),
+            OwnedPiece::Dispatch(event, id) => SsePiece::Dispatch {
+                event,
+                id: id.as_deref(),
+            },
+            OwnedPiece::Retry(ms) => SsePiece::Retry(*ms),
+        }
+    }
+}
+
+fn content_type(response: &Response<Incoming>) -> String {
+    let value = response
+        .headers()
+        .get(header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .unwrap_or("");
+    value
+        .split(';')
+        .next()
+        .unwrap_or("")
+        .trim()
+        .to_ascii_lowercase()
+}
+
+/// 0.5 s, 1 s, 2 s, ... at most 30 s.
+fn backoff(attempt: u32) -> Duration {
+    Duration::from_millis(500u64.saturating_mul(1 << attempt.min(6))).min(MAX_WAIT)
+}
+
+/// `Retry-After` as seconds or as an HTTP date.
+fn retry_after(headers: &HeaderMap) -> Option<Duration> {
+    let value = headers.get(header::RETRY_AFTER)?.to_str().ok()?.trim();
+    if let Ok(secs) = value.parse::<u64>() {
+        return Some(Duration::from_secs(secs));
+    }
+    let when = httpdate_to_unix(value)?;
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .ok()?
+        .as_secs();
+    Some(Duration::from_secs(when.saturating_sub(now)))
+}
+
+/// Parses an IMF-fixdate (`Sun, 06 Nov 1994 08:49:37 GMT`) to seconds since the epoch.
+fn httpdate_to_unix(s: &str) -> Option<u64> {
+    let parts: Vec<&str> = s.split_whitespace().collect();
+    let [_, day, month, year, time, "GMT"] = parts.as_slice() else {
+        return None;
+    };
+    let months = [
+        "Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec",
+    ];
+    let month = months.iter().position(|m| m == month)? as i64 + 1;
+    let (day, year): (i64, i64) = (day.parse().ok()?, year.parse().ok()?);
+    let hms: Vec<i64> = time
+        .split(':')
+        .map(|p| p.parse().ok())
+        .collect::<Option<_>>()?;
+    let [h, m, sec] = hms.as_slice() else {
+        return None;
+    };
+    // Days from civil date (Howard Hinnant's algorithm).
+    let y = if month <= 2 { year - 1 } else { year };
+    let era = y.div_euclid(400);
+    let yoe = y - era * 400;
+    let mp = (month + 9) % 12;
+    let doy = (153 * mp + 2) / 5 + day - 1;
+    let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
+    let days = era * 146097 + doe - 719468;
+    u64::try_from(days * 86400 + h * 3600 + m * 60 + sec).ok()
+}
+
+fn origin(uri: &Uri) -> (Option<&str>, Option<&str>, Option<u16>) {
+    let default_port = match uri.scheme_str() {
+        Some("https") => 443,
+        _ => 80,
+    };
+    (
+        uri.scheme_str(),
+        uri.host(),
+        Some(uri.port_u16().unwrap_or(default_port)),
+    )
+}
+
+/// Resolves `reference` (absolute, or a path) against `base`.
+fn resolve(base: &Uri, reference: &str) -> Option<Uri> {
+    if let Ok(uri) = reference.parse::<Uri>()
+        && uri.scheme().is_some()
+    {
+        return Some(uri);
+    }
+    let authority = base.authority()?;
+    let path = if reference.starts_with('/') {
+        reference.to_string()
+    } else {
+        let base_path = base.path();
+        let dir = &base_path[..base_path.rfind('/').map_or(0, |i| i + 1)];
+        format!("{dir}{reference}")
+    };
+    Uri::builder()
+        .scheme(base.scheme_str()?)
+        .authority(authority.as_str())
+        .path_and_query(path)
+        .build()
+        .ok()
+}
+
+/// Whether an error body is a JSON-RPC error object (an MCP server's answer).
+fn is_jsonrpc_error(body: &str) -> bool {
+    serde_json::from_str::<serde_json::Value>(body).is_ok_and(|v| {
+        v.get("jsonrpc").is_some() && v.get("error").is_some_and(|e| e.get("code").is_some())
+    })
+}
+
+/// Whether a failed request means the server no longer knows our session.
+fn session_gone(status: StatusCode, body: &str) -> bool {
+    status == StatusCode::NOT_FOUND
+        || (status == StatusCode::BAD_REQUEST && body.to_ascii_lowercase().contains("session"))
+}
+
+async fn body_excerpt(response: Response<Incoming>) -> String {
+    let mut body = response.into_body();
+    let mut bytes = Vec::new();
+    while bytes.len() < EXCERPT {
+        match body.frame().await {
+            Some(Ok(frame)) => {
+                if let Ok(chunk) = frame.into_data() {
+                    bytes.extend_from_slice(&chunk);
+                }
+            }
+            _ => break,
+        }
+    }
+    bytes.truncate(EXCERPT);
+    String::from_utf8_lossy(&bytes).trim().to_string()
+}
+
+impl Inner {
+    fn error(&self, kind: ErrorKind) -> Error {
+        Error::new(&self.server, kind)
+    }
+
+    fn failure(&self, failure: Failure) -> Error {
+        match failure {
+            Failure::Status { status, body } => {
+                let detail = if body.is_empty() {
+                    status.canonical_reason().unwrap_or("").to_string()
+                } else {
+                    body
+                };
+                self.error(ErrorKind::Http {
+                    status: Some(status.as_u16()),
+                    detail,
+                })
+            }
+            Failure::Unreachable(detail) => self.error(ErrorKind::Http {
+                status: None,
+                detail,
+            }),
+        }
+    }
+
+    fn spawn(&self, task: impl Future<Output = ()> + Send + 'static) {
+        let handle = tokio::spawn(task).abort_handle();
+        let mut tasks = self.tasks.lock().expect("tasks lock");
+        tasks.retain(|t| !t.is_finished());
+        tasks.push(handle);
+    }
+
+    fn abort_tasks(&self) {
+        for task in self.tasks.lock().expect("tasks lock").drain(..) {
+            task.abort();
+        }
+    }
+
+    /// Records an event id; false if it was seen before (a replay).
+    fn first_sight(&self, id: String) -> bool {
+        let mut seen = self.seen.lock().expect("seen lock");
+        if !seen.set.insert(id.clone()) {
+            return false;
+        }
+        seen.order.push_back(id);
+        if seen.order.len() > SEEN_EVENTS
+            && let Some(old) = seen.order.pop_front()
+        {
+            seen.set.remove(&old);
+        }
+        true
+    }
+
+    async fn deliver(&self, frame: Vec<u8>) {
+        let _ = self.inbound.send(Inbound::Frame(frame)).await;
+    }
+
+    fn build(
+        &self,
+        method: &Method,
+        uri: &Uri,
+        body: Option<Bytes>,
+        last_event_id: Option<&str>,
+        credentials: bool,
+    ) -> Request<Full<Bytes>> {
+        let mut request = Request::new(Full::new(body.clone().unwrap_or_default()));
+        *request.method_mut() = method.clone();
+        *request.uri_mut() = uri.clone();
+        let headers = request.headers_mut();
+        if credentials {
+            headers.extend(self.headers.clone());
+        }
+        let accept = if method == Method::GET {
+            "text/event-stream"
+        } else {
+            "application/json, text/event-stream"
+        };
+        headers.insert(header::ACCEPT, HeaderValue::from_static(accept));
+        if body.is_some() {
+            headers.insert(
+                header::CONTENT_TYPE,
+                HeaderValue::from_static("application/json"),
+            );
+        }
+        let state = self.state.lock().expect("state lock");
+        if state.legacy_endpoint.is_none() {
+            if let Some(id) = state.session_id.as_deref().filter(|_| credentials)
+                && let Ok(v) = HeaderValue::from_str(id)
+            {
+                headers.insert("mcp-session-id", v);
+            }
+            if let Some(v) = state
+                .protocol_version
+                .as_deref()
+                .and_then(|v| HeaderValue::from_str(v).ok())
+            {
+                headers.insert("mcp-protocol-version", v);
+            }
+        }
+        if let Some(v) = last_event_id.and_then(|id| HeaderValue::from_str(id).ok()) {
+            headers.insert("last-event-id", v);
+        }
+        request
+    }
+
+    /// One HTTP exchange up to the response headers: redirects followed, 429 and 502-504 retried.
+    async fn exchange(
+        &self,
+        method: Method,
+        target: &Uri,
+        body: Option<Bytes>,
+        last_event_id: Option<&str>,
+    ) -> std::result::Result<Response<Incoming>, Failure> {
+        let mut uri = target.clone();
+        let mut credentials = true;
+        let (mut redirects, mut retries) = (0, 0);
+        loop {
+            let request = self.build(&method, &uri, body.clone(), last_event_id, credentials);
+            let response =
+                match tokio::time::timeout(self.header_timeout, self.client.request(request)).await
+                {
+                    Err(_) => {
+                        let secs = self.header_timeout.as_secs_f64();
+                        return Err(Failure::Unreachable(format!(
+                            "no response headers from {uri} within {secs:.1} s"
+                        )));
+                    }
+                    Ok(Err(e)) => {
+                        let mut why = e.to_string();
+                        let mut source = std::error::Error::source(&e);
+                        while let Some(s) = source {
+                            why = format!("{why}: {s}");
+                            source = s.source();
+                        }
+                        return Err(Failure::Unreachable(format!("{uri}: {why}")));
+                    }
+                    Ok(Ok(r)) => r,
+                };
+            let status = response.status();
+            let follow = matches!(status.as_u16(), 307 | 308)
+                || (method == Method::GET && matches!(status.as_u16(), 301..=303));
+            if follow && redirects < MAX_REDIRECTS {
+                let location = response
+                    .headers()
+                    .get(header::LOCATION)
+                    .and_then(|v| v.to_str().ok());
+                if let Some(next) = location.and_then(|l| resolve(&uri, l)) {
+                    if origin(&next) != origin(&self.url) {
+                        credentials = false;
+                    }
+                    uri = next;
+                    redirects += 1;
+                    continue;
+                }
+            }
+            if matches!(status.as_u16(), 429 | 502 | 503 | 504) && retries < MAX_RETRIES {
+                let wait = retry_after(response.headers())
+                    .unwrap_or_else(|| backoff(retries))
+                    .min(MAX_WAIT);
+                tracing::info!(server = %self.server, "HTTP {status}; retrying in {:.1} s", wait.as_secs_f64());
+                retries += 1;
+                tokio::time::sleep(wait).await;
+                continue;
+            }
+            if status.is_success() {
+                return Ok(response);
+            }
+            return Err(Failure::Status {
+                status,
+                body: body_excerpt(response).await,
+            });
+        }
+    }
+
+    fn post_target(&self) -> Uri {
+        let state = self.state.lock().expect("state lock");
+        state
+            .legacy_endpoint
+            .clone()
+            .unwrap_or_else(|| self.url.clone())
+    }
+
+    /// POSTs a notification or a response; the server should answer 202.
+    async fn post_one_way(&self, body: Bytes) -> Result<()> {
+        let response = self
+            .exchange(Method::POST, &self.post_target(), Some(body), None)
+            .await
+            .map_err(|f| self.failure(f))?;
+        // Anything in the body (some servers answer 200 with JSON) is not ours to read.
+        drop(response);
+        Ok(())
+    }
+
+    async fn run_request(self: Arc<Self>, id: Id, method: String, body: Bytes) {
+        if let Err(e) = self.request_flow(&id, &method, body).await {
+            let _ = self.inbound.send(Inbound::Failed(id, e)).await;
+        }
+    }
+
+    async fn request_flow(self: &Arc<Self>, id: &Id, method: &str, body: Bytes) -> Result<()> {
+        let mut replayed = false;
+        loop {
+            let (sent_session, legacy) = {
+                let state = self.state.lock().expect("state lock");
+                (state.session_id.clone(), state.legacy_endpoint.is_some())
+            };
+            match self
+                .exchange(Method::POST, &self.post_target(), Some(body.clone()), None)
+                .await
+            {
+                Ok(response) => return self.take_response(response, id, method, legacy).await,
+                Err(Failure::Status {
+                    status,
+                    body: excerpt,
+                }) if sent_session.is_some()
+                    && !replayed
+                    && method != "initialize"
+                    && session_gone(status, &excerpt) =>
+                {
+                    tracing::info!(server = %self.server, "the server forgot our session (HTTP {status}); starting a new one");
+                    replayed = true;
+                    self.reinitialize(sent_session).await?;
+                }
+                Err(Failure::Status {
+                    status,
+                    body: excerpt,
+                }) if method == "initialize"
+                    && !legacy
+                    && matches!(status.as_u16(), 400 | 404 | 405)
+                    && !is_jsonrpc_error(&excerpt) =>
+                {
+                    tracing::info!(server = %self.server, "POST answered HTTP {status}; trying the HTTP+SSE transport of 2024-11-05");
+                    self.start_legacy().await?;
+                }
+                Err(f) => return Err(self.failure(f)),
+            }
+        }
+    }
+
+    async fn take_response(
+        self: &Arc<Self>,
+        response: Response<Incoming>,
+        id: &Id,
+        method: &str,
+        legacy: bool,
+    ) -> Result<()> {
+        if method == "initialize"
+            && let Some(session) = response
+                .headers()
+                .get("mcp-session-id")
+                .and_then(|v| v.to_str().ok())
+        {
+            self.state.lock().expect("state lock").session_id = Some(session.to_string());
+        }
+        if legacy {
+            // The answer comes on the HTTP+SSE stream.
+            return Ok(());
+        }
+        match content_type(&response).as_str() {
+            "text/event-stream" => self.follow_stream(response.into_body(), id, method).await,
+            "application/json" => {
+                let body = read_body(response.into_body()).await.map_err(|why| self.error(ErrorKind::Http { status: None, detail: why }))?;
+                if method == "initialize" {
+                    self.note_version(&body);
+                }
+                self.deliver(body).await;
+                Ok(())
+            }
+            other => Err(self.error(ErrorKind::Protocol(format!(
+                "the answer to a request has content type {other:?}, not application/json or text/event-stream"
+            )))),
+        }
+    }
+
+    fn note_version(&self, frame: &[u8]) {
+        if let Ok(Message::Response(r)) = Message::parse(frame)
+            && let Ok(result) = &r.outcome
+            && let Some(v) = result.get("protocolVersion").and_then(|v| v.as_str())
+        {
+            self.state.lock().expect("state lock").protocol_version = Some(v.to_string());
+        }
+    }
+
+    /// Reads a request's SSE stream until its response, resuming it as often as allowed.
+    async fn follow_stream(self: &Arc<Self>, body: Incoming, id: &Id, method: &str) -> Result<()> {
+        let mut cursor = Cursor::default();
+        let mut reader = EventReader::new(body);
+        let mut attempts = 0;
+        loop {
+            while let Some((event, data)) = reader.next(self, &mut cursor).await {
+                attempts = 0;
+                if event != "message" {
+                    continue;
+                }
+                let answers_us = matches!(Message::parse(&data), Ok(Message::Response(r)) if r.id.as_ref() == Some(id));
+                if answers_us && method == "initialize" {
+                    self.note_version(&data);
+                }
+                self.deliver(data).await;
+                if answers_us {
+                    return Ok(());
+                }
+            }
+            let Some(last) = cursor.last_event_id.clone() else {
+                return Err(self.error(ErrorKind::Closed(
+                    "the server ended the response stream before answering, with no event id to resume from".into(),
+                )));
+            };
+            attempts += 1;
+            if attempts > RESUME_ATTEMPTS {
+                return Err(self.error(ErrorKind::Closed(format!(
+                    "the response stream could not be resumed after {RESUME_ATTEMPTS} attempts"
+                ))));
+            }
+            tokio::time::sleep(cursor.retry.unwrap_or_else(|| backoff(attempts))).await;
+            let response = self
+                .exchange(Method::GET, &self.url, None, Some(&last))
+                .await
+                .map_err(|f| {
+                    let e = self.failure(f);
+                    self.error(ErrorKind::Closed(format!(
+                        "the response stream ended and resuming it failed: {}",
+                        e.kind_text()
+                    )))
+                })?;
+            if content_type(&response) != "text/event-stream" {
+                return Err(self.error(ErrorKind::Protocol(
+                    "resuming the response stream did not give an event stream".into(),
+                )));
+            }
+            reader = EventReader::new(response.into_body());
+        }
+    }
+
+    /// Opens the GET stream for server-initiated messages, once, in the background.
+    fn start_listening(self: &Arc<Self>) {
+        if self
+            .state
+            .lock()
+            .expect("state lock")
+            .legacy_endpoint
+            .is_some()
+        {
+            return;
+        }
+        let inner = self.clone();
+        self.spawn(async move { inner.listen().await });
+    }
+
+    async fn listen(self: Arc<Self>) {
+        let mut cursor = Cursor::default();
+        let mut failures = 0;
+        while !self.closed.load(Ordering::Relaxed) {
+            match self
+                .exchange(
+                    Method::GET,
+                    &self.url,
+                    None,
+                    cursor.last_event_id.as_deref(),
+                )
+                .await
+            {
+                Ok(response) if content_type(&response) == "text/event-stream" => {
+                    let mut reader = EventReader::new(response.into_body());
+                    while let Some((event, data)) = reader.next(&self, &mut cursor).await {
+                        failures = 0;
+                        if event == "message" {
+                            self.deliver(data).await;
+                        }
+                    }
+                }
+                Ok(_) => {
+                    return tracing::debug!(server = %self.server, "the GET stream is not an event stream; not listening");
+                }
+                Err(Failure::Status { status, .. })
+                    if matches!(status.as_u16(), 400 | 404 | 405) =>
+                {
+                    return tracing::debug!(server = %self.server, "the server offers no GET stream (HTTP {status})");
+                }
+                Err(f) => {
+                    failures += 1;
+                    tracing::debug!(server = %self.server, "the GET stream failed: {}", self.failure(f));
+                }
+            }
+            tokio::time::sleep(cursor.retry.unwrap_or_else(|| backoff(failures))).await;
+        }
+    }
+
+    /// Starts a new session after the server forgot ours; done once however many requests
+    /// notice at the same time.
+    async fn reinitialize(self: &Arc<Self>, stale: Option<String>) -> Result<()> {
+        let _one_at_a_time = self.reinit.lock().await;
+        let initialize = {
+            let mut state = self.state.lock().expect("state lock");
+            if state.session_id != stale {
+                return Ok(());
+            }
+            state.session_id = None;
+            state.initialize.clone()
+        };
+        let initialize = initialize.ok_or_else(|| {
+            self.error(ErrorKind::Protocol(
+                "the session expired before it was initialized".into(),
+            ))
+        })?;
+        let init_id = match Message::parse(&initialize) {
+            Ok(Message::Request(r)) => r.id,
+            _ => {
+                return Err(self.error(ErrorKind::Protocol(
+                    "the saved initialize request is unreadable".into(),
+                )));
+            }
+        };
+        let failed = |e: Error| {
+            self.error(ErrorKind::Closed(format!(
+                "the session expired and starting a new one failed: {}",
+                e.kind_text()
+            )))
+        };
+        let response = self
+            .exchange(Method::POST, &self.url, Some(initialize), None)
+            .await
+            .map_err(|f| failed(self.failure(f)))?;
+        if let Some(session) = response
+            .headers()
+            .get("mcp-session-id")
+            .and_then(|v| v.to_str().ok())
+        {
+            self.state.lock().expect("state lock").session_id = Some(session.to_string());
+        }
+        let answer = match content_type(&response).as_str() {
+            "text/event-stream" => {
+                let mut cursor = Cursor::default();
+                let mut reader = EventReader::new(response.into_body());
+                let mut answer = None;
+                while let Some((_, data)) = reader.next(self, &mut cursor).await {
+                    if matches!(Message::parse(&data), Ok(Message::Response(r)) if r.id.as_ref() == Some(&init_id))
+                    {
+                        answer = Some(data);
+                        break;
+                    }
+                }
+                answer.ok_or_else(|| {
+                    failed(self.error(ErrorKind::Closed("no answer to initialize".into())))
+                })?
+            }
+            _ => read_body(response.into_body()).await.map_err(|why| {
+                failed(self.error(ErrorKind::Http {
+                    status: None,
+                    detail: why,
+                }))
+            })?,
+        };
+        match Message::parse(&answer) {
+            Ok(Message::Response(r)) if r.outcome.is_ok() => self.note_version(&answer),
+            _ => {
+                return Err(failed(self.error(ErrorKind::Protocol(
+                    "the new initialize was refused".into(),
+                ))));
+            }
+        }
+        let initialized =
+            Bytes::from_static(br#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#);
+        self.post_one_way(initialized).await.map_err(failed)?;
+        self.start_listening();
+        Ok(())
+    }
+
+    /// Switches to the HTTP+SSE transport: GET the URL, wait for the `endpoint` event, and
+    /// keep reading that stream for the server's messages.
+    async fn start_legacy(self: &Arc<Self>) -> Result<()> {
+        let response = self
+            .exchange(Method::GET, &self.url, None, None)
+            .await
+            .map_err(|f| self.failure(f))?;
+        if content_type(&response) != "text/event-stream" {
+            return Err(self.error(ErrorKind::Protocol(
+                "the server refused the streamable HTTP POST, and its GET is not an SSE stream either".into(),
+            )));
+        }
+        let (tx, rx) = oneshot::channel();
+        let inner = self.clone();
+        self.spawn(async move { inner.legacy_stream(response.into_body(), tx).await });
+        let endpoint = tokio::time::timeout(self.header_timeout, rx)
+            .await
+            .ok()
+            .and_then(Result::ok)
+            .ok_or_else(|| {
+                self.error(ErrorKind::Protocol(
+                    "the HTTP+SSE stream sent no endpoint event".into(),
+                ))
+            })?;
+        let endpoint = resolve(&self.url, endpoint.trim()).ok_or_else(|| {
+            self.error(ErrorKind::Protocol(format!(
+                "the endpoint {endpoint:?} is not a URL"
+            )))
+        })?;
+        if origin(&endpoint) != origin(&self.url) {
+            return Err(self.error(ErrorKind::Protocol(format!(
+                "the endpoint {endpoint} is on another origin; refusing it"
+            ))));
+        }
+        self.state.lock().expect("state lock").legacy_endpoint = Some(endpoint);
+        Ok(())
+    }
+
+    async fn legacy_stream(self: Arc<Self>, body: Incoming, endpoint: oneshot::Sender<String>) {
+        let mut endpoint = Some(endpoint);
+        let mut cursor = Cursor::default();
+        let mut reader = EventReader::new(body);
+        while let Some((event, data)) = reader.next(&self, &mut cursor).await {
+            match event.as_str() {
+                "endpoint" => {
+                    if let Some(tx) = endpoint.take() {
+                        let _ = tx.send(String::from_utf8_lossy(&data).into_owned());
+                    }
+                }
+                "message" => self.deliver(data).await,
+                _ => {}
+            }
+        }
+        let _ = self
+            .inbound
+            .send(Inbound::Closed(
+                "the server closed its HTTP+SSE stream".into(),
+            ))
+            .await;
+    }
+}
+
+async fn read_body(mut body: Incoming) -> std::result::Result<Vec<u8>, String> {
+    let mut bytes = Vec::new();
+    while let Some(frame) = body.frame().await {
+        let frame = frame.map_err(|e| format!("reading the response body: {e}"))?;
+        if let Ok(chunk) = frame.into_data() {
+            if bytes.len() + chunk.len() > MESSAGE_MAX {
+                return Err(format!("the response body is over {MESSAGE_MAX} bytes"));
+            }
+            bytes.extend_from_slice(&chunk);
+        }
+    }
+    Ok(bytes)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn retry_after_reads_seconds_and_dates() {
+        let mut h = HeaderMap::new();
+        h.insert(header::RETRY_AFTER, HeaderValue::from_static("3"));
+        assert_eq!(retry_after(&h), Some(Duration::from_secs(3)));
+        assert_eq!(
+            httpdate_to_unix("Sun, 06 Nov 1994 08:49:37 GMT"),
+            Some(784111777)
+        );
+        h.insert(
+            header::RETRY_AFTER,
+            HeaderValue::from_static("Sun, 06 Nov 1994 08:49:37 GMT"),
+        );
+        assert_eq!(
+            retry_after(&h),
+            Some(Duration::ZERO),
+            "a date in the past means now"
+        );
+    }
+
+    #[test]
+    fn one_word_authorization_becomes_bearer() {
+        let h = configured_headers(&[
+            ("Authorization".into(), "tok123".into()),
+            ("X-Key".into(), "a b".into()),
+        ])
+        .unwrap();
+        assert_eq!(h["authorization"], "Bearer tok123");
+        assert_eq!(h["x-key"], "a b");
+        let h = configured_headers(&[("Authorization".into(), "Basic abc".into())]).unwrap();
+        assert_eq!(h["authorization"], "Basic abc");
+        let err = configured_headers(&[("X-Key".into(), "secret\nvalue".into())]).unwrap_err();
+        assert!(!err.contains("secret"), "{err}");
+    }
+
+    #[test]
+    fn endpoints_resolve_against_the_url() {
+        let base: Uri = "http://127.0.0.1:8080/mcp/sse".parse().unwrap();
+        assert_eq!(
+            resolve(&base, "/messages?sessionId=1").unwrap().to_string(),
+            "http://127.0.0.1:8080/messages?sessionId=1"
+        );
+        assert_eq!(
+            resolve(&base, "messages").unwrap().to_string(),
+            "http://127.0.0.1:8080/mcp/messages"
+        );
+        assert_eq!(
+            resolve(&base, "https://x.test/m").unwrap().to_string(),
+            "https://x.test/m"
+        );
+    }
+
+    #[test]
+    fn session_loss_is_404_or_a_400_about_the_session() {
+        assert!(session_gone(StatusCode::NOT_FOUND, ""));
+        assert!(session_gone(
+            StatusCode::BAD_REQUEST,
+            r#"{"error":{"message":"Bad Request: No valid session ID provided"}}"#
+        ));
+        assert!(!session_gone(StatusCode::BAD_REQUEST, "bad json"));
+        assert!(is_jsonrpc_error(
+            r#"{"jsonrpc":"2.0","error":{"code":-32000,"message":"x"},"id":null}"#
+        ));
+        assert!(!is_jsonrpc_error("Not Found"));
+    }
+}
