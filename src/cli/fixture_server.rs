@@ -73,10 +73,51 @@ impl std::str::FromStr for Mode {
     }
 }
 
-struct Server {
+/// Where the fixture's messages go: stdout, or an HTTP response or stream.
+pub trait Output: Send + Sync {
+    /// Writes one message, as the pieces `pieces` yields; `answers` is the id of the request
+    /// the message answers, if it is a response.
+    fn message(&self, pieces: &mut dyn Iterator<Item = Vec<u8>>, answers: Option<&Id>);
+}
+
+fn send(out: &dyn Output, message: Message) {
+    out.message(&mut std::iter::once(message.to_bytes()), None);
+}
+
+fn reply(out: &dyn Output, id: Id, outcome: Result<Value, ErrorObject>) {
+    let message = Message::Response(Response {
+        id: Some(id.clone()),
+        outcome,
+    });
+    out.message(&mut std::iter::once(message.to_bytes()), Some(&id));
+}
+
+/// Newline-delimited messages on stdout.
+struct Stdout {
+    junk: bool,
+    out: Mutex<std::io::Stdout>,
+}
+
+impl Output for Stdout {
+    fn message(&self, pieces: &mut dyn Iterator<Item = Vec<u8>>, _: Option<&Id>) {
+        let mut out = self.out.lock().unwrap();
+        if self.junk {
+            let _ = out.write_all(b"this line is not JSON\n");
+        }
+        for piece in pieces {
+            if out.write_all(&piece).is_err() {
+                return;
+            }
+        }
+        let _ = out.write_all(b"\n");
+        let _ = out.flush();
+    }
+}
+
+/// The state of one fixture server, whatever carries its messages.
+pub struct Server {
     mode: Mode,
     page_size: Option<usize>,
-    out: Mutex<std::io::Stdout>,
     cancelled: Mutex<Vec<Value>>,
     /// Answers to our own requests to the client, by id.
     answers: Mutex<HashMap<String, Value>>,
@@ -84,25 +125,38 @@ struct Server {
 }
 
 impl Server {
-    fn write(&self, bytes: &[u8]) {
-        let mut out = self.out.lock().unwrap();
-        if self.mode == Mode::JunkStdout {
-            let _ = out.write_all(b"this line is not JSON\n");
+    /// A server in `mode`, paging tools/list by `page_size`.
+    pub fn new(mode: Mode, page_size: Option<usize>) -> Arc<Server> {
+        Arc::new(Server {
+            mode,
+            page_size,
+            cancelled: Mutex::new(Vec::new()),
+            answers: Mutex::new(HashMap::new()),
+            answered: Condvar::new(),
+        })
+    }
+
+    /// Handles one message from the client; what it sends back goes to `out`.
+    pub fn receive(self: &Arc<Self>, message: Message, out: Arc<dyn Output>) {
+        match message {
+            Message::Request(request) => handle(self, request, out),
+            Message::Notification(n) if n.method == "notifications/cancelled" => {
+                self.cancelled
+                    .lock()
+                    .unwrap()
+                    .push(n.params.unwrap_or(Value::Null));
+            }
+            Message::Notification(_) => {}
+            Message::Response(r) => {
+                let answer = match r.outcome {
+                    Ok(result) => json!({"result": result}),
+                    Err(error) => json!({"error": error}),
+                };
+                let key = r.id.map(|id| id.to_string()).unwrap_or_default();
+                self.answers.lock().unwrap().insert(key, answer);
+                self.answered.notify_all();
+            }
         }
-        let _ = out.write_all(bytes);
-        let _ = out.write_all(b"\n");
-        let _ = out.flush();
-    }
-
-    fn send(&self, message: Message) {
-        self.write(&message.to_bytes());
-    }
-
-    fn reply(&self, id: Id, outcome: Result<Value, ErrorObject>) {
-        self.send(Message::Response(Response {
-            id: Some(id),
-            outcome,
-        }));
     }
 }
 
@@ -122,38 +176,18 @@ pub fn run(mode: Mode, page_size: Option<usize>) -> std::process::ExitCode {
             .spawn()
             .expect("spawn the grandchild")
     });
-    let server = Arc::new(Server {
-        mode,
-        page_size,
+    let out: Arc<dyn Output> = Arc::new(Stdout {
+        junk: mode == Mode::JunkStdout,
         out: Mutex::new(std::io::stdout()),
-        cancelled: Mutex::new(Vec::new()),
-        answers: Mutex::new(HashMap::new()),
-        answered: Condvar::new(),
     });
+    let server = Server::new(mode, page_size);
     for line in std::io::stdin().lock().lines() {
         let Ok(line) = line else { break };
         if line.trim().is_empty() {
             continue;
         }
         match Message::parse(line.as_bytes()) {
-            Ok(Message::Request(request)) => handle(&server, request),
-            Ok(Message::Notification(n)) if n.method == "notifications/cancelled" => {
-                server
-                    .cancelled
-                    .lock()
-                    .unwrap()
-                    .push(n.params.unwrap_or(Value::Null));
-            }
-            Ok(Message::Notification(_)) => {}
-            Ok(Message::Response(r)) => {
-                let answer = match r.outcome {
-                    Ok(result) => json!({"result": result}),
-                    Err(error) => json!({"error": error}),
-                };
-                let key = r.id.map(|id| id.to_string()).unwrap_or_default();
-                server.answers.lock().unwrap().insert(key, answer);
-                server.answered.notify_all();
-            }
+            Ok(message) => server.receive(message, out.clone()),
             Err(e) => eprintln!("fixture-server: ignoring a bad line: {e}"),
         }
     }
@@ -165,7 +199,7 @@ pub fn run(mode: Mode, page_size: Option<usize>) -> std::process::ExitCode {
     std::process::ExitCode::SUCCESS
 }
 
-fn handle(server: &Arc<Server>, request: Request) {
+fn handle(server: &Arc<Server>, request: Request, out: Arc<dyn Output>) {
     let params = request.params.clone().unwrap_or(Value::Null);
     match request.method.as_str() {
         "initialize" => {
@@ -181,7 +215,8 @@ fn handle(server: &Arc<Server>, request: Request) {
                 _ if HANDSHAKE_VERSIONS.contains(&offered) => offered.to_string(),
                 _ => LATEST_HANDSHAKE_VERSION.to_string(),
             };
-            server.reply(
+            reply(
+                &*out,
                 request.id,
                 Ok(json!({
                     "protocolVersion": version,
@@ -191,7 +226,7 @@ fn handle(server: &Arc<Server>, request: Request) {
                 })),
             );
         }
-        "ping" => server.reply(request.id, Ok(json!({}))),
+        "ping" => reply(&*out, request.id, Ok(json!({}))),
         "tools/list" if server.mode == Mode::EndlessPages => {
             let n: u64 = params
                 .get("cursor")
@@ -199,7 +234,8 @@ fn handle(server: &Arc<Server>, request: Request) {
                 .and_then(|c| c.parse().ok())
                 .unwrap_or(0);
             let tool = json!({"name": format!("tool_{n}"), "inputSchema": {"type": "object"}});
-            server.reply(
+            reply(
+                &*out,
                 request.id,
                 Ok(json!({"tools": [tool], "nextCursor": (n + 1).to_string()})),
             );
@@ -214,7 +250,7 @@ fn handle(server: &Arc<Server>, request: Request) {
                             jsonrpc::INVALID_PARAMS,
                             format!("invalid cursor {c:?}"),
                         );
-                        return server.reply(request.id, Err(e));
+                        return reply(&*out, request.id, Err(e));
                     }
                 },
                 None => 0,
@@ -231,21 +267,21 @@ fn handle(server: &Arc<Server>, request: Request) {
                 (Mode::CursorEmpty, _) => result["nextCursor"] = json!(""),
                 _ => {}
             }
-            server.reply(request.id, Ok(result));
+            reply(&*out, request.id, Ok(result));
         }
         "tools/call" => {
             if server.mode == Mode::Hang {
                 return;
             }
             let server = server.clone();
-            std::thread::spawn(move || call_tool(&server, request.id, &params));
+            std::thread::spawn(move || call_tool(&server, request.id, &params, &*out));
         }
         other => {
             let e = ErrorObject::new(
                 jsonrpc::METHOD_NOT_FOUND,
                 format!("method not found: {other}"),
             );
-            server.reply(request.id, Err(e));
+            reply(&*out, request.id, Err(e));
         }
     }
 }
@@ -275,16 +311,14 @@ fn text_result(text: &str) -> Value {
     json!({"content": [{"type": "text", "text": text}]})
 }
 
-fn call_tool(server: &Server, id: Id, params: &Value) {
+fn call_tool(server: &Server, id: Id, params: &Value, out: &dyn Output) {
     let args = params.get("arguments").cloned().unwrap_or(Value::Null);
     let name = params.get("name").and_then(Value::as_str).unwrap_or("");
     if server.mode == Mode::CrashMidCall {
-        let mut out = server.out.lock().unwrap();
-        let _ = write!(
-            out,
+        let partial = format!(
             r#"{{"jsonrpc":"2.0","id":{id},"result":{{"content":[{{"type":"text","text":"partial"#
         );
-        let _ = out.flush();
+        out.message(&mut std::iter::once(partial.into_bytes()), None);
         std::process::exit(3);
     }
     let result = match name {
@@ -308,7 +342,7 @@ fn call_tool(server: &Server, id: Id, params: &Value) {
                 .get("escapes")
                 .and_then(Value::as_bool)
                 .unwrap_or(false);
-            return write_big(server, &id, bytes, multibyte, escapes);
+            return out.message(&mut big_message(&id, bytes, multibyte, escapes), Some(&id));
         }
         "slow" => {
             let seconds = args
@@ -328,13 +362,16 @@ fn call_tool(server: &Server, id: Id, params: &Value) {
             for step in 1..=steps {
                 std::thread::sleep(Duration::from_secs_f64(seconds / steps as f64));
                 if let Some(token) = &token {
-                    server.send(Message::Notification(Notification {
-                        method: "notifications/progress".into(),
-                        params: Some(
-                            json!({"progressToken": token, "progress": step, "total": steps,
+                    send(
+                        out,
+                        Message::Notification(Notification {
+                            method: "notifications/progress".into(),
+                            params: Some(
+                                json!({"progressToken": token, "progress": step, "total": steps,
                                             "message": format!("step {step} of {steps}")}),
-                        ),
-                    }));
+                            ),
+                        }),
+                    );
                 }
             }
             Ok(text_result(&format!("slept {seconds} s")))
@@ -359,11 +396,14 @@ fn call_tool(server: &Server, id: Id, params: &Value) {
                 .to_string();
             let ask_id = Id::String(format!("fixture-{id}"));
             let key = ask_id.to_string();
-            server.send(Message::Request(Request {
-                id: ask_id,
-                method,
-                params: args.get("params").cloned(),
-            }));
+            send(
+                out,
+                Message::Request(Request {
+                    id: ask_id,
+                    method,
+                    params: args.get("params").cloned(),
+                }),
+            );
             let mut answers = server.answers.lock().unwrap();
             let answer = loop {
                 if let Some(a) = answers.remove(&key) {
@@ -379,7 +419,7 @@ fn call_tool(server: &Server, id: Id, params: &Value) {
             format!("unknown tool: {other}"),
         )),
     };
-    server.reply(id, result);
+    reply(out, id, result);
 }
 
 /// The repeating units of `big`'s text: what each unit reads as, and as JSON.
@@ -403,35 +443,44 @@ fn big_units(multibyte: bool, escapes: bool) -> Vec<(&'static str, &'static str)
     units
 }
 
-/// Writes a tools/call response whose text is exactly `bytes` bytes, generated as it goes.
-fn write_big(server: &Server, id: &Id, bytes: u64, multibyte: bool, escapes: bool) {
+/// A tools/call response whose text is exactly `bytes` bytes, generated piece by piece as it
+/// is written (about 64 KiB a piece), so no piece of memory ever holds the whole.
+fn big_message(
+    id: &Id,
+    bytes: u64,
+    multibyte: bool,
+    escapes: bool,
+) -> impl Iterator<Item = Vec<u8>> + use<> {
     let units = big_units(multibyte, escapes);
-    let mut out = server.out.lock().unwrap();
-    let mut buf = Vec::with_capacity(1 << 16);
-    buf.extend_from_slice(
+    let mut head = Some(
         format!(r#"{{"jsonrpc":"2.0","id":{id},"result":{{"content":[{{"type":"text","text":""#)
-            .as_bytes(),
+            .into_bytes(),
     );
     let mut left = bytes;
-    'fill: while left > 0 {
-        for (text, json) in &units {
-            let len = text.len() as u64;
-            if len > left {
+    let mut next_unit = 0;
+    let mut done = false;
+    std::iter::from_fn(move || {
+        if done {
+            return None;
+        }
+        let mut buf = head.take().unwrap_or_default();
+        while buf.len() < 1 << 16 {
+            if left == 0 {
+                buf.extend_from_slice(b"\"}]}}");
+                done = true;
+                break;
+            }
+            let (text, json) = units[next_unit % units.len()];
+            if text.len() as u64 > left {
                 // Fill the tail with one-byte characters so the total is exact.
                 buf.resize(buf.len() + left as usize, b'x');
-                break 'fill;
+                left = 0;
+                continue;
             }
             buf.extend_from_slice(json.as_bytes());
-            left -= len;
-            if buf.len() >= 1 << 16 {
-                if out.write_all(&buf).is_err() {
-                    return;
-                }
-                buf.clear();
-            }
+            left -= text.len() as u64;
+            next_unit += 1;
         }
-    }
-    buf.extend_from_slice(b"\"}]}}\n");
-    let _ = out.write_all(&buf);
-    let _ = out.flush();
+        Some(buf)
+    })
 }
