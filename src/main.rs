@@ -49,10 +49,15 @@ enum Command {
     /// The bundled MCP server for tests and the demo.
     #[command(hide = true)]
     FixtureServer {
-        /// Fault mode: normal, crash-mid-call, hang, junk-stdout, no-init-response,
-        /// version=<v>, spawn-grandchild, ignore-sigterm.
+        /// Fault mode. Over stdio: normal, crash-mid-call, hang, junk-stdout,
+        /// no-init-response, version=<v>, spawn-grandchild, ignore-sigterm, cursor-repeat,
+        /// cursor-empty, endless-pages. Over HTTP: json, sse, stateless, cut-stream,
+        /// expire-session, rate-limit, slow-headers, junk-sse, legacy.
         #[arg(long, default_value = "normal")]
-        mode: cli::fixture_server::Mode,
+        mode: String,
+        /// Serve streamable HTTP on this address (e.g. 127.0.0.1:0) instead of stdio.
+        #[arg(long, value_name = "ADDR")]
+        http: Option<std::net::SocketAddr>,
         /// Tools per tools/list page.
         #[arg(long, value_name = "N")]
         page_size: Option<usize>,
@@ -79,7 +84,22 @@ fn main() -> ExitCode {
                 .expect("tokio runtime");
             runtime.block_on(cli::conformance::run(&url))
         }
-        Command::FixtureServer { mode, page_size } => cli::fixture_server::run(mode, page_size),
+        Command::FixtureServer {
+            mode,
+            http,
+            page_size,
+        } => {
+            let outcome = match http {
+                Some(addr) => mode
+                    .parse()
+                    .map(|m| cli::fixture_http::run(addr, m, page_size)),
+                None => mode.parse().map(|m| cli::fixture_server::run(m, page_size)),
+            };
+            outcome.unwrap_or_else(|why| {
+                eprintln!("fixture-server: {why}");
+                ExitCode::from(2)
+            })
+        }
         Command::Probe {
             json,
             call,

@@ -326,7 +326,7 @@ async fn run_inbound(shared: Weak<Shared>, mut inbound: mpsc::Receiver<Inbound>)
                 Err(e) => {
                     let end = frame.len().min(EXCERPT);
                     let excerpt = String::from_utf8_lossy(&frame[..end]);
-                    tracing::warn!(server = %shared.server, "skipping a line that is not JSON-RPC ({e}): {excerpt}");
+                    tracing::warn!(server = %shared.server, "skipping a message that is not JSON-RPC ({e}): {excerpt}");
                 }
             },
             Inbound::Failed(Id::Number(id), error) => {

@@ -325,6 +325,9 @@ struct EventReader {
     ready: VecDeque<(String, Option<String>, Vec<u8>)>,
     retry: Option<u64>,
     ended: bool,
+    /// The id of the previous event on this connection: an event without an `id` field of
+    /// its own repeats it, and must not count as a replay.
+    previous_id: Option<String>,
 }
 
 impl EventReader {
@@ -337,6 +340,7 @@ impl EventReader {
             ready: VecDeque::new(),
             retry: None,
             ended: false,
+            previous_id: None,
         }
     }
 
@@ -365,8 +369,9 @@ impl EventReader {
                 cursor.retry = Some(Duration::from_millis(ms));
             }
             while let Some((event, id, data)) = self.ready.pop_front() {
-                let fresh_id = id.is_some() && id != cursor.last_event_id;
+                let fresh_id = id.is_some() && id != self.previous_id;
                 if let Some(id) = id {
+                    self.previous_id = Some(id.clone());
                     cursor.last_event_id = Some(id.clone());
                     if fresh_id && !inner.first_sight(id) {
                         continue;

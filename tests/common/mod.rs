@@ -88,3 +88,55 @@ pub fn processes_with_arg(arg: &str) -> Vec<u32> {
     }
     found
 }
+
+/// A fixture server over HTTP, killed when dropped.
+pub struct HttpFixture {
+    child: std::process::Child,
+    /// The MCP endpoint, `http://127.0.0.1:PORT/mcp`.
+    pub url: String,
+}
+
+impl HttpFixture {
+    /// Starts `fixture-server --http 127.0.0.1:0 --mode MODE` plus `extra` flags.
+    pub fn start(mode: &str, extra: &[&str]) -> HttpFixture {
+        use std::io::BufRead;
+        let mut child = std::process::Command::new(binary())
+            .args(["fixture-server", "--http", "127.0.0.1:0", "--mode", mode])
+            .args(extra)
+            .stdout(std::process::Stdio::piped())
+            .spawn()
+            .expect("start the HTTP fixture");
+        let mut line = String::new();
+        std::io::BufReader::new(child.stdout.take().unwrap())
+            .read_line(&mut line)
+            .unwrap();
+        let url = line
+            .trim()
+            .strip_prefix("listening on ")
+            .expect("the fixture says where it listens")
+            .to_string();
+        HttpFixture { child, url }
+    }
+
+    /// The fixture's counters (`GET /stats`).
+    pub fn stats(&self) -> serde_json::Value {
+        use std::io::{Read, Write};
+        let authority = self
+            .url
+            .trim_start_matches("http://")
+            .trim_end_matches("/mcp");
+        let mut stream = std::net::TcpStream::connect(authority).unwrap();
+        write!(stream, "GET /stats HTTP/1.0\r\nHost: {authority}\r\n\r\n").unwrap();
+        let mut response = String::new();
+        stream.read_to_string(&mut response).unwrap();
+        let body = response.split_once("\r\n\r\n").unwrap().1;
+        serde_json::from_str(body).unwrap()
+    }
+}
+
+impl Drop for HttpFixture {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}

@@ -1,0 +1,256 @@
+//! The client over streamable HTTP (and the HTTP+SSE fallback) against the HTTP fixture server.
+#![cfg(feature = "cli")]
+
+mod common;
+
+use agenvoy_mcp::protocol::session::RequestOptions;
+use agenvoy_mcp::transport::http::HttpConfig;
+use agenvoy_mcp::{Client, ClientOptions, ErrorKind};
+use common::HttpFixture;
+use serde_json::{Value, json};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+async fn connect(fixture: &HttpFixture) -> Client {
+    Client::connect_http(
+        "fixture",
+        &HttpConfig::new(&fixture.url),
+        ClientOptions::default(),
+    )
+    .await
+    .expect("connect over HTTP")
+}
+
+async fn text(client: &Client, tool: &str, args: Value) -> String {
+    client
+        .call_tool(tool, args, RequestOptions::default())
+        .await
+        .expect("the call succeeds")
+        .text
+}
+
+/// Calls `slow` with a progress callback and returns the progress values seen.
+async fn slow_with_progress(client: &Client, steps: u64) -> Vec<f64> {
+    let seen = Arc::new(Mutex::new(Vec::new()));
+    let sink = seen.clone();
+    let options = RequestOptions {
+        on_progress: Some(Arc::new(move |p| sink.lock().unwrap().push(p.progress))),
+        ..Default::default()
+    };
+    let args = json!({"seconds": 0.3, "steps": steps});
+    let out = client.call_tool("slow", args, options).await.unwrap();
+    assert_eq!(out.text, "slept 0.3 s");
+    seen.lock().unwrap().clone()
+}
+
+#[tokio::test]
+async fn json_answers_with_a_session() {
+    let fixture = HttpFixture::start("json", &["--page-size", "3"]);
+    let client = connect(&fixture).await;
+    assert_eq!(client.session().transport().kind(), "http");
+    assert_eq!(client.details().protocol_version, "2025-11-25");
+    assert_eq!(client.list_tools().await.unwrap().len(), 7, "three pages");
+    assert_eq!(text(&client, "echo", json!({"text": "über"})).await, "über");
+    let failed = client
+        .call_tool("fail", json!({}), RequestOptions::default())
+        .await
+        .unwrap();
+    assert!(failed.is_error);
+    let big = text(
+        &client,
+        "big",
+        json!({"bytes": 3_000_000, "multibyte": true}),
+    )
+    .await;
+    let (kept, marker) = big.split_at(
+        big.rfind("\n\n[mcp output truncated: ")
+            .expect("the marker"),
+    );
+    assert!(
+        kept.len() <= 1_048_576 && kept.len() > 1_048_572,
+        "kept {}",
+        kept.len()
+    );
+    assert_eq!(
+        marker,
+        format!(
+            "\n\n[mcp output truncated: 3000000 bytes total, {} kept]",
+            kept.len()
+        )
+    );
+    client.close().await;
+    let stats = fixture.stats();
+    assert_eq!(stats["initializations"], 1);
+    assert_eq!(stats["deletes"], 1, "close ends the session with DELETE");
+}
+
+#[tokio::test]
+async fn sse_answers_carry_progress_and_server_requests() {
+    let fixture = HttpFixture::start("sse", &[]);
+    let client = connect(&fixture).await;
+    assert_eq!(slow_with_progress(&client, 3).await, [1.0, 2.0, 3.0]);
+    let answer = text(&client, "client_request", json!({"method": "roots/list"})).await;
+    assert_eq!(
+        answer, r#"{"result":{"roots":[]}}"#,
+        "asked on the POST stream, answered by POST"
+    );
+    client.close().await;
+}
+
+#[tokio::test]
+async fn server_requests_on_the_get_stream_are_answered() {
+    let fixture = HttpFixture::start("json", &[]);
+    let client = connect(&fixture).await;
+    // The GET stream opens after notifications/initialized; give it a moment.
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    let answer = text(&client, "client_request", json!({"method": "ping"})).await;
+    assert_eq!(answer, r#"{"result":{}}"#);
+    client.close().await;
+}
+
+#[tokio::test]
+async fn stateless_servers_need_no_session() {
+    let fixture = HttpFixture::start("stateless", &[]);
+    let client = connect(&fixture).await;
+    assert_eq!(text(&client, "add", json!({"a": 1, "b": 2})).await, "3");
+    client.close().await;
+    assert_eq!(
+        fixture.stats()["deletes"],
+        0,
+        "no session, nothing to delete"
+    );
+}
+
+#[tokio::test]
+async fn a_cut_stream_is_resumed_and_the_replayed_duplicate_dropped() {
+    let fixture = HttpFixture::start("cut-stream", &[]);
+    let client = connect(&fixture).await;
+    assert_eq!(
+        slow_with_progress(&client, 3).await,
+        [1.0, 2.0, 3.0],
+        "each progress once"
+    );
+    let resumed = fixture.stats()["lastEventIds"].as_array().unwrap().len();
+    assert!(resumed >= 1, "resumed with Last-Event-ID");
+    assert_eq!(
+        text(&client, "echo", json!({"text": "after"})).await,
+        "after"
+    );
+    client.close().await;
+}
+
+#[tokio::test]
+async fn an_expired_session_is_renewed_and_the_request_replayed() {
+    let fixture = HttpFixture::start("expire-session", &[]);
+    let client = connect(&fixture).await;
+    assert_eq!(text(&client, "echo", json!({"text": "one"})).await, "one");
+    assert_eq!(text(&client, "echo", json!({"text": "two"})).await, "two");
+    assert_eq!(fixture.stats()["initializations"], 2);
+    client.close().await;
+}
+
+#[tokio::test]
+async fn rate_limits_are_retried_after_the_servers_delay() {
+    let fixture = HttpFixture::start("rate-limit", &[]);
+    let client = connect(&fixture).await;
+    let started = Instant::now();
+    assert_eq!(
+        text(&client, "echo", json!({"text": "patient"})).await,
+        "patient"
+    );
+    let took = started.elapsed();
+    assert!(
+        took >= Duration::from_millis(1400),
+        "Retry-After: 1, then 0.5 s: took {took:?}"
+    );
+    client.close().await;
+}
+
+#[tokio::test]
+async fn slow_headers_time_out() {
+    let fixture = HttpFixture::start("slow-headers", &[]);
+    let config = HttpConfig {
+        header_timeout: Duration::from_secs(1),
+        ..HttpConfig::new(&fixture.url)
+    };
+    let client = Client::connect_http("fixture", &config, ClientOptions::default())
+        .await
+        .unwrap();
+    let started = Instant::now();
+    let err = client
+        .call_tool("echo", json!({"text": "x"}), RequestOptions::default())
+        .await
+        .unwrap_err();
+    assert!(
+        matches!(err.kind, ErrorKind::Http { status: None, .. }),
+        "{err}"
+    );
+    assert!(err.to_string().contains("no response headers"), "{err}");
+    assert!(started.elapsed() < Duration::from_millis(2500));
+    client.close().await;
+}
+
+#[tokio::test]
+async fn junk_events_are_skipped() {
+    let fixture = HttpFixture::start("junk-sse", &[]);
+    let client = connect(&fixture).await;
+    assert_eq!(
+        text(&client, "echo", json!({"text": "clean"})).await,
+        "clean"
+    );
+    client.close().await;
+}
+
+#[tokio::test]
+async fn legacy_http_sse_servers_are_found_by_fallback() {
+    let fixture = HttpFixture::start("legacy", &[]);
+    let client = connect(&fixture).await;
+    assert_eq!(client.session().transport().kind(), "http+sse");
+    assert_eq!(
+        text(&client, "echo", json!({"text": "old school"})).await,
+        "old school"
+    );
+    assert_eq!(slow_with_progress(&client, 2).await, [1.0, 2.0]);
+    client.close().await;
+}
+
+#[tokio::test]
+async fn http_errors_name_the_status_and_the_server() {
+    let fixture = HttpFixture::start("json", &[]);
+    let wrong = fixture.url.replace("/mcp", "/nope");
+    let err = Client::connect_http(
+        "fixture",
+        &HttpConfig::new(&wrong),
+        ClientOptions::default(),
+    )
+    .await
+    .err()
+    .unwrap();
+    assert!(
+        matches!(
+            err.kind,
+            ErrorKind::Http {
+                status: Some(404),
+                ..
+            }
+        ),
+        "{err}"
+    );
+    let message = err.to_string();
+    assert!(
+        message.starts_with("mcp server \"fixture\", initialize: HTTP 404"),
+        "{message}"
+    );
+
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let closed = format!("http://{}/mcp", listener.local_addr().unwrap());
+    drop(listener);
+    let err = Client::connect_http("gone", &HttpConfig::new(&closed), ClientOptions::default())
+        .await
+        .err()
+        .unwrap();
+    assert!(
+        matches!(err.kind, ErrorKind::Http { status: None, .. }),
+        "{err}"
+    );
+}
