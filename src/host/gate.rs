@@ -264,6 +264,21 @@ impl Gate {
         })
     }
 
+    /// Replaces the allowlist entries of one prefix in the file and saves it (atomically,
+    /// 0600); every other entry stays (see [`Allowlist::replace_prefix`]).
+    pub fn replace_allowlist_prefix(
+        &self,
+        prefix: &str,
+        entries: &[String],
+    ) -> Result<(), AllowlistError> {
+        let path = self.allowlist_path.display();
+        let mut list = Allowlist::load(&self.allowlist_path)
+            .map_err(|e| AllowlistError(format!("cannot read {path}: {e}")))?;
+        list.replace_prefix(prefix, entries)?;
+        list.save(&self.allowlist_path)
+            .map_err(|e| AllowlistError(format!("cannot save {path}: {e}")))
+    }
+
     /// Decides one call.
     pub async fn check(
         &self,
@@ -471,6 +486,17 @@ mod tests {
             Ok(Approval::Allowlisted)
         );
         assert!(gate.check("bash", &args, confirm).await.is_err());
+        // Replacing one prefix through the gate keeps the other entries in the file.
+        gate.replace_allowlist_prefix("mcp__fs__", &["mcp__fs__*".into()])
+            .unwrap();
+        assert_eq!(
+            std::fs::read_to_string(&path).unwrap(),
+            "mcp__other__t\nmcp__fs__*\n"
+        );
+        assert!(
+            gate.replace_allowlist_prefix("mcp__fs__", &["bash".into()])
+                .is_err()
+        );
         assert_eq!("auto".parse(), Ok(PermissionMode::Auto));
         assert!("yolo".parse::<PermissionMode>().is_err());
     }
