@@ -241,7 +241,7 @@ async fn live_refresh_re_registers_only_the_server_that_changed() {
     assert_eq!(before_b.len(), 9);
     assert_eq!(
         auto_call(&manager, "mcp__fx__add_tool", json!({"name": "fresh"})).await,
-        "added fresh"
+        "added fresh; tools/list answered 1 times so far"
     );
     eventually(Duration::from_secs(5), "mcp__fx__fresh registered", || {
         tool_names(&manager).contains(&"mcp__fx__fresh".to_string())
@@ -258,6 +258,32 @@ async fn live_refresh_re_registers_only_the_server_that_changed() {
         .collect();
     assert_eq!(before_b, after_b);
     assert_eq!(status_of(&manager, "fx__b").tool_count, 9);
+    manager.close().await;
+}
+
+#[tokio::test]
+async fn a_burst_of_list_changes_is_one_refresh() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut opts = options(dir.path());
+    opts.debounce = Duration::from_millis(400);
+    let manager = start(json!({"fx": fixture_entry(&[])}), opts).await;
+    manager.watch();
+    for i in 0..5 {
+        auto_call(
+            &manager,
+            "mcp__fx__add_tool",
+            json!({"name": format!("t{i}")}),
+        )
+        .await;
+    }
+    eventually(Duration::from_secs(5), "t0..t4 registered", || {
+        tool_names(&manager).contains(&"mcp__fx__t4".to_string())
+    })
+    .await;
+    tokio::time::sleep(Duration::from_millis(800)).await;
+    // One listing at connect, one for the whole burst.
+    let text = auto_call(&manager, "mcp__fx__add_tool", json!({"name": "last"})).await;
+    assert_eq!(text, "added last; tools/list answered 2 times so far");
     manager.close().await;
 }
 

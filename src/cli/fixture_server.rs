@@ -5,7 +5,8 @@
 //! progress), `fail` (`isError`), `cancellations` (the `notifications/cancelled` received so
 //! far), `client_request` (sends a request to the client and returns its answer), `add_tool`
 //! (adds a tool `name` to the list, which answers `called <name>`, then sends
-//! `notifications/tools/list_changed`) and `env` (the value of the variable `name`).
+//! `notifications/tools/list_changed`; its text says how many tools/list requests were answered
+//! so far) and `env` (the value of the variable `name`).
 //!
 //! Fault modes (`--mode`): `crash-mid-call` (exits halfway through a tools/call response),
 //! `hang` (never answers tools/call), `junk-stdout` (a non-JSON line before every message),
@@ -104,6 +105,8 @@ struct Server {
     answered: Condvar,
     /// Tools added by `add_tool`.
     added: Mutex<Vec<String>>,
+    /// tools/list requests answered.
+    lists: std::sync::atomic::AtomicUsize,
 }
 
 impl Server {
@@ -161,6 +164,7 @@ pub fn run(mode: Mode, page_size: Option<usize>) -> std::process::ExitCode {
         answers: Mutex::new(HashMap::new()),
         answered: Condvar::new(),
         added: Mutex::new(Vec::new()),
+        lists: std::sync::atomic::AtomicUsize::new(0),
     });
     for line in std::io::stdin().lock().lines() {
         let Ok(line) = line else { break };
@@ -237,6 +241,9 @@ fn handle(server: &Arc<Server>, request: Request) {
             );
         }
         "tools/list" => {
+            server
+                .lists
+                .fetch_add(1, std::sync::atomic::Ordering::SeqCst);
             let all = tool_definitions(server);
             let start = match params.get("cursor").and_then(Value::as_str) {
                 Some(c) => match c.parse::<usize>() {
@@ -428,7 +435,10 @@ fn call_tool(server: &Server, id: Id, params: &Value) {
                     params: None,
                 }));
             }
-            Ok(text_result(&format!("added {added}")))
+            let lists = server.lists.load(std::sync::atomic::Ordering::SeqCst);
+            Ok(text_result(&format!(
+                "added {added}; tools/list answered {lists} times so far"
+            )))
         }
         "env" => {
             let name = args.get("name").and_then(Value::as_str).unwrap_or("");
