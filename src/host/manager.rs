@@ -792,6 +792,7 @@ async fn watch_server(
     poll: Option<Duration>,
 ) {
     use broadcast::error::RecvError;
+    let mut next_poll = poll.map(|p| tokio::time::Instant::now() + p);
     loop {
         let changed = tokio::select! {
             received = notifications.recv() => match received {
@@ -799,13 +800,17 @@ async fn watch_server(
                 Err(RecvError::Lagged(_)) => true,
                 Err(RecvError::Closed) => return,
             },
-            _ = sleep_or_never(poll) => {
-                if client.is_closed() {
-                    return;
-                }
+            _ = sleep_until_or_never(next_poll) => {
+                next_poll = poll.map(|p| tokio::time::Instant::now() + p);
                 true
             }
+            // A dead session sends nothing more: stop following it (status shows it as
+            // disconnected; a reconnect starts a new watcher).
+            _ = tokio::time::sleep(LIVENESS_CHECK) => false,
         };
+        if client.is_closed() {
+            return;
+        }
         if !changed {
             continue;
         }
@@ -835,9 +840,12 @@ async fn watch_server(
     }
 }
 
-async fn sleep_or_never(period: Option<Duration>) {
-    match period {
-        Some(p) => tokio::time::sleep(p).await,
+/// How often a watcher checks that its session is still alive.
+const LIVENESS_CHECK: Duration = Duration::from_secs(5);
+
+async fn sleep_until_or_never(deadline: Option<tokio::time::Instant>) {
+    match deadline {
+        Some(d) => tokio::time::sleep_until(d).await,
         None => std::future::pending().await,
     }
 }
