@@ -6,6 +6,7 @@
 //! - [`protocol`]: MCP types, the session (ids, timeouts, cancellation, progress, server
 //!   requests) and how a session starts (the era).
 //! - [`client`]: [`Client`], one connected server.
+//! - [`host`]: Agenvoy's runtime: config file, [`host::Manager`], tool registry, confirm gate.
 //!
 //! ```no_run
 //! # async fn demo() -> agenvoy_mcp::Result<()> {
@@ -22,6 +23,7 @@
 
 pub mod client;
 pub mod error;
+pub mod host;
 pub mod protocol;
 pub mod transport;
 pub mod wire;

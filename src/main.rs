@@ -1,4 +1,5 @@
-//! The `agenvoy-mcp` binary: probe MCP servers, and run the bundled fixture server.
+//! The `agenvoy-mcp` binary: list and call the tools of the configured MCP servers, probe
+//! one server, and run the bundled fixture server.
 
 mod cli;
 
@@ -16,8 +17,57 @@ struct Cli {
     command: Command,
 }
 
+/// Options of the commands that read the config file.
+#[derive(clap::Args)]
+struct HostOptions {
+    /// The config file (default: ~/.config/agenvoy/mcp.json, or mcp.json in
+    /// $AGENVOY_CONFIG_DIR).
+    #[arg(long, value_name = "FILE")]
+    config: Option<std::path::PathBuf>,
+    /// Seconds each server gets to start, and to answer each request.
+    #[arg(long, value_name = "SECS", default_value_t = 60.0)]
+    timeout: f64,
+}
+
+impl HostOptions {
+    fn into_args(self) -> Result<cli::HostArgs, ExitCode> {
+        match std::time::Duration::try_from_secs_f64(self.timeout) {
+            Ok(timeout) if !timeout.is_zero() => Ok(cli::HostArgs {
+                config: self.config,
+                timeout,
+            }),
+            _ => {
+                eprintln!("--timeout must be a positive number of seconds");
+                Err(ExitCode::from(2))
+            }
+        }
+    }
+}
+
 #[derive(Subcommand)]
 enum Command {
+    /// Connect every configured server; print each server's status, then every tool.
+    Tools {
+        #[command(flatten)]
+        host: HostOptions,
+        /// Print one JSON object instead of text.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Call one tool (mcp__<server>__<tool>) through the confirm gate and print what the
+    /// model would see.
+    Call {
+        #[command(flatten)]
+        host: HostOptions,
+        /// Run the call without asking, even if the tool is not allowlisted.
+        #[arg(long)]
+        yes: bool,
+        /// The tool's registered name, as `tools` lists it.
+        name: String,
+        /// The arguments, a JSON object (default {}).
+        #[arg(value_name = "JSON")]
+        arguments: Option<String>,
+    },
     /// Connect one server with no config; print its era, version, info, capabilities,
     /// instructions and tools; optionally call one tool.
     Probe {
@@ -51,8 +101,9 @@ enum Command {
     FixtureServer {
         /// Fault mode. Over stdio: normal, crash-mid-call, hang, junk-stdout,
         /// no-init-response, version=<v>, spawn-grandchild, ignore-sigterm, cursor-repeat,
-        /// cursor-empty, endless-pages. Over HTTP: json, sse, stateless, cut-stream,
-        /// expire-session, rate-limit, slow-headers, junk-sse, legacy.
+        /// cursor-empty, endless-pages, crash-at-start, slow-start=<secs>, no-list-changed.
+        /// Over HTTP: json, sse, stateless, cut-stream, expire-session, rate-limit,
+        /// slow-headers, junk-sse, legacy.
         #[arg(long, default_value = "normal")]
         mode: String,
         /// Serve streamable HTTP on this address (e.g. 127.0.0.1:0) instead of stdio.
@@ -73,9 +124,44 @@ fn init_logging() {
         .init();
 }
 
+fn runtime() -> tokio::runtime::Runtime {
+    tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .expect("tokio runtime")
+}
+
 fn main() -> ExitCode {
     let cli = Cli::parse();
     match cli.command {
+        Command::Tools { host, json } => {
+            let host = match host.into_args() {
+                Ok(h) => h,
+                Err(code) => return code,
+            };
+            init_logging();
+            agenvoy_mcp::transport::stdio::become_subreaper();
+            runtime().block_on(cli::tools::run(cli::tools::ToolsArgs { host, json }))
+        }
+        Command::Call {
+            host,
+            yes,
+            name,
+            arguments,
+        } => {
+            let host = match host.into_args() {
+                Ok(h) => h,
+                Err(code) => return code,
+            };
+            init_logging();
+            agenvoy_mcp::transport::stdio::become_subreaper();
+            runtime().block_on(cli::call::run(cli::call::CallArgs {
+                host,
+                yes,
+                name,
+                arguments,
+            }))
+        }
         Command::Conformance { url } => {
             init_logging();
             let runtime = tokio::runtime::Builder::new_multi_thread()
@@ -116,10 +202,7 @@ fn main() -> ExitCode {
             };
             init_logging();
             agenvoy_mcp::transport::stdio::become_subreaper();
-            let runtime = tokio::runtime::Builder::new_multi_thread()
-                .enable_all()
-                .build()
-                .expect("tokio runtime");
+            let runtime = runtime();
             let args = cli::probe::ProbeArgs {
                 json,
                 call,

@@ -49,7 +49,7 @@ async fn json_answers_with_a_session() {
     let client = connect(&fixture).await;
     assert_eq!(client.session().transport().kind(), "http");
     assert_eq!(client.details().protocol_version, "2025-11-25");
-    assert_eq!(client.list_tools().await.unwrap().len(), 7, "three pages");
+    assert_eq!(client.list_tools().await.unwrap().len(), 9, "three pages");
     assert_eq!(text(&client, "echo", json!({"text": "über"})).await, "über");
     let failed = client
         .call_tool("fail", json!({}), RequestOptions::default())

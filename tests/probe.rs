@@ -40,7 +40,7 @@ fn text_report_shows_the_server() {
         "server:       agenvoy-fixture ",
         "era:          handshake",
         "protocol:     2025-11-25",
-        "tools (7):",
+        "tools (9):",
     ] {
         assert!(stdout.contains(line), "{line:?} missing from:\n{stdout}");
     }
@@ -69,7 +69,7 @@ fn json_report_has_the_documented_shape() {
         assert!(report.get(key).is_some(), "{key} missing");
     }
     assert_eq!(report["transport"], "stdio");
-    assert_eq!(report["tools"].as_array().unwrap().len(), 7);
+    assert_eq!(report["tools"].as_array().unwrap().len(), 9);
     assert_eq!(
         report["call"],
         serde_json::json!({"tool": "echo", "isError": false, "totalBytes": 2, "output": "hi"})

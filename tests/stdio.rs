@@ -88,7 +88,9 @@ async fn tools_list_follows_every_page() {
             "slow",
             "fail",
             "cancellations",
-            "client_request"
+            "client_request",
+            "add_tool",
+            "env"
         ]
     );
     let echo = &client.list_tools().await.unwrap()[0];
@@ -362,7 +364,7 @@ async fn server_requests_get_the_embedders_answers() {
 #[tokio::test]
 async fn junk_on_stdout_is_skipped() {
     let client = connect(&["--mode", "junk-stdout"], ClientOptions::default()).await;
-    assert_eq!(client.list_tools().await.unwrap().len(), 7);
+    assert_eq!(client.list_tools().await.unwrap().len(), 9);
     assert_eq!(
         call(&client, "echo", json!({"text": "still here"}))
             .await

@@ -3,14 +3,20 @@
 //! Tools: `echo`, `add`, `big` (`bytes` bytes of text, generated while it is written, with
 //! optional multi-byte characters and characters JSON escapes), `slow` (sleeps, sends
 //! progress), `fail` (`isError`), `cancellations` (the `notifications/cancelled` received so
-//! far) and `client_request` (sends a request to the client and returns its answer).
+//! far), `client_request` (sends a request to the client and returns its answer), `add_tool`
+//! (adds a tool `name` to the list, which answers `called <name>`, then sends
+//! `notifications/tools/list_changed`; its text says how many tools/list requests were answered
+//! so far) and `env` (the value of the variable `name`).
 //!
 //! Fault modes (`--mode`): `crash-mid-call` (exits halfway through a tools/call response),
 //! `hang` (never answers tools/call), `junk-stdout` (a non-JSON line before every message),
 //! `no-init-response` (never answers initialize), `version=<v>` (answers initialize with
 //! `<v>`), `spawn-grandchild` (starts a `sleep` child that outlives it unless killed),
 //! `ignore-sigterm` (ignores SIGTERM and the end of stdin: only SIGKILL stops it);
-//! tools/list paging faults `cursor-repeat`, `cursor-empty` and `endless-pages`.
+//! tools/list paging faults `cursor-repeat`, `cursor-empty` and `endless-pages`;
+//! `crash-at-start` (exits with status 1 before reading anything), `slow-start=<secs>`
+//! (sleeps before reading anything), `no-list-changed` (declares no `tools.listChanged` and
+//! `add_tool` sends no notification).
 
 use agenvoy_mcp::protocol::types::{HANDSHAKE_VERSIONS, LATEST_HANDSHAKE_VERSION};
 use agenvoy_mcp::wire::jsonrpc::{self, ErrorObject, Id, Message, Notification, Request, Response};
@@ -25,7 +31,7 @@ pub const INSTRUCTIONS: &str =
     "The agenvoy fixture server: use echo to repeat text, add to sum two numbers.";
 
 /// A fault mode of the fixture server.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq)]
 pub enum Mode {
     /// Behaves.
     Normal,
@@ -49,6 +55,12 @@ pub enum Mode {
     CursorEmpty,
     /// tools/list: pages of one tool each, never ending.
     EndlessPages,
+    /// Exits with status 1 before reading anything.
+    CrashAtStart,
+    /// Sleeps this many seconds before reading anything.
+    SlowStart(f64),
+    /// Declares no `tools.listChanged`; `add_tool` sends no notification.
+    NoListChanged,
 }
 
 impl std::str::FromStr for Mode {
@@ -65,10 +77,20 @@ impl std::str::FromStr for Mode {
             "cursor-repeat" => Mode::CursorRepeat,
             "cursor-empty" => Mode::CursorEmpty,
             "endless-pages" => Mode::EndlessPages,
-            _ => match s.strip_prefix("version=") {
-                Some(v) => Mode::Version(v.to_string()),
-                None => return Err(format!("unknown mode {s:?}")),
-            },
+            "crash-at-start" => Mode::CrashAtStart,
+            "no-list-changed" => Mode::NoListChanged,
+            _ => {
+                if let Some(v) = s.strip_prefix("version=") {
+                    Mode::Version(v.to_string())
+                } else if let Some(secs) = s.strip_prefix("slow-start=") {
+                    match secs.parse::<f64>() {
+                        Ok(n) if n >= 0.0 && n.is_finite() => Mode::SlowStart(n),
+                        _ => return Err(format!("slow-start needs seconds, not {secs:?}")),
+                    }
+                } else {
+                    return Err(format!("unknown mode {s:?}"));
+                }
+            }
         })
     }
 }
@@ -122,6 +144,10 @@ pub struct Server {
     /// Answers to our own requests to the client, by id.
     answers: Mutex<HashMap<String, Value>>,
     answered: Condvar,
+    /// Tools added by `add_tool`.
+    added: Mutex<Vec<String>>,
+    /// tools/list requests answered.
+    lists: std::sync::atomic::AtomicUsize,
 }
 
 impl Server {
@@ -133,6 +159,8 @@ impl Server {
             cancelled: Mutex::new(Vec::new()),
             answers: Mutex::new(HashMap::new()),
             answered: Condvar::new(),
+            added: Mutex::new(Vec::new()),
+            lists: std::sync::atomic::AtomicUsize::new(0),
         })
     }
 
@@ -162,6 +190,14 @@ impl Server {
 
 /// Runs the server on stdin and stdout until stdin ends.
 pub fn run(mode: Mode, page_size: Option<usize>) -> std::process::ExitCode {
+    match mode {
+        Mode::CrashAtStart => {
+            eprintln!("fixture-server: crashing at start, as asked");
+            return std::process::ExitCode::FAILURE;
+        }
+        Mode::SlowStart(secs) => std::thread::sleep(Duration::from_secs_f64(secs)),
+        _ => {}
+    }
     if mode == Mode::IgnoreSigterm {
         // SAFETY: setting a signal's disposition to "ignore" installs no handler code.
         unsafe {
@@ -220,7 +256,7 @@ fn handle(server: &Arc<Server>, request: Request, out: Arc<dyn Output>) {
                 request.id,
                 Ok(json!({
                     "protocolVersion": version,
-                    "capabilities": {"tools": {"listChanged": true}},
+                    "capabilities": {"tools": {"listChanged": server.mode != Mode::NoListChanged}},
                     "serverInfo": {"name": "agenvoy-fixture", "version": env!("CARGO_PKG_VERSION")},
                     "instructions": INSTRUCTIONS,
                 })),
@@ -241,7 +277,10 @@ fn handle(server: &Arc<Server>, request: Request, out: Arc<dyn Output>) {
             );
         }
         "tools/list" => {
-            let all = tool_definitions();
+            server
+                .lists
+                .fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+            let all = tool_definitions(server);
             let start = match params.get("cursor").and_then(Value::as_str) {
                 Some(c) => match c.parse::<usize>() {
                     Ok(n) if n < all.len() => n,
@@ -286,9 +325,12 @@ fn handle(server: &Arc<Server>, request: Request, out: Arc<dyn Output>) {
     }
 }
 
-fn tool_definitions() -> Vec<Value> {
+fn tool_definitions(server: &Server) -> Vec<Value> {
     let schema = |props: Value, required: &[&str]| json!({"type": "object", "properties": props, "required": required});
-    vec![
+    let added = server.added.lock().unwrap().iter().map(|name| {
+        json!({"name": name, "description": "A tool added by add_tool.", "inputSchema": schema(json!({}), &[])})
+    }).collect::<Vec<_>>();
+    let mut all = vec![
         json!({"name": "echo", "description": "Returns the text it is given.",
                "inputSchema": schema(json!({"text": {"type": "string"}}), &["text"])}),
         json!({"name": "add", "description": "Adds two numbers.",
@@ -304,7 +346,13 @@ fn tool_definitions() -> Vec<Value> {
                "inputSchema": schema(json!({}), &[])}),
         json!({"name": "client_request", "description": "Sends a request to the client and returns its answer.",
                "inputSchema": schema(json!({"method": {"type": "string"}, "params": {"type": "object"}}), &["method"])}),
-    ]
+        json!({"name": "add_tool", "description": "Adds a tool to the list and notifies the client.",
+               "inputSchema": schema(json!({"name": {"type": "string"}}), &["name"])}),
+        json!({"name": "env", "description": "Returns the value of an environment variable.",
+               "inputSchema": schema(json!({"name": {"type": "string"}}), &["name"])}),
+    ];
+    all.extend(added);
+    all
 }
 
 fn text_result(text: &str) -> Value {
@@ -413,6 +461,34 @@ fn call_tool(server: &Server, id: Id, params: &Value, out: &dyn Output) {
             };
             drop(answers);
             Ok(text_result(&answer.to_string()))
+        }
+        "add_tool" => {
+            let added = args
+                .get("name")
+                .and_then(Value::as_str)
+                .unwrap_or("added")
+                .to_string();
+            server.added.lock().unwrap().push(added.clone());
+            if server.mode != Mode::NoListChanged {
+                send(
+                    out,
+                    Message::Notification(Notification {
+                        method: "notifications/tools/list_changed".into(),
+                        params: None,
+                    }),
+                );
+            }
+            let lists = server.lists.load(std::sync::atomic::Ordering::SeqCst);
+            Ok(text_result(&format!(
+                "added {added}; tools/list answered {lists} times so far"
+            )))
+        }
+        "env" => {
+            let name = args.get("name").and_then(Value::as_str).unwrap_or("");
+            Ok(text_result(&std::env::var(name).unwrap_or_default()))
+        }
+        other if server.added.lock().unwrap().iter().any(|t| t == other) => {
+            Ok(text_result(&format!("called {other}")))
         }
         other => Err(ErrorObject::new(
             jsonrpc::INVALID_PARAMS,

@@ -1,6 +1,57 @@
 //! The command line: one binary, several commands.
 
+pub mod call;
 pub mod conformance;
 pub mod fixture_http;
 pub mod fixture_server;
 pub mod probe;
+pub mod tools;
+
+use agenvoy_mcp::ClientOptions;
+use agenvoy_mcp::host::config::{self, Config, ConfigError};
+use agenvoy_mcp::host::{Manager, ManagerOptions};
+use std::path::PathBuf;
+use std::time::Duration;
+
+/// Options every config-reading command takes.
+pub struct HostArgs {
+    /// `--config FILE`, else the default config file.
+    pub config: Option<PathBuf>,
+    /// Seconds each server gets to start and to answer each request.
+    pub timeout: Duration,
+}
+
+/// Where the config came from, for the first line of output.
+pub fn describe_source(config: &Config, path: &std::path::Path) -> String {
+    if config.found() {
+        path.display().to_string()
+    } else {
+        format!("{} (not found: using the embedded default)", path.display())
+    }
+}
+
+/// Reads the config file (or the embedded default when there is none) and connects every
+/// server. Returns the manager and where its config came from.
+pub async fn start_manager(
+    args: &HostArgs,
+    options: ManagerOptions,
+) -> Result<(Manager, String), ConfigError> {
+    let path = args
+        .config
+        .clone()
+        .unwrap_or_else(config::default_config_path);
+    let mut loaded = Config::load(&path)?;
+    let source = describe_source(&loaded, &path);
+    if !loaded.found() {
+        let program = std::env::current_exe().unwrap_or_else(|_| PathBuf::from("agenvoy-mcp"));
+        loaded = Config::embedded_default(&program);
+    }
+    let options = ManagerOptions {
+        client: ClientOptions {
+            timeout: args.timeout,
+            ..options.client
+        },
+        ..options
+    };
+    Ok((Manager::new(loaded, options).await, source))
+}

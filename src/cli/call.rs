@@ -1,0 +1,155 @@
+//! `agenvoy-mcp call [--config FILE] [--yes] NAME [JSON]`: call one registered tool through
+//! the confirm gate and print what the model would see.
+//!
+//! The call runs in `confirm` mode: an allowlisted tool runs at once; otherwise, with
+//! `--yes` it runs, on a terminal the user is asked `y/N` on stderr, and without a terminal
+//! the call is refused with the reason. Progress notifications are shown as a progress line on
+//! stderr. The output goes to stdout. Exit code: 0 on success; 1 if the call failed, was
+//! refused, or the tool reported an error (its output is still printed); 2 for bad arguments.
+
+use super::HostArgs;
+use agenvoy_mcp::host::gate::{ConfirmCallback, ConfirmRequest};
+use agenvoy_mcp::host::{ManagerOptions, PermissionMode};
+use agenvoy_mcp::protocol::session::RequestOptions;
+use agenvoy_mcp::protocol::types::Progress;
+use serde_json::Value;
+use std::io::{BufRead, IsTerminal, Write};
+use std::process::ExitCode;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+
+/// What `call` was asked to do.
+pub struct CallArgs {
+    /// The config and timeout.
+    pub host: HostArgs,
+    /// Approve the call without asking.
+    pub yes: bool,
+    /// The registered tool name, `mcp__<server>__<tool>`.
+    pub name: String,
+    /// The arguments, a JSON object.
+    pub arguments: Option<String>,
+}
+
+fn ask_on_terminal(request: &ConfirmRequest) -> Result<(), String> {
+    let mut err = std::io::stderr().lock();
+    let _ = write!(
+        err,
+        "Call {} with {}? [y/N] ",
+        request.name, request.arguments
+    );
+    let _ = err.flush();
+    let mut answer = String::new();
+    std::io::stdin()
+        .lock()
+        .read_line(&mut answer)
+        .map_err(|e| format!("could not read the answer: {e}"))?;
+    match answer.trim().to_ascii_lowercase().as_str() {
+        "y" | "yes" => Ok(()),
+        _ => Err("not confirmed".into()),
+    }
+}
+
+fn confirm_callback(yes: bool, allowlist: String) -> ConfirmCallback {
+    Arc::new(move |request: ConfirmRequest| {
+        let allowlist = allowlist.clone();
+        Box::pin(async move {
+            if yes {
+                return Ok(());
+            }
+            if !std::io::stdin().is_terminal() {
+                return Err(format!(
+                    "it is not on the allowlist ({allowlist}) and there is no terminal to ask for confirmation; pass --yes, or add it to the allowlist"
+                ));
+            }
+            tokio::task::spawn_blocking(move || ask_on_terminal(&request))
+                .await
+                .unwrap_or_else(|e| Err(format!("asking failed: {e}")))
+        })
+    })
+}
+
+fn progress_printer(shown: Arc<AtomicBool>) -> Arc<dyn Fn(Progress) + Send + Sync> {
+    let terminal = std::io::stderr().is_terminal();
+    Arc::new(move |p: Progress| {
+        let mut line = match p.total {
+            Some(total) => format!("progress: {}/{}", p.progress, total),
+            None => format!("progress: {}", p.progress),
+        };
+        if let Some(m) = &p.message {
+            line.push_str(&format!(" {m}"));
+        }
+        let mut err = std::io::stderr().lock();
+        let _ = if terminal {
+            write!(err, "\r\x1b[K{line}")
+        } else {
+            writeln!(err, "{line}")
+        };
+        let _ = err.flush();
+        shown.store(true, Ordering::Relaxed);
+    })
+}
+
+/// Runs `call`.
+pub async fn run(args: CallArgs) -> ExitCode {
+    let arguments: Value = match args
+        .arguments
+        .as_deref()
+        .map(serde_json::from_str)
+        .transpose()
+    {
+        Ok(Some(v @ Value::Object(_))) => v,
+        Ok(None) => Value::Object(Default::default()),
+        Ok(Some(_)) => {
+            eprintln!(
+                "call failed: the arguments must be a JSON object, like '{{\"text\": \"hi\"}}'"
+            );
+            return ExitCode::from(2);
+        }
+        Err(e) => {
+            eprintln!("call failed: the arguments are not valid JSON: {e}");
+            return ExitCode::from(2);
+        }
+    };
+    let options = ManagerOptions::default();
+    let allowlist = options.allowlist_path.display().to_string();
+    let options = ManagerOptions {
+        confirm: Some(confirm_callback(args.yes, allowlist)),
+        ..options
+    };
+    let (manager, _) = match super::start_manager(&args.host, options).await {
+        Ok(m) => m,
+        Err(e) => {
+            eprintln!("call failed: {e}");
+            return ExitCode::from(1);
+        }
+    };
+    manager.register_all();
+    let shown = Arc::new(AtomicBool::new(false));
+    let request = RequestOptions {
+        timeout: Some(args.host.timeout),
+        on_progress: Some(progress_printer(shown.clone())),
+        progress_resets_timeout: true,
+    };
+    let result = manager
+        .call_with(&args.name, arguments, PermissionMode::Confirm, request)
+        .await;
+    if shown.load(Ordering::Relaxed) && std::io::stderr().is_terminal() {
+        eprintln!();
+    }
+    manager.close().await;
+    match result {
+        Ok(output) => {
+            println!("{}", output.text);
+            if output.is_error {
+                eprintln!("call: the tool reported an error (isError)");
+                ExitCode::from(1)
+            } else {
+                ExitCode::SUCCESS
+            }
+        }
+        Err(e) => {
+            eprintln!("call failed: {e}");
+            ExitCode::from(1)
+        }
+    }
+}

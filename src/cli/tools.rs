@@ -1,0 +1,113 @@
+//! `agenvoy-mcp tools [--config FILE] [--json]`: connect every configured server, print each
+//! server's status, then every registered tool.
+//!
+//! Text output:
+//!
+//! ```text
+//! config: /home/me/.config/agenvoy/mcp.json
+//! servers (2):
+//!   fixture   connected  stdio  2025-11-25  9 tools  instructions
+//!   broken    failed     stdio  -           0 tools
+//!     error: mcp server "broken": could not start the server: ...
+//! tools (9):
+//!   mcp__fixture__add    Adds two numbers.
+//! ```
+//!
+//! With `--json`, one object: `{"config": {"path", "found"}, "servers": [{"name",
+//! "transport", "protocolVersion", "state", "lastError", "toolCount", "hasInstructions"}],
+//! "tools": [{"name", "description", "input_schema", "server", "tool"}], "collisions": [...]}`.
+//!
+//! Exit code 0 whenever the config could be read (failed servers are shown, not fatal); 1 if
+//! it could not, with the reason on stderr.
+
+use super::HostArgs;
+use agenvoy_mcp::host::ManagerOptions;
+use serde_json::json;
+use std::process::ExitCode;
+
+/// What `tools` was asked to do.
+pub struct ToolsArgs {
+    /// The config and timeout.
+    pub host: HostArgs,
+    /// Print JSON instead of text.
+    pub json: bool,
+}
+
+/// Runs `tools`.
+pub async fn run(args: ToolsArgs) -> ExitCode {
+    let (manager, source) = match super::start_manager(&args.host, ManagerOptions::default()).await
+    {
+        Ok(m) => m,
+        Err(e) => {
+            eprintln!("tools failed: {e}");
+            return ExitCode::from(1);
+        }
+    };
+    let collisions = manager.register_all();
+    let status = manager.status();
+    let registry = manager.registry();
+    if args.json {
+        let tools: Vec<_> = registry
+            .tools()
+            .map(|t| {
+                json!({
+                    "name": t.definition.name,
+                    "description": t.definition.description,
+                    "input_schema": t.definition.input_schema,
+                    "server": t.server,
+                    "tool": t.tool,
+                })
+            })
+            .collect();
+        let report = json!({
+            "config": {"path": source, "found": manager.config().found()},
+            "servers": status,
+            "tools": tools,
+            "collisions": collisions.iter().map(ToString::to_string).collect::<Vec<_>>(),
+        });
+        println!(
+            "{}",
+            serde_json::to_string_pretty(&report).expect("JSON serializes")
+        );
+    } else {
+        println!("config: {source}");
+        println!("servers ({}):", status.len());
+        let width = status.iter().map(|s| s.name.len()).max().unwrap_or(0);
+        for s in &status {
+            let instructions = if s.has_instructions {
+                "  instructions"
+            } else {
+                ""
+            };
+            println!(
+                "  {:<width$}  {:<12}  {:<5}  {:<10}  {} tools{instructions}",
+                s.name,
+                s.state.name(),
+                s.transport,
+                s.protocol_version.as_deref().unwrap_or("-"),
+                s.tool_count,
+            );
+            if let Some(e) = &s.last_error {
+                println!("    error: {e}");
+            }
+        }
+        println!("tools ({}):", registry.len());
+        let width = registry
+            .tools()
+            .map(|t| t.definition.name.len())
+            .max()
+            .unwrap_or(0);
+        for t in registry.tools() {
+            let first_line = t.definition.description.lines().next().unwrap_or("");
+            println!("  {:<width$}  {first_line}", t.definition.name);
+        }
+        if !collisions.is_empty() {
+            println!("collisions ({}):", collisions.len());
+            for c in &collisions {
+                println!("  {c}");
+            }
+        }
+    }
+    manager.close().await;
+    ExitCode::SUCCESS
+}

@@ -1,0 +1,786 @@
+//! The config file: `~/.config/agenvoy/mcp.json` (`$AGENVOY_CONFIG_DIR` overrides the folder).
+//!
+//! ```json
+//! {"servers": {
+//!   "time":   {"command": "uvx", "args": ["mcp-server-time"], "env": {"TZ": "$TZ"}},
+//!   "github": {"url": "https://api.githubcopilot.com/mcp/", "headers": {"Authorization": "Bearer ${GITHUB_TOKEN}"}},
+//!   "linear": {"url": "https://mcp.linear.app/mcp", "auth": "oauth", "oauth_client_name": "agenvoy"}
+//! }}
+//! ```
+//!
+//! One file, no other layer. A server is either local (`command`, `args`, `env`) or remote
+//! (`url`, `headers`, `auth`, `oauth_client_name`), never both. Names match `[A-Za-z0-9_-]+`.
+//! `$VAR` and `${VAR}` in `args`, `env` and `headers` are expanded when the server is
+//! connected (see [`super::expand`]), never when the file is read or saved, so secrets stay
+//! references in the file.
+//!
+//! A broken file (not JSON, not an object, `servers` not an object) is an error with its line
+//! and column; one bad server entry is an error of that server only, so the others still run.
+//! The document is kept as read: members this crate does not know survive a save. Saves are
+//! atomic (a temporary file renamed over the old one) and the file is mode 0600.
+
+use super::expand::expand_env;
+use serde_json::{Map, Value, json};
+use std::collections::BTreeMap;
+use std::fmt;
+use std::path::{Path, PathBuf};
+
+/// The config file's name inside the config folder.
+pub const CONFIG_FILE: &str = "mcp.json";
+
+/// The config folder: `$AGENVOY_CONFIG_DIR`, else `~/.config/agenvoy`.
+pub fn config_dir() -> PathBuf {
+    if let Some(dir) = std::env::var_os("AGENVOY_CONFIG_DIR").filter(|d| !d.is_empty()) {
+        return PathBuf::from(dir);
+    }
+    let home = std::env::var_os("HOME").map_or_else(|| PathBuf::from("."), PathBuf::from);
+    home.join(".config").join("agenvoy")
+}
+
+/// The default config file: `mcp.json` in [`config_dir`].
+pub fn default_config_path() -> PathBuf {
+    config_dir().join(CONFIG_FILE)
+}
+
+/// Whether `name` is a valid server name: `[A-Za-z0-9_-]+`.
+pub fn is_valid_server_name(name: &str) -> bool {
+    !name.is_empty()
+        && name
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-')
+}
+
+/// A problem with the config file or with one of its servers.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ConfigError {
+    /// The file, if the problem is in one.
+    pub path: Option<PathBuf>,
+    /// The server entry at fault, if the problem is in one.
+    pub server: Option<String>,
+    /// Line and column (1-based) of a syntax error.
+    pub position: Option<(usize, usize)>,
+    /// What is wrong and what to do.
+    pub message: String,
+}
+
+impl ConfigError {
+    fn file(path: Option<&Path>, message: impl Into<String>) -> Self {
+        ConfigError {
+            path: path.map(Path::to_path_buf),
+            server: None,
+            position: None,
+            message: message.into(),
+        }
+    }
+
+    fn server(name: &str, message: impl Into<String>) -> Self {
+        ConfigError {
+            path: None,
+            server: Some(name.to_string()),
+            position: None,
+            message: message.into(),
+        }
+    }
+}
+
+impl fmt::Display for ConfigError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("config")?;
+        if let Some(path) = &self.path {
+            write!(f, " {}", path.display())?;
+        }
+        if let Some((line, column)) = self.position {
+            write!(f, ", line {line}, column {column}")?;
+        }
+        if let Some(server) = &self.server {
+            write!(f, ", server \"{server}\"")?;
+        }
+        write!(f, ": {}", self.message)
+    }
+}
+
+impl std::error::Error for ConfigError {}
+
+/// One server's entry, as this crate understands it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ServerConfig {
+    /// A local server: a command started as a child process, spoken to over stdio.
+    Stdio(StdioServer),
+    /// A remote server spoken to over HTTP.
+    Http(HttpServer),
+}
+
+/// A local (stdio) server's entry.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct StdioServer {
+    /// The program.
+    pub command: String,
+    /// Its arguments (`$VAR` expanded at connect time).
+    pub args: Vec<String>,
+    /// Variables set for it over the inherited environment (values expanded at connect time).
+    pub env: BTreeMap<String, String>,
+}
+
+/// A remote (HTTP) server's entry.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct HttpServer {
+    /// The endpoint, `http://` or `https://`.
+    pub url: String,
+    /// Headers sent with every request (values expanded at connect time).
+    pub headers: BTreeMap<String, String>,
+    /// `Some("oauth")` to log in with OAuth.
+    pub auth: Option<String>,
+    /// The client name to register with the authorization server.
+    pub oauth_client_name: Option<String>,
+}
+
+impl ServerConfig {
+    /// The transport's short name: `stdio` or `http`.
+    pub fn transport(&self) -> &'static str {
+        match self {
+            ServerConfig::Stdio(_) => "stdio",
+            ServerConfig::Http(_) => "http",
+        }
+    }
+
+    /// Reads one entry; the error names the server.
+    pub fn from_value(name: &str, value: &Value) -> Result<ServerConfig, ConfigError> {
+        let bad = |message: String| Err(ConfigError::server(name, message));
+        if !is_valid_server_name(name) {
+            return bad(
+                "the name must be letters, digits, '_' or '-' (it becomes part of tool names); rename it".into(),
+            );
+        }
+        let Some(entry) = value.as_object() else {
+            return bad("the entry must be an object with \"command\" or \"url\"".into());
+        };
+        match (entry.get("command"), entry.get("url")) {
+            (Some(_), Some(_)) => bad(
+                "has both \"command\" and \"url\"; keep one: \"command\" for a local server, \"url\" for a remote one".into(),
+            ),
+            (None, None) => bad(
+                "has neither \"command\" nor \"url\"; add \"command\" for a local server or \"url\" for a remote one".into(),
+            ),
+            (Some(command), None) => {
+                let command = match command.as_str() {
+                    Some(c) if !c.trim().is_empty() => c.to_string(),
+                    _ => return bad("\"command\" must be a non-empty string".into()),
+                };
+                Ok(ServerConfig::Stdio(StdioServer {
+                    command,
+                    args: string_list(name, entry, "args")?,
+                    env: string_map(name, entry, "env")?,
+                }))
+            }
+            (None, Some(url)) => {
+                let url = match url.as_str() {
+                    Some(u) if u.starts_with("http://") || u.starts_with("https://") => u.to_string(),
+                    _ => return bad("\"url\" must be a string starting with http:// or https://".into()),
+                };
+                let auth = optional_string(name, entry, "auth")?;
+                if let Some(a) = auth.as_deref().filter(|a| *a != "oauth") {
+                    return bad(format!(
+                        "\"auth\" is {a:?}; the only value is \"oauth\" (or leave it out)"
+                    ));
+                }
+                Ok(ServerConfig::Http(HttpServer {
+                    url,
+                    headers: string_map(name, entry, "headers")?,
+                    auth,
+                    oauth_client_name: optional_string(name, entry, "oauth_client_name")?,
+                }))
+            }
+        }
+    }
+
+    /// The entry as JSON, with only the members this crate knows.
+    pub fn to_value(&self) -> Value {
+        let mut entry = Map::new();
+        match self {
+            ServerConfig::Stdio(s) => {
+                entry.insert("command".into(), json!(s.command));
+                if !s.args.is_empty() {
+                    entry.insert("args".into(), json!(s.args));
+                }
+                if !s.env.is_empty() {
+                    entry.insert("env".into(), json!(s.env));
+                }
+            }
+            ServerConfig::Http(h) => {
+                entry.insert("url".into(), json!(h.url));
+                if !h.headers.is_empty() {
+                    entry.insert("headers".into(), json!(h.headers));
+                }
+                if let Some(a) = &h.auth {
+                    entry.insert("auth".into(), json!(a));
+                }
+                if let Some(n) = &h.oauth_client_name {
+                    entry.insert("oauth_client_name".into(), json!(n));
+                }
+            }
+        }
+        Value::Object(entry)
+    }
+}
+
+impl StdioServer {
+    /// How to start it, with `$VAR` expanded in `args` and `env` from the process environment.
+    /// The result holds secrets: never log it.
+    #[cfg(feature = "stdio")]
+    pub fn expanded(&self) -> crate::transport::stdio::StdioConfig {
+        crate::transport::stdio::StdioConfig {
+            command: self.command.clone(),
+            args: self.args.iter().map(|a| expand_env(a)).collect(),
+            env: self
+                .env
+                .iter()
+                .map(|(k, v)| (k.clone(), expand_env(v)))
+                .collect(),
+            cwd: None,
+        }
+    }
+}
+
+impl HttpServer {
+    /// The headers with `$VAR` expanded from the process environment. They hold secrets:
+    /// never log them.
+    pub fn expanded_headers(&self) -> BTreeMap<String, String> {
+        self.headers
+            .iter()
+            .map(|(k, v)| (k.clone(), expand_env(v)))
+            .collect()
+    }
+}
+
+fn optional_string(
+    name: &str,
+    entry: &Map<String, Value>,
+    key: &str,
+) -> Result<Option<String>, ConfigError> {
+    match entry.get(key) {
+        None | Some(Value::Null) => Ok(None),
+        Some(Value::String(s)) => Ok(Some(s.clone())),
+        Some(_) => Err(ConfigError::server(
+            name,
+            format!("\"{key}\" must be a string"),
+        )),
+    }
+}
+
+fn string_list(
+    name: &str,
+    entry: &Map<String, Value>,
+    key: &str,
+) -> Result<Vec<String>, ConfigError> {
+    let wrong = || ConfigError::server(name, format!("\"{key}\" must be an array of strings"));
+    match entry.get(key) {
+        None | Some(Value::Null) => Ok(Vec::new()),
+        Some(Value::Array(items)) => items
+            .iter()
+            .map(|i| i.as_str().map(str::to_string).ok_or_else(wrong))
+            .collect(),
+        Some(_) => Err(wrong()),
+    }
+}
+
+fn string_map(
+    name: &str,
+    entry: &Map<String, Value>,
+    key: &str,
+) -> Result<BTreeMap<String, String>, ConfigError> {
+    let wrong = || {
+        ConfigError::server(
+            name,
+            format!("\"{key}\" must be an object whose values are strings"),
+        )
+    };
+    match entry.get(key) {
+        None | Some(Value::Null) => Ok(BTreeMap::new()),
+        Some(Value::Object(items)) => items
+            .iter()
+            .map(|(k, v)| Ok((k.clone(), v.as_str().ok_or_else(wrong)?.to_string())))
+            .collect(),
+        Some(_) => Err(wrong()),
+    }
+}
+
+/// The whole config document. Members it does not know are kept as they are.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Config {
+    doc: Map<String, Value>,
+    path: Option<PathBuf>,
+    found: bool,
+}
+
+impl Default for Config {
+    fn default() -> Self {
+        Config {
+            doc: Map::new(),
+            path: None,
+            found: false,
+        }
+    }
+}
+
+impl Config {
+    /// Reads a config file. A missing file is an empty config ([`Config::found`] is false);
+    /// a broken one is an error with its line and column.
+    pub fn load(path: &Path) -> Result<Config, ConfigError> {
+        let text = match std::fs::read_to_string(path) {
+            Ok(t) => t,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+                return Ok(Config {
+                    path: Some(path.to_path_buf()),
+                    ..Config::default()
+                });
+            }
+            Err(e) => {
+                return Err(ConfigError::file(
+                    Some(path),
+                    format!("cannot read it: {e}"),
+                ));
+            }
+        };
+        let mut config = Config::parse(&text).map_err(|mut e| {
+            e.path = Some(path.to_path_buf());
+            e
+        })?;
+        config.path = Some(path.to_path_buf());
+        config.found = true;
+        Ok(config)
+    }
+
+    /// Reads a config from text (no file).
+    pub fn parse(text: &str) -> Result<Config, ConfigError> {
+        let value: Value = serde_json::from_str(text).map_err(|e| {
+            let what = e.to_string();
+            let what = what
+                .rsplit_once(" at line ")
+                .map_or(what.as_str(), |(w, _)| w);
+            ConfigError {
+                position: Some((e.line(), e.column())),
+                ..ConfigError::file(None, format!("not valid JSON ({what}); fix the file"))
+            }
+        })?;
+        let Value::Object(doc) = value else {
+            return Err(ConfigError {
+                position: Some((1, 1)),
+                ..ConfigError::file(
+                    None,
+                    "the file must be a JSON object like {\"servers\": {}}",
+                )
+            });
+        };
+        match doc.get("servers") {
+            None | Some(Value::Object(_)) => {}
+            Some(_) => {
+                let position = position_of_key(text, "servers");
+                return Err(ConfigError {
+                    position,
+                    ..ConfigError::file(None, "\"servers\" must be an object of name: entry")
+                });
+            }
+        }
+        Ok(Config {
+            doc,
+            path: None,
+            found: true,
+        })
+    }
+
+    /// The config the binary uses when there is no file: one server, `fixture`, which is the
+    /// binary itself (`program`) running `fixture-server`.
+    pub fn embedded_default(program: &Path) -> Config {
+        let mut config = Config::default();
+        config
+            .set_server(
+                "fixture",
+                &ServerConfig::Stdio(StdioServer {
+                    command: program.display().to_string(),
+                    args: vec!["fixture-server".into()],
+                    env: BTreeMap::new(),
+                }),
+            )
+            .expect("a valid name");
+        config
+    }
+
+    /// The file this config was read from, if any.
+    pub fn path(&self) -> Option<&Path> {
+        self.path.as_deref()
+    }
+
+    /// Whether the config was read from an existing file (or parsed from text).
+    pub fn found(&self) -> bool {
+        self.found
+    }
+
+    fn servers_map(&self) -> Option<&Map<String, Value>> {
+        self.doc.get("servers").and_then(Value::as_object)
+    }
+
+    /// Every server's name, sorted.
+    pub fn server_names(&self) -> Vec<String> {
+        self.servers_map()
+            .map(|m| m.keys().cloned().collect())
+            .unwrap_or_default()
+    }
+
+    /// Every server, sorted by name, each with its entry or what is wrong with it.
+    pub fn servers(&self) -> Vec<(String, Result<ServerConfig, ConfigError>)> {
+        let Some(map) = self.servers_map() else {
+            return Vec::new();
+        };
+        let mut servers: Vec<_> = map
+            .iter()
+            .map(|(name, value)| {
+                let entry = ServerConfig::from_value(name, value).map_err(|mut e| {
+                    e.path = self.path.clone();
+                    e
+                });
+                (name.clone(), entry)
+            })
+            .collect();
+        servers.sort_by(|a, b| a.0.cmp(&b.0));
+        servers
+    }
+
+    /// One server's entry, or what is wrong with it; `None` if there is no such server.
+    pub fn server(&self, name: &str) -> Option<Result<ServerConfig, ConfigError>> {
+        let value = self.servers_map()?.get(name)?;
+        Some(ServerConfig::from_value(name, value))
+    }
+
+    /// Adds or replaces a server. Members of an existing entry this crate does not know are
+    /// kept; the known ones are replaced.
+    pub fn set_server(&mut self, name: &str, server: &ServerConfig) -> Result<(), ConfigError> {
+        if !is_valid_server_name(name) {
+            return Err(ConfigError::server(
+                name,
+                "the name must be letters, digits, '_' or '-'; rename it",
+            ));
+        }
+        let servers = self
+            .doc
+            .entry("servers")
+            .or_insert_with(|| Value::Object(Map::new()));
+        if !servers.is_object() {
+            *servers = Value::Object(Map::new());
+        }
+        let servers = servers.as_object_mut().expect("an object");
+        let mut entry = match servers.remove(name) {
+            Some(Value::Object(old)) => old,
+            _ => Map::new(),
+        };
+        for key in [
+            "command",
+            "args",
+            "env",
+            "url",
+            "headers",
+            "auth",
+            "oauth_client_name",
+        ] {
+            entry.remove(key);
+        }
+        if let Value::Object(known) = server.to_value() {
+            entry.extend(known);
+        }
+        servers.insert(name.to_string(), Value::Object(entry));
+        Ok(())
+    }
+
+    /// Removes a server; returns whether it was there.
+    pub fn remove_server(&mut self, name: &str) -> bool {
+        self.doc
+            .get_mut("servers")
+            .and_then(Value::as_object_mut)
+            .is_some_and(|m| m.remove(name).is_some())
+    }
+
+    /// The document as JSON text (pretty, with a final newline).
+    pub fn to_text(&self) -> String {
+        let mut text = serde_json::to_string_pretty(&Value::Object(self.doc.clone()))
+            .expect("JSON serializes");
+        text.push('\n');
+        text
+    }
+
+    /// Writes the config to `path` atomically, mode 0600, creating the folder if needed.
+    pub fn save(&self, path: &Path) -> Result<(), ConfigError> {
+        write_atomic(path, self.to_text().as_bytes())
+            .map_err(|e| ConfigError::file(Some(path), format!("cannot save it: {e}")))
+    }
+}
+
+/// The line and column of the first `"key"` in `text`, for errors about a member.
+fn position_of_key(text: &str, key: &str) -> Option<(usize, usize)> {
+    let at = text.find(&format!("\"{key}\""))?;
+    let before = &text[..at];
+    let line = before.matches('\n').count() + 1;
+    let column = before.len() - before.rfind('\n').map_or(0, |i| i + 1) + 1;
+    Some((line, column))
+}
+
+/// Writes `bytes` to `path` by way of a temporary file in the same folder, mode 0600, then
+/// renames it over `path`: a reader sees the old file or the new one, never half of one.
+pub(crate) fn write_atomic(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
+    use std::io::Write;
+    let dir = path
+        .parent()
+        .filter(|p| !p.as_os_str().is_empty())
+        .unwrap_or(Path::new("."));
+    std::fs::create_dir_all(dir)?;
+    let name = path
+        .file_name()
+        .map_or_else(|| "config".into(), |n| n.to_string_lossy().into_owned());
+    let tmp = dir.join(format!(".{name}.{}.tmp", std::process::id()));
+    let result = (|| {
+        let mut options = std::fs::OpenOptions::new();
+        options.write(true).create(true).truncate(true);
+        #[cfg(unix)]
+        {
+            use std::os::unix::fs::OpenOptionsExt;
+            options.mode(0o600);
+        }
+        let mut file = options.open(&tmp)?;
+        #[cfg(unix)]
+        {
+            use std::os::unix::fs::PermissionsExt;
+            file.set_permissions(std::fs::Permissions::from_mode(0o600))?;
+        }
+        file.write_all(bytes)?;
+        file.sync_all()?;
+        std::fs::rename(&tmp, path)
+    })();
+    if result.is_err() {
+        let _ = std::fs::remove_file(&tmp);
+    }
+    result
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn one(entry: Value) -> Result<ServerConfig, ConfigError> {
+        ServerConfig::from_value("s", &entry)
+    }
+
+    #[test]
+    fn server_entries_table() {
+        let ok: &[(Value, ServerConfig)] = &[
+            (
+                json!({"command": "uvx", "args": ["mcp-server-time"], "env": {"TZ": "$TZ"}}),
+                ServerConfig::Stdio(StdioServer {
+                    command: "uvx".into(),
+                    args: vec!["mcp-server-time".into()],
+                    env: [("TZ".to_string(), "$TZ".to_string())].into(),
+                }),
+            ),
+            (
+                json!({"command": "x", "args": null}),
+                ServerConfig::Stdio(StdioServer {
+                    command: "x".into(),
+                    ..Default::default()
+                }),
+            ),
+            (
+                json!({"url": "https://h/mcp", "headers": {"Authorization": "Bearer ${T}"}}),
+                ServerConfig::Http(HttpServer {
+                    url: "https://h/mcp".into(),
+                    headers: [("Authorization".to_string(), "Bearer ${T}".to_string())].into(),
+                    ..Default::default()
+                }),
+            ),
+            (
+                json!({"url": "http://127.0.0.1:9/mcp", "auth": "oauth", "oauth_client_name": "agenvoy"}),
+                ServerConfig::Http(HttpServer {
+                    url: "http://127.0.0.1:9/mcp".into(),
+                    auth: Some("oauth".into()),
+                    oauth_client_name: Some("agenvoy".into()),
+                    ..Default::default()
+                }),
+            ),
+        ];
+        for (entry, want) in ok {
+            assert_eq!(&one(entry.clone()).unwrap(), want, "{entry}");
+        }
+        let bad: &[(Value, &str)] = &[
+            (
+                json!({"command": "x", "url": "https://h"}),
+                "has both \"command\" and \"url\"",
+            ),
+            (json!({}), "has neither \"command\" nor \"url\""),
+            (json!("uvx"), "must be an object"),
+            (
+                json!({"command": ""}),
+                "\"command\" must be a non-empty string",
+            ),
+            (
+                json!({"command": 3}),
+                "\"command\" must be a non-empty string",
+            ),
+            (
+                json!({"command": "x", "args": "a b"}),
+                "\"args\" must be an array of strings",
+            ),
+            (
+                json!({"command": "x", "args": [1]}),
+                "\"args\" must be an array of strings",
+            ),
+            (
+                json!({"command": "x", "env": {"A": 1}}),
+                "\"env\" must be an object",
+            ),
+            (
+                json!({"url": "ftp://h"}),
+                "\"url\" must be a string starting with http",
+            ),
+            (
+                json!({"url": "https://h", "headers": []}),
+                "\"headers\" must be an object",
+            ),
+            (
+                json!({"url": "https://h", "auth": "basic"}),
+                "the only value is \"oauth\"",
+            ),
+        ];
+        for (entry, want) in bad {
+            let e = one(entry.clone()).unwrap_err();
+            assert_eq!(e.server.as_deref(), Some("s"));
+            let text = e.to_string();
+            assert!(
+                text.contains("server \"s\"") && text.contains(want),
+                "{entry}: {text}"
+            );
+        }
+    }
+
+    #[test]
+    fn server_names_table() {
+        for name in ["a", "A-b_9", "github", "my__server"] {
+            assert!(is_valid_server_name(name), "{name}");
+        }
+        for name in ["", "a b", "a.b", "a/b", "é", "a:b"] {
+            assert!(!is_valid_server_name(name), "{name}");
+            let e = ServerConfig::from_value(name, &json!({"command": "x"})).unwrap_err();
+            assert!(e.to_string().contains("rename it"), "{e}");
+        }
+    }
+
+    #[test]
+    fn broken_files_say_where() {
+        let table: &[(&str, (usize, usize))] = &[
+            (
+                "{\n  \"servers\": {\n    \"a\": {\"command\": \"x\",}\n  }\n}",
+                (3, 26),
+            ),
+            ("{\"servers\": {}", (1, 14)),
+            ("[]", (1, 1)),
+            ("{\n\"servers\": []}", (2, 1)),
+        ];
+        for (text, position) in table {
+            let e = Config::parse(text).unwrap_err();
+            assert_eq!(e.position, Some(*position), "{text}: {e}");
+            assert!(
+                e.to_string()
+                    .contains(&format!("line {}, column {}", position.0, position.1))
+            );
+        }
+    }
+
+    #[test]
+    fn one_bad_entry_leaves_the_others() {
+        let config = Config::parse(
+            r#"{"servers": {"good": {"command": "x"}, "bad": {"command": "x", "url": "https://h"}}}"#,
+        )
+        .unwrap();
+        let servers = config.servers();
+        assert_eq!(servers.len(), 2);
+        assert!(servers[0].0 == "bad" && servers[0].1.is_err());
+        assert!(servers[1].0 == "good" && servers[1].1.is_ok());
+    }
+
+    #[test]
+    fn missing_file_is_no_servers_and_saves_keep_unknown_keys() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("sub").join("mcp.json");
+        let config = Config::load(&path).unwrap();
+        assert!(!config.found() && config.servers().is_empty());
+
+        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+        std::fs::write(
+            &path,
+            r#"{"theme": "dark", "servers": {"a": {"command": "x", "note": "keep me", "env": {"T": "${T}"}}}}"#,
+        )
+        .unwrap();
+        let mut config = Config::load(&path).unwrap();
+        assert!(config.found());
+        config
+            .set_server(
+                "a",
+                &ServerConfig::Stdio(StdioServer {
+                    command: "y".into(),
+                    ..Default::default()
+                }),
+            )
+            .unwrap();
+        config
+            .set_server(
+                "b",
+                &ServerConfig::Http(HttpServer {
+                    url: "https://h".into(),
+                    ..Default::default()
+                }),
+            )
+            .unwrap();
+        config.save(&path).unwrap();
+        let saved: Value = serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
+        assert_eq!(
+            saved,
+            json!({"theme": "dark", "servers": {
+                "a": {"command": "y", "note": "keep me"},
+                "b": {"url": "https://h"}}})
+        );
+        use std::os::unix::fs::PermissionsExt;
+        let mode = std::fs::metadata(&path).unwrap().permissions().mode() & 0o777;
+        assert_eq!(mode, 0o600);
+        let left: Vec<_> = std::fs::read_dir(path.parent().unwrap())
+            .unwrap()
+            .map(|e| e.unwrap().file_name())
+            .collect();
+        assert_eq!(left, ["mcp.json"], "no temporary file is left");
+        assert!(config.remove_server("b") && !config.remove_server("b"));
+    }
+
+    #[test]
+    fn expansion_happens_at_connect_time_only() {
+        // SAFETY: this test's own variable; no other test reads it.
+        unsafe { std::env::set_var("AGENVOY_TEST_EXPAND_TOKEN", "tok") };
+        let server = StdioServer {
+            command: "$NOT_EXPANDED".into(),
+            args: vec!["--token=${AGENVOY_TEST_EXPAND_TOKEN}".into(), "$$".into()],
+            env: [("T".to_string(), "a-$AGENVOY_TEST_EXPAND_TOKEN".to_string())].into(),
+        };
+        #[cfg(feature = "stdio")]
+        {
+            let expanded = server.expanded();
+            assert_eq!(expanded.command, "$NOT_EXPANDED");
+            assert_eq!(expanded.args, ["--token=tok", ""]);
+            assert_eq!(expanded.env["T"], "a-tok");
+        }
+        let http = HttpServer {
+            url: "https://h".into(),
+            headers: [("X".to_string(), "${AGENVOY_TEST_EXPAND_TOKEN}".to_string())].into(),
+            ..Default::default()
+        };
+        assert_eq!(http.expanded_headers()["X"], "tok");
+        let text = {
+            let mut c = Config::default();
+            c.set_server("s", &ServerConfig::Stdio(server)).unwrap();
+            c.to_text()
+        };
+        assert!(text.contains("${AGENVOY_TEST_EXPAND_TOKEN}") && !text.contains("tok\""));
+    }
+}

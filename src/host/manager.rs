@@ -1,0 +1,862 @@
+//! [`Manager`]: every configured server, connected at once, with its tools registered.
+//!
+//! - [`Manager::new`] connects every server concurrently: startup takes about as long as the
+//!   slowest server, not the sum. A server that fails to start or to list its tools is logged
+//!   as a warning, marked failed with its error, and skipped; it never blocks the others. So
+//!   is an invalid entry of the config file.
+//! - [`Manager::register_all`] puts every connected server's tools into the registry as
+//!   `mcp__<server>__<tool>`.
+//! - [`Manager::watch`] follows each server's `notifications/tools/list_changed` and
+//!   re-registers that one server's tools, debounced; servers that do not declare
+//!   `tools.listChanged` are polled slowly instead. The subscription to a server's
+//!   notifications is made before its tools are first listed, so no change is missed.
+//! - [`Manager::call`] passes the gate, calls the tool and returns the rendered, capped
+//!   output. If the session died it reconnects once and retries once; a call whose tool
+//!   returned `isError` is never retried.
+//! - [`Manager::reconnect`], [`Manager::reconnect_server`], [`Manager::status`],
+//!   [`Manager::instructions`], [`Manager::close`].
+
+use super::config::{Config, ConfigError, ServerConfig};
+use super::gate::{ConfirmCallback, Denied, Gate, PermissionMode, default_allowlist_path};
+use super::instructions::instructions_block;
+use super::registry::{Collision, Registry, ToolDefinition};
+use crate::client::{Client, ClientOptions};
+use crate::error::{Error, ErrorKind, Result};
+use crate::protocol::session::RequestOptions;
+use crate::protocol::types::{Tool, ToolOutput};
+use crate::wire::jsonrpc::Notification;
+use serde::Serialize;
+use serde_json::Value;
+use std::collections::{BTreeMap, HashMap};
+use std::fmt;
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex, RwLock, Weak};
+use std::time::Duration;
+use tokio::sync::broadcast;
+use tokio::task::JoinHandle;
+
+/// The notification that a server's tool list changed.
+pub const TOOLS_LIST_CHANGED: &str = "notifications/tools/list_changed";
+
+/// How the manager connects servers and follows them.
+#[derive(Clone)]
+pub struct ManagerOptions {
+    /// Options of every client (timeouts, cap, handlers).
+    pub client: ClientOptions,
+    /// The allowlist file.
+    pub allowlist_path: PathBuf,
+    /// Asks the user about calls in `confirm` mode that are not allowlisted.
+    pub confirm: Option<ConfirmCallback>,
+    /// How long a burst of `tools/list_changed` notifications is waited out before the
+    /// server's tools are listed again.
+    pub debounce: Duration,
+    /// How often a server that does not declare `tools.listChanged` is listed again.
+    pub poll_interval: Duration,
+}
+
+impl Default for ManagerOptions {
+    fn default() -> Self {
+        ManagerOptions {
+            client: ClientOptions::default(),
+            allowlist_path: default_allowlist_path(),
+            confirm: None,
+            debounce: Duration::from_millis(200),
+            poll_interval: Duration::from_secs(300),
+        }
+    }
+}
+
+impl fmt::Debug for ManagerOptions {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("ManagerOptions")
+            .field("client", &self.client)
+            .field("allowlist_path", &self.allowlist_path)
+            .field("confirm", &self.confirm.is_some())
+            .field("debounce", &self.debounce)
+            .field("poll_interval", &self.poll_interval)
+            .finish()
+    }
+}
+
+/// Where a server is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+pub enum ServerState {
+    /// Starting, or reconnecting.
+    #[serde(rename = "connecting")]
+    Connecting,
+    /// Connected, its tools listed.
+    #[serde(rename = "connected")]
+    Connected,
+    /// Could not start, list its tools, or be configured: see the last error.
+    #[serde(rename = "failed")]
+    Failed,
+    /// Needs an OAuth login first.
+    #[serde(rename = "needs login")]
+    NeedsLogin,
+    /// Was connected; the connection ended (or the manager was closed).
+    #[serde(rename = "disconnected")]
+    Disconnected,
+}
+
+impl ServerState {
+    /// The name shown to users: `connecting`, `connected`, `failed`, `needs login`,
+    /// `disconnected`.
+    pub fn name(self) -> &'static str {
+        match self {
+            ServerState::Connecting => "connecting",
+            ServerState::Connected => "connected",
+            ServerState::Failed => "failed",
+            ServerState::NeedsLogin => "needs login",
+            ServerState::Disconnected => "disconnected",
+        }
+    }
+}
+
+impl fmt::Display for ServerState {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+/// One server's status.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ServerStatus {
+    /// The server's name.
+    pub name: String,
+    /// `stdio` or `http` (what the config says; `?` for an invalid entry).
+    pub transport: String,
+    /// The negotiated protocol revision, once connected.
+    pub protocol_version: Option<String>,
+    /// Where it is.
+    pub state: ServerState,
+    /// The last error, if any (never holds expanded secrets).
+    pub last_error: Option<String>,
+    /// How many tools it has.
+    pub tool_count: usize,
+    /// Whether it declared instructions.
+    pub has_instructions: bool,
+}
+
+/// Why [`Manager::call`] did not return an output.
+#[derive(Debug, Clone)]
+pub enum CallError {
+    /// No registered tool has this name.
+    UnknownTool(String),
+    /// The gate refused the call.
+    Denied(Denied),
+    /// The server failed the call (after one reconnect and retry if the session died).
+    Server(Error),
+}
+
+impl fmt::Display for CallError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            CallError::UnknownTool(name) => write!(
+                f,
+                "no MCP tool named {name} is registered; list the tools and each server's state with `agenvoy-mcp tools`"
+            ),
+            CallError::Denied(d) => d.fmt(f),
+            CallError::Server(e) => e.fmt(f),
+        }
+    }
+}
+
+impl std::error::Error for CallError {}
+
+/// Connects one configured server. The one place that turns a config entry into a client:
+/// stdio entries start their command (with `$VAR` expanded); `url` entries are refused
+/// until the HTTP transport lands.
+pub async fn connect_server(
+    name: &str,
+    config: &ServerConfig,
+    options: &ClientOptions,
+) -> Result<Client> {
+    match config {
+        #[cfg(feature = "stdio")]
+        ServerConfig::Stdio(stdio) => {
+            Client::connect_stdio(name, &stdio.expanded(), options.clone()).await
+        }
+        #[cfg(not(feature = "stdio"))]
+        ServerConfig::Stdio(_) => {
+            let _ = options;
+            Err(Error::new(
+                name,
+                ErrorKind::Usage(
+                    "this build has no stdio transport; build with the \"stdio\" feature".into(),
+                ),
+            ))
+        }
+        ServerConfig::Http(http) if http.auth.as_deref() == Some("oauth") => Err(Error::new(
+            name,
+            ErrorKind::Usage(format!(
+                "oauth login required, run /mcp → {name} → login (OAuth is not in this build yet)"
+            )),
+        )),
+        #[cfg(feature = "http")]
+        ServerConfig::Http(http) => {
+            let mut config = crate::transport::http::HttpConfig::new(&http.url);
+            config.headers = http.expanded_headers().into_iter().collect();
+            Client::connect_http(name, &config, options.clone()).await
+        }
+        #[cfg(not(feature = "http"))]
+        ServerConfig::Http(_) => Err(Error::new(
+            name,
+            ErrorKind::Usage(
+                "this build has no HTTP transport; build with the \"http\" feature".into(),
+            ),
+        )),
+    }
+}
+
+/// A server connected and listed.
+struct Connected {
+    client: Arc<Client>,
+    notifications: broadcast::Receiver<Notification>,
+    tools: Vec<Tool>,
+}
+
+async fn connect_and_list(
+    name: String,
+    config: ServerConfig,
+    options: ClientOptions,
+) -> Result<Connected> {
+    let client = Arc::new(connect_server(&name, &config, &options).await?);
+    // Subscribe before listing, so a change made while the list is read is not missed.
+    let notifications = client.notifications();
+    if !client.details().has_capability("tools") {
+        return Ok(Connected {
+            client,
+            notifications,
+            tools: Vec::new(),
+        });
+    }
+    match client.list_tools().await {
+        Ok(tools) => Ok(Connected {
+            client,
+            notifications,
+            tools,
+        }),
+        Err(e) => {
+            client.close().await;
+            Err(e)
+        }
+    }
+}
+
+struct Slot {
+    config: Result<ServerConfig, ConfigError>,
+    state: ServerState,
+    client: Option<Arc<Client>>,
+    last_error: Option<String>,
+    tools: Vec<Tool>,
+    /// The subscription made before the tools were listed, until a watcher takes it.
+    notifications: Option<broadcast::Receiver<Notification>>,
+    watcher: Option<JoinHandle<()>>,
+}
+
+impl Slot {
+    fn new(config: Result<ServerConfig, ConfigError>) -> Slot {
+        let (state, last_error) = match &config {
+            Ok(_) => (ServerState::Connecting, None),
+            Err(e) => (ServerState::Failed, Some(e.to_string())),
+        };
+        Slot {
+            config,
+            state,
+            client: None,
+            last_error,
+            tools: Vec::new(),
+            notifications: None,
+            watcher: None,
+        }
+    }
+}
+
+struct Inner {
+    options: ManagerOptions,
+    gate: Gate,
+    config: Config,
+    slots: Mutex<BTreeMap<String, Slot>>,
+    registry: RwLock<Registry>,
+    registered: AtomicBool,
+    watching: AtomicBool,
+    /// One lock per server, so that concurrent reconnects of one server make one connection.
+    reconnect_locks: Mutex<HashMap<String, Arc<tokio::sync::Mutex<()>>>>,
+}
+
+impl Drop for Inner {
+    fn drop(&mut self) {
+        if let Ok(slots) = self.slots.get_mut() {
+            for slot in slots.values_mut() {
+                if let Some(w) = slot.watcher.take() {
+                    w.abort();
+                }
+            }
+        }
+    }
+}
+
+/// Every configured server, its tools, the gate: Agenvoy's MCP runtime. Cloning shares it.
+#[derive(Clone)]
+pub struct Manager {
+    inner: Arc<Inner>,
+}
+
+impl fmt::Debug for Manager {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Manager")
+            .field("servers", &self.status())
+            .finish()
+    }
+}
+
+impl Manager {
+    /// Reads the config file at `path` (a missing file is no servers) and connects every
+    /// server, as [`Manager::new`].
+    pub async fn load(
+        path: &std::path::Path,
+        options: ManagerOptions,
+    ) -> Result<Manager, ConfigError> {
+        let config = Config::load(path)?;
+        Ok(Manager::new(config, options).await)
+    }
+
+    /// Connects every server of `config` at once and waits until each is connected or
+    /// failed. Failures are logged and recorded in [`Manager::status`]; they never fail the
+    /// whole.
+    pub async fn new(config: Config, options: ManagerOptions) -> Manager {
+        let gate = Gate::new(options.allowlist_path.clone(), options.confirm.clone());
+        let mut slots = BTreeMap::new();
+        let mut connecting = tokio::task::JoinSet::new();
+        for (name, entry) in config.servers() {
+            match &entry {
+                Ok(server) => {
+                    let (name, server, client) =
+                        (name.clone(), server.clone(), options.client.clone());
+                    connecting.spawn(async move {
+                        let result = connect_and_list(name.clone(), server, client).await;
+                        (name, result)
+                    });
+                }
+                Err(e) => tracing::warn!(server = %name, "skipping the server: {e}"),
+            }
+            slots.insert(name, Slot::new(entry));
+        }
+        let manager = Manager {
+            inner: Arc::new(Inner {
+                options,
+                gate,
+                config,
+                slots: Mutex::new(slots),
+                registry: RwLock::new(Registry::new()),
+                registered: AtomicBool::new(false),
+                watching: AtomicBool::new(false),
+                reconnect_locks: Mutex::new(HashMap::new()),
+            }),
+        };
+        while let Some(joined) = connecting.join_next().await {
+            match joined {
+                Ok((name, result)) => manager.apply_connect(&name, result),
+                Err(e) => tracing::warn!("a server's connect task failed: {e}"),
+            }
+        }
+        manager
+    }
+
+    /// The config the manager was made from.
+    pub fn config(&self) -> &Config {
+        &self.inner.config
+    }
+
+    /// The gate every call passes.
+    pub fn gate(&self) -> &Gate {
+        &self.inner.gate
+    }
+
+    fn slots(&self) -> std::sync::MutexGuard<'_, BTreeMap<String, Slot>> {
+        self.inner.slots.lock().expect("slots lock")
+    }
+
+    /// Records the outcome of connecting `name`, registers its tools (once
+    /// [`Manager::register_all`] has run) and starts its watcher (once [`Manager::watch`]
+    /// has run).
+    fn apply_connect(&self, name: &str, result: Result<Connected>) {
+        let mut slots = self.slots();
+        let Some(slot) = slots.get_mut(name) else {
+            return;
+        };
+        if let Some(w) = slot.watcher.take() {
+            w.abort();
+        }
+        match result {
+            Ok(connected) => {
+                slot.state = ServerState::Connected;
+                slot.last_error = None;
+                slot.tools = connected.tools;
+                slot.client = Some(connected.client);
+                slot.notifications = Some(connected.notifications);
+                tracing::info!(server = %name, tools = slot.tools.len(), "connected");
+            }
+            Err(e) => {
+                tracing::warn!(server = %name, "failed, skipping it: {e}");
+                let oauth = matches!(&slot.config, Ok(ServerConfig::Http(h)) if h.auth.as_deref() == Some("oauth"));
+                slot.state = if oauth {
+                    ServerState::NeedsLogin
+                } else {
+                    ServerState::Failed
+                };
+                slot.last_error = Some(e.to_string());
+                slot.tools.clear();
+                slot.client = None;
+                slot.notifications = None;
+            }
+        }
+        if self.inner.registered.load(Ordering::SeqCst) {
+            self.register_slot(name, slot);
+        }
+        if self.inner.watching.load(Ordering::SeqCst) {
+            self.start_watcher(name, slot);
+        }
+    }
+
+    fn register_slot(&self, name: &str, slot: &Slot) -> Vec<Collision> {
+        let mut registry = self.inner.registry.write().expect("registry lock");
+        if slot.state != ServerState::Connected {
+            registry.remove_server(name);
+            return Vec::new();
+        }
+        let collisions = registry.register_server(name, &slot.tools);
+        for c in &collisions {
+            tracing::warn!(server = %name, "{c}");
+        }
+        collisions
+    }
+
+    /// Registers every connected server's tools as `mcp__<server>__<tool>`, servers in name
+    /// order, and returns the name collisions found (each also logged). From now on,
+    /// refreshes and reconnects re-register their server.
+    pub fn register_all(&self) -> Vec<Collision> {
+        self.inner.registered.store(true, Ordering::SeqCst);
+        let slots = self.slots();
+        *self.inner.registry.write().expect("registry lock") = Registry::new();
+        slots
+            .iter()
+            .flat_map(|(name, slot)| self.register_slot(name, slot))
+            .collect()
+    }
+
+    /// Starts following every connected server's tool list: on
+    /// `notifications/tools/list_changed` (debounced) or, for servers that do not declare
+    /// `tools.listChanged`, every poll interval, the server's tools are listed again and
+    /// re-registered. Idempotent.
+    pub fn watch(&self) {
+        self.inner.watching.store(true, Ordering::SeqCst);
+        let mut slots = self.slots();
+        for (name, slot) in slots.iter_mut() {
+            if slot.watcher.is_none() {
+                self.start_watcher(name, slot);
+            }
+        }
+    }
+
+    fn start_watcher(&self, name: &str, slot: &mut Slot) {
+        let (Some(client), Some(notifications)) = (slot.client.clone(), slot.notifications.take())
+        else {
+            return;
+        };
+        let notifies = client
+            .details()
+            .capabilities
+            .pointer("/tools/listChanged")
+            .and_then(Value::as_bool)
+            .unwrap_or(false);
+        let poll = (!notifies).then_some(self.inner.options.poll_interval);
+        let task = watch_server(
+            Arc::downgrade(&self.inner),
+            name.to_string(),
+            client,
+            notifications,
+            self.inner.options.debounce,
+            poll,
+        );
+        slot.watcher = Some(tokio::spawn(task));
+    }
+
+    /// Lists one server's tools again and re-registers them (what the watcher does on a
+    /// change). Errors leave the previous tools in place.
+    pub async fn refresh_server(&self, name: &str) -> Result<usize> {
+        let client = self
+            .client(name)
+            .ok_or_else(|| not_connected(name).during("tools/list"))?;
+        let result = client.list_tools().await;
+        apply_refresh(&self.inner, name, &client, result)
+    }
+
+    /// Closes every client, stops every watcher and empties the registry. Servers end as
+    /// `disconnected`.
+    pub async fn close(&self) {
+        let clients: Vec<Arc<Client>> = {
+            let mut slots = self.slots();
+            slots
+                .values_mut()
+                .filter_map(|slot| {
+                    if let Some(w) = slot.watcher.take() {
+                        w.abort();
+                    }
+                    slot.notifications = None;
+                    let client = slot.client.take()?;
+                    slot.state = ServerState::Disconnected;
+                    Some(client)
+                })
+                .collect()
+        };
+        *self.inner.registry.write().expect("registry lock") = Registry::new();
+        let mut closing = tokio::task::JoinSet::new();
+        for client in clients {
+            closing.spawn(async move { client.close().await });
+        }
+        while closing.join_next().await.is_some() {}
+    }
+
+    fn reconnect_lock(&self, name: &str) -> Arc<tokio::sync::Mutex<()>> {
+        self.inner
+            .reconnect_locks
+            .lock()
+            .expect("locks lock")
+            .entry(name.to_string())
+            .or_default()
+            .clone()
+    }
+
+    /// Closes one server's connection, connects it again, lists and re-registers its tools.
+    pub async fn reconnect_server(&self, name: &str) -> Result<()> {
+        let lock = self.reconnect_lock(name);
+        let _held = lock.lock().await;
+        self.reconnect_locked(name).await.map(drop)
+    }
+
+    async fn reconnect_locked(&self, name: &str) -> Result<Arc<Client>> {
+        let (config, old) = {
+            let mut slots = self.slots();
+            let slot = slots.get_mut(name).ok_or_else(|| {
+                Error::new(
+                    name,
+                    ErrorKind::Usage(
+                        "there is no server by this name in the config; see `agenvoy-mcp tools`"
+                            .into(),
+                    ),
+                )
+            })?;
+            let config = slot.config.clone().map_err(|e| {
+                Error::new(name, ErrorKind::Usage(format!("{e}; fix the config file")))
+            })?;
+            if let Some(w) = slot.watcher.take() {
+                w.abort();
+            }
+            slot.state = ServerState::Connecting;
+            slot.notifications = None;
+            (config, slot.client.take())
+        };
+        if let Some(old) = old {
+            old.close().await;
+        }
+        let result =
+            connect_and_list(name.to_string(), config, self.inner.options.client.clone()).await;
+        let outcome = result
+            .as_ref()
+            .map(|c| c.client.clone())
+            .map_err(Clone::clone);
+        self.apply_connect(name, result);
+        outcome
+    }
+
+    /// Reconnects every server at once (failed ones included, invalid entries excepted) and
+    /// returns each outcome, sorted by server name.
+    pub async fn reconnect(&self) -> Vec<(String, Result<()>)> {
+        let names: Vec<String> = self
+            .slots()
+            .iter()
+            .filter(|(_, s)| s.config.is_ok())
+            .map(|(n, _)| n.clone())
+            .collect();
+        let mut set = tokio::task::JoinSet::new();
+        for name in names {
+            let manager = self.clone();
+            set.spawn(async move {
+                let result = manager.reconnect_server(&name).await;
+                (name, result)
+            });
+        }
+        let mut outcomes = Vec::new();
+        while let Some(joined) = set.join_next().await {
+            if let Ok(outcome) = joined {
+                outcomes.push(outcome);
+            }
+        }
+        outcomes.sort_by(|a, b| a.0.cmp(&b.0));
+        outcomes
+    }
+
+    /// The client of a server, if it is connected.
+    pub fn client(&self, name: &str) -> Option<Arc<Client>> {
+        self.slots().get(name).and_then(|s| s.client.clone())
+    }
+
+    /// Every server's status, sorted by name.
+    pub fn status(&self) -> Vec<ServerStatus> {
+        self.slots()
+            .iter()
+            .map(|(name, slot)| {
+                let mut state = slot.state;
+                let mut last_error = slot.last_error.clone();
+                let closed = slot
+                    .client
+                    .as_ref()
+                    .and_then(|c| c.session().closed_reason());
+                if let Some(reason) = closed {
+                    state = ServerState::Disconnected;
+                    last_error = Some(Error::new(name, ErrorKind::Closed(reason)).to_string());
+                }
+                let details = slot.client.as_ref().map(|c| c.details());
+                ServerStatus {
+                    name: name.clone(),
+                    transport: slot
+                        .config
+                        .as_ref()
+                        .map_or("?", ServerConfig::transport)
+                        .to_string(),
+                    protocol_version: details.map(|d| d.protocol_version.clone()),
+                    state,
+                    last_error,
+                    tool_count: slot.tools.len(),
+                    has_instructions: details
+                        .and_then(|d| d.instructions.as_deref())
+                        .is_some_and(|i| !i.trim().is_empty()),
+                }
+            })
+            .collect()
+    }
+
+    /// A snapshot of the registry.
+    pub fn registry(&self) -> Registry {
+        self.inner.registry.read().expect("registry lock").clone()
+    }
+
+    /// Every registered tool's definition, sorted by name: what to give the LLM API.
+    pub fn tool_definitions(&self) -> Vec<ToolDefinition> {
+        self.inner
+            .registry
+            .read()
+            .expect("registry lock")
+            .definitions()
+    }
+
+    /// The block for the system prompt with every connected server's instructions (empty if
+    /// none has any); see [`super::instructions`].
+    pub fn instructions(&self) -> String {
+        let slots = self.slots();
+        let texts: Vec<(&str, &str)> = slots
+            .iter()
+            .filter_map(|(name, slot)| {
+                let text = slot.client.as_ref()?.details().instructions.as_deref()?;
+                Some((name.as_str(), text))
+            })
+            .collect();
+        instructions_block(texts)
+    }
+
+    /// Calls a registered tool through the gate and returns what the model sees.
+    pub async fn call(
+        &self,
+        name: &str,
+        arguments: Value,
+        mode: PermissionMode,
+    ) -> Result<ToolOutput, CallError> {
+        self.call_with(name, arguments, mode, RequestOptions::default())
+            .await
+    }
+
+    /// [`Manager::call`] with request options (timeout, progress).
+    pub async fn call_with(
+        &self,
+        name: &str,
+        arguments: Value,
+        mode: PermissionMode,
+        options: RequestOptions,
+    ) -> Result<ToolOutput, CallError> {
+        let (server, tool) = {
+            let registry = self.inner.registry.read().expect("registry lock");
+            let (s, t) = registry
+                .resolve(name)
+                .ok_or_else(|| CallError::UnknownTool(name.to_string()))?;
+            (s.to_string(), t.to_string())
+        };
+        self.inner
+            .gate
+            .check(name, &arguments, mode)
+            .await
+            .map_err(CallError::Denied)?;
+        let arguments = match arguments {
+            Value::Null => Value::Object(Default::default()),
+            other => other,
+        };
+        let mut reconnected = false;
+        let mut client = match self.client(&server) {
+            Some(c) if !c.is_closed() => c,
+            stale => {
+                reconnected = true;
+                self.reconnect_after(&server, stale.as_ref())
+                    .await
+                    .map_err(CallError::Server)?
+            }
+        };
+        loop {
+            match client
+                .call_tool(&tool, arguments.clone(), options.clone())
+                .await
+            {
+                Ok(output) => return Ok(output),
+                Err(e) if e.is_closed() && !reconnected => {
+                    tracing::warn!(server = %server, "the session died during {name}: reconnecting once and retrying");
+                    reconnected = true;
+                    client = self
+                        .reconnect_after(&server, Some(&client))
+                        .await
+                        .map_err(CallError::Server)?;
+                }
+                Err(e) => return Err(CallError::Server(e)),
+            }
+        }
+    }
+
+    /// Reconnects `server` unless someone else already replaced `stale` with a live client.
+    async fn reconnect_after(
+        &self,
+        server: &str,
+        stale: Option<&Arc<Client>>,
+    ) -> Result<Arc<Client>> {
+        let lock = self.reconnect_lock(server);
+        let _held = lock.lock().await;
+        if let Some(current) = self.client(server) {
+            let replaced = stale.is_none_or(|s| !Arc::ptr_eq(s, &current));
+            if replaced && !current.is_closed() {
+                return Ok(current);
+            }
+        }
+        self.reconnect_locked(server).await
+    }
+}
+
+fn not_connected(name: &str) -> Error {
+    Error::new(
+        name,
+        ErrorKind::Closed(
+            "the server is not connected (see `agenvoy-mcp tools` for its last error)".into(),
+        ),
+    )
+}
+
+/// Records a fresh tool list of `client` (if it is still the server's client).
+fn apply_refresh(
+    inner: &Arc<Inner>,
+    name: &str,
+    client: &Arc<Client>,
+    result: Result<Vec<Tool>>,
+) -> Result<usize> {
+    let manager = Manager {
+        inner: inner.clone(),
+    };
+    let mut slots = manager.slots();
+    let Some(slot) = slots.get_mut(name) else {
+        return Err(not_connected(name));
+    };
+    if !slot.client.as_ref().is_some_and(|c| Arc::ptr_eq(c, client)) {
+        return Err(not_connected(name));
+    }
+    match result {
+        Ok(tools) => {
+            let count = tools.len();
+            slot.tools = tools;
+            if inner.registered.load(Ordering::SeqCst) {
+                manager.register_slot(name, slot);
+            }
+            tracing::info!(server = %name, tools = count, "tool list refreshed");
+            Ok(count)
+        }
+        Err(e) => {
+            tracing::warn!(server = %name, "listing the tools again failed, keeping the old list: {e}");
+            slot.last_error = Some(e.to_string());
+            Err(e)
+        }
+    }
+}
+
+/// Follows one server's tool list until its connection ends or the manager goes away.
+async fn watch_server(
+    inner: Weak<Inner>,
+    name: String,
+    client: Arc<Client>,
+    mut notifications: broadcast::Receiver<Notification>,
+    debounce: Duration,
+    poll: Option<Duration>,
+) {
+    use broadcast::error::RecvError;
+    let mut next_poll = poll.map(|p| tokio::time::Instant::now() + p);
+    loop {
+        let changed = tokio::select! {
+            received = notifications.recv() => match received {
+                Ok(n) => n.method == TOOLS_LIST_CHANGED,
+                Err(RecvError::Lagged(_)) => true,
+                Err(RecvError::Closed) => return,
+            },
+            _ = sleep_until_or_never(next_poll) => {
+                next_poll = poll.map(|p| tokio::time::Instant::now() + p);
+                true
+            }
+            // A dead session sends nothing more: stop following it (status shows it as
+            // disconnected; a reconnect starts a new watcher).
+            _ = tokio::time::sleep(LIVENESS_CHECK) => false,
+        };
+        if client.is_closed() {
+            return;
+        }
+        if !changed {
+            continue;
+        }
+        // Debounce: wait until no further change has come for `debounce`.
+        let mut deadline = tokio::time::Instant::now() + debounce;
+        loop {
+            tokio::select! {
+                received = notifications.recv() => match received {
+                    Ok(n) if n.method == TOOLS_LIST_CHANGED => {
+                        deadline = tokio::time::Instant::now() + debounce;
+                    }
+                    Ok(_) => {}
+                    Err(RecvError::Lagged(_)) => deadline = tokio::time::Instant::now() + debounce,
+                    Err(RecvError::Closed) => return,
+                },
+                _ = tokio::time::sleep_until(deadline) => break,
+            }
+        }
+        if client.is_closed() {
+            return;
+        }
+        let result = client.list_tools().await;
+        let Some(inner) = inner.upgrade() else {
+            return;
+        };
+        let _ = apply_refresh(&inner, &name, &client, result);
+    }
+}
+
+/// How often a watcher checks that its session is still alive.
+const LIVENESS_CHECK: Duration = Duration::from_secs(5);
+
+async fn sleep_until_or_never(deadline: Option<tokio::time::Instant>) {
+    match deadline {
+        Some(d) => tokio::time::sleep_until(d).await,
+        None => std::future::pending().await,
+    }
+}

@@ -1,0 +1,37 @@
+//! Agenvoy's runtime around the client: what an agent host embeds.
+//!
+//! - [`config`]: the config file (`~/.config/agenvoy/mcp.json`), its schema and validation.
+//! - [`expand`]: `$VAR` and `${VAR}` expansion with Go's `os.Expand` semantics.
+//! - [`manager`]: [`Manager`], every configured server connected at once, live refresh,
+//!   reconnect, status, calls.
+//! - [`registry`]: tools as definitions an LLM API accepts, `mcp__<server>__<tool>`.
+//! - [`gate`]: the confirm gate, permission modes and the allowlist file.
+//! - [`instructions`]: the servers' instructions as a block for the system prompt.
+//!
+//! ```no_run
+//! # async fn demo() -> Result<(), Box<dyn std::error::Error>> {
+//! use agenvoy_mcp::host::{Manager, ManagerOptions, PermissionMode, config};
+//! let manager = Manager::load(&config::default_config_path(), ManagerOptions::default()).await?;
+//! manager.register_all();
+//! manager.watch();
+//! let tools = manager.tool_definitions(); // give these to the model
+//! let system_prompt_part = manager.instructions();
+//! let out = manager
+//!     .call("mcp__time__get_current_time", serde_json::json!({"timezone": "UTC"}), PermissionMode::Auto)
+//!     .await?;
+//! println!("{} tools; {}", tools.len(), out.text);
+//! manager.close().await;
+//! # Ok(()) }
+//! ```
+
+pub mod config;
+pub mod expand;
+pub mod gate;
+pub mod instructions;
+pub mod manager;
+pub mod registry;
+
+pub use config::{Config, ConfigError, ServerConfig};
+pub use gate::{Allowlist, ConfirmCallback, Gate, PermissionMode};
+pub use manager::{CallError, Manager, ManagerOptions, ServerState, ServerStatus};
+pub use registry::{Registry, ToolDefinition};

@@ -1,0 +1,822 @@
+//! The host runtime (config, Manager, registry, gate, live refresh, reconnect) and the `tools`
+//! and `call` commands, against the bundled fixture server and real servers.
+#![cfg(feature = "cli")]
+
+mod common;
+
+use agenvoy_mcp::ClientOptions;
+use agenvoy_mcp::host::gate::{ConfirmCallback, ConfirmRequest};
+use agenvoy_mcp::host::{
+    CallError, Config, Manager, ManagerOptions, PermissionMode, ServerState, ServerStatus,
+};
+use agenvoy_mcp::protocol::session::Handlers;
+use agenvoy_mcp::protocol::types::Root;
+use common::*;
+use serde_json::{Value, json};
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output, Stdio};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+/// A config entry that runs the fixture server with `flags`.
+fn fixture_entry(flags: &[&str]) -> Value {
+    let mut args = vec!["fixture-server".to_string()];
+    args.extend(flags.iter().map(|f| f.to_string()));
+    json!({"command": binary(), "args": args})
+}
+
+fn config(servers: Value) -> Config {
+    Config::parse(&json!({ "servers": servers }).to_string()).expect("a valid config")
+}
+
+/// Options with the allowlist in `dir` and a short timeout.
+fn options(dir: &Path) -> ManagerOptions {
+    ManagerOptions {
+        client: ClientOptions {
+            timeout: Duration::from_secs(10),
+            ..Default::default()
+        },
+        allowlist_path: dir.join("allow_tool"),
+        ..Default::default()
+    }
+}
+
+async fn start(servers: Value, options: ManagerOptions) -> Manager {
+    agenvoy_mcp::transport::stdio::become_subreaper();
+    let manager = Manager::new(config(servers), options).await;
+    manager.register_all();
+    manager
+}
+
+fn status_of(manager: &Manager, name: &str) -> ServerStatus {
+    manager
+        .status()
+        .into_iter()
+        .find(|s| s.name == name)
+        .unwrap_or_else(|| panic!("no server {name}"))
+}
+
+fn pid_of(manager: &Manager, name: &str) -> u32 {
+    server_pid(&manager.client(name).expect("connected"))
+}
+
+fn tool_names(manager: &Manager) -> Vec<String> {
+    manager
+        .tool_definitions()
+        .into_iter()
+        .map(|d| d.name)
+        .collect()
+}
+
+/// Waits until `check` holds, or panics after `limit`.
+async fn eventually(limit: Duration, what: &str, check: impl Fn() -> bool) {
+    let deadline = Instant::now() + limit;
+    while !check() {
+        assert!(Instant::now() < deadline, "not within {limit:?}: {what}");
+        tokio::time::sleep(Duration::from_millis(25)).await;
+    }
+}
+
+async fn auto_call(manager: &Manager, name: &str, args: Value) -> String {
+    let out = manager
+        .call(name, args, PermissionMode::Auto)
+        .await
+        .unwrap_or_else(|e| panic!("{name}: {e}"));
+    assert!(!out.is_error, "{name}: {}", out.text);
+    out.text
+}
+
+#[tokio::test]
+async fn startup_takes_as_long_as_the_slowest_server_not_the_sum() {
+    let dir = tempfile::tempdir().unwrap();
+    let slow = fixture_entry(&["--mode", "slow-start=1"]);
+    let started = Instant::now();
+    let manager = start(
+        json!({"s1": slow, "s2": slow, "s3": slow, "s4": slow}),
+        options(dir.path()),
+    )
+    .await;
+    let took = started.elapsed();
+    assert!(
+        took >= Duration::from_secs(1) && took < Duration::from_millis(3500),
+        "four servers that each take 1 s to start took {took:?}"
+    );
+    for s in manager.status() {
+        assert_eq!(s.state, ServerState::Connected, "{s:?}");
+        assert_eq!(s.tool_count, 9);
+    }
+    assert_eq!(manager.tool_definitions().len(), 36);
+    manager.close().await;
+}
+
+fn isolation_servers() -> Value {
+    json!({
+        "ok": fixture_entry(&[]),
+        "crash": fixture_entry(&["--mode", "crash-at-start"]),
+        "hang": fixture_entry(&["--mode", "no-init-response"]),
+        "invalid": {"command": binary(), "url": "https://example.com/mcp"},
+    })
+}
+
+#[tokio::test]
+async fn a_crashing_a_hanging_and_an_invalid_server_never_block_the_others() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut opts = options(dir.path());
+    opts.client.timeout = Duration::from_secs(2);
+    let started = Instant::now();
+    let manager = start(isolation_servers(), opts).await;
+    assert!(
+        started.elapsed() < Duration::from_secs(5),
+        "{:?}",
+        started.elapsed()
+    );
+
+    let ok = status_of(&manager, "ok");
+    assert_eq!(
+        (
+            ok.state,
+            ok.tool_count,
+            ok.has_instructions,
+            ok.last_error.as_deref()
+        ),
+        (ServerState::Connected, 9, true, None)
+    );
+    assert_eq!(ok.protocol_version.as_deref(), Some("2025-11-25"));
+    let crash = status_of(&manager, "crash");
+    assert_eq!(crash.state, ServerState::Failed);
+    let e = crash.last_error.unwrap();
+    assert!(
+        e.contains("\"crash\"") && e.contains("initialize") && e.contains("closed"),
+        "{e}"
+    );
+    let hang = status_of(&manager, "hang");
+    assert_eq!(hang.state, ServerState::Failed);
+    let e = hang.last_error.unwrap();
+    assert!(
+        e.contains("\"hang\"") && e.contains("no response after 2.0 s"),
+        "{e}"
+    );
+    let invalid = status_of(&manager, "invalid");
+    assert_eq!(
+        (invalid.state, invalid.transport.as_str()),
+        (ServerState::Failed, "?")
+    );
+    let e = invalid.last_error.unwrap();
+    assert!(
+        e.contains("server \"invalid\"") && e.contains("both \"command\" and \"url\""),
+        "{e}"
+    );
+
+    assert!(
+        tool_names(&manager)
+            .iter()
+            .all(|n| n.starts_with("mcp__ok__"))
+    );
+    assert_eq!(
+        auto_call(&manager, "mcp__ok__echo", json!({"text": "fine"})).await,
+        "fine"
+    );
+    // An invalid entry cannot be reconnected; the error says why.
+    let e = manager.reconnect_server("invalid").await.unwrap_err();
+    assert!(e.to_string().contains("fix the config file"), "{e}");
+    manager.close().await;
+}
+
+#[tokio::test]
+async fn http_entries_connect_and_failures_keep_secrets_out() {
+    // SAFETY: a variable only this test reads, set before any server starts.
+    unsafe { std::env::set_var("AGENVOY_HOST_TEST_TOKEN", "tok-s3cret") };
+    let fixture = common::HttpFixture::start("json", &[]);
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let closed = format!("http://{}/mcp", listener.local_addr().unwrap());
+    drop(listener);
+    let dir = tempfile::tempdir().unwrap();
+    let header = json!({"Authorization": "${AGENVOY_HOST_TEST_TOKEN}"});
+    let manager = start(
+        json!({"remote": {"url": fixture.url, "headers": header},
+               "down": {"url": closed, "headers": header},
+               "login": {"url": fixture.url, "auth": "oauth"}}),
+        options(dir.path()),
+    )
+    .await;
+    let remote = status_of(&manager, "remote");
+    assert_eq!(
+        (remote.state, remote.transport.as_str()),
+        (ServerState::Connected, "http")
+    );
+    assert_eq!(
+        auto_call(&manager, "mcp__remote__echo", json!({"text": "over http"})).await,
+        "over http"
+    );
+    let down = status_of(&manager, "down");
+    assert_eq!(down.state, ServerState::Failed);
+    let login = status_of(&manager, "login");
+    assert_eq!(login.state, ServerState::NeedsLogin);
+    assert!(
+        login
+            .last_error
+            .unwrap()
+            .contains("oauth login required, run /mcp → login → login")
+    );
+    for name in ["down", "login"] {
+        let e = status_of(&manager, name).last_error.unwrap();
+        assert!(e.contains(&format!("\"{name}\"")), "{e}");
+        assert!(!e.contains("tok-s3cret"), "no expanded header in {e}");
+    }
+    manager.close().await;
+}
+
+#[tokio::test]
+async fn env_and_args_are_expanded_at_connect_time() {
+    // SAFETY: a variable only this test reads, set before any server starts.
+    unsafe { std::env::set_var("AGENVOY_HOST_TEST_SECRET", "s3cret") };
+    let dir = tempfile::tempdir().unwrap();
+    let mut entry = fixture_entry(&[]);
+    entry["env"] = json!({"FIXTURE_VALUE": "${AGENVOY_HOST_TEST_SECRET}-$UNSET_AGENVOY_VAR-$$"});
+    let manager = start(json!({"fx": entry}), options(dir.path())).await;
+    assert_eq!(
+        auto_call(&manager, "mcp__fx__env", json!({"name": "FIXTURE_VALUE"})).await,
+        "s3cret--"
+    );
+    manager.close().await;
+}
+
+#[tokio::test]
+async fn live_refresh_re_registers_only_the_server_that_changed() {
+    let dir = tempfile::tempdir().unwrap();
+    let manager = start(
+        json!({"fx": fixture_entry(&[]), "fx__b": fixture_entry(&[])}),
+        options(dir.path()),
+    )
+    .await;
+    manager.watch();
+    let before_b: Vec<String> = tool_names(&manager)
+        .into_iter()
+        .filter(|n| n.starts_with("mcp__fx__b__"))
+        .collect();
+    assert_eq!(before_b.len(), 9);
+    assert_eq!(
+        auto_call(&manager, "mcp__fx__add_tool", json!({"name": "fresh"})).await,
+        "added fresh; tools/list answered 1 times so far"
+    );
+    eventually(Duration::from_secs(5), "mcp__fx__fresh registered", || {
+        tool_names(&manager).contains(&"mcp__fx__fresh".to_string())
+    })
+    .await;
+    assert_eq!(
+        auto_call(&manager, "mcp__fx__fresh", json!({})).await,
+        "called fresh"
+    );
+    assert_eq!(status_of(&manager, "fx").tool_count, 10);
+    let after_b: Vec<String> = tool_names(&manager)
+        .into_iter()
+        .filter(|n| n.starts_with("mcp__fx__b__"))
+        .collect();
+    assert_eq!(before_b, after_b);
+    assert_eq!(status_of(&manager, "fx__b").tool_count, 9);
+    manager.close().await;
+}
+
+#[tokio::test]
+async fn a_burst_of_list_changes_is_one_refresh() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut opts = options(dir.path());
+    opts.debounce = Duration::from_millis(400);
+    let manager = start(json!({"fx": fixture_entry(&[])}), opts).await;
+    manager.watch();
+    for i in 0..5 {
+        auto_call(
+            &manager,
+            "mcp__fx__add_tool",
+            json!({"name": format!("t{i}")}),
+        )
+        .await;
+    }
+    eventually(Duration::from_secs(5), "t0..t4 registered", || {
+        tool_names(&manager).contains(&"mcp__fx__t4".to_string())
+    })
+    .await;
+    tokio::time::sleep(Duration::from_millis(800)).await;
+    // One listing at connect, one for the whole burst.
+    let text = auto_call(&manager, "mcp__fx__add_tool", json!({"name": "last"})).await;
+    assert_eq!(text, "added last; tools/list answered 2 times so far");
+    manager.close().await;
+}
+
+#[tokio::test]
+async fn servers_that_never_notify_are_polled() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut opts = options(dir.path());
+    opts.poll_interval = Duration::from_millis(300);
+    let manager = start(
+        json!({"quiet": fixture_entry(&["--mode", "no-list-changed"])}),
+        opts,
+    )
+    .await;
+    manager.watch();
+    auto_call(&manager, "mcp__quiet__add_tool", json!({"name": "polled"})).await;
+    eventually(
+        Duration::from_secs(5),
+        "mcp__quiet__polled registered",
+        || tool_names(&manager).contains(&"mcp__quiet__polled".to_string()),
+    )
+    .await;
+    manager.close().await;
+}
+
+/// The installed program `relative` under `.ci/peers`, if it is there (see tests/interop.rs).
+fn installed(relative: &str) -> Option<PathBuf> {
+    let dir = std::env::var_os("AGENVOY_INTEROP_DIR")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| PathBuf::from(env!("CARGO_MANIFEST_DIR")).join(".ci/peers"));
+    let path = dir.join(relative);
+    if path.exists() {
+        return Some(path);
+    }
+    let required = std::env::var("AGENVOY_REQUIRE_INTEROP").is_ok_and(|v| v == "1");
+    assert!(
+        !required,
+        "{} is not installed: run .ci/install",
+        path.display()
+    );
+    eprintln!(
+        "skipped: {} is not installed (run .ci/install)",
+        path.display()
+    );
+    None
+}
+
+#[tokio::test]
+async fn live_refresh_with_server_everything() {
+    let Some(program) = installed("node_modules/.bin/mcp-server-everything") else {
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let mut opts = options(dir.path());
+    // Offering roots makes server-everything add get-roots-list after the handshake and
+    // announce it with notifications/tools/list_changed.
+    opts.client.handlers = Handlers {
+        roots: Some(vec![Root {
+            uri: "file:///tmp".into(),
+            name: Some("tmp".into()),
+        }]),
+        ..Default::default()
+    };
+    let manager = start(
+        json!({"everything": {"command": program.display().to_string(), "args": ["stdio"]}}),
+        opts,
+    )
+    .await;
+    manager.watch();
+    let s = status_of(&manager, "everything");
+    assert_eq!(s.state, ServerState::Connected, "{s:?}");
+    assert!(s.has_instructions);
+    eventually(Duration::from_secs(10), "get-roots-list registered", || {
+        tool_names(&manager).contains(&"mcp__everything__get-roots-list".to_string())
+    })
+    .await;
+    assert!(manager.instructions().contains("### everything"));
+    let listed = auto_call(&manager, "mcp__everything__get-roots-list", json!({})).await;
+    assert!(listed.contains("file:///tmp"), "{listed}");
+    assert_eq!(
+        auto_call(&manager, "mcp__everything__echo", json!({"message": "hi"})).await,
+        "Echo: hi"
+    );
+    manager.close().await;
+}
+
+fn kill(pid: u32) {
+    let status = Command::new("kill")
+        .args(["-9", &pid.to_string()])
+        .status()
+        .unwrap();
+    assert!(status.success());
+}
+
+#[tokio::test]
+async fn a_dead_session_is_reconnected_once_and_the_call_retried() {
+    let dir = tempfile::tempdir().unwrap();
+    let manager = start(json!({"fx": fixture_entry(&[])}), options(dir.path())).await;
+    let first = pid_of(&manager, "fx");
+    kill(first);
+    eventually(Duration::from_secs(5), "fx disconnected", || {
+        status_of(&manager, "fx").state == ServerState::Disconnected
+    })
+    .await;
+    assert!(
+        status_of(&manager, "fx")
+            .last_error
+            .unwrap()
+            .contains("closed")
+    );
+    assert_eq!(
+        auto_call(&manager, "mcp__fx__echo", json!({"text": "back"})).await,
+        "back"
+    );
+    let second = pid_of(&manager, "fx");
+    assert_ne!(first, second);
+    assert_eq!(status_of(&manager, "fx").state, ServerState::Connected);
+    assert_group_gone_within(first, Duration::from_secs(5));
+    manager.close().await;
+    assert_group_gone_within(second, Duration::from_secs(5));
+}
+
+#[tokio::test]
+async fn a_call_that_kills_the_session_is_retried_once_then_fails() {
+    let dir = tempfile::tempdir().unwrap();
+    let manager = start(
+        json!({"crashy": fixture_entry(&["--mode", "crash-mid-call"])}),
+        options(dir.path()),
+    )
+    .await;
+    let first = pid_of(&manager, "crashy");
+    let err = manager
+        .call(
+            "mcp__crashy__echo",
+            json!({"text": "x"}),
+            PermissionMode::Auto,
+        )
+        .await
+        .unwrap_err();
+    match &err {
+        CallError::Server(e) => assert!(e.is_closed(), "{e}"),
+        other => panic!("{other}"),
+    }
+    assert!(err.to_string().contains("\"crashy\", tools/call"), "{err}");
+    // One reconnect happened (a new process); the retry crashed it too.
+    let second = pid_of(&manager, "crashy");
+    assert_ne!(first, second);
+    manager.close().await;
+}
+
+#[tokio::test]
+async fn a_call_whose_tool_returned_is_error_is_not_retried() {
+    let dir = tempfile::tempdir().unwrap();
+    let manager = start(json!({"fx": fixture_entry(&[])}), options(dir.path())).await;
+    let pid = pid_of(&manager, "fx");
+    let out = manager
+        .call(
+            "mcp__fx__fail",
+            json!({"message": "nope"}),
+            PermissionMode::Auto,
+        )
+        .await
+        .unwrap();
+    assert!(out.is_error);
+    assert_eq!(out.text, "nope");
+    assert_eq!(pid_of(&manager, "fx"), pid, "no reconnect");
+    manager.close().await;
+}
+
+#[tokio::test]
+async fn reconnect_one_and_all() {
+    let dir = tempfile::tempdir().unwrap();
+    let manager = start(
+        json!({"a": fixture_entry(&[]), "b": fixture_entry(&[])}),
+        options(dir.path()),
+    )
+    .await;
+    manager.watch();
+    let (a, b) = (pid_of(&manager, "a"), pid_of(&manager, "b"));
+    manager.reconnect_server("a").await.unwrap();
+    let a2 = pid_of(&manager, "a");
+    assert_ne!(a, a2);
+    assert_eq!(pid_of(&manager, "b"), b);
+    assert_group_gone_within(a, Duration::from_secs(5));
+    assert_eq!(tool_names(&manager).len(), 18);
+    // The new session is watched too.
+    auto_call(&manager, "mcp__a__add_tool", json!({"name": "after"})).await;
+    eventually(Duration::from_secs(5), "mcp__a__after registered", || {
+        tool_names(&manager).contains(&"mcp__a__after".to_string())
+    })
+    .await;
+    let outcomes = manager.reconnect().await;
+    let names: Vec<&str> = outcomes.iter().map(|(n, _)| n.as_str()).collect();
+    assert_eq!(names, ["a", "b"]);
+    assert!(outcomes.iter().all(|(_, r)| r.is_ok()));
+    assert_ne!(pid_of(&manager, "a"), a2);
+    assert_ne!(pid_of(&manager, "b"), b);
+    // A fresh fixture server has no added tool: the registry follows it.
+    assert_eq!(tool_names(&manager).len(), 18);
+    let e = manager.reconnect_server("nope").await.unwrap_err();
+    assert!(e.to_string().contains("no server by this name"), "{e}");
+    let (a3, b3) = (pid_of(&manager, "a"), pid_of(&manager, "b"));
+    manager.close().await;
+    assert_group_gone_within(a3, Duration::from_secs(5));
+    assert_group_gone_within(b3, Duration::from_secs(5));
+    assert!(
+        manager
+            .status()
+            .iter()
+            .all(|s| s.state == ServerState::Disconnected)
+    );
+    assert!(manager.tool_definitions().is_empty());
+}
+
+fn confirm_answering(answer: Result<(), String>) -> ConfirmCallback {
+    Arc::new(move |_request: ConfirmRequest| {
+        let answer = answer.clone();
+        Box::pin(async move { answer })
+    })
+}
+
+#[tokio::test]
+async fn every_call_passes_the_gate() {
+    let dir = tempfile::tempdir().unwrap();
+    let servers = json!({"fx": fixture_entry(&[])});
+    let echo = |t: &str| json!({"text": t});
+    let confirm = PermissionMode::Confirm;
+
+    // No callback: confirm mode refuses what is not allowlisted; auto runs it.
+    let manager = start(servers.clone(), options(dir.path())).await;
+    let err = manager
+        .call("mcp__fx__echo", echo("a"), confirm)
+        .await
+        .unwrap_err();
+    assert!(matches!(err, CallError::Denied(_)), "{err}");
+    assert!(err.to_string().contains("allow_tool"), "{err}");
+    assert_eq!(
+        auto_call(&manager, "mcp__fx__echo", echo("auto")).await,
+        "auto"
+    );
+    // The allowlist: one tool, then the whole server.
+    std::fs::write(dir.path().join("allow_tool"), "mcp__fx__add\n").unwrap();
+    assert!(
+        manager
+            .call("mcp__fx__echo", echo("a"), confirm)
+            .await
+            .is_err()
+    );
+    let sum = manager
+        .call("mcp__fx__add", json!({"a": 1, "b": 2}), confirm)
+        .await
+        .unwrap();
+    assert_eq!(sum.text, "3");
+    std::fs::write(dir.path().join("allow_tool"), "mcp__fx__*\n").unwrap();
+    assert_eq!(
+        manager
+            .call("mcp__fx__echo", echo("listed"), confirm)
+            .await
+            .unwrap()
+            .text,
+        "listed"
+    );
+    // Unknown tools are refused before the gate.
+    let err = manager
+        .call("mcp__fx__nope", json!({}), PermissionMode::Auto)
+        .await
+        .unwrap_err();
+    assert!(matches!(err, CallError::UnknownTool(_)));
+    assert!(err.to_string().contains("agenvoy-mcp tools"), "{err}");
+    manager.close().await;
+
+    // With a callback: it decides what the allowlist does not cover.
+    std::fs::remove_file(dir.path().join("allow_tool")).unwrap();
+    let mut opts = options(dir.path());
+    opts.confirm = Some(confirm_answering(Err("the user said no".into())));
+    let manager = start(servers.clone(), opts).await;
+    let err = manager
+        .call("mcp__fx__echo", echo("a"), confirm)
+        .await
+        .unwrap_err();
+    assert_eq!(
+        err.to_string(),
+        "tool call mcp__fx__echo refused: the user said no"
+    );
+    manager.close().await;
+    let mut opts = options(dir.path());
+    opts.confirm = Some(confirm_answering(Ok(())));
+    let manager = start(servers, opts).await;
+    assert_eq!(
+        manager
+            .call("mcp__fx__echo", echo("yes"), confirm)
+            .await
+            .unwrap()
+            .text,
+        "yes"
+    );
+    manager.close().await;
+}
+
+#[tokio::test]
+async fn instructions_of_every_connected_server_sorted() {
+    let dir = tempfile::tempdir().unwrap();
+    let manager = start(
+        json!({"zeta": fixture_entry(&[]), "alpha": fixture_entry(&[]),
+               "down": fixture_entry(&["--mode", "crash-at-start"])}),
+        options(dir.path()),
+    )
+    .await;
+    let block = manager.instructions();
+    assert!(
+        block.starts_with("## MCP Server Instructions\n\n"),
+        "{block}"
+    );
+    let alpha = block
+        .find("### alpha\n\nThe agenvoy fixture server")
+        .unwrap();
+    let zeta = block
+        .find("### zeta\n\nThe agenvoy fixture server")
+        .unwrap();
+    assert!(alpha < zeta && !block.contains("### down"), "{block}");
+    manager.close().await;
+}
+
+// The commands.
+
+/// Runs the binary with `AGENVOY_CONFIG_DIR` set to `dir`, stdin not a terminal.
+fn run(dir: &Path, args: &[&str]) -> (Output, String, String) {
+    let out = Command::new(binary())
+        .args(args)
+        .env("AGENVOY_CONFIG_DIR", dir)
+        .stdin(Stdio::null())
+        .output()
+        .expect("run the binary");
+    let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
+    let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
+    (out, stdout, stderr)
+}
+
+fn write_config(dir: &Path, servers: Value) -> PathBuf {
+    let path = dir.join("custom.json");
+    std::fs::write(&path, json!({ "servers": servers }).to_string()).unwrap();
+    path
+}
+
+#[test]
+fn tools_with_no_config_file_uses_the_embedded_default() {
+    let dir = tempfile::tempdir().unwrap();
+    let (out, stdout, stderr) = run(dir.path(), &["tools"]);
+    assert!(out.status.success(), "{stderr}");
+    assert!(
+        stdout.contains("(not found: using the embedded default)"),
+        "{stdout}"
+    );
+    assert!(stdout.contains("  fixture  connected"), "{stdout}");
+    assert!(
+        stdout.contains("tools (9):") && stdout.contains("  mcp__fixture__echo "),
+        "{stdout}"
+    );
+}
+
+#[test]
+fn tools_shows_every_server_state() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = write_config(dir.path(), isolation_servers());
+    let config = path.to_str().unwrap();
+    let (out, stdout, stderr) = run(dir.path(), &["tools", "--config", config, "--timeout", "2"]);
+    assert!(out.status.success(), "{stderr}");
+    assert!(
+        stdout.starts_with(&format!("config: {config}\nservers (4):\n")),
+        "{stdout}"
+    );
+    for line in [
+        "  crash    failed",
+        "  hang     failed",
+        "  invalid  failed        ?",
+        "  ok       connected     stdio  2025-11-25  9 tools  instructions",
+        "no response after 2.0 s",
+        "both \"command\" and \"url\"",
+        "tools (9):",
+    ] {
+        assert!(stdout.contains(line), "{line:?} missing from:\n{stdout}");
+    }
+
+    let (out, stdout, _) = run(
+        dir.path(),
+        &["tools", "--json", "--config", config, "--timeout", "2"],
+    );
+    assert!(out.status.success());
+    let report: Value = serde_json::from_str(&stdout).unwrap();
+    let states: Vec<(&str, &str)> = report["servers"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| (s["name"].as_str().unwrap(), s["state"].as_str().unwrap()))
+        .collect();
+    assert_eq!(
+        states,
+        [
+            ("crash", "failed"),
+            ("hang", "failed"),
+            ("invalid", "failed"),
+            ("ok", "connected")
+        ]
+    );
+    let echo = &report["tools"].as_array().unwrap()[5];
+    assert_eq!(echo["name"], "mcp__ok__echo");
+    assert_eq!(
+        (echo["server"].as_str(), echo["tool"].as_str()),
+        (Some("ok"), Some("echo"))
+    );
+    assert_eq!(echo["input_schema"]["required"], json!(["text"]));
+    assert_eq!(report["config"]["found"], true);
+}
+
+#[test]
+fn a_broken_config_file_is_an_error_with_line_and_column() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("mcp.json");
+    std::fs::write(
+        &path,
+        "{\n  \"servers\": {\n    \"a\": {\"command\": \"x\",}\n}}\n",
+    )
+    .unwrap();
+    for command in ["tools", "call"] {
+        let mut args = vec![command];
+        if command == "call" {
+            args.push("mcp__a__x");
+        }
+        let (out, stdout, stderr) = run(dir.path(), &args);
+        assert_eq!(out.status.code(), Some(1));
+        assert!(stdout.is_empty());
+        assert!(
+            stderr.contains(&format!(
+                "config {}, line 3, column 26: not valid JSON",
+                path.display()
+            )),
+            "{stderr}"
+        );
+    }
+}
+
+#[test]
+fn call_refuses_without_a_terminal_and_says_why() {
+    let dir = tempfile::tempdir().unwrap();
+    let (out, stdout, stderr) = run(
+        dir.path(),
+        &["call", "mcp__fixture__echo", r#"{"text":"hi"}"#],
+    );
+    assert_eq!(out.status.code(), Some(1));
+    assert!(stdout.is_empty());
+    assert!(
+        stderr.contains("tool call mcp__fixture__echo refused: it is not on the allowlist")
+            && stderr.contains("no terminal")
+            && stderr.contains("--yes"),
+        "{stderr}"
+    );
+}
+
+#[test]
+fn call_runs_with_yes_or_when_allowlisted() {
+    let dir = tempfile::tempdir().unwrap();
+    let (out, stdout, stderr) = run(
+        dir.path(),
+        &["call", "--yes", "mcp__fixture__echo", r#"{"text":"hi"}"#],
+    );
+    assert!(out.status.success(), "{stderr}");
+    assert_eq!(stdout, "hi\n");
+    std::fs::write(dir.path().join("allow_tool"), "mcp__fixture__*\n").unwrap();
+    let (out, stdout, stderr) = run(
+        dir.path(),
+        &["call", "mcp__fixture__add", r#"{"a":2,"b":3}"#],
+    );
+    assert!(out.status.success(), "{stderr}");
+    assert_eq!(stdout, "5\n");
+}
+
+#[test]
+fn call_shows_progress_on_stderr_and_tool_errors_exit_1() {
+    let dir = tempfile::tempdir().unwrap();
+    let (out, stdout, stderr) = run(
+        dir.path(),
+        &[
+            "call",
+            "--yes",
+            "mcp__fixture__slow",
+            r#"{"seconds":0.3,"steps":3}"#,
+        ],
+    );
+    assert!(out.status.success(), "{stderr}");
+    assert_eq!(stdout, "slept 0.3 s\n");
+    for step in 1..=3 {
+        assert!(
+            stderr.contains(&format!("progress: {step}/3 step {step} of 3\n")),
+            "{stderr}"
+        );
+    }
+    let (out, stdout, stderr) = run(dir.path(), &["call", "--yes", "mcp__fixture__fail"]);
+    assert_eq!(out.status.code(), Some(1));
+    assert_eq!(stdout, "the fail tool failed, as asked\n");
+    assert!(stderr.contains("the tool reported an error"), "{stderr}");
+}
+
+#[test]
+fn call_usage_errors() {
+    let dir = tempfile::tempdir().unwrap();
+    let (out, _, stderr) = run(
+        dir.path(),
+        &["call", "--yes", "mcp__fixture__echo", "{not json"],
+    );
+    assert_eq!(out.status.code(), Some(2));
+    assert!(stderr.contains("not valid JSON"), "{stderr}");
+    let (out, _, stderr) = run(dir.path(), &["call", "--yes", "mcp__fixture__echo", "[1]"]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(stderr.contains("must be a JSON object"), "{stderr}");
+    let (out, _, stderr) = run(dir.path(), &["call", "--yes", "mcp__nowhere__x"]);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(
+        stderr.contains("no MCP tool named mcp__nowhere__x"),
+        "{stderr}"
+    );
+}
