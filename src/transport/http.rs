@@ -54,8 +54,26 @@ const MAX_REDIRECTS: usize = 5;
 const RESUME_ATTEMPTS: u32 = 5;
 const SEEN_EVENTS: usize = 4096;
 
+/// Supplies the bearer token of every request and answers the server's 401 and 403
+/// challenges; the OAuth layer implements it, an embedder may bring its own.
+pub trait Authorizer: Send + Sync {
+    /// The `Authorization` header value for the next request (e.g. `Bearer <token>`), if any.
+    /// An error (say, no token and no way to get one) fails the request with it.
+    fn authorization(&self) -> BoxFuture<'_, Result<Option<String>>>;
+    /// The server answered `status` (401 or 403) with this `WWW-Authenticate` header. Returns
+    /// whether the request should be sent again (the credentials changed), or an error.
+    fn challenge(
+        &self,
+        status: u16,
+        www_authenticate: Option<String>,
+    ) -> BoxFuture<'_, Result<bool>>;
+}
+
+/// How many times one request may be re-sent after an auth challenge.
+const AUTH_RETRIES: u32 = 4;
+
 /// How to reach an HTTP server.
-#[derive(Debug, Clone)]
+#[derive(Clone)]
 pub struct HttpConfig {
     /// The MCP endpoint, `http://` or `https://`.
     pub url: String,
@@ -65,6 +83,22 @@ pub struct HttpConfig {
     pub connect_timeout: Duration,
     /// Longest wait for the response headers of one request.
     pub header_timeout: Duration,
+    /// Bearer tokens and challenges (OAuth); `None` sends only the configured headers.
+    pub authorizer: Option<Arc<dyn Authorizer>>,
+}
+
+impl std::fmt::Debug for HttpConfig {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        // Header values are secrets more often than not: names only.
+        let names: Vec<&str> = self.headers.iter().map(|(k, _)| k.as_str()).collect();
+        f.debug_struct("HttpConfig")
+            .field("url", &self.url)
+            .field("headers", &names)
+            .field("connect_timeout", &self.connect_timeout)
+            .field("header_timeout", &self.header_timeout)
+            .field("authorizer", &self.authorizer.is_some())
+            .finish()
+    }
 }
 
 impl HttpConfig {
@@ -75,11 +109,46 @@ impl HttpConfig {
             headers: Vec::new(),
             connect_timeout: Duration::from_secs(10),
             header_timeout: Duration::from_secs(30),
+            authorizer: None,
         }
     }
 }
 
-type Client = HyperClient<hyper_rustls::HttpsConnector<HttpConnector>, Full<Bytes>>;
+/// The hyper client every HTTP exchange of this crate uses: HTTP/1.1 and HTTP/2, rustls with
+/// the ring provider and the OS trust store; it follows no redirect by itself.
+pub type Client = HyperClient<hyper_rustls::HttpsConnector<HttpConnector>, Full<Bytes>>;
+
+/// Builds a [`Client`]; `server` names the server in the warning when no OS trust store is found.
+pub fn https_client(server: &str, connect_timeout: Duration) -> Client {
+    let mut http = HttpConnector::new();
+    http.set_connect_timeout(Some(connect_timeout));
+    http.enforce_http(false);
+    let provider = rustls::crypto::ring::default_provider();
+    let builder =
+        match hyper_rustls::HttpsConnectorBuilder::new().with_provider_and_native_roots(provider) {
+            Ok(b) => b,
+            Err(e) => {
+                tracing::warn!(
+                    server,
+                    "no usable OS trust store ({e}); https servers will fail to verify"
+                );
+                let tls = rustls::ClientConfig::builder_with_provider(Arc::new(
+                    rustls::crypto::ring::default_provider(),
+                ))
+                .with_safe_default_protocol_versions()
+                .expect("ring supports the default TLS versions")
+                .with_root_certificates(rustls::RootCertStore::empty())
+                .with_no_client_auth();
+                hyper_rustls::HttpsConnectorBuilder::new().with_tls_config(tls)
+            }
+        };
+    let https = builder
+        .https_or_http()
+        .enable_http1()
+        .enable_http2()
+        .wrap_connector(http);
+    HyperClient::builder(TokioExecutor::new()).build(https)
+}
 
 /// Why an HTTP exchange failed, before it becomes an [`Error`].
 enum Failure {
@@ -87,6 +156,8 @@ enum Failure {
     Status { status: StatusCode, body: String },
     /// No answer: connection, TLS or timeout.
     Unreachable(String),
+    /// The authorizer could not supply credentials.
+    Auth(Error),
 }
 
 #[derive(Default)]
@@ -112,6 +183,7 @@ struct Inner {
     url: Uri,
     headers: HeaderMap,
     header_timeout: Duration,
+    authorizer: Option<Arc<dyn Authorizer>>,
     inbound: mpsc::Sender<Inbound>,
     state: Mutex<State>,
     seen: Mutex<Seen>,
@@ -143,35 +215,7 @@ impl HttpTransport {
             )));
         }
         let headers = configured_headers(&config.headers).map_err(usage)?;
-        let mut http = HttpConnector::new();
-        http.set_connect_timeout(Some(config.connect_timeout));
-        http.enforce_http(false);
-        let provider = rustls::crypto::ring::default_provider();
-        let builder = match hyper_rustls::HttpsConnectorBuilder::new()
-            .with_provider_and_native_roots(provider)
-        {
-            Ok(b) => b,
-            Err(e) => {
-                tracing::warn!(
-                    server,
-                    "no usable OS trust store ({e}); https servers will fail to verify"
-                );
-                let tls = rustls::ClientConfig::builder_with_provider(Arc::new(
-                    rustls::crypto::ring::default_provider(),
-                ))
-                .with_safe_default_protocol_versions()
-                .expect("ring supports the default TLS versions")
-                .with_root_certificates(rustls::RootCertStore::empty())
-                .with_no_client_auth();
-                hyper_rustls::HttpsConnectorBuilder::new().with_tls_config(tls)
-            }
-        };
-        let https = builder
-            .https_or_http()
-            .enable_http1()
-            .enable_http2()
-            .wrap_connector(http);
-        let client = HyperClient::builder(TokioExecutor::new()).build(https);
+        let client = https_client(server, config.connect_timeout);
         let (tx, rx) = mpsc::channel(64);
         let inner = Inner {
             server: server.to_string(),
@@ -179,6 +223,7 @@ impl HttpTransport {
             url,
             headers,
             header_timeout: config.header_timeout,
+            authorizer: config.authorizer.clone(),
             inbound: tx,
             state: Mutex::new(State::default()),
             seen: Mutex::new(Seen::default()),
@@ -586,6 +631,7 @@ impl Inner {
                 status: None,
                 detail,
             }),
+            Failure::Auth(e) => e,
         }
     }
 
@@ -679,9 +725,24 @@ impl Inner {
     ) -> std::result::Result<Response<Incoming>, Failure> {
         let mut uri = target.clone();
         let mut credentials = true;
-        let (mut redirects, mut retries) = (0, 0);
+        let (mut redirects, mut retries, mut challenges) = (0, 0, 0);
         loop {
-            let request = self.build(&method, &uri, body.clone(), last_event_id, credentials);
+            let mut request = self.build(&method, &uri, body.clone(), last_event_id, credentials);
+            if let Some(authorizer) = self.authorizer.as_ref().filter(|_| credentials) {
+                match authorizer.authorization().await {
+                    Ok(Some(value)) => {
+                        let mut value = HeaderValue::from_str(&value).map_err(|_| {
+                            Failure::Unreachable(
+                                "the authorizer gave an invalid header value".into(),
+                            )
+                        })?;
+                        value.set_sensitive(true);
+                        request.headers_mut().insert(header::AUTHORIZATION, value);
+                    }
+                    Ok(None) => {}
+                    Err(e) => return Err(Failure::Auth(e)),
+                }
+            }
             let response =
                 match tokio::time::timeout(self.header_timeout, self.client.request(request)).await
                 {
@@ -730,6 +791,24 @@ impl Inner {
             }
             if status.is_success() {
                 return Ok(response);
+            }
+            if let Some(authorizer) = self.authorizer.as_ref().filter(|_| credentials)
+                && matches!(status.as_u16(), 401 | 403)
+                && challenges < AUTH_RETRIES
+            {
+                let www = response
+                    .headers()
+                    .get(header::WWW_AUTHENTICATE)
+                    .and_then(|v| v.to_str().ok())
+                    .map(str::to_string);
+                match authorizer.challenge(status.as_u16(), www).await {
+                    Ok(true) => {
+                        challenges += 1;
+                        continue;
+                    }
+                    Ok(false) => {}
+                    Err(e) => return Err(Failure::Auth(e)),
+                }
             }
             return Err(Failure::Status {
                 status,
