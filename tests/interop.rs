@@ -13,7 +13,7 @@ use common::*;
 use serde_json::{Value, json};
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 /// The installed program `relative` (under the interop folder), if it is there.
 fn installed(relative: &str) -> Option<PathBuf> {
@@ -290,4 +290,111 @@ fn probe_lists_and_calls_each_real_server() {
         let out = report["call"]["output"].as_str().unwrap();
         assert!(out.contains(expect), "{tool}: {out}");
     }
+}
+
+/// server-everything serving HTTP on a free loopback port, killed when dropped.
+struct EverythingHttp {
+    child: std::process::Child,
+    port: u16,
+}
+
+impl EverythingHttp {
+    fn start(program: &std::path::Path, mode: &str, port: Option<u16>) -> EverythingHttp {
+        let port = port.unwrap_or_else(|| {
+            std::net::TcpListener::bind("127.0.0.1:0")
+                .unwrap()
+                .local_addr()
+                .unwrap()
+                .port()
+        });
+        let child = std::process::Command::new(program)
+            .arg(mode)
+            .env("PORT", port.to_string())
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .unwrap();
+        // Ready once it accepts connections (it listens on every interface; we use loopback).
+        let deadline = Instant::now() + Duration::from_secs(15);
+        while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
+            assert!(
+                Instant::now() < deadline,
+                "server-everything {mode} did not listen on {port}"
+            );
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        EverythingHttp { child, port }
+    }
+}
+
+impl Drop for EverythingHttp {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+fn probe_json(target: &str, tool: &str, args: &str) -> Value {
+    let output = std::process::Command::new(binary())
+        .args(["probe", "--json", "--call", tool, "--args", args, target])
+        .output()
+        .unwrap();
+    assert!(
+        output.status.success(),
+        "probe {target}: {}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    serde_json::from_slice(&output.stdout).unwrap()
+}
+
+#[test]
+fn probe_server_everything_over_streamable_http_and_legacy_sse() {
+    let Some(program) = installed("node_modules/.bin/mcp-server-everything") else {
+        return;
+    };
+    let http = EverythingHttp::start(&program, "streamableHttp", None);
+    let report = probe_json(
+        &format!("http://127.0.0.1:{}/mcp", http.port),
+        "echo",
+        r#"{"message":"streamable"}"#,
+    );
+    assert_eq!(report["transport"], "http");
+    assert_eq!(report["call"]["output"], "Echo: streamable");
+    assert!(report["tools"].as_array().unwrap().len() > 5);
+
+    let sse = EverythingHttp::start(&program, "sse", None);
+    let report = probe_json(
+        &format!("http://127.0.0.1:{}/sse", sse.port),
+        "get-sum",
+        r#"{"a":20,"b":22}"#,
+    );
+    assert_eq!(report["transport"], "http+sse");
+    assert!(report["call"]["output"].as_str().unwrap().contains("42"));
+}
+
+#[tokio::test]
+async fn server_everything_over_http_survives_a_restart_of_the_server() {
+    let Some(program) = installed("node_modules/.bin/mcp-server-everything") else {
+        return;
+    };
+    let server = EverythingHttp::start(&program, "streamableHttp", None);
+    let port = server.port;
+    let url = format!("http://127.0.0.1:{port}/mcp");
+    let config = agenvoy_mcp::transport::http::HttpConfig::new(&url);
+    let client = Client::connect_http("everything", &config, ClientOptions::default())
+        .await
+        .unwrap();
+    assert_eq!(
+        text(&client, "echo", json!({"message": "before"})).await,
+        "Echo: before"
+    );
+    // A new server process knows nothing of our session: it answers 400, and the client
+    // starts a new session and replays the call.
+    drop(server);
+    let _restarted = EverythingHttp::start(&program, "streamableHttp", Some(port));
+    assert_eq!(
+        text(&client, "echo", json!({"message": "after"})).await,
+        "Echo: after"
+    );
+    client.close().await;
 }

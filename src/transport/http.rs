@@ -579,6 +579,19 @@ fn resolve(base: &Uri, reference: &str) -> Option<Uri> {
         .ok()
 }
 
+/// Whether a request failed because its pooled connection was already closed by the server
+/// before any answer came: the request is safe to send again on a new connection.
+fn stale_connection(error: &hyper_util::client::legacy::Error) -> bool {
+    let mut source = std::error::Error::source(error);
+    while let Some(s) = source {
+        if let Some(h) = s.downcast_ref::<hyper::Error>() {
+            return h.is_incomplete_message() || h.is_canceled();
+        }
+        source = s.source();
+    }
+    false
+}
+
 /// Whether an error body is a JSON-RPC error object (an MCP server's answer).
 fn is_jsonrpc_error(body: &str) -> bool {
     serde_json::from_str::<serde_json::Value>(body).is_ok_and(|v| {
@@ -753,6 +766,12 @@ impl Inner {
                         )));
                     }
                     Ok(Err(e)) => {
+                        if stale_connection(&e) && retries < MAX_RETRIES {
+                            // A pooled connection the server closed (it restarted, or timed
+                            // the connection out): try once more on a fresh one.
+                            retries += 1;
+                            continue;
+                        }
                         let mut why = e.to_string();
                         let mut source = std::error::Error::source(&e);
                         while let Some(s) = source {
