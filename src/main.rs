@@ -164,11 +164,7 @@ fn main() -> ExitCode {
         }
         Command::Conformance { url } => {
             init_logging();
-            let runtime = tokio::runtime::Builder::new_multi_thread()
-                .enable_all()
-                .build()
-                .expect("tokio runtime");
-            runtime.block_on(cli::conformance::run(&url))
+            runtime().block_on(cli::conformance::run(&url))
         }
         Command::FixtureServer {
             mode,
@@ -194,7 +190,8 @@ fn main() -> ExitCode {
             url,
             command,
         } => {
-            let Ok(timeout) = std::time::Duration::try_from_secs_f64(timeout) else {
+            let timeout = std::time::Duration::try_from_secs_f64(timeout).ok();
+            let Some(timeout) = timeout.filter(|t| !t.is_zero()) else {
                 eprintln!(
                     "probe failed at arguments: --timeout must be a positive number of seconds"
                 );
