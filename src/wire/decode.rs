@@ -39,9 +39,6 @@ pub const ID_LIMIT: usize = 1024;
 /// The longest `method` accepted (bytes, unescaped); a longer one fails the decode.
 pub const METHOD_LIMIT: usize = 1024;
 
-/// How far a string is scanned at once, so that validating a span finds it in cache.
-const WINDOW: usize = 1 << 16;
-
 /// Why a message could not be decoded at all.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum DecodeError {
@@ -350,6 +347,8 @@ enum Content {
 /// Decodes one JSON-RPC message from chunks of bytes; see the module docs.
 #[derive(Debug)]
 pub struct MessageDecoder {
+    /// The CPU has AVX2, for the string scan.
+    avx2: bool,
     raw_limit: usize,
     raw: Option<Vec<u8>>,
     len: u64,
@@ -395,9 +394,11 @@ fn is_ws(b: u8) -> bool {
     matches!(b, b' ' | b'\n' | b'\t' | b'\r')
 }
 
-/// The index of the first byte below 0x20 or above 0x7F (or `s.len()`).
+/// The index of the first `"`, `\` or byte below 0x20 in `s`, and with `HIGH` also of the
+/// first byte above 0x7F (or `s.len()`).
 #[inline]
-fn first_dirty(s: &[u8]) -> usize {
+fn first_special<const HIGH: bool>(s: &[u8]) -> usize {
+    let special = |b: u8| b == b'"' || b == b'\\' || b < 0x20 || (HIGH && b >= 0x80);
     #[cfg(target_arch = "x86_64")]
     {
         use std::arch::x86_64::*;
@@ -405,25 +406,34 @@ fn first_dirty(s: &[u8]) -> usize {
         let mut i = 0;
         // SAFETY: SSE2 is part of the x86_64 baseline; every load reads 16 bytes inside `s`.
         unsafe {
-            let lim = _mm_set1_epi8(0x20);
+            let quote = _mm_set1_epi8(b'"' as i8);
+            let backslash = _mm_set1_epi8(b'\\' as i8);
+            let below = _mm_set1_epi8(0x20);
+            let ctrl_max = _mm_set1_epi8(0x1F);
             let p = s.as_ptr();
-            while i + 64 <= len {
-                let a = _mm_loadu_si128(p.add(i) as *const __m128i);
-                let b = _mm_loadu_si128(p.add(i + 16) as *const __m128i);
-                let c = _mm_loadu_si128(p.add(i + 32) as *const __m128i);
-                let d = _mm_loadu_si128(p.add(i + 48) as *const __m128i);
-                let m = _mm_or_si128(
-                    _mm_or_si128(_mm_cmplt_epi8(a, lim), _mm_cmplt_epi8(b, lim)),
-                    _mm_or_si128(_mm_cmplt_epi8(c, lim), _mm_cmplt_epi8(d, lim)),
-                );
-                if _mm_movemask_epi8(m) != 0 {
-                    break;
+            let mask = |x: __m128i| {
+                let low = if HIGH {
+                    // Signed: bytes above 0x7F are negative, so below 0x20 too.
+                    _mm_cmplt_epi8(x, below)
+                } else {
+                    _mm_cmpeq_epi8(_mm_min_epu8(x, ctrl_max), x)
+                };
+                _mm_or_si128(
+                    low,
+                    _mm_or_si128(_mm_cmpeq_epi8(x, quote), _mm_cmpeq_epi8(x, backslash)),
+                )
+            };
+            while i + 32 <= len {
+                let a = mask(_mm_loadu_si128(p.add(i) as *const __m128i));
+                let b = mask(_mm_loadu_si128(p.add(i + 16) as *const __m128i));
+                let m = (_mm_movemask_epi8(a) as u32) | ((_mm_movemask_epi8(b) as u32) << 16);
+                if m != 0 {
+                    return i + m.trailing_zeros() as usize;
                 }
-                i += 64;
+                i += 32;
             }
             while i + 16 <= len {
-                let a = _mm_loadu_si128(p.add(i) as *const __m128i);
-                let m = _mm_movemask_epi8(_mm_cmplt_epi8(a, lim));
+                let m = _mm_movemask_epi8(mask(_mm_loadu_si128(p.add(i) as *const __m128i)));
                 if m != 0 {
                     return i + m.trailing_zeros() as usize;
                 }
@@ -431,7 +441,7 @@ fn first_dirty(s: &[u8]) -> usize {
             }
         }
         while i < len {
-            if (s[i] as i8) < 0x20 {
+            if special(s[i]) {
                 return i;
             }
             i += 1;
@@ -440,7 +450,87 @@ fn first_dirty(s: &[u8]) -> usize {
     }
     #[cfg(not(target_arch = "x86_64"))]
     {
-        s.iter().position(|&b| (b as i8) < 0x20).unwrap_or(s.len())
+        s.iter().position(|&b| special(b)).unwrap_or(s.len())
+    }
+}
+
+fn has_avx2() -> bool {
+    #[cfg(target_arch = "x86_64")]
+    {
+        std::is_x86_feature_detected!("avx2")
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    {
+        false
+    }
+}
+
+/// [`first_special`] with 32-byte vectors; only called when the CPU has AVX2 (from code compiled
+/// for AVX2, where it inlines).
+#[inline(always)]
+fn first_special_avx2<const HIGH: bool>(s: &[u8]) -> usize {
+    #[cfg(target_arch = "x86_64")]
+    {
+        // SAFETY: only called after `has_avx2()` said the CPU has AVX2.
+        unsafe { avx2::first_special::<HIGH>(s) }
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    {
+        first_special::<HIGH>(s)
+    }
+}
+
+#[cfg(target_arch = "x86_64")]
+mod avx2 {
+    use std::arch::x86_64::*;
+
+    #[inline]
+    #[target_feature(enable = "avx2")]
+    pub(super) unsafe fn first_special<const HIGH: bool>(s: &[u8]) -> usize {
+        let len = s.len();
+        let mut i = 0;
+        let quote = _mm256_set1_epi8(b'"' as i8);
+        let backslash = _mm256_set1_epi8(b'\\' as i8);
+        let below = _mm256_set1_epi8(0x20);
+        let ctrl_max = _mm256_set1_epi8(0x1F);
+        let p = s.as_ptr();
+        let mask = |x: __m256i| {
+            let low = if HIGH {
+                // Signed: bytes above 0x7F are negative, so below 0x20 too.
+                _mm256_cmpgt_epi8(below, x)
+            } else {
+                _mm256_cmpeq_epi8(_mm256_min_epu8(x, ctrl_max), x)
+            };
+            _mm256_or_si256(
+                low,
+                _mm256_or_si256(_mm256_cmpeq_epi8(x, quote), _mm256_cmpeq_epi8(x, backslash)),
+            )
+        };
+        while i + 64 <= len {
+            // SAFETY: both loads read 32 bytes inside `s`.
+            let (a, b) = unsafe {
+                (
+                    _mm256_loadu_si256(p.add(i) as *const __m256i),
+                    _mm256_loadu_si256(p.add(i + 32) as *const __m256i),
+                )
+            };
+            let m = (_mm256_movemask_epi8(mask(a)) as u32 as u64)
+                | ((_mm256_movemask_epi8(mask(b)) as u32 as u64) << 32);
+            if m != 0 {
+                return i + m.trailing_zeros() as usize;
+            }
+            i += 64;
+        }
+        while i + 32 <= len {
+            // SAFETY: the load reads 32 bytes inside `s`.
+            let a = unsafe { _mm256_loadu_si256(p.add(i) as *const __m256i) };
+            let m = _mm256_movemask_epi8(mask(a)) as u32;
+            if m != 0 {
+                return i + m.trailing_zeros() as usize;
+            }
+            i += 32;
+        }
+        i + super::first_special::<HIGH>(&s[i..])
     }
 }
 
@@ -451,6 +541,7 @@ enum Utf8 {
 }
 
 /// Checks the UTF-8 character at the start of `s` (non-empty).
+#[inline(always)]
 fn utf8_char(s: &[u8]) -> Utf8 {
     let (w, lo, hi) = match s[0] {
         0x00..=0x7F => return Utf8::Valid(1),
@@ -527,6 +618,7 @@ impl MessageDecoder {
     /// when they are at most `raw_limit` bytes.
     pub fn new(cap: usize, raw_limit: usize) -> Self {
         MessageDecoder {
+            avx2: has_avx2(),
             raw_limit,
             raw: Some(Vec::new()),
             len: 0,
@@ -1366,90 +1458,144 @@ impl MessageDecoder {
     }
 
     /// Reads string contents from `chunk[i..]`; returns the index after what was read.
-    fn string(&mut self, chunk: &[u8], mut i: usize) -> Result<usize, DecodeError> {
+    fn string(&mut self, chunk: &[u8], i: usize) -> Result<usize, DecodeError> {
+        #[cfg(target_arch = "x86_64")]
+        if self.avx2 {
+            // SAFETY: `avx2` is only set when the CPU has AVX2.
+            return unsafe { self.string_avx2(chunk, i) };
+        }
+        self.string_impl::<false>(chunk, i)
+    }
+
+    /// [`string`](Self::string) compiled for AVX2, so that the scan inlines into the loop.
+    #[cfg(target_arch = "x86_64")]
+    #[target_feature(enable = "avx2")]
+    unsafe fn string_avx2(&mut self, chunk: &[u8], i: usize) -> Result<usize, DecodeError> {
+        self.string_impl::<true>(chunk, i)
+    }
+
+    #[inline(always)]
+    fn string_impl<const AVX2: bool>(
+        &mut self,
+        chunk: &[u8],
+        mut i: usize,
+    ) -> Result<usize, DecodeError> {
         let n = chunk.len();
-        while i < n {
+        // First finish an escape or a character split across chunks.
+        while i < n && (self.s.esc != Esc::None || self.s.plen > 0) {
             if self.s.esc != Esc::None {
                 i = self.escape(chunk, i)?;
                 continue;
             }
-            let end = n.min(i + WINDOW);
-            let stop = memchr::memchr2(b'"', b'\\', &chunk[i..end]);
-            let span_len = stop.unwrap_or(end - i);
-            if span_len > 0 {
-                self.span(&chunk[i..i + span_len], i)?;
-                i += span_len;
+            let b = chunk[i];
+            if b == b'"' || b == b'\\' {
+                self.utf8_fail();
+                break;
             }
-            if stop.is_some() {
-                let b = chunk[i];
-                i += 1;
-                if self.s.plen > 0 {
-                    self.utf8_fail();
-                }
-                if self.s.raw {
-                    self.out.push(&[b]);
-                }
-                if b == b'"' {
-                    self.string_done();
-                    if !self.s.is_key {
-                        self.value_end(chunk, i);
-                    }
-                    return Ok(i);
-                }
-                self.s.esc = Esc::Start;
-            }
-        }
-        Ok(i)
-    }
-
-    /// Checks and delivers a span of string bytes holding no `"` and no `\`.
-    #[inline]
-    fn span(&mut self, span: &[u8], at: usize) -> Result<(), DecodeError> {
-        let len = span.len();
-        let mut j = 0;
-        while j < len && self.s.plen > 0 {
-            let b = span[j];
             if b < 0x20 {
-                return Err(self.syntax(at + j, "control character in a string"));
+                return Err(self.syntax(i, "control character in a string"));
             }
             let p = self.s.plen as usize;
             self.s.pend[p] = b;
             self.s.plen += 1;
-            j += 1;
             match utf8_char(&self.s.pend[..p + 1]) {
                 Utf8::Valid(_) => self.s.plen = 0,
                 Utf8::Incomplete => {}
                 Utf8::Invalid => self.utf8_fail(),
             }
+            self.deliver(&chunk[i..i + 1])?;
+            i += 1;
         }
-        while j < len {
-            j += if self.s.utf8.is_some() {
-                first_dirty(&span[j..])
-            } else {
-                first_ctrl(&span[j..])
+        let mut check = self.s.utf8.is_some();
+        let mut start = i;
+        while i < n {
+            i += match (check, AVX2) {
+                (true, true) => first_special_avx2::<true>(&chunk[i..]),
+                (false, true) => first_special_avx2::<false>(&chunk[i..]),
+                (true, false) => first_special::<true>(&chunk[i..]),
+                (false, false) => first_special::<false>(&chunk[i..]),
             };
-            if j >= len {
+            if i == n {
                 break;
             }
-            let b = span[j];
+            let b = chunk[i];
+            if b >= 0x80 {
+                match utf8_char(&chunk[i..]) {
+                    Utf8::Valid(w) => i += w,
+                    Utf8::Incomplete => {
+                        let rest = &chunk[i..];
+                        self.s.pend[..rest.len()].copy_from_slice(rest);
+                        self.s.plen = rest.len() as u8;
+                        i = n;
+                    }
+                    Utf8::Invalid => {
+                        self.utf8_fail();
+                        check = false;
+                        i += 1;
+                    }
+                }
+                continue;
+            }
             if b < 0x20 {
-                return Err(self.syntax(at + j, "control character in a string"));
+                return Err(self.syntax(i, "control character in a string"));
             }
-            match utf8_char(&span[j..]) {
-                Utf8::Valid(w) => j += w,
-                Utf8::Incomplete => {
-                    let rest = &span[j..];
-                    self.s.pend[..rest.len()].copy_from_slice(rest);
-                    self.s.plen = rest.len() as u8;
-                    j = len;
+            self.deliver(&chunk[start..i])?;
+            i += 1;
+            if self.s.raw {
+                self.out.push(&[b]);
+            }
+            if b == b'"' {
+                self.string_done();
+                if !self.s.is_key {
+                    self.value_end(chunk, i);
                 }
-                Utf8::Invalid => {
-                    self.utf8_fail();
-                    j += 1;
+                return Ok(i);
+            }
+            // A backslash: the common escapes inline, the rest through the state machine.
+            match chunk.get(i).copied() {
+                Some(e) if e != b'u' => {
+                    let decoded = match e {
+                        b'"' | b'\\' | b'/' => e,
+                        b'b' => 0x08,
+                        b'f' => 0x0C,
+                        b'n' => b'\n',
+                        b'r' => b'\r',
+                        b't' => b'\t',
+                        _ => return Err(self.syntax(i, "invalid escape")),
+                    };
+                    self.raw_byte(e);
+                    if self.s.sink == Sink::Out {
+                        self.out.push(&[decoded]);
+                    } else {
+                        self.sink(&[decoded])?;
+                    }
+                    i += 1;
+                }
+                _ => {
+                    self.s.esc = Esc::Start;
+                    while i < n && self.s.esc != Esc::None {
+                        i = self.escape(chunk, i)?;
+                    }
                 }
             }
+            start = i;
         }
-        self.sink(span)?;
+        self.deliver(&chunk[start..i])?;
+        Ok(i)
+    }
+
+    /// Hands a span of raw string bytes (no escapes) to the sink, and to the output when the
+    /// string is copied raw.
+    #[inline]
+    fn deliver(&mut self, span: &[u8]) -> Result<(), DecodeError> {
+        if span.is_empty() {
+            return Ok(());
+        }
+        if self.s.sink == Sink::Out {
+            self.out.push(span);
+        } else {
+            self.sink(span)?;
+        }
         if self.s.raw {
             self.out.push(span);
         }
@@ -1673,41 +1819,6 @@ impl MessageDecoder {
                 out.push(b"]");
             }
         }
-    }
-}
-
-/// The index of the first byte below 0x20 (or `s.len()`).
-#[inline]
-fn first_ctrl(s: &[u8]) -> usize {
-    #[cfg(target_arch = "x86_64")]
-    {
-        use std::arch::x86_64::*;
-        let len = s.len();
-        let mut i = 0;
-        // SAFETY: SSE2 is part of the x86_64 baseline; every load reads 16 bytes inside `s`.
-        unsafe {
-            let lim = _mm_set1_epi8(0x1F);
-            let p = s.as_ptr();
-            while i + 16 <= len {
-                let a = _mm_loadu_si128(p.add(i) as *const __m128i);
-                let m = _mm_movemask_epi8(_mm_cmpeq_epi8(_mm_min_epu8(a, lim), a));
-                if m != 0 {
-                    return i + m.trailing_zeros() as usize;
-                }
-                i += 16;
-            }
-        }
-        while i < len {
-            if s[i] < 0x20 {
-                return i;
-            }
-            i += 1;
-        }
-        len
-    }
-    #[cfg(not(target_arch = "x86_64"))]
-    {
-        s.iter().position(|&b| b < 0x20).unwrap_or(s.len())
     }
 }
 
