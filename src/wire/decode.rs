@@ -8,8 +8,11 @@
 //!
 //! The result is exactly [`render_reference`](super::render::render_reference) of the whole
 //! message, for every input and every split into chunks, including which inputs are rejected:
-//! the decoder applies serde_json's rules (syntax, nesting depth, control characters, escapes,
-//! UTF-8 and surrogate checks where serde_json makes them, serde derive's duplicate-field rule).
+//! the decoder applies serde_json's rules (syntax, control characters, escapes, UTF-8 and
+//! surrogate checks exactly where serde_json makes them, serde derive's duplicate-field rule)
+//! and the reference's nesting limit ([`MAX_DEPTH`]). The one difference: a string `id` over
+//! [`ID_LIMIT`] or a `method` over [`METHOD_LIMIT`] fails the decode, where the reference, which
+//! ignores both, would render.
 //!
 //! Errors come in two kinds. A message that is not JSON at all (bad syntax, nested deeper than
 //! serde_json allows, not an object, or an `id`/`method` over its bound) fails the whole decode
@@ -1827,9 +1830,16 @@ mod tests {
     use super::*;
     use crate::wire::render::render_reference;
 
-    /// Decodes `msg` split at `cuts` and checks the result against the reference.
+    /// Decodes `msg` split at `cuts` and checks the result against the reference, with the
+    /// AVX2 scan (when the CPU has it) and without.
     fn check_split(msg: &[u8], cap: usize, cuts: &[usize]) {
+        check_split_with(msg, cap, cuts, has_avx2());
+        check_split_with(msg, cap, cuts, false);
+    }
+
+    fn check_split_with(msg: &[u8], cap: usize, cuts: &[usize], avx2: bool) {
         let mut d = MessageDecoder::new(cap, 64);
+        d.avx2 = avx2;
         let mut last = 0;
         let mut fed = Ok(());
         for &c in cuts.iter().chain(std::iter::once(&msg.len())) {
@@ -2042,6 +2052,34 @@ mod tests {
             "d".repeat(ERROR_DATA_LIMIT)
         );
         check_split(msg.as_bytes(), 10, &[100, 70_000]);
+    }
+
+    #[test]
+    fn scans_agree_with_a_plain_loop() {
+        let mut rng = Lcg(7);
+        for _ in 0..2000 {
+            let len = rng.below(200);
+            let s: Vec<u8> = (0..len)
+                .map(|_| match rng.below(40) {
+                    0 => b'"',
+                    1 => b'\\',
+                    2 => 0x1F,
+                    3 => 0x80 + rng.below(128) as u8,
+                    _ => 0x20 + rng.below(0x5F) as u8,
+                })
+                .collect();
+            let plain = |high: bool| {
+                s.iter()
+                    .position(|&b| b == b'"' || b == b'\\' || b < 0x20 || (high && b >= 0x80))
+                    .unwrap_or(s.len())
+            };
+            assert_eq!(first_special::<true>(&s), plain(true));
+            assert_eq!(first_special::<false>(&s), plain(false));
+            if has_avx2() {
+                assert_eq!(first_special_avx2::<true>(&s), plain(true));
+                assert_eq!(first_special_avx2::<false>(&s), plain(false));
+            }
+        }
     }
 
     /// A tiny deterministic generator for the randomized test below.
