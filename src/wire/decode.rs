@@ -2082,6 +2082,32 @@ mod tests {
         }
     }
 
+    #[test]
+    fn long_members_in_any_order_are_cut_exactly() {
+        let long = "ü".repeat(40);
+        let blocks = [
+            format!(r#"{{"type":"{long}","text":"{long}"}}"#),
+            format!(r#"{{"text":"{long}","uri":"{long}","mimeType":"{long}","type":"{long}"}}"#),
+            format!(r#"{{"uri":"{long}","type":"resource_link"}}"#),
+            format!(r#"{{"mimeType":"{long}","data":"QUJD","type":"audio"}}"#),
+            format!(
+                r#"{{"resource":{{"uri":"{long}","mimeType":"{long}","blob":"QQ=="}},"type":"resource"}}"#
+            ),
+            format!(r#"{{"type":"resource","resource":{{"text":"{long}","uri":"x"}}}}"#),
+            format!(r#"{{"resource":{{"text":"{long}"}},"text":"{long}","type":"resource"}}"#),
+        ];
+        for b in &blocks {
+            for n in [1, 2] {
+                let content = vec![b.as_str(); n].join(",");
+                let msg = format!(r#"{{"result":{{"content":[{content}]}}}}"#);
+                for cap in [0, 1, 5, 30, 79, 80, 81, 150, 400] {
+                    check_split(msg.as_bytes(), cap, &[]);
+                    check_split(msg.as_bytes(), cap, &[17, 60, 61, 62]);
+                }
+            }
+        }
+    }
+
     /// A tiny deterministic generator for the randomized test below.
     struct Lcg(u64);
     impl Lcg {
