@@ -546,7 +546,16 @@ enum Utf8 {
 /// Checks the UTF-8 character at the start of `s` (non-empty).
 #[inline(always)]
 fn utf8_char(s: &[u8]) -> Utf8 {
-    let (w, lo, hi) = match s[0] {
+    let b0 = s[0];
+    if (0xC2..=0xDF).contains(&b0) {
+        // The common case outside ASCII, without the table below.
+        return match s.get(1) {
+            None => Utf8::Incomplete,
+            Some(&b1) if b1 & 0xC0 == 0x80 => Utf8::Valid(2),
+            Some(_) => Utf8::Invalid,
+        };
+    }
+    let (w, lo, hi) = match b0 {
         0x00..=0x7F => return Utf8::Valid(1),
         0xC2..=0xDF => (2, 0x80, 0xBF),
         0xE0 => (3, 0xA0, 0xBF),
