@@ -487,6 +487,9 @@ fn first_special_avx2<const HIGH: bool>(s: &[u8]) -> usize {
 mod avx2 {
     use std::arch::x86_64::*;
 
+    /// The AVX2 scan. With `HIGH`, runs of two-byte UTF-8 characters (lead byte 0xC2..=0xDF,
+    /// then a continuation byte) are checked inside the vectors and do not stop the scan; any
+    /// other byte above 0x7F stops it, on the start of its character, for the caller to check.
     #[inline]
     #[target_feature(enable = "avx2")]
     pub(super) unsafe fn first_special<const HIGH: bool>(s: &[u8]) -> usize {
@@ -494,21 +497,33 @@ mod avx2 {
         let mut i = 0;
         let quote = _mm256_set1_epi8(b'"' as i8);
         let backslash = _mm256_set1_epi8(b'\\' as i8);
-        let below = _mm256_set1_epi8(0x20);
         let ctrl_max = _mm256_set1_epi8(0x1F);
+        let lead_lo = _mm256_set1_epi8(0xC1u8 as i8);
+        let lead_hi = _mm256_set1_epi8(0xE0u8 as i8);
+        let cont_hi = _mm256_set1_epi8(0xC0u8 as i8);
         let p = s.as_ptr();
-        let mask = |x: __m256i| {
-            let low = if HIGH {
-                // Signed: bytes above 0x7F are negative, so below 0x20 too.
-                _mm256_cmpgt_epi8(below, x)
-            } else {
-                _mm256_cmpeq_epi8(_mm256_min_epu8(x, ctrl_max), x)
-            };
-            _mm256_or_si256(
-                low,
+        let special = |x: __m256i| {
+            let ctrl = _mm256_cmpeq_epi8(_mm256_min_epu8(x, ctrl_max), x);
+            let m = _mm256_or_si256(
+                ctrl,
                 _mm256_or_si256(_mm256_cmpeq_epi8(x, quote), _mm256_cmpeq_epi8(x, backslash)),
+            );
+            _mm256_movemask_epi8(m) as u32 as u64
+        };
+        let masks = |x: __m256i| {
+            let high = _mm256_movemask_epi8(x) as u32 as u64;
+            // Signed compares: 0xC2..=0xDF is -62..=-33, 0x80..=0xBF is -128..=-65.
+            let lead =
+                _mm256_and_si256(_mm256_cmpgt_epi8(x, lead_lo), _mm256_cmpgt_epi8(lead_hi, x));
+            let cont = _mm256_cmpgt_epi8(cont_hi, x);
+            (
+                high,
+                _mm256_movemask_epi8(lead) as u32 as u64,
+                _mm256_movemask_epi8(cont) as u32 as u64,
             )
         };
+        // A two-byte lead ended the previous block; its continuation starts this one.
+        let mut carry = 0u64;
         while i + 64 <= len {
             // SAFETY: both loads read 32 bytes inside `s`.
             let (a, b) = unsafe {
@@ -517,21 +532,36 @@ mod avx2 {
                     _mm256_loadu_si256(p.add(i + 32) as *const __m256i),
                 )
             };
-            let m = (_mm256_movemask_epi8(mask(a)) as u32 as u64)
-                | ((_mm256_movemask_epi8(mask(b)) as u32 as u64) << 32);
-            if m != 0 {
-                return i + m.trailing_zeros() as usize;
+            let sp = special(a) | (special(b) << 32);
+            if HIGH {
+                let (ha, la, ca) = masks(a);
+                let (hb, lb, cb) = masks(b);
+                let (high, lead, cont) = (ha | (hb << 32), la | (lb << 32), ca | (cb << 32));
+                if high != 0 || carry != 0 {
+                    let simple = cont == ((lead << 1) | carry) && high == (lead | cont);
+                    if !simple {
+                        if carry != 0 {
+                            return i - 1;
+                        }
+                        return i + (sp | high).trailing_zeros() as usize;
+                    }
+                    if sp != 0 {
+                        // Every byte above 0x7F before it is a checked two-byte character,
+                        // and it is not a continuation (those are above 0x7F).
+                        return i + sp.trailing_zeros() as usize;
+                    }
+                    carry = lead >> 63;
+                    i += 64;
+                    continue;
+                }
+            }
+            if sp != 0 {
+                return i + sp.trailing_zeros() as usize;
             }
             i += 64;
         }
-        while i + 32 <= len {
-            // SAFETY: the load reads 32 bytes inside `s`.
-            let a = unsafe { _mm256_loadu_si256(p.add(i) as *const __m256i) };
-            let m = _mm256_movemask_epi8(mask(a)) as u32;
-            if m != 0 {
-                return i + m.trailing_zeros() as usize;
-            }
-            i += 32;
+        if carry != 0 {
+            return i - 1;
         }
         i + super::first_special::<HIGH>(&s[i..])
     }
@@ -2066,17 +2096,20 @@ mod tests {
     #[test]
     fn scans_agree_with_a_plain_loop() {
         let mut rng = Lcg(7);
-        for _ in 0..2000 {
-            let len = rng.below(200);
-            let s: Vec<u8> = (0..len)
-                .map(|_| match rng.below(40) {
-                    0 => b'"',
-                    1 => b'\\',
-                    2 => 0x1F,
-                    3 => 0x80 + rng.below(128) as u8,
-                    _ => 0x20 + rng.below(0x5F) as u8,
-                })
-                .collect();
+        for _ in 0..20_000 {
+            let len = rng.below(300);
+            let mut s = Vec::new();
+            while s.len() < len {
+                match rng.below(60) {
+                    0 => s.push(b'"'),
+                    1 => s.push(b'\\'),
+                    2 => s.push(0x1F),
+                    3 => s.push(0x80 + rng.below(128) as u8),
+                    4..=12 => s.extend_from_slice("é".as_bytes()),
+                    13 => s.extend_from_slice("€".as_bytes()),
+                    _ => s.push(0x20 + rng.below(0x5F) as u8),
+                }
+            }
             let plain = |high: bool| {
                 s.iter()
                     .position(|&b| b == b'"' || b == b'\\' || b < 0x20 || (high && b >= 0x80))
@@ -2085,8 +2118,29 @@ mod tests {
             assert_eq!(first_special::<true>(&s), plain(true));
             assert_eq!(first_special::<false>(&s), plain(false));
             if has_avx2() {
-                assert_eq!(first_special_avx2::<true>(&s), plain(true));
                 assert_eq!(first_special_avx2::<false>(&s), plain(false));
+                // With HIGH, the AVX2 scan may step over two-byte characters: it must stop at
+                // or before the first special byte, only ever step over ASCII and whole
+                // two-byte characters, and stop on a special byte or the start of a character.
+                let p = first_special_avx2::<true>(&s);
+                assert!(p <= plain(false));
+                let mut i = 0;
+                while i < p {
+                    let b = s[i];
+                    if b < 0x80 {
+                        assert!(b >= 0x20 && b != b'"' && b != b'\\');
+                        i += 1;
+                    } else {
+                        assert!((0xC2..=0xDF).contains(&b), "stepped over {b:#x} at {i}");
+                        assert!(s[i + 1] & 0xC0 == 0x80);
+                        i += 2;
+                    }
+                }
+                assert_eq!(i, p, "stopped inside a character");
+                if p < s.len() {
+                    let b = s[p];
+                    assert!(b == b'"' || b == b'\\' || !(0x20..0x80).contains(&b));
+                }
             }
         }
     }
