@@ -8,8 +8,11 @@
 //!
 //! The result is exactly [`render_reference`](super::render::render_reference) of the whole
 //! message, for every input and every split into chunks, including which inputs are rejected:
-//! the decoder applies serde_json's rules (syntax, nesting depth, control characters, escapes,
-//! UTF-8 and surrogate checks where serde_json makes them, serde derive's duplicate-field rule).
+//! the decoder applies serde_json's rules (syntax, control characters, escapes, UTF-8 and
+//! surrogate checks exactly where serde_json makes them, serde derive's duplicate-field rule)
+//! and the reference's nesting limit ([`MAX_DEPTH`]). The one difference: a string `id` over
+//! [`ID_LIMIT`] or a `method` over [`METHOD_LIMIT`] fails the decode, where the reference, which
+//! ignores both, would render.
 //!
 //! Errors come in two kinds. A message that is not JSON at all (bad syntax, nested deeper than
 //! serde_json allows, not an object, or an `id`/`method` over its bound) fails the whole decode
@@ -38,9 +41,6 @@ pub const ID_LIMIT: usize = 1024;
 
 /// The longest `method` accepted (bytes, unescaped); a longer one fails the decode.
 pub const METHOD_LIMIT: usize = 1024;
-
-/// How far a string is scanned at once, so that validating a span finds it in cache.
-const WINDOW: usize = 1 << 16;
 
 /// Why a message could not be decoded at all.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -350,6 +350,8 @@ enum Content {
 /// Decodes one JSON-RPC message from chunks of bytes; see the module docs.
 #[derive(Debug)]
 pub struct MessageDecoder {
+    /// The CPU has AVX2, for the string scan.
+    avx2: bool,
     raw_limit: usize,
     raw: Option<Vec<u8>>,
     len: u64,
@@ -395,9 +397,11 @@ fn is_ws(b: u8) -> bool {
     matches!(b, b' ' | b'\n' | b'\t' | b'\r')
 }
 
-/// The index of the first byte below 0x20 or above 0x7F (or `s.len()`).
+/// The index of the first `"`, `\` or byte below 0x20 in `s`, and with `HIGH` also of the
+/// first byte above 0x7F (or `s.len()`).
 #[inline]
-fn first_dirty(s: &[u8]) -> usize {
+fn first_special<const HIGH: bool>(s: &[u8]) -> usize {
+    let special = |b: u8| b == b'"' || b == b'\\' || b < 0x20 || (HIGH && b >= 0x80);
     #[cfg(target_arch = "x86_64")]
     {
         use std::arch::x86_64::*;
@@ -405,25 +409,34 @@ fn first_dirty(s: &[u8]) -> usize {
         let mut i = 0;
         // SAFETY: SSE2 is part of the x86_64 baseline; every load reads 16 bytes inside `s`.
         unsafe {
-            let lim = _mm_set1_epi8(0x20);
+            let quote = _mm_set1_epi8(b'"' as i8);
+            let backslash = _mm_set1_epi8(b'\\' as i8);
+            let below = _mm_set1_epi8(0x20);
+            let ctrl_max = _mm_set1_epi8(0x1F);
             let p = s.as_ptr();
-            while i + 64 <= len {
-                let a = _mm_loadu_si128(p.add(i) as *const __m128i);
-                let b = _mm_loadu_si128(p.add(i + 16) as *const __m128i);
-                let c = _mm_loadu_si128(p.add(i + 32) as *const __m128i);
-                let d = _mm_loadu_si128(p.add(i + 48) as *const __m128i);
-                let m = _mm_or_si128(
-                    _mm_or_si128(_mm_cmplt_epi8(a, lim), _mm_cmplt_epi8(b, lim)),
-                    _mm_or_si128(_mm_cmplt_epi8(c, lim), _mm_cmplt_epi8(d, lim)),
-                );
-                if _mm_movemask_epi8(m) != 0 {
-                    break;
+            let mask = |x: __m128i| {
+                let low = if HIGH {
+                    // Signed: bytes above 0x7F are negative, so below 0x20 too.
+                    _mm_cmplt_epi8(x, below)
+                } else {
+                    _mm_cmpeq_epi8(_mm_min_epu8(x, ctrl_max), x)
+                };
+                _mm_or_si128(
+                    low,
+                    _mm_or_si128(_mm_cmpeq_epi8(x, quote), _mm_cmpeq_epi8(x, backslash)),
+                )
+            };
+            while i + 32 <= len {
+                let a = mask(_mm_loadu_si128(p.add(i) as *const __m128i));
+                let b = mask(_mm_loadu_si128(p.add(i + 16) as *const __m128i));
+                let m = (_mm_movemask_epi8(a) as u32) | ((_mm_movemask_epi8(b) as u32) << 16);
+                if m != 0 {
+                    return i + m.trailing_zeros() as usize;
                 }
-                i += 64;
+                i += 32;
             }
             while i + 16 <= len {
-                let a = _mm_loadu_si128(p.add(i) as *const __m128i);
-                let m = _mm_movemask_epi8(_mm_cmplt_epi8(a, lim));
+                let m = _mm_movemask_epi8(mask(_mm_loadu_si128(p.add(i) as *const __m128i)));
                 if m != 0 {
                     return i + m.trailing_zeros() as usize;
                 }
@@ -431,7 +444,7 @@ fn first_dirty(s: &[u8]) -> usize {
             }
         }
         while i < len {
-            if (s[i] as i8) < 0x20 {
+            if special(s[i]) {
                 return i;
             }
             i += 1;
@@ -440,7 +453,117 @@ fn first_dirty(s: &[u8]) -> usize {
     }
     #[cfg(not(target_arch = "x86_64"))]
     {
-        s.iter().position(|&b| (b as i8) < 0x20).unwrap_or(s.len())
+        s.iter().position(|&b| special(b)).unwrap_or(s.len())
+    }
+}
+
+fn has_avx2() -> bool {
+    #[cfg(target_arch = "x86_64")]
+    {
+        std::is_x86_feature_detected!("avx2")
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    {
+        false
+    }
+}
+
+/// [`first_special`] with 32-byte vectors; only called when the CPU has AVX2 (from code compiled
+/// for AVX2, where it inlines).
+#[inline(always)]
+fn first_special_avx2<const HIGH: bool>(s: &[u8]) -> usize {
+    #[cfg(target_arch = "x86_64")]
+    {
+        // SAFETY: only called after `has_avx2()` said the CPU has AVX2.
+        unsafe { avx2::first_special::<HIGH>(s) }
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    {
+        first_special::<HIGH>(s)
+    }
+}
+
+#[cfg(target_arch = "x86_64")]
+mod avx2 {
+    use std::arch::x86_64::*;
+
+    /// The AVX2 scan. With `HIGH`, runs of two-byte UTF-8 characters (lead byte 0xC2..=0xDF,
+    /// then a continuation byte) are checked inside the vectors and do not stop the scan; any
+    /// other byte above 0x7F stops it, on the start of its character, for the caller to check.
+    #[inline]
+    #[target_feature(enable = "avx2")]
+    pub(super) unsafe fn first_special<const HIGH: bool>(s: &[u8]) -> usize {
+        let len = s.len();
+        let mut i = 0;
+        let quote = _mm256_set1_epi8(b'"' as i8);
+        let backslash = _mm256_set1_epi8(b'\\' as i8);
+        let ctrl_max = _mm256_set1_epi8(0x1F);
+        let lead_lo = _mm256_set1_epi8(0xC1u8 as i8);
+        let lead_hi = _mm256_set1_epi8(0xE0u8 as i8);
+        let cont_hi = _mm256_set1_epi8(0xC0u8 as i8);
+        let p = s.as_ptr();
+        let special = |x: __m256i| {
+            let ctrl = _mm256_cmpeq_epi8(_mm256_min_epu8(x, ctrl_max), x);
+            let m = _mm256_or_si256(
+                ctrl,
+                _mm256_or_si256(_mm256_cmpeq_epi8(x, quote), _mm256_cmpeq_epi8(x, backslash)),
+            );
+            _mm256_movemask_epi8(m) as u32 as u64
+        };
+        let masks = |x: __m256i| {
+            let high = _mm256_movemask_epi8(x) as u32 as u64;
+            // Signed compares: 0xC2..=0xDF is -62..=-33, 0x80..=0xBF is -128..=-65.
+            let lead =
+                _mm256_and_si256(_mm256_cmpgt_epi8(x, lead_lo), _mm256_cmpgt_epi8(lead_hi, x));
+            let cont = _mm256_cmpgt_epi8(cont_hi, x);
+            (
+                high,
+                _mm256_movemask_epi8(lead) as u32 as u64,
+                _mm256_movemask_epi8(cont) as u32 as u64,
+            )
+        };
+        // A two-byte lead ended the previous block; its continuation starts this one.
+        let mut carry = 0u64;
+        while i + 64 <= len {
+            // SAFETY: both loads read 32 bytes inside `s`.
+            let (a, b) = unsafe {
+                (
+                    _mm256_loadu_si256(p.add(i) as *const __m256i),
+                    _mm256_loadu_si256(p.add(i + 32) as *const __m256i),
+                )
+            };
+            let sp = special(a) | (special(b) << 32);
+            if HIGH {
+                let (ha, la, ca) = masks(a);
+                let (hb, lb, cb) = masks(b);
+                let (high, lead, cont) = (ha | (hb << 32), la | (lb << 32), ca | (cb << 32));
+                if high != 0 || carry != 0 {
+                    let simple = cont == ((lead << 1) | carry) && high == (lead | cont);
+                    if !simple {
+                        if carry != 0 {
+                            return i - 1;
+                        }
+                        return i + (sp | high).trailing_zeros() as usize;
+                    }
+                    if sp != 0 {
+                        // Every byte above 0x7F before it is a checked two-byte character,
+                        // and it is not a continuation (those are above 0x7F).
+                        return i + sp.trailing_zeros() as usize;
+                    }
+                    carry = lead >> 63;
+                    i += 64;
+                    continue;
+                }
+            }
+            if sp != 0 {
+                return i + sp.trailing_zeros() as usize;
+            }
+            i += 64;
+        }
+        if carry != 0 {
+            return i - 1;
+        }
+        i + super::first_special::<HIGH>(&s[i..])
     }
 }
 
@@ -451,8 +574,18 @@ enum Utf8 {
 }
 
 /// Checks the UTF-8 character at the start of `s` (non-empty).
+#[inline(always)]
 fn utf8_char(s: &[u8]) -> Utf8 {
-    let (w, lo, hi) = match s[0] {
+    let b0 = s[0];
+    if (0xC2..=0xDF).contains(&b0) {
+        // The common case outside ASCII, without the table below.
+        return match s.get(1) {
+            None => Utf8::Incomplete,
+            Some(&b1) if b1 & 0xC0 == 0x80 => Utf8::Valid(2),
+            Some(_) => Utf8::Invalid,
+        };
+    }
+    let (w, lo, hi) = match b0 {
         0x00..=0x7F => return Utf8::Valid(1),
         0xC2..=0xDF => (2, 0x80, 0xBF),
         0xE0 => (3, 0xA0, 0xBF),
@@ -527,6 +660,7 @@ impl MessageDecoder {
     /// when they are at most `raw_limit` bytes.
     pub fn new(cap: usize, raw_limit: usize) -> Self {
         MessageDecoder {
+            avx2: has_avx2(),
             raw_limit,
             raw: Some(Vec::new()),
             len: 0,
@@ -1366,90 +1500,144 @@ impl MessageDecoder {
     }
 
     /// Reads string contents from `chunk[i..]`; returns the index after what was read.
-    fn string(&mut self, chunk: &[u8], mut i: usize) -> Result<usize, DecodeError> {
+    fn string(&mut self, chunk: &[u8], i: usize) -> Result<usize, DecodeError> {
+        #[cfg(target_arch = "x86_64")]
+        if self.avx2 {
+            // SAFETY: `avx2` is only set when the CPU has AVX2.
+            return unsafe { self.string_avx2(chunk, i) };
+        }
+        self.string_impl::<false>(chunk, i)
+    }
+
+    /// [`string`](Self::string) compiled for AVX2, so that the scan inlines into the loop.
+    #[cfg(target_arch = "x86_64")]
+    #[target_feature(enable = "avx2")]
+    unsafe fn string_avx2(&mut self, chunk: &[u8], i: usize) -> Result<usize, DecodeError> {
+        self.string_impl::<true>(chunk, i)
+    }
+
+    #[inline(always)]
+    fn string_impl<const AVX2: bool>(
+        &mut self,
+        chunk: &[u8],
+        mut i: usize,
+    ) -> Result<usize, DecodeError> {
         let n = chunk.len();
-        while i < n {
+        // First finish an escape or a character split across chunks.
+        while i < n && (self.s.esc != Esc::None || self.s.plen > 0) {
             if self.s.esc != Esc::None {
                 i = self.escape(chunk, i)?;
                 continue;
             }
-            let end = n.min(i + WINDOW);
-            let stop = memchr::memchr2(b'"', b'\\', &chunk[i..end]);
-            let span_len = stop.unwrap_or(end - i);
-            if span_len > 0 {
-                self.span(&chunk[i..i + span_len], i)?;
-                i += span_len;
+            let b = chunk[i];
+            if b == b'"' || b == b'\\' {
+                self.utf8_fail();
+                break;
             }
-            if stop.is_some() {
-                let b = chunk[i];
-                i += 1;
-                if self.s.plen > 0 {
-                    self.utf8_fail();
-                }
-                if self.s.raw {
-                    self.out.push(&[b]);
-                }
-                if b == b'"' {
-                    self.string_done();
-                    if !self.s.is_key {
-                        self.value_end(chunk, i);
-                    }
-                    return Ok(i);
-                }
-                self.s.esc = Esc::Start;
-            }
-        }
-        Ok(i)
-    }
-
-    /// Checks and delivers a span of string bytes holding no `"` and no `\`.
-    #[inline]
-    fn span(&mut self, span: &[u8], at: usize) -> Result<(), DecodeError> {
-        let len = span.len();
-        let mut j = 0;
-        while j < len && self.s.plen > 0 {
-            let b = span[j];
             if b < 0x20 {
-                return Err(self.syntax(at + j, "control character in a string"));
+                return Err(self.syntax(i, "control character in a string"));
             }
             let p = self.s.plen as usize;
             self.s.pend[p] = b;
             self.s.plen += 1;
-            j += 1;
             match utf8_char(&self.s.pend[..p + 1]) {
                 Utf8::Valid(_) => self.s.plen = 0,
                 Utf8::Incomplete => {}
                 Utf8::Invalid => self.utf8_fail(),
             }
+            self.deliver(&chunk[i..i + 1])?;
+            i += 1;
         }
-        while j < len {
-            j += if self.s.utf8.is_some() {
-                first_dirty(&span[j..])
-            } else {
-                first_ctrl(&span[j..])
+        let mut check = self.s.utf8.is_some();
+        let mut start = i;
+        while i < n {
+            i += match (check, AVX2) {
+                (true, true) => first_special_avx2::<true>(&chunk[i..]),
+                (false, true) => first_special_avx2::<false>(&chunk[i..]),
+                (true, false) => first_special::<true>(&chunk[i..]),
+                (false, false) => first_special::<false>(&chunk[i..]),
             };
-            if j >= len {
+            if i == n {
                 break;
             }
-            let b = span[j];
+            let b = chunk[i];
+            if b >= 0x80 {
+                match utf8_char(&chunk[i..]) {
+                    Utf8::Valid(w) => i += w,
+                    Utf8::Incomplete => {
+                        let rest = &chunk[i..];
+                        self.s.pend[..rest.len()].copy_from_slice(rest);
+                        self.s.plen = rest.len() as u8;
+                        i = n;
+                    }
+                    Utf8::Invalid => {
+                        self.utf8_fail();
+                        check = false;
+                        i += 1;
+                    }
+                }
+                continue;
+            }
             if b < 0x20 {
-                return Err(self.syntax(at + j, "control character in a string"));
+                return Err(self.syntax(i, "control character in a string"));
             }
-            match utf8_char(&span[j..]) {
-                Utf8::Valid(w) => j += w,
-                Utf8::Incomplete => {
-                    let rest = &span[j..];
-                    self.s.pend[..rest.len()].copy_from_slice(rest);
-                    self.s.plen = rest.len() as u8;
-                    j = len;
+            self.deliver(&chunk[start..i])?;
+            i += 1;
+            if self.s.raw {
+                self.out.push(&[b]);
+            }
+            if b == b'"' {
+                self.string_done();
+                if !self.s.is_key {
+                    self.value_end(chunk, i);
                 }
-                Utf8::Invalid => {
-                    self.utf8_fail();
-                    j += 1;
+                return Ok(i);
+            }
+            // A backslash: the common escapes inline, the rest through the state machine.
+            match chunk.get(i).copied() {
+                Some(e) if e != b'u' => {
+                    let decoded = match e {
+                        b'"' | b'\\' | b'/' => e,
+                        b'b' => 0x08,
+                        b'f' => 0x0C,
+                        b'n' => b'\n',
+                        b'r' => b'\r',
+                        b't' => b'\t',
+                        _ => return Err(self.syntax(i, "invalid escape")),
+                    };
+                    self.raw_byte(e);
+                    if self.s.sink == Sink::Out {
+                        self.out.push(&[decoded]);
+                    } else {
+                        self.sink(&[decoded])?;
+                    }
+                    i += 1;
+                }
+                _ => {
+                    self.s.esc = Esc::Start;
+                    while i < n && self.s.esc != Esc::None {
+                        i = self.escape(chunk, i)?;
+                    }
                 }
             }
+            start = i;
         }
-        self.sink(span)?;
+        self.deliver(&chunk[start..i])?;
+        Ok(i)
+    }
+
+    /// Hands a span of raw string bytes (no escapes) to the sink, and to the output when the
+    /// string is copied raw.
+    #[inline]
+    fn deliver(&mut self, span: &[u8]) -> Result<(), DecodeError> {
+        if span.is_empty() {
+            return Ok(());
+        }
+        if self.s.sink == Sink::Out {
+            self.out.push(span);
+        } else {
+            self.sink(span)?;
+        }
         if self.s.raw {
             self.out.push(span);
         }
@@ -1676,49 +1864,21 @@ impl MessageDecoder {
     }
 }
 
-/// The index of the first byte below 0x20 (or `s.len()`).
-#[inline]
-fn first_ctrl(s: &[u8]) -> usize {
-    #[cfg(target_arch = "x86_64")]
-    {
-        use std::arch::x86_64::*;
-        let len = s.len();
-        let mut i = 0;
-        // SAFETY: SSE2 is part of the x86_64 baseline; every load reads 16 bytes inside `s`.
-        unsafe {
-            let lim = _mm_set1_epi8(0x1F);
-            let p = s.as_ptr();
-            while i + 16 <= len {
-                let a = _mm_loadu_si128(p.add(i) as *const __m128i);
-                let m = _mm_movemask_epi8(_mm_cmpeq_epi8(_mm_min_epu8(a, lim), a));
-                if m != 0 {
-                    return i + m.trailing_zeros() as usize;
-                }
-                i += 16;
-            }
-        }
-        while i < len {
-            if s[i] < 0x20 {
-                return i;
-            }
-            i += 1;
-        }
-        len
-    }
-    #[cfg(not(target_arch = "x86_64"))]
-    {
-        s.iter().position(|&b| b < 0x20).unwrap_or(s.len())
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::wire::render::render_reference;
 
-    /// Decodes `msg` split at `cuts` and checks the result against the reference.
+    /// Decodes `msg` split at `cuts` and checks the result against the reference, with the
+    /// AVX2 scan (when the CPU has it) and without.
     fn check_split(msg: &[u8], cap: usize, cuts: &[usize]) {
+        check_split_with(msg, cap, cuts, has_avx2());
+        check_split_with(msg, cap, cuts, false);
+    }
+
+    fn check_split_with(msg: &[u8], cap: usize, cuts: &[usize], avx2: bool) {
         let mut d = MessageDecoder::new(cap, 64);
+        d.avx2 = avx2;
         let mut last = 0;
         let mut fed = Ok(());
         for &c in cuts.iter().chain(std::iter::once(&msg.len())) {
@@ -1931,6 +2091,84 @@ mod tests {
             "d".repeat(ERROR_DATA_LIMIT)
         );
         check_split(msg.as_bytes(), 10, &[100, 70_000]);
+    }
+
+    #[test]
+    fn scans_agree_with_a_plain_loop() {
+        let mut rng = Lcg(7);
+        for _ in 0..20_000 {
+            let len = rng.below(300);
+            let mut s = Vec::new();
+            while s.len() < len {
+                match rng.below(60) {
+                    0 => s.push(b'"'),
+                    1 => s.push(b'\\'),
+                    2 => s.push(0x1F),
+                    3 => s.push(0x80 + rng.below(128) as u8),
+                    4..=12 => s.extend_from_slice("é".as_bytes()),
+                    13 => s.extend_from_slice("€".as_bytes()),
+                    _ => s.push(0x20 + rng.below(0x5F) as u8),
+                }
+            }
+            let plain = |high: bool| {
+                s.iter()
+                    .position(|&b| b == b'"' || b == b'\\' || b < 0x20 || (high && b >= 0x80))
+                    .unwrap_or(s.len())
+            };
+            assert_eq!(first_special::<true>(&s), plain(true));
+            assert_eq!(first_special::<false>(&s), plain(false));
+            if has_avx2() {
+                assert_eq!(first_special_avx2::<false>(&s), plain(false));
+                // With HIGH, the AVX2 scan may step over two-byte characters: it must stop at
+                // or before the first special byte, only ever step over ASCII and whole
+                // two-byte characters, and stop on a special byte or the start of a character.
+                let p = first_special_avx2::<true>(&s);
+                assert!(p <= plain(false));
+                let mut i = 0;
+                while i < p {
+                    let b = s[i];
+                    if b < 0x80 {
+                        assert!(b >= 0x20 && b != b'"' && b != b'\\');
+                        i += 1;
+                    } else {
+                        assert!((0xC2..=0xDF).contains(&b), "stepped over {b:#x} at {i}");
+                        assert!(s[i + 1] & 0xC0 == 0x80);
+                        i += 2;
+                    }
+                }
+                assert_eq!(i, p, "stopped inside a character");
+                if p < s.len() {
+                    let b = s[p];
+                    assert!(b == b'"' || b == b'\\' || !(0x20..0x80).contains(&b));
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn long_members_in_any_order_are_cut_exactly() {
+        let long = "ü".repeat(40);
+        let blocks = [
+            format!(r#"{{"type":"{long}","text":"{long}"}}"#),
+            format!(r#"{{"text":"{long}","uri":"{long}","mimeType":"{long}","type":"{long}"}}"#),
+            format!(r#"{{"uri":"{long}","type":"resource_link"}}"#),
+            format!(r#"{{"mimeType":"{long}","data":"QUJD","type":"audio"}}"#),
+            format!(
+                r#"{{"resource":{{"uri":"{long}","mimeType":"{long}","blob":"QQ=="}},"type":"resource"}}"#
+            ),
+            format!(r#"{{"type":"resource","resource":{{"text":"{long}","uri":"x"}}}}"#),
+            format!(r#"{{"resource":{{"text":"{long}"}},"text":"{long}","type":"resource"}}"#),
+        ];
+        for b in &blocks {
+            for n in [1, 2] {
+                let content = vec![b.as_str(); n].join(",");
+                let msg = format!(r#"{{"result":{{"content":[{content}]}}}}"#);
+                for cap in [0, 1, 5, 30, 79, 80, 81, 150, 400] {
+                    check_split(msg.as_bytes(), cap, &[]);
+                    check_split(msg.as_bytes(), cap, &[17, 60, 61, 62]);
+                }
+            }
+        }
     }
 
     /// A tiny deterministic generator for the randomized test below.

@@ -419,4 +419,39 @@ mod tests {
         let err = br#"{"jsonrpc":"2.0","id":1,"error":{"code":-32602,"message":"unknown tool"}}"#;
         assert!(matches!(render_reference(err, 3), Err(RenderError::Rpc(e)) if e.code == -32602));
     }
+
+    #[test]
+    fn errors_are_bounded_and_nesting_is_limited() {
+        let msg = format!(
+            r#"{{"id":1,"error":{{"code":7,"message":"{}","data":"{}"}}}}"#,
+            "m".repeat(ERROR_MESSAGE_LIMIT + 1),
+            "d".repeat(ERROR_DATA_LIMIT)
+        );
+        let Err(RenderError::Rpc(e)) = render_reference(msg.as_bytes(), 10) else {
+            panic!("an Rpc error");
+        };
+        assert_eq!(
+            e.message,
+            truncate("m".repeat(ERROR_MESSAGE_LIMIT + 1), ERROR_MESSAGE_LIMIT)
+        );
+        assert_eq!(
+            e.data,
+            Some(error_data_omitted(ERROR_DATA_LIMIT as u64 + 2))
+        );
+        let small = br#"{"error":{"code":7,"message":"m","data":{"k":[1]}}}"#;
+        let Err(RenderError::Rpc(e)) = render_reference(small, 10) else {
+            panic!("an Rpc error");
+        };
+        assert_eq!(e.data, Some(serde_json::json!({"k":[1]})));
+        let nest = |n: usize| {
+            format!(
+                r#"{{"result":{{"content":[]}},"x":{}{}}}"#,
+                "[".repeat(n),
+                "]".repeat(n)
+            )
+        };
+        assert!(render_reference(nest(MAX_DEPTH - 1).as_bytes(), 10).is_ok());
+        assert!(render_reference(nest(MAX_DEPTH).as_bytes(), 10).is_err());
+        assert_eq!(nesting_depth(br#"{"a":"[[{{","b":[{}]}"#), 3);
+    }
 }

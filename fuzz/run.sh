@@ -1,0 +1,21 @@
+#!/usr/bin/env bash
+# Builds the fuzz targets and runs each for SECONDS seconds, seeded from fixtures/seeds/<target>.
+# Exits non-zero as soon as a target finds a failing input (libFuzzer leaves it in
+# fuzz/artifacts/<target>/).
+set -euo pipefail
+SECONDS_PER_TARGET="${1:?usage: fuzz/run.sh SECONDS}"
+cd "$(dirname "$0")/.."
+export RUSTC_BOOTSTRAP=1
+echo "== building fuzz targets"
+(cd fuzz && cargo fuzz build)
+for target in render_equiv truncator framer sse_equiv; do
+  corpus="fuzz/corpus/$target"
+  mkdir -p "$corpus"
+  echo "== $target: ${SECONDS_PER_TARGET}s (seeds: fixtures/seeds/$target)"
+  (cd fuzz && cargo fuzz run "$target" "corpus/$target" "../fixtures/seeds/$target" -- \
+    -max_total_time="$SECONDS_PER_TARGET" -print_final_stats=1) || {
+    echo "== $target FAILED: see fuzz/artifacts/$target/"
+    exit 1
+  }
+done
+echo "== all targets ran ${SECONDS_PER_TARGET}s without a finding"
