@@ -4,9 +4,9 @@ use crate::error::{Error, ErrorKind, Result};
 use crate::protocol::era::{self, ClientInfo};
 use crate::protocol::session::{DEFAULT_TIMEOUT, Handlers, RequestOptions, Session};
 use crate::protocol::types::{ServerDetails, Tool, ToolOutput};
-use crate::transport::{Inbound, Transport};
+use crate::transport::{DEFAULT_MAX_MESSAGE, Inbound, Limits, Transport};
 use crate::wire::jsonrpc::Notification;
-use crate::wire::render::{self, DEFAULT_CAP, RenderError};
+use crate::wire::render::{DEFAULT_CAP, RenderError};
 use serde_json::{Value, json};
 use std::collections::HashSet;
 use std::sync::Arc;
@@ -27,6 +27,18 @@ pub struct ClientOptions {
     pub timeout: Duration,
     /// Cap on the rendered output of one tool call, in bytes.
     pub output_cap: usize,
+    /// Largest message kept whole; larger ones are only rendered (tool results) or refused.
+    pub max_message: usize,
+}
+
+impl ClientOptions {
+    /// What the transport keeps of each incoming message.
+    pub fn limits(&self) -> Limits {
+        Limits {
+            output_cap: self.output_cap,
+            max_message: self.max_message,
+        }
+    }
 }
 
 impl Default for ClientOptions {
@@ -36,6 +48,7 @@ impl Default for ClientOptions {
             handlers: Handlers::default(),
             timeout: DEFAULT_TIMEOUT,
             output_cap: DEFAULT_CAP,
+            max_message: DEFAULT_MAX_MESSAGE,
         }
     }
 }
@@ -44,7 +57,6 @@ impl Default for ClientOptions {
 pub struct Client {
     session: Session,
     details: ServerDetails,
-    output_cap: usize,
 }
 
 impl Client {
@@ -55,7 +67,8 @@ impl Client {
         config: &crate::transport::stdio::StdioConfig,
         options: ClientOptions,
     ) -> Result<Client> {
-        let (transport, inbound) = crate::transport::stdio::StdioTransport::spawn(name, config)?;
+        let (transport, inbound) =
+            crate::transport::stdio::StdioTransport::spawn(name, config, options.limits())?;
         Client::connect(name, Arc::new(transport), inbound, options).await
     }
 
@@ -66,7 +79,8 @@ impl Client {
         config: &crate::transport::http::HttpConfig,
         options: ClientOptions,
     ) -> Result<Client> {
-        let (transport, inbound) = crate::transport::http::HttpTransport::new(name, config)?;
+        let (transport, inbound) =
+            crate::transport::http::HttpTransport::new(name, config, options.limits())?;
         Client::connect(name, Arc::new(transport), inbound, options).await
     }
 
@@ -85,11 +99,7 @@ impl Client {
             options.timeout,
         );
         match era::establish(&session, &options.client_info, options.timeout).await {
-            Ok(details) => Ok(Client {
-                session,
-                details,
-                output_cap: options.output_cap,
-            }),
+            Ok(details) => Ok(Client { session, details }),
             Err(e) => {
                 transport.close().await;
                 Err(e)
@@ -179,7 +189,12 @@ impl Client {
             .session
             .request_reply("tools/call", Some(params), options)
             .await?;
-        match render::render_reference(&reply.frame, self.output_cap) {
+        let rendered = reply.rendered.unwrap_or_else(|| {
+            Err(RenderError::Invalid(
+                "the answer has neither result nor error".into(),
+            ))
+        });
+        match rendered {
             Ok(r) => Ok(ToolOutput {
                 text: r.text,
                 is_error: r.is_error,

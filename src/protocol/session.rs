@@ -9,7 +9,9 @@
 use super::types::{Progress, Root};
 use crate::error::{Error, ErrorKind, Result};
 use crate::transport::{BoxFuture, Inbound, Transport};
+use crate::wire::decode::Decoded;
 use crate::wire::jsonrpc::{self, ErrorObject, Id, Message, Notification, Request, Response};
+use crate::wire::render::{RenderError, Rendered};
 use serde_json::{Value, json};
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicI64, Ordering};
@@ -81,13 +83,16 @@ pub struct RequestOptions {
     pub progress_resets_timeout: bool,
 }
 
-/// A response as it arrived: the parsed outcome and the bytes of the whole message.
+/// A response as it arrived.
 #[derive(Debug, Clone)]
 pub struct Reply {
-    /// The bytes of the response message.
-    pub frame: Vec<u8>,
-    /// Its `result`, or its `error`.
-    pub outcome: Result<Value, ErrorObject>,
+    /// Its `result`, or its `error`; `None` when the message was too large to keep whole
+    /// (over [`Limits::max_message`](crate::transport::Limits::max_message)).
+    pub outcome: Option<Result<Value, ErrorObject>>,
+    /// The message read as a tool result, rendered and capped while it arrived.
+    pub rendered: Option<Result<Rendered, RenderError>>,
+    /// Bytes of the message.
+    pub len: u64,
 }
 
 struct Pending {
@@ -173,9 +178,16 @@ impl Session {
         options: RequestOptions,
     ) -> Result<Value> {
         let reply = self.request_reply(method, params, options).await?;
-        reply
-            .outcome
-            .map_err(|e| self.error(ErrorKind::Rpc(e)).during(method))
+        match (reply.outcome, reply.rendered) {
+            (Some(outcome), _) => outcome.map_err(|e| self.error(ErrorKind::Rpc(e)).during(method)),
+            (None, Some(Err(RenderError::Rpc(e)))) => Err(self.error(ErrorKind::Rpc(e)).during(method)),
+            (None, _) => Err(self
+                .error(ErrorKind::Protocol(format!(
+                    "the answer is {} bytes, more than this client keeps of one message; raise Limits::max_message",
+                    reply.len
+                )))
+                .during(method)),
+        }
     }
 
     /// Sends a request and returns the whole reply, error or not.
@@ -317,18 +329,7 @@ async fn run_inbound(shared: Weak<Shared>, mut inbound: mpsc::Receiver<Inbound>)
             return;
         };
         match item {
-            Inbound::Frame(frame) => match Message::parse(&frame) {
-                Ok(Message::Response(response)) => complete(&shared, response, frame),
-                Ok(Message::Request(request)) => {
-                    tokio::spawn(answer(shared.clone(), request));
-                }
-                Ok(Message::Notification(n)) => on_notification(&shared, n),
-                Err(e) => {
-                    let end = frame.len().min(EXCERPT);
-                    let excerpt = String::from_utf8_lossy(&frame[..end]);
-                    tracing::warn!(server = %shared.server, "skipping a message that is not JSON-RPC ({e}): {excerpt}");
-                }
-            },
+            Inbound::Message(decoded) => receive(&shared, decoded),
             Inbound::Failed(Id::Number(id), error) => {
                 let pending = shared.pending.lock().expect("pending lock").remove(&id);
                 if let Some(p) = pending {
@@ -348,24 +349,84 @@ async fn run_inbound(shared: Weak<Shared>, mut inbound: mpsc::Receiver<Inbound>)
     }
 }
 
-fn complete(shared: &Shared, response: Response, frame: Vec<u8>) {
-    let pending = match &response.id {
+/// Routes one decoded message: responses to their requests, requests to their answers,
+/// notifications to their subscribers.
+fn receive(shared: &Arc<Shared>, decoded: Decoded) {
+    let message = match decoded.raw.as_deref().map(Message::parse) {
+        Some(Ok(message)) => message,
+        Some(Err(e)) => {
+            let raw = decoded.raw.as_deref().unwrap_or_default();
+            let excerpt = String::from_utf8_lossy(&raw[..raw.len().min(EXCERPT)]);
+            return tracing::warn!(server = %shared.server, "skipping a message that is not JSON-RPC ({e}): {excerpt}");
+        }
+        // Too large to keep whole: a response is still complete as a rendered tool result.
+        None if decoded.render.is_some() => {
+            return complete(
+                shared,
+                decoded.id.as_ref(),
+                None,
+                decoded.render,
+                decoded.len,
+            );
+        }
+        None => {
+            let method = decoded.method.as_deref().unwrap_or("a message");
+            tracing::warn!(server = %shared.server, "dropped {method} of {} bytes: more than this client keeps of one message", decoded.len);
+            if let (Some(id), Some(method)) = (decoded.id, decoded.method) {
+                let error = ErrorObject::new(
+                    jsonrpc::INVALID_REQUEST,
+                    format!("{method}: the request is too large for this client"),
+                );
+                let response = Message::Response(Response {
+                    id: Some(id),
+                    outcome: Err(error),
+                });
+                let shared = shared.clone();
+                tokio::spawn(async move { shared.transport.send(response.to_bytes()).await });
+            }
+            return;
+        }
+    };
+    match message {
+        Message::Response(r) => complete(
+            shared,
+            r.id.as_ref(),
+            Some(r.outcome),
+            decoded.render,
+            decoded.len,
+        ),
+        Message::Request(request) => {
+            tokio::spawn(answer(shared.clone(), request));
+        }
+        Message::Notification(n) => on_notification(shared, n),
+    }
+}
+
+fn complete(
+    shared: &Shared,
+    id: Option<&Id>,
+    outcome: Option<Result<Value, ErrorObject>>,
+    rendered: Option<Result<Rendered, RenderError>>,
+    len: u64,
+) {
+    let pending = match id {
         Some(Id::Number(id)) => shared.pending.lock().expect("pending lock").remove(id),
         _ => None,
     };
-    match pending {
-        Some(p) => {
+    match (pending, outcome) {
+        (Some(p), outcome) => {
             let _ = p.reply.send(Ok(Reply {
-                frame,
-                outcome: response.outcome,
+                outcome,
+                rendered,
+                len,
             }));
         }
-        None => match response.outcome {
-            Err(e) => tracing::warn!(server = %shared.server, "the server reported an error: {e}"),
-            Ok(_) => {
-                tracing::debug!(server = %shared.server, "a response to no pending request was dropped")
-            }
-        },
+        (None, Some(Err(e))) => {
+            tracing::warn!(server = %shared.server, "the server reported an error: {e}")
+        }
+        (None, _) => {
+            tracing::debug!(server = %shared.server, "a response to no pending request was dropped")
+        }
     }
 }
 

@@ -24,8 +24,9 @@
 //!   a JSON-RPC error, the server is taken for an HTTP+SSE one: GET the URL, wait for the
 //!   `endpoint` event, and POST every message there; answers arrive on that SSE stream.
 
-use super::{BoxFuture, Inbound, Transport};
+use super::{Assembler, BoxFuture, Inbound, Limits, Transport};
 use crate::error::{Error, ErrorKind, Result};
+use crate::wire::decode::Decoded;
 use crate::wire::jsonrpc::{Id, Message};
 use crate::wire::sse::{SseDecoder, SsePiece};
 use bytes::Bytes;
@@ -43,8 +44,6 @@ use std::time::Duration;
 use tokio::sync::{mpsc, oneshot};
 use tokio::task::AbortHandle;
 
-/// Largest message read from a body or an SSE event before the exchange fails.
-pub const MESSAGE_MAX: usize = 256 << 20;
 /// How long closing waits for the DELETE that ends the session.
 pub const CLOSE_TIMEOUT: Duration = Duration::from_secs(5);
 const EXCERPT: usize = 512;
@@ -184,6 +183,7 @@ struct Inner {
     headers: HeaderMap,
     header_timeout: Duration,
     authorizer: Option<Arc<dyn Authorizer>>,
+    limits: Limits,
     inbound: mpsc::Sender<Inbound>,
     state: Mutex<State>,
     seen: Mutex<Seen>,
@@ -202,6 +202,7 @@ impl HttpTransport {
     pub fn new(
         server: &str,
         config: &HttpConfig,
+        limits: Limits,
     ) -> Result<(HttpTransport, mpsc::Receiver<Inbound>)> {
         let usage = |why: String| Error::new(server, ErrorKind::Usage(why));
         let url: Uri = config
@@ -224,6 +225,7 @@ impl HttpTransport {
             headers,
             header_timeout: config.header_timeout,
             authorizer: config.authorizer.clone(),
+            limits,
             inbound: tx,
             state: Mutex::new(State::default()),
             seen: Mutex::new(Seen::default()),
@@ -361,13 +363,28 @@ struct Cursor {
     retry: Option<Duration>,
 }
 
-/// Reads dispatched events from one SSE body.
+/// What one SSE event carried.
+enum EventData {
+    /// A `message` event: the JSON-RPC message, decoded as it arrived.
+    Message(Decoded),
+    /// Any other event type: the start of its data as text (the `endpoint` of HTTP+SSE).
+    Text(String),
+}
+
+/// Bytes of a non-message event's data kept as text.
+const EVENT_TEXT: usize = 4096;
+
+/// Reads dispatched events from one SSE body; each event's data flows into a decoder as it
+/// arrives, so no event is held whole.
 struct EventReader {
     body: Incoming,
-    decoder: SseDecoder,
-    data: Vec<u8>,
-    oversized: bool,
-    ready: VecDeque<(String, Option<String>, Vec<u8>)>,
+    sse: SseDecoder,
+    message: Assembler,
+    server: String,
+    /// The start of the current event's data, for events that are not messages.
+    head: Vec<u8>,
+    has_data: bool,
+    ready: VecDeque<(String, Option<String>, EventData)>,
     retry: Option<u64>,
     ended: bool,
     /// The id of the previous event on this connection: an event without an `id` field of
@@ -376,12 +393,14 @@ struct EventReader {
 }
 
 impl EventReader {
-    fn new(body: Incoming) -> Self {
+    fn new(body: Incoming, inner: &Inner) -> Self {
         EventReader {
             body,
-            decoder: SseDecoder::new(),
-            data: Vec::new(),
-            oversized: false,
+            sse: SseDecoder::new(),
+            message: Assembler::new(inner.limits),
+            server: inner.server.clone(),
+            head: Vec::new(),
+            has_data: false,
             ready: VecDeque::new(),
             retry: None,
             ended: false,
@@ -391,15 +410,37 @@ impl EventReader {
 
     fn absorb(&mut self, piece: SsePiece<'_>) {
         match piece {
-            SsePiece::Data(d) if self.data.len() + d.len() <= MESSAGE_MAX => {
-                self.data.extend_from_slice(d)
+            SsePiece::Data(d) => {
+                self.has_data = true;
+                self.message.feed(d);
+                let take = d.len().min(EVENT_TEXT.saturating_sub(self.head.len()));
+                self.head.extend_from_slice(&d[..take]);
             }
-            SsePiece::Data(_) => self.oversized = true,
             SsePiece::Dispatch { event, id } => {
-                let data = std::mem::take(&mut self.data);
-                if !std::mem::take(&mut self.oversized) {
-                    self.ready
-                        .push_back((event.to_string(), id.map(str::to_string), data));
+                let head = std::mem::take(&mut self.head);
+                if !std::mem::take(&mut self.has_data) {
+                    self.message.discard();
+                    self.ready.push_back((
+                        event.to_string(),
+                        id.map(str::to_string),
+                        EventData::Text(String::new()),
+                    ));
+                } else if event == "message" {
+                    if let Some(decoded) = self.message.finish(&self.server) {
+                        self.ready.push_back((
+                            event.to_string(),
+                            id.map(str::to_string),
+                            EventData::Message(decoded),
+                        ));
+                    }
+                } else {
+                    self.message.discard();
+                    let text = String::from_utf8_lossy(&head).into_owned();
+                    self.ready.push_back((
+                        event.to_string(),
+                        id.map(str::to_string),
+                        EventData::Text(text),
+                    ));
                 }
             }
             SsePiece::Retry(ms) => self.retry = Some(ms),
@@ -408,7 +449,7 @@ impl EventReader {
 
     /// The next event with data whose id was not seen before; `None` once the stream ends
     /// (cleanly or not). Updates the cursor as events pass.
-    async fn next(&mut self, inner: &Inner, cursor: &mut Cursor) -> Option<(String, Vec<u8>)> {
+    async fn next(&mut self, inner: &Inner, cursor: &mut Cursor) -> Option<(String, EventData)> {
         loop {
             if let Some(ms) = self.retry.take() {
                 cursor.retry = Some(Duration::from_millis(ms));
@@ -422,7 +463,7 @@ impl EventReader {
                         continue;
                     }
                 }
-                if !data.is_empty() {
+                if !matches!(&data, EventData::Text(t) if t.is_empty()) {
                     return Some((event, data));
                 }
             }
@@ -433,7 +474,7 @@ impl EventReader {
             match self.body.frame().await {
                 Some(Ok(frame)) => {
                     if let Ok(chunk) = frame.into_data() {
-                        self.decoder.push(&chunk, &mut |p| pieces.push(owned(p)));
+                        self.sse.push(&chunk, &mut |p| pieces.push(owned(p)));
                     }
                 }
                 Some(Err(e)) => {
@@ -441,7 +482,7 @@ impl EventReader {
                     self.ended = true;
                 }
                 None => {
-                    self.decoder.finish(&mut |p| pieces.push(owned(p)));
+                    self.sse.finish(&mut |p| pieces.push(owned(p)));
                     self.ended = true;
                 }
             }
@@ -676,8 +717,8 @@ impl Inner {
         true
     }
 
-    async fn deliver(&self, frame: Vec<u8>) {
-        let _ = self.inbound.send(Inbound::Frame(frame)).await;
+    async fn deliver(&self, message: Decoded) {
+        let _ = self.inbound.send(Inbound::Message(message)).await;
     }
 
     fn build(
@@ -923,11 +964,11 @@ impl Inner {
         match content_type(&response).as_str() {
             "text/event-stream" => self.follow_stream(response.into_body(), id, method).await,
             "application/json" => {
-                let body = read_body(response.into_body()).await.map_err(|why| self.error(ErrorKind::Http { status: None, detail: why }))?;
+                let decoded = self.read_json(response.into_body()).await?;
                 if method == "initialize" {
-                    self.note_version(&body);
+                    self.note_version(&decoded);
                 }
-                self.deliver(body).await;
+                self.deliver(decoded).await;
                 Ok(())
             }
             other => Err(self.error(ErrorKind::Protocol(format!(
@@ -936,7 +977,31 @@ impl Inner {
         }
     }
 
-    fn note_version(&self, frame: &[u8]) {
+    /// Reads a JSON answer as it arrives.
+    async fn read_json(&self, mut body: Incoming) -> Result<Decoded> {
+        let mut message = Assembler::new(self.limits);
+        while let Some(frame) = body.frame().await {
+            let frame = frame.map_err(|e| {
+                self.error(ErrorKind::Http {
+                    status: None,
+                    detail: format!("reading the response body: {e}"),
+                })
+            })?;
+            if let Ok(chunk) = frame.into_data() {
+                message.feed(&chunk);
+            }
+        }
+        message.finish(&self.server).ok_or_else(|| {
+            self.error(ErrorKind::Protocol(
+                "the JSON answer is not a JSON-RPC message".into(),
+            ))
+        })
+    }
+
+    fn note_version(&self, decoded: &Decoded) {
+        let Some(frame) = decoded.raw.as_deref() else {
+            return;
+        };
         if let Ok(Message::Response(r)) = Message::parse(frame)
             && let Ok(result) = &r.outcome
             && let Some(v) = result.get("protocolVersion").and_then(|v| v.as_str())
@@ -948,19 +1013,19 @@ impl Inner {
     /// Reads a request's SSE stream until its response, resuming it as often as allowed.
     async fn follow_stream(self: &Arc<Self>, body: Incoming, id: &Id, method: &str) -> Result<()> {
         let mut cursor = Cursor::default();
-        let mut reader = EventReader::new(body);
+        let mut reader = EventReader::new(body, self);
         let mut attempts = 0;
         loop {
-            while let Some((event, data)) = reader.next(self, &mut cursor).await {
+            while let Some((_, data)) = reader.next(self, &mut cursor).await {
                 attempts = 0;
-                if event != "message" {
+                let EventData::Message(decoded) = data else {
                     continue;
-                }
-                let answers_us = matches!(Message::parse(&data), Ok(Message::Response(r)) if r.id.as_ref() == Some(id));
+                };
+                let answers_us = decoded.render.is_some() && decoded.id.as_ref() == Some(id);
                 if answers_us && method == "initialize" {
-                    self.note_version(&data);
+                    self.note_version(&decoded);
                 }
-                self.deliver(data).await;
+                self.deliver(decoded).await;
                 if answers_us {
                     return Ok(());
                 }
@@ -992,7 +1057,7 @@ impl Inner {
                     "resuming the response stream did not give an event stream".into(),
                 )));
             }
-            reader = EventReader::new(response.into_body());
+            reader = EventReader::new(response.into_body(), self);
         }
     }
 
@@ -1025,11 +1090,11 @@ impl Inner {
                 .await
             {
                 Ok(response) if content_type(&response) == "text/event-stream" => {
-                    let mut reader = EventReader::new(response.into_body());
-                    while let Some((event, data)) = reader.next(&self, &mut cursor).await {
+                    let mut reader = EventReader::new(response.into_body(), &self);
+                    while let Some((_, data)) = reader.next(&self, &mut cursor).await {
                         failures = 0;
-                        if event == "message" {
-                            self.deliver(data).await;
+                        if let EventData::Message(decoded) = data {
+                            self.deliver(decoded).await;
                         }
                     }
                 }
@@ -1095,12 +1160,14 @@ impl Inner {
         let answer = match content_type(&response).as_str() {
             "text/event-stream" => {
                 let mut cursor = Cursor::default();
-                let mut reader = EventReader::new(response.into_body());
+                let mut reader = EventReader::new(response.into_body(), self);
                 let mut answer = None;
                 while let Some((_, data)) = reader.next(self, &mut cursor).await {
-                    if matches!(Message::parse(&data), Ok(Message::Response(r)) if r.id.as_ref() == Some(&init_id))
+                    if let EventData::Message(decoded) = data
+                        && decoded.render.is_some()
+                        && decoded.id.as_ref() == Some(&init_id)
                     {
-                        answer = Some(data);
+                        answer = Some(decoded);
                         break;
                     }
                 }
@@ -1108,15 +1175,10 @@ impl Inner {
                     failed(self.error(ErrorKind::Closed("no answer to initialize".into())))
                 })?
             }
-            _ => read_body(response.into_body()).await.map_err(|why| {
-                failed(self.error(ErrorKind::Http {
-                    status: None,
-                    detail: why,
-                }))
-            })?,
+            _ => self.read_json(response.into_body()).await.map_err(failed)?,
         };
-        match Message::parse(&answer) {
-            Ok(Message::Response(r)) if r.outcome.is_ok() => self.note_version(&answer),
+        match answer.raw.as_deref().map(Message::parse) {
+            Some(Ok(Message::Response(r))) if r.outcome.is_ok() => self.note_version(&answer),
             _ => {
                 return Err(failed(self.error(ErrorKind::Protocol(
                     "the new initialize was refused".into(),
@@ -1171,16 +1233,16 @@ impl Inner {
     async fn legacy_stream(self: Arc<Self>, body: Incoming, endpoint: oneshot::Sender<String>) {
         let mut endpoint = Some(endpoint);
         let mut cursor = Cursor::default();
-        let mut reader = EventReader::new(body);
+        let mut reader = EventReader::new(body, &self);
         while let Some((event, data)) = reader.next(&self, &mut cursor).await {
-            match event.as_str() {
-                "endpoint" => {
+            match data {
+                EventData::Text(text) if event == "endpoint" => {
                     if let Some(tx) = endpoint.take() {
-                        let _ = tx.send(String::from_utf8_lossy(&data).into_owned());
+                        let _ = tx.send(text);
                     }
                 }
-                "message" => self.deliver(data).await,
-                _ => {}
+                EventData::Message(decoded) => self.deliver(decoded).await,
+                EventData::Text(_) => {}
             }
         }
         let _ = self
@@ -1190,20 +1252,6 @@ impl Inner {
             ))
             .await;
     }
-}
-
-async fn read_body(mut body: Incoming) -> std::result::Result<Vec<u8>, String> {
-    let mut bytes = Vec::new();
-    while let Some(frame) = body.frame().await {
-        let frame = frame.map_err(|e| format!("reading the response body: {e}"))?;
-        if let Ok(chunk) = frame.into_data() {
-            if bytes.len() + chunk.len() > MESSAGE_MAX {
-                return Err(format!("the response body is over {MESSAGE_MAX} bytes"));
-            }
-            bytes.extend_from_slice(&chunk);
-        }
-    }
-    Ok(bytes)
 }
 
 #[cfg(test)]

@@ -3,6 +3,10 @@
 //! A transport is two halves: [`Transport`], which sends one message and closes the
 //! connection, and an [`Inbound`] channel, on which it delivers every message the server sends
 //! and, last, why the connection ended. The session above knows nothing of pipes or sockets.
+//!
+//! Every message is decoded while its bytes arrive ([`MessageDecoder`]): a tool result is
+//! rendered and capped on the way, and no message is ever held whole past
+//! [`Limits::max_message`], whatever its size.
 
 #[cfg(feature = "http")]
 pub mod http;
@@ -10,6 +14,8 @@ pub mod http;
 pub mod stdio;
 
 use crate::error::Result;
+use crate::wire::decode::{Decoded, MessageDecoder};
+use crate::wire::render::DEFAULT_CAP;
 use std::future::Future;
 use std::pin::Pin;
 
@@ -19,8 +25,8 @@ pub type BoxFuture<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;
 /// What a transport delivers to the session.
 #[derive(Debug)]
 pub enum Inbound {
-    /// The bytes of one JSON-RPC message, as framed by the transport.
-    Frame(Vec<u8>),
+    /// One JSON-RPC message, decoded as it arrived.
+    Message(Decoded),
     /// A request the transport could not complete (an HTTP error, a lost stream): the
     /// session fails it with this error.
     Failed(crate::wire::jsonrpc::Id, crate::error::Error),
@@ -39,5 +45,90 @@ pub trait Transport: Send + Sync + 'static {
     /// The server's process id (also its process group), for transports that run one.
     fn pid(&self) -> Option<u32> {
         None
+    }
+}
+
+/// How much of an incoming message is kept.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Limits {
+    /// Cap on the rendered output of one tool result, in bytes.
+    pub output_cap: usize,
+    /// Largest message kept whole (to be parsed); a larger one is only rendered (a tool
+    /// result) or reported, never held.
+    pub max_message: usize,
+}
+
+/// The largest message kept whole by default: 4 MiB.
+pub const DEFAULT_MAX_MESSAGE: usize = 4 << 20;
+
+impl Default for Limits {
+    fn default() -> Self {
+        Limits {
+            output_cap: DEFAULT_CAP,
+            max_message: DEFAULT_MAX_MESSAGE,
+        }
+    }
+}
+
+/// Bytes of a message quoted when it cannot be decoded.
+const EXCERPT: usize = 200;
+
+/// Decodes one message after another from pieces, warning about (and skipping) any that is
+/// not JSON.
+pub(crate) struct Assembler {
+    limits: Limits,
+    decoder: MessageDecoder,
+    excerpt: Vec<u8>,
+    fed: bool,
+}
+
+impl Assembler {
+    pub(crate) fn new(limits: Limits) -> Self {
+        Assembler {
+            limits,
+            decoder: MessageDecoder::new(limits.output_cap, limits.max_message),
+            excerpt: Vec::new(),
+            fed: false,
+        }
+    }
+
+    /// More bytes of the current message.
+    pub(crate) fn feed(&mut self, bytes: &[u8]) {
+        if self.excerpt.len() < EXCERPT {
+            let take = bytes.len().min(EXCERPT - self.excerpt.len());
+            self.excerpt.extend_from_slice(&bytes[..take]);
+        }
+        self.fed |= bytes.iter().any(|b| !b.is_ascii_whitespace());
+        // An error is remembered by the decoder and reported by `finish`.
+        let _ = self.decoder.feed(bytes);
+    }
+
+    /// Drops the current message unread (an SSE event that is not a message).
+    pub(crate) fn discard(&mut self) {
+        self.decoder = MessageDecoder::new(self.limits.output_cap, self.limits.max_message);
+        self.excerpt.clear();
+        self.fed = false;
+    }
+
+    /// Ends the current message: `None` if it was empty or not JSON (warned about).
+    pub(crate) fn finish(&mut self, server: &str) -> Option<Decoded> {
+        let fresh = MessageDecoder::new(self.limits.output_cap, self.limits.max_message);
+        let decoder = std::mem::replace(&mut self.decoder, fresh);
+        let excerpt = std::mem::take(&mut self.excerpt);
+        if !std::mem::take(&mut self.fed) {
+            return None;
+        }
+        match decoder.finish() {
+            Ok(decoded) => Some(decoded),
+            Err(e) => {
+                let text = String::from_utf8_lossy(&excerpt);
+                tracing::warn!(
+                    server,
+                    "skipping a message that is not JSON-RPC ({e}): {}",
+                    text.trim()
+                );
+                None
+            }
+        }
     }
 }

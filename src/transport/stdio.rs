@@ -9,8 +9,9 @@
 //! does not reap (some containers), call [`become_subreaper`] once so that this process
 //! adopts them and the close sequence reaps them: no zombie is left either way.
 
-use super::{BoxFuture, Inbound, Transport};
+use super::{Assembler, BoxFuture, Inbound, Limits, Transport};
 use crate::error::{Error, ErrorKind, Result};
+use crate::wire::decode::Decoded;
 use crate::wire::framing::{LineFramer, Piece};
 use std::collections::HashMap;
 use std::process::Stdio;
@@ -24,8 +25,6 @@ use tokio::sync::{Mutex, mpsc};
 pub const GRACE: Duration = Duration::from_secs(2);
 /// Longest stderr line forwarded to the log; the rest is cut.
 pub const STDERR_LINE_MAX: usize = 4096;
-/// Largest message read from stdout before the line is dropped with an error.
-pub const MESSAGE_MAX: usize = 256 << 20;
 
 /// How to start a stdio server.
 #[derive(Debug, Clone, Default)]
@@ -53,6 +52,7 @@ impl StdioTransport {
     pub fn spawn(
         server: &str,
         config: &StdioConfig,
+        limits: Limits,
     ) -> Result<(StdioTransport, mpsc::Receiver<Inbound>)> {
         let mut cmd = Command::new(&config.command);
         cmd.args(&config.args)
@@ -72,7 +72,7 @@ impl StdioTransport {
         let stdout = child.stdout.take().expect("stdout is piped");
         let stderr = child.stderr.take().expect("stderr is piped");
         let (tx, rx) = mpsc::channel(64);
-        tokio::spawn(read_stdout(server.to_string(), stdout, tx));
+        tokio::spawn(read_stdout(server.to_string(), stdout, limits, tx));
         tokio::spawn(forward_stderr(server.to_string(), stderr));
         let transport = StdioTransport {
             server: server.to_string(),
@@ -222,19 +222,19 @@ pub fn become_subreaper() {
 async fn read_stdout(
     server: String,
     mut stdout: tokio::process::ChildStdout,
+    limits: Limits,
     tx: mpsc::Sender<Inbound>,
 ) {
     let mut framer = LineFramer::new();
+    let mut incoming = Assembler::new(limits);
     let mut buf = vec![0u8; 64 * 1024];
-    let mut line = Vec::new();
-    let mut oversized = false;
-    let mut frames = Vec::new();
+    let mut messages = Vec::new();
     let reason = loop {
         let n = match stdout.read(&mut buf).await {
             Ok(0) => {
-                framer.finish(&mut |p| collect(p, &mut line, &mut oversized, &mut frames, &server));
-                for frame in frames.drain(..) {
-                    let _ = tx.send(Inbound::Frame(frame)).await;
+                framer.finish(&mut |p| take_piece(p, &mut incoming, &mut messages, &server));
+                for message in messages.drain(..) {
+                    let _ = tx.send(Inbound::Message(message)).await;
                 }
                 break "the server closed its stdout (it exited)".to_string();
             }
@@ -242,10 +242,10 @@ async fn read_stdout(
             Err(e) => break format!("reading the server's stdout: {e}"),
         };
         framer.push(&buf[..n], &mut |p| {
-            collect(p, &mut line, &mut oversized, &mut frames, &server)
+            take_piece(p, &mut incoming, &mut messages, &server)
         });
-        for frame in frames.drain(..) {
-            if tx.send(Inbound::Frame(frame)).await.is_err() {
+        for message in messages.drain(..) {
+            if tx.send(Inbound::Message(message)).await.is_err() {
                 return;
             }
         }
@@ -253,30 +253,16 @@ async fn read_stdout(
     let _ = tx.send(Inbound::Closed(reason)).await;
 }
 
-fn collect(
+/// Feeds one piece of a line to the decoder; a line's end completes its message.
+fn take_piece(
     piece: Piece<'_>,
-    line: &mut Vec<u8>,
-    oversized: &mut bool,
-    frames: &mut Vec<Vec<u8>>,
+    incoming: &mut Assembler,
+    messages: &mut Vec<Decoded>,
     server: &str,
 ) {
     match piece {
-        Piece::Data(d) if !*oversized => {
-            if line.len() + d.len() > MESSAGE_MAX {
-                tracing::warn!(server, "a message over {MESSAGE_MAX} bytes was dropped");
-                *oversized = true;
-                *line = Vec::new();
-            } else {
-                line.extend_from_slice(d);
-            }
-        }
-        Piece::Data(_) => {}
-        Piece::End => {
-            if !std::mem::take(oversized) && !line.trim_ascii().is_empty() {
-                frames.push(std::mem::take(line));
-            }
-            line.clear();
-        }
+        Piece::Data(d) => incoming.feed(d),
+        Piece::End => messages.extend(incoming.finish(server)),
     }
 }
 
