@@ -21,6 +21,8 @@
 //! ```
 #![warn(missing_docs)]
 
+#[cfg(feature = "oauth")]
+pub mod auth;
 pub mod client;
 pub mod error;
 pub mod host;
