@@ -667,7 +667,12 @@ impl OAuth {
         let secret = client.client_secret.clone().unwrap_or_default();
         let mut basic = Basic::None;
         match client.token_endpoint_auth_method.as_str() {
-            "client_secret_basic" => basic = Basic::Credentials(&client.client_id, &secret),
+            "client_secret_basic" => {
+                // The id in the body too: it is no second authentication, and some servers
+                // (the Python SDK's) look the client up by it.
+                basic = Basic::Credentials(&client.client_id, &secret);
+                pairs.push(("client_id", client.client_id.clone()));
+            }
             "client_secret_post" => {
                 pairs.push(("client_id", client.client_id.clone()));
                 pairs.push(("client_secret", secret.clone()));
