@@ -300,14 +300,18 @@ impl OAuth {
 
     /// [`OAuth::login`] through `agent` instead of the configured one.
     pub async fn login_with(&self, agent: Option<&dyn UserAgent>) -> Result<()> {
-        let challenge = self.probe().await;
+        let challenge = self.probe().await.map_err(|e| {
+            self.auth_error(format!(
+                "cannot reach the server to log in: {e}; check its url and that it is running"
+            ))
+        })?;
         let mut rt = self.runtime.lock().await;
         rt.attempts.clear();
         self.obtain(&mut rt, challenge.as_ref(), &[], agent).await
     }
 
     /// Sends an unauthenticated `initialize` to read the server's 401 challenge.
-    async fn probe(&self) -> Option<Challenge> {
+    async fn probe(&self) -> std::result::Result<Option<Challenge>, String> {
         let body = json!({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
             "protocolVersion": "2025-11-25", "capabilities": {},
             "clientInfo": {"name": "agenvoy-mcp", "version": env!("CARGO_PKG_VERSION")}}});
@@ -319,15 +323,14 @@ impl OAuth {
             body.to_string().into_bytes(),
             Basic::None,
         )
-        .await
-        .ok()?;
-        (answer.status == 401).then(|| {
+        .await?;
+        Ok((answer.status == 401).then(|| {
             answer
                 .www_authenticate
                 .as_deref()
                 .map(Challenge::parse)
                 .unwrap_or_default()
-        })
+        }))
     }
 
     fn load(&self, rt: &mut Runtime) {
