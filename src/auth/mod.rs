@@ -979,3 +979,147 @@ impl Authorizer for OAuth {
 pub fn json_str(v: &Value, key: &str) -> Option<String> {
     str_member(v, key).map(str::to_string)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+
+    /// A token endpoint that answers every POST with fresh tokens and records the bodies.
+    async fn token_endpoint() -> (String, Arc<std::sync::Mutex<Vec<String>>>) {
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let url = format!("http://{}/token", listener.local_addr().unwrap());
+        let bodies = Arc::new(std::sync::Mutex::new(Vec::new()));
+        let seen = bodies.clone();
+        tokio::spawn(async move {
+            let mut n = 0;
+            while let Ok((mut s, _)) = listener.accept().await {
+                n += 1;
+                let mut buf = Vec::new();
+                let mut chunk = [0u8; 4096];
+                loop {
+                    let read = s.read(&mut chunk).await.unwrap_or(0);
+                    buf.extend_from_slice(&chunk[..read]);
+                    let text = String::from_utf8_lossy(&buf).to_string();
+                    if let Some((head, body)) = text.split_once("\r\n\r\n") {
+                        let len = head
+                            .lines()
+                            .find_map(|l| {
+                                l.to_ascii_lowercase()
+                                    .strip_prefix("content-length:")
+                                    .map(|v| v.trim().parse::<usize>().unwrap())
+                            })
+                            .unwrap_or(0);
+                        if body.len() >= len {
+                            seen.lock().unwrap().push(body.to_string());
+                            break;
+                        }
+                    }
+                    if read == 0 {
+                        break;
+                    }
+                }
+                let json = format!(
+                    r#"{{"access_token":"AT{n}","token_type":"bearer","expires_in":3600,"refresh_token":"RT{n}"}}"#
+                );
+                let response = format!(
+                    "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{json}",
+                    json.len()
+                );
+                let _ = s.write_all(response.as_bytes()).await;
+            }
+        });
+        (url, bodies)
+    }
+
+    fn oauth_with(tokens: Option<StoredTokens>) -> (OAuth, Arc<MemoryStore>) {
+        let store = Arc::new(MemoryStore::new());
+        if let Some(t) = tokens {
+            store
+                .save("tokens:s", &serde_json::to_string(&t).unwrap())
+                .unwrap();
+        }
+        let oauth = OAuth::new(
+            OAuthConfig::new("s", "http://127.0.0.1:9/mcp"),
+            store.clone(),
+        );
+        (oauth, store)
+    }
+
+    fn tokens(endpoint: &str, expires_at: u64) -> StoredTokens {
+        StoredTokens {
+            server_url: "http://127.0.0.1:9/mcp".into(),
+            access_token: "AT0".into(),
+            refresh_token: Some("RT0".into()),
+            expires_at: Some(expires_at),
+            scope: Some("a b".into()),
+            issuer: "http://127.0.0.1:9".into(),
+            token_endpoint: endpoint.into(),
+            resource: "http://127.0.0.1:9/mcp".into(),
+        }
+    }
+
+    #[tokio::test]
+    async fn without_a_token_the_error_says_how_to_log_in() {
+        let (oauth, _) = oauth_with(None);
+        let err = oauth.authorization().await.unwrap_err();
+        assert!(err.needs_login());
+        assert_eq!(
+            err.to_string(),
+            "mcp server \"s\": oauth login required, run /mcp → s → login"
+        );
+        let err = oauth.challenge(401, None).await.unwrap_err();
+        assert!(err.needs_login());
+        let err = oauth
+            .challenge(
+                403,
+                Some(r#"Bearer error="insufficient_scope", scope="x""#.into()),
+            )
+            .await
+            .unwrap_err();
+        assert!(err.to_string().ends_with("run /mcp → s → login"), "{err}");
+        assert!(!oauth.challenge(403, Some("Bearer".into())).await.unwrap());
+    }
+
+    #[tokio::test]
+    async fn a_token_about_to_expire_is_refreshed_before_it_is_sent() {
+        let (endpoint, bodies) = token_endpoint().await;
+        let (oauth, store) = oauth_with(Some(tokens(&endpoint, now_secs() + 10)));
+        assert_eq!(
+            oauth.authorization().await.unwrap().as_deref(),
+            Some("Bearer AT1")
+        );
+        let body = bodies.lock().unwrap()[0].clone();
+        assert!(body.starts_with("grant_type=refresh_token&refresh_token=RT0&resource=http%3A%2F%2F127.0.0.1%3A9%2Fmcp"), "{body}");
+        let stored: StoredTokens =
+            serde_json::from_str(&store.load("tokens:s").unwrap().unwrap()).unwrap();
+        assert_eq!(stored.refresh_token.as_deref(), Some("RT1"), "rotated");
+        assert_eq!(stored.scope.as_deref(), Some("a b"), "kept");
+        // Fresh now: sent as it is.
+        assert_eq!(
+            oauth.authorization().await.unwrap().as_deref(),
+            Some("Bearer AT1")
+        );
+        assert_eq!(bodies.lock().unwrap().len(), 1);
+    }
+
+    #[tokio::test]
+    async fn a_401_refreshes_once_then_asks_for_a_login() {
+        let (endpoint, bodies) = token_endpoint().await;
+        let (oauth, store) = oauth_with(Some(tokens(&endpoint, now_secs() + 3600)));
+        assert_eq!(
+            oauth.authorization().await.unwrap().as_deref(),
+            Some("Bearer AT0")
+        );
+        assert!(oauth.challenge(401, None).await.unwrap(), "refreshed");
+        assert_eq!(bodies.lock().unwrap().len(), 1);
+        // The new token is refused too: two retries in case another request raced it,
+        // then no second refresh, and the tokens are gone.
+        assert!(oauth.challenge(401, None).await.unwrap());
+        assert!(oauth.challenge(401, None).await.unwrap());
+        let err = oauth.challenge(401, None).await.unwrap_err();
+        assert!(err.needs_login(), "{err}");
+        assert_eq!(bodies.lock().unwrap().len(), 1, "one refresh only");
+        assert!(store.load("tokens:s").unwrap().is_none());
+    }
+}
