@@ -64,12 +64,13 @@ impl Error {
     /// The text of the error kind alone, without the server and method.
     pub fn kind_text(&self) -> String {
         let whole = Error {
-            server: String::new(),
+            server: self.server.clone(),
             method: None,
             kind: self.kind.clone(),
         }
         .to_string();
-        whole.trim_start_matches("mcp server \"\": ").to_string()
+        let prefix = format!("mcp server \"{}\": ", self.server);
+        whole.strip_prefix(&prefix).unwrap_or(&whole).to_string()
     }
 
     /// Whether the server needs an OAuth login before it can be used.
