@@ -39,6 +39,10 @@ pub enum ErrorKind {
     Protocol(String),
     /// The caller gave something unusable (bad arguments, bad configuration).
     Usage(String),
+    /// The server needs an OAuth login (no usable token, and no way to get one here).
+    LoginRequired,
+    /// OAuth failed: discovery, registration, the authorization or token request.
+    Auth(String),
 }
 
 impl Error {
@@ -60,12 +64,18 @@ impl Error {
     /// The text of the error kind alone, without the server and method.
     pub fn kind_text(&self) -> String {
         let whole = Error {
-            server: String::new(),
+            server: self.server.clone(),
             method: None,
             kind: self.kind.clone(),
         }
         .to_string();
-        whole.trim_start_matches("mcp server \"\": ").to_string()
+        let prefix = format!("mcp server \"{}\": ", self.server);
+        whole.strip_prefix(&prefix).unwrap_or(&whole).to_string()
+    }
+
+    /// Whether the server needs an OAuth login before it can be used.
+    pub fn needs_login(&self) -> bool {
+        matches!(self.kind, ErrorKind::LoginRequired)
     }
 
     /// Whether the connection is gone, so a reconnect is the only way on.
@@ -104,6 +114,12 @@ impl fmt::Display for Error {
             } => write!(f, ": HTTP request failed: {detail}"),
             ErrorKind::Protocol(why) => write!(f, ": protocol error: {why}"),
             ErrorKind::Usage(why) => write!(f, ": {why}"),
+            ErrorKind::LoginRequired => write!(
+                f,
+                ": oauth login required, run /mcp → {} → login",
+                self.server
+            ),
+            ErrorKind::Auth(why) => write!(f, ": oauth: {why}"),
         }
     }
 }

@@ -6,6 +6,8 @@
 //! - [`protocol`]: MCP types, the session (ids, timeouts, cancellation, progress, server
 //!   requests) and how a session starts (the era).
 //! - [`client`]: [`Client`], one connected server.
+//! - [`auth`] (feature `oauth`): OAuth 2.1: discovery, registration, PKCE, loopback login,
+//!   token store, refresh, step-up.
 //! - [`host`]: Agenvoy's runtime: config file, [`host::Manager`], tool registry, confirm gate.
 //!
 //! ```no_run
@@ -21,6 +23,8 @@
 //! ```
 #![warn(missing_docs)]
 
+#[cfg(feature = "oauth")]
+pub mod auth;
 pub mod client;
 pub mod error;
 pub mod host;

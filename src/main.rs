@@ -68,6 +68,17 @@ enum Command {
         #[arg(value_name = "JSON")]
         arguments: Option<String>,
     },
+    /// OAuth login for one server: opens the browser (and prints the URL), waits for the
+    /// redirect on http://localhost:17988/callback or for the redirect URL pasted on stdin.
+    Login {
+        #[command(flatten)]
+        host: HostOptions,
+        /// Print the URL only; do not start a browser.
+        #[arg(long)]
+        no_browser: bool,
+        /// The server's name in the config.
+        name: String,
+    },
     /// Connect one server with no config; print its era, version, info, capabilities,
     /// instructions and tools; optionally call one tool.
     Probe {
@@ -160,6 +171,22 @@ fn main() -> ExitCode {
                 yes,
                 name,
                 arguments,
+            }))
+        }
+        Command::Login {
+            host,
+            no_browser,
+            name,
+        } => {
+            let host = match host.into_args() {
+                Ok(h) => h,
+                Err(code) => return code,
+            };
+            init_logging();
+            runtime().block_on(cli::login::run(cli::login::LoginArgs {
+                host,
+                no_browser,
+                name,
             }))
         }
         Command::Conformance { url } => {

@@ -6,7 +6,18 @@
 //! what any scenario asks of a client: it connects, lists the tools, and calls each one with
 //! arguments made from its input schema; an elicitation request is accepted with the schema's
 //! defaults. It exits 0 when every step worked, 1 otherwise, and always on its own.
+//!
+//! Every run carries an OAuth authorizer that logs in headlessly (the suite's authorization
+//! server redirects at once: the authorization URL is fetched without following the redirect
+//! and the code taken from `Location`). The context supplies a pre-registered client
+//! (`client_id`, `client_secret`, `private_key_pem`) and, for enterprise-managed
+//! authorization, the identity provider's `idp_id_token` and `idp_token_endpoint`; the
+//! `auth/client-credentials-*` scenarios use the client credentials grant. The Client ID
+//! Metadata Document URL is the one the suite expects.
 
+use agenvoy_mcp::auth::{
+    Grant, HeadlessAgent, MemoryStore, OAuth, OAuthConfig, PreRegistered, json_str,
+};
 use agenvoy_mcp::protocol::session::{Handlers, RequestHandler, RequestOptions};
 use agenvoy_mcp::transport::http::HttpConfig;
 use agenvoy_mcp::{Client, ClientOptions};
@@ -17,6 +28,8 @@ use std::time::Duration;
 
 /// How long the whole run may take before it gives up.
 const DEADLINE: Duration = Duration::from_secs(25);
+/// The Client ID Metadata Document URL the suite's `auth/basic-cimd` scenario expects.
+pub const CLIENT_METADATA_URL: &str = "https://conformance-test.local/client-metadata.json";
 
 /// Runs the scenario against the server at `url`.
 pub async fn run(url: &str) -> ExitCode {
@@ -48,10 +61,46 @@ async fn scenario_run(url: &str, scenario: &str) -> agenvoy_mcp::Result<()> {
         handlers,
         ..Default::default()
     };
-    let client = Client::connect_http("conformance", &HttpConfig::new(url), options).await?;
+    let context: Value = std::env::var("MCP_CONFORMANCE_CONTEXT")
+        .ok()
+        .and_then(|c| serde_json::from_str(&c).ok())
+        .unwrap_or(Value::Null);
+    let mut config = HttpConfig::new(url);
+    config.authorizer = Some(Arc::new(authorizer(url, scenario, &context)));
+    let client = Client::connect_http("conformance", &config, options).await?;
     let outcome = exercise(&client, scenario).await;
     client.close().await;
     outcome
+}
+
+/// The OAuth of a scenario: headless, in memory, with what the context provides.
+pub fn authorizer(url: &str, scenario: &str, context: &Value) -> OAuth {
+    let mut config = OAuthConfig::new("conformance", url);
+    config.client_name = "agenvoy-mcp conformance".into();
+    config.client_metadata_url = Some(CLIENT_METADATA_URL.into());
+    if let Some(client_id) = json_str(context, "client_id") {
+        config.client = Some(PreRegistered {
+            client_id,
+            client_secret: json_str(context, "client_secret"),
+            redirect_uri: None,
+            private_key_pem: json_str(context, "private_key_pem"),
+        });
+    }
+    if let (Some(id_token), Some(endpoint)) = (
+        json_str(context, "idp_id_token"),
+        json_str(context, "idp_token_endpoint"),
+    ) {
+        config.grant = Grant::IdentityAssertion {
+            id_token,
+            idp_token_endpoint: endpoint,
+            idp_client_id: json_str(context, "idp_client_id"),
+        };
+    } else if scenario.starts_with("auth/client-credentials") {
+        config.grant = Grant::ClientCredentials;
+    }
+    let oauth = OAuth::new(config, Arc::new(MemoryStore::new()));
+    let agent = HeadlessAgent::new(oauth.http_client());
+    oauth.with_user_agent(Arc::new(agent))
 }
 
 async fn exercise(client: &Client, scenario: &str) -> agenvoy_mcp::Result<()> {

@@ -4,6 +4,7 @@ pub mod call;
 pub mod conformance;
 pub mod fixture_http;
 pub mod fixture_server;
+pub mod login;
 pub mod probe;
 pub mod tools;
 

@@ -9,8 +9,10 @@
 //! ```
 //!
 //! One file, no other layer. A server is either local (`command`, `args`, `env`) or remote
-//! (`url`, `headers`, `auth`, `oauth_client_name`), never both. Names match `[A-Za-z0-9_-]+`.
-//! `$VAR` and `${VAR}` in `args`, `env` and `headers` are expanded when the server is
+//! (`url`, `headers`, `auth`, `oauth_client_name`, and for a client registered by hand
+//! `oauth_client_id`, `oauth_client_secret`, `oauth_redirect_uri`; `oauth_client_metadata_url`
+//! names a Client ID Metadata Document), never both. Names match `[A-Za-z0-9_-]+`.
+//! `$VAR` and `${VAR}` in `args`, `env`, `headers` and `oauth_client_secret` are expanded when the server is
 //! connected (see [`super::expand`]), never when the file is read or saved, so secrets stay
 //! references in the file.
 //!
@@ -132,6 +134,15 @@ pub struct HttpServer {
     pub auth: Option<String>,
     /// The client name to register with the authorization server.
     pub oauth_client_name: Option<String>,
+    /// A client registered by hand with the authorization server: its id.
+    pub oauth_client_id: Option<String>,
+    /// That client's secret (`$VAR` expanded at connect time).
+    pub oauth_client_secret: Option<String>,
+    /// That client's exact redirect URI (default `http://localhost:17988/callback`).
+    pub oauth_redirect_uri: Option<String>,
+    /// The URL of this client's Client ID Metadata Document, used where the authorization
+    /// server supports them.
+    pub oauth_client_metadata_url: Option<String>,
 }
 
 impl ServerConfig {
@@ -188,6 +199,14 @@ impl ServerConfig {
                     headers: string_map(name, entry, "headers")?,
                     auth,
                     oauth_client_name: optional_string(name, entry, "oauth_client_name")?,
+                    oauth_client_id: optional_string(name, entry, "oauth_client_id")?,
+                    oauth_client_secret: optional_string(name, entry, "oauth_client_secret")?,
+                    oauth_redirect_uri: optional_string(name, entry, "oauth_redirect_uri")?,
+                    oauth_client_metadata_url: optional_string(
+                        name,
+                        entry,
+                        "oauth_client_metadata_url",
+                    )?,
                 }))
             }
         }
@@ -214,8 +233,16 @@ impl ServerConfig {
                 if let Some(a) = &h.auth {
                     entry.insert("auth".into(), json!(a));
                 }
-                if let Some(n) = &h.oauth_client_name {
-                    entry.insert("oauth_client_name".into(), json!(n));
+                for (key, value) in [
+                    ("oauth_client_name", &h.oauth_client_name),
+                    ("oauth_client_id", &h.oauth_client_id),
+                    ("oauth_client_secret", &h.oauth_client_secret),
+                    ("oauth_redirect_uri", &h.oauth_redirect_uri),
+                    ("oauth_client_metadata_url", &h.oauth_client_metadata_url),
+                ] {
+                    if let Some(v) = value {
+                        entry.insert(key.into(), json!(v));
+                    }
                 }
             }
         }
@@ -480,6 +507,10 @@ impl Config {
             "headers",
             "auth",
             "oauth_client_name",
+            "oauth_client_id",
+            "oauth_client_secret",
+            "oauth_redirect_uri",
+            "oauth_client_metadata_url",
         ] {
             entry.remove(key);
         }
@@ -599,6 +630,20 @@ mod tests {
                     url: "http://127.0.0.1:9/mcp".into(),
                     auth: Some("oauth".into()),
                     oauth_client_name: Some("agenvoy".into()),
+                    ..Default::default()
+                }),
+            ),
+            (
+                json!({"url": "https://h/mcp", "auth": "oauth", "oauth_client_id": "c1",
+                       "oauth_client_secret": "${S}", "oauth_redirect_uri": "http://127.0.0.1:9/cb",
+                       "oauth_client_metadata_url": "https://me.test/client.json"}),
+                ServerConfig::Http(HttpServer {
+                    url: "https://h/mcp".into(),
+                    auth: Some("oauth".into()),
+                    oauth_client_id: Some("c1".into()),
+                    oauth_client_secret: Some("${S}".into()),
+                    oauth_redirect_uri: Some("http://127.0.0.1:9/cb".into()),
+                    oauth_client_metadata_url: Some("https://me.test/client.json".into()),
                     ..Default::default()
                 }),
             ),

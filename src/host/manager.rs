@@ -53,6 +53,10 @@ pub struct ManagerOptions {
     pub debounce: Duration,
     /// How often a server that does not declare `tools.listChanged` is listed again.
     pub poll_interval: Duration,
+    /// Where OAuth tokens are kept; `None`: [`super::oauth::token_store`] (the keychain, or
+    /// a 0600 file).
+    #[cfg(feature = "oauth")]
+    pub token_store: Option<Arc<dyn crate::auth::TokenStore>>,
 }
 
 impl Default for ManagerOptions {
@@ -63,6 +67,8 @@ impl Default for ManagerOptions {
             confirm: None,
             debounce: Duration::from_millis(200),
             poll_interval: Duration::from_secs(300),
+            #[cfg(feature = "oauth")]
+            token_store: None,
         }
     }
 }
@@ -166,9 +172,50 @@ impl fmt::Display for CallError {
 impl std::error::Error for CallError {}
 
 /// Connects one configured server. The one place that turns a config entry into a client:
-/// stdio entries start their command (with `$VAR` expanded); `url` entries are refused
-/// until the HTTP transport lands.
+/// stdio entries start their command (with `$VAR` expanded); `url` entries connect over
+/// HTTP with their headers expanded; `"auth": "oauth"` entries carry the server's
+/// [`crate::auth::OAuth`] as the transport's authorizer, with the tokens of
+/// [`super::oauth::token_store`], and fail with "oauth login required, run /mcp → NAME →
+/// login" (state `needs login`) while there is no token.
 pub async fn connect_server(
+    name: &str,
+    config: &ServerConfig,
+    options: &ClientOptions,
+) -> Result<Client> {
+    #[cfg(feature = "oauth")]
+    {
+        connect_server_with_store(name, config, options, super::oauth::token_store()).await
+    }
+    #[cfg(not(feature = "oauth"))]
+    {
+        connect_entry(name, config, options).await
+    }
+}
+
+/// [`connect_server`] with OAuth tokens kept in `store`.
+#[cfg(feature = "oauth")]
+pub async fn connect_server_with_store(
+    name: &str,
+    config: &ServerConfig,
+    options: &ClientOptions,
+    store: Arc<dyn crate::auth::TokenStore>,
+) -> Result<Client> {
+    if let ServerConfig::Http(http) = config
+        && http.auth.as_deref() == Some("oauth")
+    {
+        let oauth = super::oauth::server_oauth(name, http, store);
+        if !oauth.has_tokens() {
+            return Err(Error::new(name, ErrorKind::LoginRequired));
+        }
+        let mut config = crate::transport::http::HttpConfig::new(&http.url);
+        config.headers = http.expanded_headers().into_iter().collect();
+        config.authorizer = Some(Arc::new(oauth));
+        return Client::connect_http(name, &config, options.clone()).await;
+    }
+    connect_entry(name, config, options).await
+}
+
+async fn connect_entry(
     name: &str,
     config: &ServerConfig,
     options: &ClientOptions,
@@ -190,9 +237,9 @@ pub async fn connect_server(
         }
         ServerConfig::Http(http) if http.auth.as_deref() == Some("oauth") => Err(Error::new(
             name,
-            ErrorKind::Usage(format!(
-                "oauth login required, run /mcp → {name} → login (OAuth is not in this build yet)"
-            )),
+            ErrorKind::Usage(
+                "this build has no OAuth; build with the \"oauth\" feature to log in".into(),
+            ),
         )),
         #[cfg(feature = "http")]
         ServerConfig::Http(http) => {
@@ -220,9 +267,17 @@ struct Connected {
 async fn connect_and_list(
     name: String,
     config: ServerConfig,
-    options: ClientOptions,
+    manager_options: &ManagerOptions,
 ) -> Result<Connected> {
-    let client = Arc::new(connect_server(&name, &config, &options).await?);
+    let options = &manager_options.client;
+    #[cfg(feature = "oauth")]
+    let client = match &manager_options.token_store {
+        Some(store) => connect_server_with_store(&name, &config, options, store.clone()).await?,
+        None => connect_server(&name, &config, options).await?,
+    };
+    #[cfg(not(feature = "oauth"))]
+    let client = connect_server(&name, &config, options).await?;
+    let client = Arc::new(client);
     // Subscribe before listing, so a change made while the list is read is not missed.
     let notifications = client.notifications();
     if !client.details().has_capability("tools") {
@@ -333,10 +388,9 @@ impl Manager {
         for (name, entry) in config.servers() {
             match &entry {
                 Ok(server) => {
-                    let (name, server, client) =
-                        (name.clone(), server.clone(), options.client.clone());
+                    let (name, server, options) = (name.clone(), server.clone(), options.clone());
                     connecting.spawn(async move {
-                        let result = connect_and_list(name.clone(), server, client).await;
+                        let result = connect_and_list(name.clone(), server, &options).await;
                         (name, result)
                     });
                 }
@@ -401,8 +455,7 @@ impl Manager {
             }
             Err(e) => {
                 tracing::warn!(server = %name, "failed, skipping it: {e}");
-                let oauth = matches!(&slot.config, Ok(ServerConfig::Http(h)) if h.auth.as_deref() == Some("oauth"));
-                slot.state = if oauth {
+                slot.state = if e.needs_login() {
                     ServerState::NeedsLogin
                 } else {
                     ServerState::Failed
@@ -562,8 +615,7 @@ impl Manager {
         if let Some(old) = old {
             old.close().await;
         }
-        let result =
-            connect_and_list(name.to_string(), config, self.inner.options.client.clone()).await;
+        let result = connect_and_list(name.to_string(), config, &self.inner.options).await;
         let outcome = result
             .as_ref()
             .map(|c| c.client.clone())

@@ -7,6 +7,7 @@
 //! - [`registry`]: tools as definitions an LLM API accepts, `mcp__<server>__<tool>`.
 //! - [`gate`]: the confirm gate, permission modes and the allowlist file.
 //! - [`instructions`]: the servers' instructions as a block for the system prompt.
+//! - `oauth` (feature `oauth`): OAuth settings from an entry, the token store, login.
 //!
 //! ```no_run
 //! # async fn demo() -> Result<(), Box<dyn std::error::Error>> {
@@ -29,6 +30,8 @@ pub mod expand;
 pub mod gate;
 pub mod instructions;
 pub mod manager;
+#[cfg(feature = "oauth")]
+pub mod oauth;
 pub mod registry;
 
 pub use config::{Config, ConfigError, ServerConfig};

@@ -1,0 +1,373 @@
+//! Where tokens and client credentials live: the [`TokenStore`] trait (embedders bring their
+//! own), [`MemoryStore`] for tests, [`FileStore`] (one JSON file, mode 0600, written
+//! atomically) and, with the `keychain` feature, [`KeychainStore`] (the OS keychain through
+//! the `keyring` crate, service `agenvoy`). [`default_store`] picks the keychain when one
+//! answers and the file otherwise, with a warning.
+//!
+//! Values are JSON text under string keys: `tokens:<server>` for a server's tokens,
+//! `client:<issuer>` for the client registered with an authorization server.
+
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
+
+/// The keychain service name.
+pub const SERVICE: &str = "agenvoy";
+/// The fallback file's name inside the config folder.
+pub const TOKEN_FILE: &str = "oauth-tokens.json";
+
+/// Secret storage by key. Implementations must keep values out of logs and errors.
+pub trait TokenStore: Send + Sync {
+    /// The value under `key`, if any.
+    fn load(&self, key: &str) -> Result<Option<String>, String>;
+    /// Stores `value` under `key`, replacing any old value.
+    fn save(&self, key: &str, value: &str) -> Result<(), String>;
+    /// Removes `key` (no error if it was not there).
+    fn delete(&self, key: &str) -> Result<(), String>;
+    /// A short name for messages: `memory`, `keychain`, or the file's path.
+    fn describe(&self) -> String;
+}
+
+/// Keeps everything in memory; for tests and for embedders that persist nothing.
+#[derive(Default)]
+pub struct MemoryStore {
+    values: Mutex<BTreeMap<String, String>>,
+}
+
+impl MemoryStore {
+    /// An empty store.
+    pub fn new() -> Self {
+        MemoryStore::default()
+    }
+
+    /// The keys held, for tests.
+    pub fn keys(&self) -> Vec<String> {
+        self.values
+            .lock()
+            .expect("store lock")
+            .keys()
+            .cloned()
+            .collect()
+    }
+}
+
+impl TokenStore for MemoryStore {
+    fn load(&self, key: &str) -> Result<Option<String>, String> {
+        Ok(self.values.lock().expect("store lock").get(key).cloned())
+    }
+    fn save(&self, key: &str, value: &str) -> Result<(), String> {
+        self.values
+            .lock()
+            .expect("store lock")
+            .insert(key.to_string(), value.to_string());
+        Ok(())
+    }
+    fn delete(&self, key: &str) -> Result<(), String> {
+        self.values.lock().expect("store lock").remove(key);
+        Ok(())
+    }
+    fn describe(&self) -> String {
+        "memory".into()
+    }
+}
+
+/// One JSON object in a file, mode 0600, replaced atomically on every change.
+pub struct FileStore {
+    path: PathBuf,
+    lock: Mutex<()>,
+}
+
+impl FileStore {
+    /// A store in `path` (created on the first save).
+    pub fn new(path: impl Into<PathBuf>) -> Self {
+        FileStore {
+            path: path.into(),
+            lock: Mutex::new(()),
+        }
+    }
+
+    /// The file.
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    fn read(&self) -> Result<BTreeMap<String, String>, String> {
+        match std::fs::read(&self.path) {
+            Ok(bytes) => serde_json::from_slice(&bytes).map_err(|e| {
+                format!(
+                    "{} is not a token file ({e}); move it away and log in again",
+                    self.path.display()
+                )
+            }),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(BTreeMap::new()),
+            Err(e) => Err(format!("reading {}: {e}", self.path.display())),
+        }
+    }
+
+    fn write(&self, map: &BTreeMap<String, String>) -> Result<(), String> {
+        let text = serde_json::to_vec_pretty(map).expect("a map of strings serializes");
+        write_private(&self.path, &text)
+            .map_err(|e| format!("writing {}: {e}", self.path.display()))
+    }
+}
+
+impl TokenStore for FileStore {
+    fn load(&self, key: &str) -> Result<Option<String>, String> {
+        let _g = self.lock.lock().expect("store lock");
+        Ok(self.read()?.get(key).cloned())
+    }
+    fn save(&self, key: &str, value: &str) -> Result<(), String> {
+        let _g = self.lock.lock().expect("store lock");
+        let mut map = self.read()?;
+        map.insert(key.to_string(), value.to_string());
+        self.write(&map)
+    }
+    fn delete(&self, key: &str) -> Result<(), String> {
+        let _g = self.lock.lock().expect("store lock");
+        let mut map = self.read()?;
+        if map.remove(key).is_some() {
+            self.write(&map)?;
+        }
+        Ok(())
+    }
+    fn describe(&self) -> String {
+        self.path.display().to_string()
+    }
+}
+
+/// Writes `bytes` to a temporary file of mode 0600 beside `path`, then renames it over `path`.
+pub fn write_private(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
+    use std::io::Write;
+    let dir = path.parent().filter(|d| !d.as_os_str().is_empty());
+    if let Some(dir) = dir {
+        std::fs::create_dir_all(dir)?;
+    }
+    let name = path
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_else(|| "tokens".into());
+    let tmp = path.with_file_name(format!(".{name}.{}.tmp", std::process::id()));
+    let mut options = std::fs::OpenOptions::new();
+    options.write(true).create(true).truncate(true);
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::OpenOptionsExt;
+        options.mode(0o600);
+    }
+    let result = (|| {
+        let mut file = options.open(&tmp)?;
+        #[cfg(unix)]
+        {
+            use std::os::unix::fs::PermissionsExt;
+            file.set_permissions(std::fs::Permissions::from_mode(0o600))?;
+        }
+        file.write_all(bytes)?;
+        file.sync_all()?;
+        std::fs::rename(&tmp, path)
+    })();
+    if result.is_err() {
+        let _ = std::fs::remove_file(&tmp);
+    }
+    result
+}
+
+/// The OS keychain through `keyring`: service `agenvoy`, the key as the account name.
+#[cfg(feature = "keychain")]
+#[derive(Default)]
+pub struct KeychainStore;
+
+#[cfg(feature = "keychain")]
+impl KeychainStore {
+    /// Whether a keychain answers here: writes, reads back and deletes a probe entry.
+    pub fn available() -> bool {
+        let store = KeychainStore;
+        let key = format!("probe:{}", super::pkce::random_token(6));
+        let ok = store.save(&key, "probe").is_ok()
+            && matches!(store.load(&key), Ok(Some(v)) if v == "probe");
+        let _ = store.delete(&key);
+        ok
+    }
+
+    fn entry(key: &str) -> Result<keyring::Entry, String> {
+        keyring::Entry::new(SERVICE, key).map_err(|e| format!("keychain: {}", describe_keyring(&e)))
+    }
+}
+
+/// A keyring error in words that carry no secret.
+#[cfg(feature = "keychain")]
+fn describe_keyring(e: &keyring::Error) -> String {
+    match e {
+        keyring::Error::NoStorageAccess(_) => "no access to the keychain".into(),
+        keyring::Error::PlatformFailure(_) => "the keychain failed".into(),
+        keyring::Error::NoEntry => "no such entry".into(),
+        keyring::Error::TooLong(what, max) => format!("{what} is over {max} bytes"),
+        _ => "the keychain refused the operation".into(),
+    }
+}
+
+#[cfg(feature = "keychain")]
+impl TokenStore for KeychainStore {
+    fn load(&self, key: &str) -> Result<Option<String>, String> {
+        match Self::entry(key)?.get_password() {
+            Ok(v) => Ok(Some(v)),
+            Err(keyring::Error::NoEntry) => Ok(None),
+            Err(e) => Err(format!("keychain: {}", describe_keyring(&e))),
+        }
+    }
+    fn save(&self, key: &str, value: &str) -> Result<(), String> {
+        Self::entry(key)?
+            .set_password(value)
+            .map_err(|e| format!("keychain: {}", describe_keyring(&e)))
+    }
+    fn delete(&self, key: &str) -> Result<(), String> {
+        match Self::entry(key)?.delete_credential() {
+            Ok(()) | Err(keyring::Error::NoEntry) => Ok(()),
+            Err(e) => Err(format!("keychain: {}", describe_keyring(&e))),
+        }
+    }
+    fn describe(&self) -> String {
+        "keychain".into()
+    }
+}
+
+/// The store the host uses: the OS keychain when one answers (feature `keychain`), else
+/// [`TOKEN_FILE`] in `config_dir` (mode 0600), with a warning that says so.
+pub fn default_store(config_dir: &Path) -> Arc<dyn TokenStore> {
+    #[cfg(feature = "keychain")]
+    if KeychainStore::available() {
+        return Arc::new(KeychainStore);
+    }
+    let path = config_dir.join(TOKEN_FILE);
+    tracing::warn!(
+        "no OS keychain is reachable; OAuth tokens are kept in {} (mode 0600)",
+        path.display()
+    );
+    Arc::new(FileStore::new(path))
+}
+
+/// Tokens of one server, as stored under `tokens:<server>`.
+#[derive(Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct StoredTokens {
+    /// The server URL they were issued for; tokens for another URL are not used.
+    pub server_url: String,
+    /// The access token.
+    pub access_token: String,
+    /// The refresh token, if one was issued.
+    #[serde(default)]
+    pub refresh_token: Option<String>,
+    /// When the access token expires, seconds since the Unix epoch.
+    #[serde(default)]
+    pub expires_at: Option<u64>,
+    /// The granted scope (or, when the server did not say, the requested one).
+    #[serde(default)]
+    pub scope: Option<String>,
+    /// The authorization server's issuer.
+    pub issuer: String,
+    /// Its token endpoint (to refresh without discovery).
+    pub token_endpoint: String,
+    /// The RFC 8707 resource the tokens were issued for.
+    pub resource: String,
+}
+
+impl std::fmt::Debug for StoredTokens {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("StoredTokens")
+            .field("server_url", &self.server_url)
+            .field("refresh_token", &self.refresh_token.is_some())
+            .field("expires_at", &self.expires_at)
+            .field("scope", &self.scope)
+            .field("issuer", &self.issuer)
+            .finish_non_exhaustive()
+    }
+}
+
+/// A client registered with an authorization server, as stored under `client:<issuer>`.
+#[derive(Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct StoredClient {
+    /// The issuer it was registered with.
+    pub issuer: String,
+    /// The client id.
+    pub client_id: String,
+    /// The client secret, for confidential clients.
+    #[serde(default)]
+    pub client_secret: Option<String>,
+    /// `none`, `client_secret_basic` or `client_secret_post`.
+    pub token_endpoint_auth_method: String,
+    /// The redirect URIs it was registered with.
+    #[serde(default)]
+    pub redirect_uris: Vec<String>,
+}
+
+impl std::fmt::Debug for StoredClient {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("StoredClient")
+            .field("issuer", &self.issuer)
+            .field("client_id", &self.client_id)
+            .field("client_secret", &self.client_secret.is_some())
+            .field(
+                "token_endpoint_auth_method",
+                &self.token_endpoint_auth_method,
+            )
+            .field("redirect_uris", &self.redirect_uris)
+            .finish()
+    }
+}
+
+/// The key of a server's tokens.
+pub fn tokens_key(server: &str) -> String {
+    format!("tokens:{server}")
+}
+
+/// The key of the client registered with `issuer`.
+pub fn client_key(issuer: &str) -> String {
+    format!("client:{}", issuer.trim_end_matches('/'))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn file_store_is_private_and_survives_reopen() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("sub").join(TOKEN_FILE);
+        let store = FileStore::new(&path);
+        assert_eq!(store.load("a").unwrap(), None);
+        store.save("a", "secret-1").unwrap();
+        store.save("b", "2").unwrap();
+        store.delete("b").unwrap();
+        store.delete("missing").unwrap();
+        #[cfg(unix)]
+        {
+            use std::os::unix::fs::PermissionsExt;
+            let mode = std::fs::metadata(&path).unwrap().permissions().mode();
+            assert_eq!(mode & 0o777, 0o600);
+        }
+        let again = FileStore::new(&path);
+        assert_eq!(again.load("a").unwrap().as_deref(), Some("secret-1"));
+        assert_eq!(again.load("b").unwrap(), None);
+        let leftovers: Vec<_> = std::fs::read_dir(path.parent().unwrap())
+            .unwrap()
+            .flatten()
+            .map(|e| e.file_name())
+            .collect();
+        assert_eq!(leftovers.len(), 1, "no temporary file left: {leftovers:?}");
+    }
+
+    #[test]
+    fn debug_shows_no_secret() {
+        let t = StoredTokens {
+            access_token: "AT-secret".into(),
+            refresh_token: Some("RT-secret".into()),
+            ..Default::default()
+        };
+        let c = StoredClient {
+            client_secret: Some("CS-secret".into()),
+            ..Default::default()
+        };
+        let text = format!("{t:?} {c:?}");
+        assert!(!text.contains("secret\""), "{text}");
+        assert!(!text.contains("AT-") && !text.contains("RT-") && !text.contains("CS-"));
+    }
+}

@@ -1,0 +1,85 @@
+//! `agenvoy-mcp login [--config FILE] [--no-browser] NAME`: OAuth login for one server.
+//!
+//! Starts the loopback listener (127.0.0.1:17988, `/callback`), opens the browser where it
+//! can and always prints the authorization URL. If the browser cannot reach this machine,
+//! paste the URL it ends on (with `code=`) as a line on stdin. Then connects once with the
+//! new token and says how many tools the server has. Exit code 0 when logged in, 1 if not.
+
+use super::HostArgs;
+use agenvoy_mcp::auth::LoopbackAgent;
+use agenvoy_mcp::host::config::{self, Config};
+use agenvoy_mcp::host::manager::connect_server_with_store;
+use agenvoy_mcp::host::oauth;
+use agenvoy_mcp::{ClientOptions, host::config::ServerConfig};
+use std::io::BufRead;
+use std::process::ExitCode;
+use tokio::sync::mpsc;
+
+/// What `login` was asked to do.
+pub struct LoginArgs {
+    /// The config and timeout.
+    pub host: HostArgs,
+    /// Do not start a browser (print the URL only).
+    pub no_browser: bool,
+    /// The server's name.
+    pub name: String,
+}
+
+/// Runs `login`.
+pub async fn run(args: LoginArgs) -> ExitCode {
+    let path = args
+        .host
+        .config
+        .clone()
+        .unwrap_or_else(config::default_config_path);
+    let loaded = match Config::load(&path) {
+        Ok(c) => c,
+        Err(e) => {
+            eprintln!("login failed: {e}");
+            return ExitCode::from(1);
+        }
+    };
+    let store = oauth::token_store();
+    let (tx, rx) = mpsc::channel(8);
+    std::thread::spawn(move || {
+        for line in std::io::stdin().lock().lines() {
+            let Ok(line) = line else { break };
+            if tx.blocking_send(line).is_err() {
+                break;
+            }
+        }
+    });
+    let mut agent = LoopbackAgent::new().with_paste(rx);
+    agent.open_browser = !args.no_browser;
+    eprintln!("logging in to {} ...", args.name);
+    if let Err(e) = oauth::login(&loaded, &args.name, store.clone(), &agent).await {
+        eprintln!("login failed: {e}");
+        return ExitCode::from(1);
+    }
+    println!(
+        "logged in to {} (tokens in {})",
+        args.name,
+        store.describe()
+    );
+    let Some(Ok(server @ ServerConfig::Http(_))) = loaded.server(&args.name) else {
+        return ExitCode::SUCCESS;
+    };
+    let options = ClientOptions {
+        timeout: args.host.timeout,
+        ..Default::default()
+    };
+    match connect_server_with_store(&args.name, &server, &options, store).await {
+        Ok(client) => {
+            match client.list_tools().await {
+                Ok(tools) => println!("{}: connected, {} tools", args.name, tools.len()),
+                Err(e) => eprintln!("logged in, but listing the tools failed: {e}"),
+            }
+            client.close().await;
+            ExitCode::SUCCESS
+        }
+        Err(e) => {
+            eprintln!("logged in, but connecting failed: {e}");
+            ExitCode::from(1)
+        }
+    }
+}

@@ -1,0 +1,264 @@
+//! OAuth end to end against a real, strict authorization server and MCP resource server,
+//! written with the Python `mcp` SDK's auth building blocks (`fixtures/oauth/server.py`,
+//! run from the venv `.ci/install` makes): dynamic registration, PKCE enforced, the
+//! authorization redirect followed headlessly into the loopback listener, a tool call, the
+//! access token expired by the server, and the next call going through a refresh (with
+//! rotation). Then the host's view: `needs login` without tokens, connected with them.
+//!
+//! Skipped when the venv is missing, unless `AGENVOY_REQUIRE_INTEROP=1` (as `.ci/run` sets).
+#![cfg(feature = "cli")]
+
+use agenvoy_mcp::auth::{LoopbackAgent, MemoryStore, OAuth, OAuthConfig, TokenStore};
+use agenvoy_mcp::host::config::Config;
+use agenvoy_mcp::host::{Manager, ManagerOptions, PermissionMode, ServerState};
+use agenvoy_mcp::protocol::session::RequestOptions;
+use agenvoy_mcp::transport::http::HttpConfig;
+use agenvoy_mcp::{Client, ClientOptions};
+use serde_json::{Value, json};
+use std::io::{BufRead, Read, Write};
+use std::path::PathBuf;
+use std::sync::Arc;
+
+/// The Python authorization + resource server, killed when dropped.
+struct PyServer {
+    child: std::process::Child,
+    url: String,
+}
+
+impl Drop for PyServer {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+impl PyServer {
+    fn start() -> Option<PyServer> {
+        let root = PathBuf::from(env!("CARGO_MANIFEST_DIR"));
+        let python = root.join(".ci/peers/venv/bin/python");
+        if !python.exists() {
+            let required = std::env::var("AGENVOY_REQUIRE_INTEROP").is_ok_and(|v| v == "1");
+            assert!(
+                !required,
+                "{} is missing: run .ci/install",
+                python.display()
+            );
+            eprintln!("skipped: {} is missing (run .ci/install)", python.display());
+            return None;
+        }
+        let mut child = std::process::Command::new(python)
+            .arg(root.join("fixtures/oauth/server.py"))
+            .stdout(std::process::Stdio::piped())
+            .spawn()
+            .expect("start the Python OAuth server");
+        let mut line = String::new();
+        std::io::BufReader::new(child.stdout.take().unwrap())
+            .read_line(&mut line)
+            .unwrap();
+        let url = line
+            .trim()
+            .strip_prefix("listening on ")
+            .unwrap_or_else(|| panic!("the server says where it listens, not {line:?}"))
+            .to_string();
+        Some(PyServer { child, url })
+    }
+
+    fn authority(&self) -> String {
+        self.url
+            .trim_start_matches("http://")
+            .trim_end_matches("/mcp")
+            .to_string()
+    }
+
+    fn request(&self, method: &str, path: &str) -> Value {
+        let (_, body) = raw_http(&self.authority(), method, path);
+        serde_json::from_str(&body).unwrap()
+    }
+}
+
+/// One HTTP/1.0 exchange: (head, body).
+fn raw_http(authority: &str, method: &str, target: &str) -> (String, String) {
+    let mut stream = std::net::TcpStream::connect(authority).unwrap();
+    write!(
+        stream,
+        "{method} {target} HTTP/1.0\r\nHost: {authority}\r\nContent-Length: 0\r\n\r\n"
+    )
+    .unwrap();
+    let mut response = String::new();
+    stream.read_to_string(&mut response).unwrap();
+    let (head, body) = response.split_once("\r\n\r\n").unwrap_or((&response, ""));
+    (head.to_string(), body.to_string())
+}
+
+/// A "browser" that follows the authorization redirect into the loopback listener.
+fn headless_browser(url: &str) {
+    let url = url.to_string();
+    std::thread::spawn(move || {
+        let rest = url.strip_prefix("http://").unwrap();
+        let (authority, target) = rest.split_at(rest.find('/').unwrap());
+        let (head, _) = raw_http(authority, "GET", target);
+        assert!(
+            head.starts_with("HTTP/1.1 302") || head.starts_with("HTTP/1.1 307"),
+            "{head}"
+        );
+        let location = head
+            .lines()
+            .find_map(|l| {
+                l.strip_prefix("location: ")
+                    .or_else(|| l.strip_prefix("Location: "))
+            })
+            .expect("a Location header")
+            .trim()
+            .to_string();
+        let rest = location.strip_prefix("http://localhost:").unwrap();
+        let (port, target) = rest.split_at(rest.find('/').unwrap());
+        let (head, body) = raw_http(&format!("127.0.0.1:{port}"), "GET", target);
+        assert!(head.starts_with("HTTP/1.1 200"), "{head}\n{body}");
+        assert!(body.contains("Login finished"), "{body}");
+    });
+}
+
+fn loopback() -> LoopbackAgent {
+    let mut agent = LoopbackAgent::new();
+    agent.open_browser = false;
+    agent.show_url = Arc::new(headless_browser);
+    agent
+}
+
+fn agent() -> Arc<LoopbackAgent> {
+    Arc::new(loopback())
+}
+
+fn oauth_config(url: &str) -> OAuthConfig {
+    let mut config = OAuthConfig::new("py", url);
+    // Port 0: the listener takes a free port, so tests never fight over 17988.
+    config.redirect_uri = "http://localhost:0/callback".into();
+    config
+}
+
+#[tokio::test]
+async fn login_call_expire_refresh_against_the_python_sdk() {
+    let Some(server) = PyServer::start() else {
+        return;
+    };
+    let store = Arc::new(MemoryStore::new());
+    let oauth =
+        Arc::new(OAuth::new(oauth_config(&server.url), store.clone()).with_user_agent(agent()));
+    oauth.login().await.expect("the login succeeds");
+    let stats = server.request("GET", "/test/stats");
+    assert_eq!(stats["registrations"], 1);
+    assert_eq!(stats["authorization_code_grants"], 1);
+    assert_eq!(
+        stats["last_scopes"],
+        json!(["mcp:tools"]),
+        "scope from the challenge"
+    );
+    let issuer = format!("http://{}", server.authority());
+    assert_eq!(
+        store.keys(),
+        vec![format!("client:{issuer}"), "tokens:py".to_string()]
+    );
+    let first = oauth.stored_tokens().unwrap().expect("tokens stored");
+    assert!(first.refresh_token.is_some());
+    assert_eq!(first.resource, server.url);
+
+    let mut config = HttpConfig::new(&server.url);
+    config.authorizer = Some(oauth.clone());
+    let client = Client::connect_http("py", &config, ClientOptions::default())
+        .await
+        .expect("connect with the token");
+    async fn call(c: &Client) -> agenvoy_mcp::Result<agenvoy_mcp::protocol::types::ToolOutput> {
+        c.call_tool("whoami", json!({}), RequestOptions::default())
+            .await
+    }
+    assert_eq!(
+        call(&client).await.unwrap().text,
+        "hello from the protected server"
+    );
+
+    let expired = server.request("POST", "/test/expire");
+    assert_eq!(expired["expired"], 1);
+    let out = call(&client)
+        .await
+        .expect("the call goes through a refresh");
+    assert_eq!(out.text, "hello from the protected server");
+    let stats = server.request("GET", "/test/stats");
+    assert_eq!(stats["refresh_grants"], 1, "{stats}");
+    assert_eq!(stats["authorizations"], 1, "no second login: {stats}");
+    let second = oauth.stored_tokens().unwrap().unwrap();
+    assert_ne!(second.access_token, first.access_token);
+    assert_ne!(second.refresh_token, first.refresh_token, "rotated");
+    client.close().await;
+
+    // A store holding the old, rotated refresh token: the refresh is refused, and without a
+    // user agent the error says what to do.
+    let stale = Arc::new(MemoryStore::new());
+    let mut old = first.clone();
+    old.expires_at = Some(1);
+    for key in store.keys() {
+        let value = if key == "tokens:py" {
+            serde_json::to_string(&old).unwrap()
+        } else {
+            store.load(&key).unwrap().unwrap()
+        };
+        stale.save(&key, &value).unwrap();
+    }
+    let headless = Arc::new(OAuth::new(oauth_config(&server.url), stale.clone()));
+    let mut config = HttpConfig::new(&server.url);
+    config.authorizer = Some(headless.clone());
+    let Err(err) = Client::connect_http("py", &config, ClientOptions::default()).await else {
+        panic!("the stale refresh token is refused");
+    };
+    assert_eq!(
+        err.to_string(),
+        "mcp server \"py\", initialize: oauth login required, run /mcp → py → login"
+    );
+    assert!(stale.load("tokens:py").unwrap().is_none(), "dropped");
+    let stats = server.request("GET", "/test/stats");
+    assert_eq!(stats["refused_refresh"], 1, "{stats}");
+    let text = format!("{err:?} {headless:?}");
+    assert!(!text.contains(&first.access_token) && !text.contains(&second.access_token));
+}
+
+#[tokio::test]
+async fn the_host_needs_a_login_then_connects() {
+    let Some(server) = PyServer::start() else {
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("mcp.json");
+    std::fs::write(
+        &path,
+        json!({"servers": {"py": {"url": server.url, "auth": "oauth", "oauth_client_name": "agenvoy test"}}}).to_string(),
+    )
+    .unwrap();
+    let store: Arc<dyn TokenStore> = Arc::new(MemoryStore::new());
+    let options = ManagerOptions {
+        token_store: Some(store.clone()),
+        allowlist_path: dir.path().join("allow_tool"),
+        ..Default::default()
+    };
+    let config = Config::load(&path).unwrap();
+    let manager = Manager::new(config.clone(), options).await;
+    let status = &manager.status()[0];
+    assert_eq!(status.state, ServerState::NeedsLogin);
+    assert_eq!(
+        status.last_error.as_deref(),
+        Some("mcp server \"py\": oauth login required, run /mcp → py → login")
+    );
+
+    let agent = loopback();
+    // The dynamically registered client takes 17988 when free, another port otherwise.
+    agenvoy_mcp::host::oauth::login(&config, "py", store.clone(), &agent)
+        .await
+        .expect("login");
+    manager.reconnect_server("py").await.expect("reconnect");
+    manager.register_all();
+    assert_eq!(manager.status()[0].state, ServerState::Connected);
+    let out = manager
+        .call("mcp__py__whoami", json!({}), PermissionMode::Auto)
+        .await
+        .unwrap();
+    assert_eq!(out.text, "hello from the protected server");
+    manager.close().await;
+}
