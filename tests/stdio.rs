@@ -269,6 +269,7 @@ async fn progress_reaches_the_callback_and_can_keep_a_call_alive() {
         timeout: Some(Duration::from_millis(700)),
         on_progress: Some(Arc::new(move |p| sink.lock().unwrap().push(p))),
         progress_resets_timeout: true,
+        ..Default::default()
     };
     // 1.5 s in total, but a step every 0.3 s keeps restarting the 0.7 s timeout.
     let out = client

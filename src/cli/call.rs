@@ -129,6 +129,7 @@ pub async fn run(args: CallArgs) -> ExitCode {
         timeout: Some(args.host.timeout),
         on_progress: Some(progress_printer(shown.clone())),
         progress_resets_timeout: true,
+        ..Default::default()
     };
     let result = manager
         .call_with(&args.name, arguments, PermissionMode::Confirm, request)

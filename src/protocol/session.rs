@@ -14,13 +14,16 @@ use crate::wire::jsonrpc::{self, ErrorObject, Id, Message, Notification, Request
 use crate::wire::render::{RenderError, Rendered};
 use serde_json::{Value, json};
 use std::collections::HashMap;
-use std::sync::atomic::{AtomicI64, Ordering};
+use std::sync::atomic::{AtomicI64, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, Weak};
 use std::time::Duration;
 use tokio::sync::{Notify, broadcast, mpsc, oneshot};
 
 /// How long a request waits for its response unless told otherwise.
 pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(60);
+
+/// Most rounds of `input_required` answered for one request.
+pub const MAX_INPUT_ROUNDS: usize = 8;
 
 /// Longest excerpt of a bad line quoted in a warning.
 const EXCERPT: usize = 200;
@@ -81,6 +84,8 @@ pub struct RequestOptions {
     pub on_progress: Option<ProgressCallback>,
     /// Whether each progress notification restarts the timeout.
     pub progress_resets_timeout: bool,
+    /// Extra headers for transports that have them (HTTP `Mcp-Param-*`).
+    pub headers: Vec<(String, String)>,
 }
 
 /// A response as it arrived.
@@ -110,6 +115,12 @@ struct Shared {
     notifications: broadcast::Sender<Notification>,
     closed: Mutex<Option<String>>,
     default_timeout: Duration,
+    /// The `_meta` members every request carries in the stateless era.
+    envelope: Mutex<Option<serde_json::Map<String, Value>>>,
+    /// `notifications/tools/list_changed` received so far (cached lists compare it).
+    tool_list_changes: AtomicU64,
+    /// The `serverInfo` of the latest result that carried one.
+    server_info: Mutex<Option<Value>>,
 }
 
 /// One session with one server over one transport. Cloning shares the session.
@@ -136,6 +147,9 @@ impl Session {
             notifications: broadcast::channel(256).0,
             closed: Mutex::new(None),
             default_timeout,
+            envelope: Mutex::new(None),
+            tool_list_changes: AtomicU64::new(0),
+            server_info: Mutex::new(None),
         });
         tokio::spawn(run_inbound(Arc::downgrade(&shared), inbound));
         Session { shared }
@@ -190,8 +204,106 @@ impl Session {
         }
     }
 
-    /// Sends a request and returns the whole reply, error or not.
+    /// Sets the `_meta` members every request carries from now on (the stateless era's
+    /// version, client info and capabilities); `None` sends requests as they are.
+    pub fn set_envelope(&self, envelope: Option<serde_json::Map<String, Value>>) {
+        *self.shared.envelope.lock().expect("envelope lock") = envelope;
+    }
+
+    /// How many `notifications/tools/list_changed` the server has sent.
+    pub fn tool_list_changes(&self) -> u64 {
+        self.shared.tool_list_changes.load(Ordering::Relaxed)
+    }
+
+    /// The `serverInfo` of the latest result that carried one (stateless servers send it in
+    /// each result's `_meta`).
+    pub fn latest_server_info(&self) -> Option<Value> {
+        self.shared
+            .server_info
+            .lock()
+            .expect("server info lock")
+            .clone()
+    }
+
+    /// Sends a request and returns the whole reply, error or not. In the stateless era a
+    /// result asking for input (`resultType: "input_required"`) is answered through the
+    /// embedder's handlers and the request sent again, at most [`MAX_INPUT_ROUNDS`] times.
     pub async fn request_reply(
+        &self,
+        method: &str,
+        params: Option<Value>,
+        options: RequestOptions,
+    ) -> Result<Reply> {
+        let mut params = params;
+        for _ in 0..MAX_INPUT_ROUNDS {
+            let reply = self
+                .exchange(method, params.clone(), options.clone())
+                .await?;
+            let Some(Ok(result)) = &reply.outcome else {
+                return Ok(reply);
+            };
+            if let Some(info) = result.pointer("/_meta/io.modelcontextprotocol~1serverInfo") {
+                *self.shared.server_info.lock().expect("server info lock") = Some(info.clone());
+            }
+            match result.get("resultType").and_then(Value::as_str) {
+                None | Some("complete") => return Ok(reply),
+                Some("input_required") => {
+                    let mut next = match params.take() {
+                        Some(Value::Object(map)) => map,
+                        _ => serde_json::Map::new(),
+                    };
+                    next.remove("inputResponses");
+                    next.remove("requestState");
+                    if let Some(requests) = result.get("inputRequests").and_then(Value::as_object) {
+                        let responses = self.answer_input_requests(method, requests).await?;
+                        next.insert("inputResponses".into(), Value::Object(responses));
+                    }
+                    if let Some(state) = result.get("requestState") {
+                        next.insert("requestState".into(), state.clone());
+                    }
+                    params = Some(Value::Object(next));
+                }
+                Some(other) => {
+                    let why = format!(
+                        "the result has resultType {other:?}, which this client does not know"
+                    );
+                    return Err(self.error(ErrorKind::Protocol(why)).during(method));
+                }
+            }
+        }
+        let why = format!("the server still asked for input after {MAX_INPUT_ROUNDS} rounds");
+        Err(self.error(ErrorKind::Protocol(why)).during(method))
+    }
+
+    /// Answers a result's `inputRequests` (elicitation, sampling, roots) with the embedder's
+    /// handlers, key by key.
+    async fn answer_input_requests(
+        &self,
+        method: &str,
+        requests: &serde_json::Map<String, Value>,
+    ) -> Result<serde_json::Map<String, Value>> {
+        let mut responses = serde_json::Map::new();
+        for (key, request) in requests {
+            let asked = request.get("method").and_then(Value::as_str).unwrap_or("");
+            let params = request.get("params").cloned().unwrap_or(Value::Null);
+            match handle_server_request(&self.shared.handlers, asked, params).await {
+                Ok(answer) => {
+                    responses.insert(key.clone(), answer);
+                }
+                Err(e) => {
+                    let why = format!(
+                        "the server asked for {asked:?}, which this client cannot answer: {}",
+                        e.message
+                    );
+                    return Err(self.error(ErrorKind::Protocol(why)).during(method));
+                }
+            }
+        }
+        Ok(responses)
+    }
+
+    /// One request and its response.
+    async fn exchange(
         &self,
         method: &str,
         params: Option<Value>,
@@ -202,12 +314,16 @@ impl Session {
         }
         let id = self.shared.next_id.fetch_add(1, Ordering::Relaxed);
         let mut params = params;
-        if options.on_progress.is_some() {
+        let envelope = self.shared.envelope.lock().expect("envelope lock").clone();
+        if options.on_progress.is_some() || envelope.is_some() {
             let p = params.get_or_insert_with(|| json!({}));
             if let Some(obj) = p.as_object_mut() {
                 let meta = obj.entry("_meta").or_insert_with(|| json!({}));
                 if let Some(meta) = meta.as_object_mut() {
-                    meta.insert("progressToken".into(), json!(id));
+                    meta.extend(envelope.into_iter().flatten());
+                    if options.on_progress.is_some() {
+                        meta.insert("progressToken".into(), json!(id));
+                    }
                 }
             }
         }
@@ -234,7 +350,11 @@ impl Session {
             method: method.to_string(),
             params,
         });
-        if let Err(e) = self.shared.transport.send(message.to_bytes()).await {
+        let sent = self
+            .shared
+            .transport
+            .send_request(message.to_bytes(), options.headers.clone());
+        if let Err(e) = sent.await {
             guard.disarm();
             return Err(e.during(method));
         }
@@ -311,14 +431,9 @@ impl Drop for CancelGuard {
         if !(was_pending && open && self.cancel) {
             return;
         }
-        let message = Message::Notification(Notification {
-            method: "notifications/cancelled".into(),
-            params: Some(json!({"requestId": self.id, "reason": self.reason})),
-        });
+        let (id, reason) = (self.id, self.reason);
         if let Ok(runtime) = tokio::runtime::Handle::try_current() {
-            runtime.spawn(async move {
-                let _ = shared.transport.send(message.to_bytes()).await;
-            });
+            runtime.spawn(async move { shared.transport.cancel(id, reason).await });
         }
     }
 }
@@ -455,6 +570,9 @@ fn on_notification(shared: &Shared, n: Notification) {
                 }
             }
         }
+        "notifications/tools/list_changed" => {
+            shared.tool_list_changes.fetch_add(1, Ordering::Relaxed);
+        }
         "notifications/message" => {
             let params = n.params.clone().unwrap_or(Value::Null);
             let level = params
@@ -471,14 +589,30 @@ fn on_notification(shared: &Shared, n: Notification) {
 
 async fn answer(shared: Arc<Shared>, request: Request) {
     let params = request.params.unwrap_or(Value::Null);
-    let handlers = &shared.handlers;
+    let outcome = handle_server_request(&shared.handlers, &request.method, params).await;
+    let response = Message::Response(Response {
+        id: Some(request.id),
+        outcome,
+    });
+    if let Err(e) = shared.transport.send(response.to_bytes()).await {
+        tracing::debug!(server = %shared.server, "could not answer {}: {e}", request.method);
+    }
+}
+
+/// What the client answers to a server's request, whether it came as a JSON-RPC request or
+/// as one of a result's `inputRequests`.
+async fn handle_server_request(
+    handlers: &Handlers,
+    method: &str,
+    params: Value,
+) -> Result<Value, ErrorObject> {
     let not_found = || {
         Err(ErrorObject::new(
             jsonrpc::METHOD_NOT_FOUND,
-            format!("method not found: {}", request.method),
+            format!("method not found: {method}"),
         ))
     };
-    let outcome = match request.method.as_str() {
+    match method {
         "ping" => Ok(json!({})),
         "roots/list" => Ok(json!({"roots": handlers.roots.clone().unwrap_or_default()})),
         "sampling/createMessage" => match &handlers.sampling {
@@ -490,13 +624,6 @@ async fn answer(shared: Arc<Shared>, request: Request) {
             None => not_found(),
         },
         _ => not_found(),
-    };
-    let response = Message::Response(Response {
-        id: Some(request.id),
-        outcome,
-    });
-    if let Err(e) = shared.transport.send(response.to_bytes()).await {
-        tracing::debug!(server = %shared.server, "could not answer {}: {e}", request.method);
     }
 }
 

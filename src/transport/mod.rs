@@ -38,6 +38,28 @@ pub enum Inbound {
 pub trait Transport: Send + Sync + 'static {
     /// Sends the bytes of one JSON-RPC message (without any framing).
     fn send(&self, message: Vec<u8>) -> BoxFuture<'_, Result<()>>;
+    /// Sends a request with extra headers for transports that have them (HTTP's
+    /// `Mcp-Param-*`); others ignore the headers.
+    fn send_request(
+        &self,
+        message: Vec<u8>,
+        headers: Vec<(String, String)>,
+    ) -> BoxFuture<'_, Result<()>> {
+        let _ = headers;
+        self.send(message)
+    }
+    /// Cancels a request in flight. By default: `notifications/cancelled`; a transport that
+    /// can end the request's own exchange (modern HTTP: close its stream) does that instead.
+    fn cancel(&self, id: i64, reason: &str) -> BoxFuture<'_, ()> {
+        let message =
+            crate::wire::jsonrpc::Message::Notification(crate::wire::jsonrpc::Notification {
+                method: "notifications/cancelled".into(),
+                params: Some(serde_json::json!({"requestId": id, "reason": reason})),
+            });
+        Box::pin(async move {
+            let _ = self.send(message.to_bytes()).await;
+        })
+    }
     /// Ends the connection and releases everything it holds; safe to call twice.
     fn close(&self) -> BoxFuture<'_, ()>;
     /// A short name of the transport for status lines: `stdio`, `http`.
