@@ -37,7 +37,7 @@ use hyper::{Method, Request, Response, StatusCode, Uri};
 use hyper_util::client::legacy::Client as HyperClient;
 use hyper_util::client::legacy::connect::HttpConnector;
 use hyper_util::rt::TokioExecutor;
-use std::collections::{HashSet, VecDeque};
+use std::collections::{HashMap, HashSet, VecDeque};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -188,6 +188,8 @@ struct Inner {
     state: Mutex<State>,
     seen: Mutex<Seen>,
     tasks: Mutex<Vec<AbortHandle>>,
+    /// The exchange of each request in flight, and whether cancelling it means closing it.
+    requests: Mutex<HashMap<i64, (AbortHandle, bool)>>,
     closed: AtomicBool,
     reinit: tokio::sync::Mutex<()>,
 }
@@ -230,6 +232,7 @@ impl HttpTransport {
             state: Mutex::new(State::default()),
             seen: Mutex::new(Seen::default()),
             tasks: Mutex::new(Vec::new()),
+            requests: Mutex::new(HashMap::new()),
             closed: AtomicBool::new(false),
             reinit: tokio::sync::Mutex::new(()),
         };
@@ -284,6 +287,14 @@ fn configured_headers(pairs: &[(String, String)]) -> std::result::Result<HeaderM
 
 impl Transport for HttpTransport {
     fn send(&self, message: Vec<u8>) -> BoxFuture<'_, Result<()>> {
+        self.send_request(message, Vec::new())
+    }
+
+    fn send_request(
+        &self,
+        message: Vec<u8>,
+        headers: Vec<(String, String)>,
+    ) -> BoxFuture<'_, Result<()>> {
         Box::pin(async move {
             let inner = &self.inner;
             if inner.closed.load(Ordering::Relaxed) {
@@ -295,10 +306,20 @@ impl Transport for HttpTransport {
                     if request.method == "initialize" {
                         inner.state.lock().expect("state lock").initialize = Some(body.clone());
                     }
+                    let modern = modern_headers(&request, &headers);
+                    let cancels_by_closing = modern.is_some();
+                    let extra = modern.unwrap_or_default();
+                    let key = request.id.clone();
                     let task = inner.clone();
-                    inner.spawn(
-                        async move { task.run_request(request.id, request.method, body).await },
-                    );
+                    let handle = inner.spawn(async move {
+                        task.run_request(request.id, request.method, body, extra)
+                            .await
+                    });
+                    if let Id::Number(n) = key {
+                        let mut requests = inner.requests.lock().expect("requests lock");
+                        requests.retain(|_, (h, _)| !h.is_finished());
+                        requests.insert(n, (handle, cancels_by_closing));
+                    }
                     Ok(())
                 }
                 Ok(Message::Notification(n)) => {
@@ -331,7 +352,7 @@ impl Transport for HttpTransport {
                 state.legacy_endpoint.is_none() && state.session_id.is_some()
             };
             if streamable_session {
-                let delete = inner.exchange(Method::DELETE, &inner.url, None, None);
+                let delete = inner.exchange(Method::DELETE, &inner.url, None, None, &[]);
                 if let Ok(Err(Failure::Status { status, .. })) =
                     tokio::time::timeout(CLOSE_TIMEOUT, delete).await
                 {
@@ -341,6 +362,29 @@ impl Transport for HttpTransport {
             let _ = inner
                 .inbound
                 .try_send(Inbound::Closed("the client closed the connection".into()));
+        })
+    }
+
+    fn cancel(&self, id: i64, reason: &str) -> BoxFuture<'_, ()> {
+        let reason = reason.to_string();
+        Box::pin(async move {
+            let request = self
+                .inner
+                .requests
+                .lock()
+                .expect("requests lock")
+                .remove(&id);
+            match request {
+                // Stateless era: cancelling is closing the request's own stream.
+                Some((handle, true)) => handle.abort(),
+                _ => {
+                    let message = Message::Notification(crate::wire::jsonrpc::Notification {
+                        method: "notifications/cancelled".into(),
+                        params: Some(serde_json::json!({"requestId": id, "reason": reason})),
+                    });
+                    let _ = self.send(message.to_bytes()).await;
+                }
+            }
         })
     }
 
@@ -633,6 +677,76 @@ fn stale_connection(error: &hyper_util::client::legacy::Error) -> bool {
     false
 }
 
+/// The headers of a request in the stateless era, read off the message itself:
+/// `MCP-Protocol-Version` (from its `_meta`), `Mcp-Method`, `Mcp-Name` (the tool or prompt
+/// name, or the resource URI), then the caller's (`Mcp-Param-*`). `None` for a request of the
+/// initialize era, which carries no protocol version of its own.
+fn modern_headers(
+    request: &crate::wire::jsonrpc::Request,
+    extra: &[(String, String)],
+) -> Option<Vec<(HeaderName, HeaderValue)>> {
+    let params = request.params.as_ref()?;
+    let version = params
+        .pointer("/_meta/io.modelcontextprotocol~1protocolVersion")?
+        .as_str()?;
+    let mut pairs = vec![
+        ("mcp-protocol-version".to_string(), version.to_string()),
+        ("mcp-method".to_string(), request.method.clone()),
+    ];
+    let name = match request.method.as_str() {
+        "tools/call" | "prompts/get" => params.get("name"),
+        "resources/read" => params.get("uri"),
+        _ => None,
+    };
+    if let Some(name) = name.and_then(|n| n.as_str()) {
+        pairs.push(("mcp-name".to_string(), header_value(name)));
+    }
+    pairs.extend(extra.iter().cloned());
+    let headers = pairs
+        .into_iter()
+        .filter_map(|(name, value)| {
+            let parsed = (
+                HeaderName::from_bytes(name.as_bytes()),
+                HeaderValue::from_str(&value),
+            );
+            match parsed {
+                (Ok(name), Ok(value)) => Some((name, value)),
+                _ => {
+                    tracing::warn!("leaving out header {name:?}: not a valid header");
+                    None
+                }
+            }
+        })
+        .collect();
+    Some(headers)
+}
+
+/// A value as an HTTP header carries it: as it is when it is printable ASCII without
+/// whitespace at either end, else `=?base64?<base64 of its UTF-8>?=` (as is a value that
+/// itself looks like that).
+pub fn header_value(value: &str) -> String {
+    use base64::Engine as _;
+    let printable = value.bytes().all(|b| (0x20..=0x7e).contains(&b));
+    let padded = value.starts_with(' ') || value.ends_with(' ');
+    let looks_encoded =
+        value.starts_with("=?base64?") && value.ends_with("?=") && value.len() >= 11;
+    if printable && !padded && !looks_encoded {
+        value.to_string()
+    } else {
+        format!(
+            "=?base64?{}?=",
+            base64::engine::general_purpose::STANDARD.encode(value)
+        )
+    }
+}
+
+/// A JSON-RPC error object in an error status's body (servers answer 4xx with one).
+fn jsonrpc_error(body: &str) -> Option<crate::wire::jsonrpc::ErrorObject> {
+    let value: serde_json::Value = serde_json::from_str(body).ok()?;
+    value.get("jsonrpc")?;
+    serde_json::from_value(value.get("error")?.clone()).ok()
+}
+
 /// Whether an error body is a JSON-RPC error object (an MCP server's answer).
 fn is_jsonrpc_error(body: &str) -> bool {
     serde_json::from_str::<serde_json::Value>(body).is_ok_and(|v| {
@@ -670,6 +784,9 @@ impl Inner {
 
     fn failure(&self, failure: Failure) -> Error {
         match failure {
+            Failure::Status { body, .. } if jsonrpc_error(&body).is_some() => {
+                self.error(ErrorKind::Rpc(jsonrpc_error(&body).expect("checked above")))
+            }
             Failure::Status { status, body } => {
                 let detail = if body.is_empty() {
                     status.canonical_reason().unwrap_or("").to_string()
@@ -689,11 +806,12 @@ impl Inner {
         }
     }
 
-    fn spawn(&self, task: impl Future<Output = ()> + Send + 'static) {
+    fn spawn(&self, task: impl Future<Output = ()> + Send + 'static) -> AbortHandle {
         let handle = tokio::spawn(task).abort_handle();
         let mut tasks = self.tasks.lock().expect("tasks lock");
         tasks.retain(|t| !t.is_finished());
-        tasks.push(handle);
+        tasks.push(handle.clone());
+        handle
     }
 
     fn abort_tasks(&self) {
@@ -776,12 +894,16 @@ impl Inner {
         target: &Uri,
         body: Option<Bytes>,
         last_event_id: Option<&str>,
+        extra: &[(HeaderName, HeaderValue)],
     ) -> std::result::Result<Response<Incoming>, Failure> {
         let mut uri = target.clone();
         let mut credentials = true;
         let (mut redirects, mut retries, mut challenges) = (0, 0, 0);
         loop {
             let mut request = self.build(&method, &uri, body.clone(), last_event_id, credentials);
+            for (name, value) in extra {
+                request.headers_mut().insert(name.clone(), value.clone());
+            }
             if let Some(authorizer) = self.authorizer.as_ref().filter(|_| credentials) {
                 match authorizer.authorization().await {
                     Ok(Some(value)) => {
@@ -888,7 +1010,7 @@ impl Inner {
     /// POSTs a notification or a response; the server should answer 202.
     async fn post_one_way(&self, body: Bytes) -> Result<()> {
         let response = self
-            .exchange(Method::POST, &self.post_target(), Some(body), None)
+            .exchange(Method::POST, &self.post_target(), Some(body), None, &[])
             .await
             .map_err(|f| self.failure(f))?;
         // Anything in the body (some servers answer 200 with JSON) is not ours to read.
@@ -896,13 +1018,25 @@ impl Inner {
         Ok(())
     }
 
-    async fn run_request(self: Arc<Self>, id: Id, method: String, body: Bytes) {
-        if let Err(e) = self.request_flow(&id, &method, body).await {
+    async fn run_request(
+        self: Arc<Self>,
+        id: Id,
+        method: String,
+        body: Bytes,
+        extra: Vec<(HeaderName, HeaderValue)>,
+    ) {
+        if let Err(e) = self.request_flow(&id, &method, body, &extra).await {
             let _ = self.inbound.send(Inbound::Failed(id, e)).await;
         }
     }
 
-    async fn request_flow(self: &Arc<Self>, id: &Id, method: &str, body: Bytes) -> Result<()> {
+    async fn request_flow(
+        self: &Arc<Self>,
+        id: &Id,
+        method: &str,
+        body: Bytes,
+        extra: &[(HeaderName, HeaderValue)],
+    ) -> Result<()> {
         let mut replayed = false;
         loop {
             let (sent_session, legacy) = {
@@ -910,7 +1044,13 @@ impl Inner {
                 (state.session_id.clone(), state.legacy_endpoint.is_some())
             };
             match self
-                .exchange(Method::POST, &self.post_target(), Some(body.clone()), None)
+                .exchange(
+                    Method::POST,
+                    &self.post_target(),
+                    Some(body.clone()),
+                    None,
+                    extra,
+                )
                 .await
             {
                 Ok(response) => return self.take_response(response, id, method, legacy).await,
@@ -1043,7 +1183,7 @@ impl Inner {
             }
             tokio::time::sleep(cursor.retry.unwrap_or_else(|| backoff(attempts))).await;
             let response = self
-                .exchange(Method::GET, &self.url, None, Some(&last))
+                .exchange(Method::GET, &self.url, None, Some(&last), &[])
                 .await
                 .map_err(|f| {
                     let e = self.failure(f);
@@ -1086,6 +1226,7 @@ impl Inner {
                     &self.url,
                     None,
                     cursor.last_event_id.as_deref(),
+                    &[],
                 )
                 .await
             {
@@ -1147,7 +1288,7 @@ impl Inner {
             )))
         };
         let response = self
-            .exchange(Method::POST, &self.url, Some(initialize), None)
+            .exchange(Method::POST, &self.url, Some(initialize), None, &[])
             .await
             .map_err(|f| failed(self.failure(f)))?;
         if let Some(session) = response
@@ -1196,7 +1337,7 @@ impl Inner {
     /// keep reading that stream for the server's messages.
     async fn start_legacy(self: &Arc<Self>) -> Result<()> {
         let response = self
-            .exchange(Method::GET, &self.url, None, None)
+            .exchange(Method::GET, &self.url, None, None, &[])
             .await
             .map_err(|f| self.failure(f))?;
         if content_type(&response) != "text/event-stream" {
@@ -1257,6 +1398,24 @@ impl Inner {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn header_values_are_plain_or_base64() {
+        assert_eq!(header_value("us-west1"), "us-west1");
+        assert_eq!(header_value("us west 1"), "us west 1");
+        assert_eq!(header_value(""), "");
+        assert_eq!(
+            header_value("Hello, 世界"),
+            "=?base64?SGVsbG8sIOS4lueVjA==?="
+        );
+        assert_eq!(header_value(" padded "), "=?base64?IHBhZGRlZCA=?=");
+        assert_eq!(header_value("line1\nline2"), "=?base64?bGluZTEKbGluZTI=?=");
+        assert_eq!(header_value("\tindented"), "=?base64?CWluZGVudGVk?=");
+        assert_eq!(
+            header_value("=?base64?literal?="),
+            "=?base64?PT9iYXNlNjQ/bGl0ZXJhbD89?="
+        );
+    }
 
     #[test]
     fn retry_after_reads_seconds_and_dates() {
