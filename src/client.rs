@@ -1,7 +1,7 @@
 //! [`Client`]: one connected MCP server, the embedder's main handle.
 
 use crate::error::{Error, ErrorKind, Result};
-use crate::protocol::era::{self, ClientInfo};
+use crate::protocol::era::{self, ClientInfo, EraPreference};
 use crate::protocol::session::{DEFAULT_TIMEOUT, Handlers, RequestOptions, Session};
 use crate::protocol::types::{ServerDetails, Tool, ToolOutput};
 use crate::transport::{DEFAULT_MAX_MESSAGE, Inbound, Limits, Transport};
@@ -29,6 +29,8 @@ pub struct ClientOptions {
     pub output_cap: usize,
     /// Largest message kept whole; larger ones are only rendered (tool results) or refused.
     pub max_message: usize,
+    /// Which protocol era to speak: found out by default.
+    pub era: EraPreference,
 }
 
 impl ClientOptions {
@@ -49,6 +51,7 @@ impl Default for ClientOptions {
             timeout: DEFAULT_TIMEOUT,
             output_cap: DEFAULT_CAP,
             max_message: DEFAULT_MAX_MESSAGE,
+            era: EraPreference::Auto,
         }
     }
 }
@@ -98,7 +101,7 @@ impl Client {
             options.handlers,
             options.timeout,
         );
-        match era::establish(&session, &options.client_info, options.timeout).await {
+        match era::establish(&session, &options.client_info, options.timeout, options.era).await {
             Ok(details) => Ok(Client { session, details }),
             Err(e) => {
                 transport.close().await;

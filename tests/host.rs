@@ -146,7 +146,7 @@ async fn a_crashing_a_hanging_and_an_invalid_server_never_block_the_others() {
     assert_eq!(crash.state, ServerState::Failed);
     let e = crash.last_error.unwrap();
     assert!(
-        e.contains("\"crash\"") && e.contains("initialize") && e.contains("closed"),
+        e.contains("\"crash\"") && e.contains("server/discover") && e.contains("closed"),
         "{e}"
     );
     let hang = status_of(&manager, "hang");

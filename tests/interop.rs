@@ -214,6 +214,13 @@ async fn mcp_server_time_from_pypi() {
         ..Default::default()
     };
     let client = connect_real("time", &config, ClientOptions::default()).await;
+    assert_eq!(
+        client.details().era.name(),
+        "stateless",
+        "found out with no flag"
+    );
+    assert_eq!(client.details().protocol_version, "2026-07-28");
+    assert_eq!(client.details().server_info["name"], "mcp-time");
     let pid = server_pid(&client);
     let names: Vec<String> = client
         .list_tools()
@@ -279,7 +286,13 @@ fn probe_lists_and_calls_each_real_server() {
             program.display()
         );
         let report: Value = serde_json::from_slice(&output.stdout).unwrap();
-        assert_eq!(report["era"], "handshake");
+        // mcp-server-time runs on the Python SDK 2.x, which speaks 2026-07-28.
+        let era = if tool == "get_current_time" {
+            "stateless"
+        } else {
+            "handshake"
+        };
+        assert_eq!(report["era"], era, "{}", program.display());
         assert!(
             report["tools"]
                 .as_array()

@@ -211,7 +211,7 @@ async fn login_call_expire_refresh_against_the_python_sdk() {
     };
     assert_eq!(
         err.to_string(),
-        "mcp server \"py\", initialize: oauth login required, run /mcp → py → login"
+        "mcp server \"py\", server/discover: oauth login required, run /mcp → py → login"
     );
     assert!(stale.load("tokens:py").unwrap().is_none(), "dropped");
     let stats = server.request("GET", "/test/stats");

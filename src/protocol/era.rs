@@ -1,12 +1,23 @@
 //! How a session starts: the one seam between protocol eras.
 //!
 //! The initialize-based era (2024-11-05 to 2025-11-25) starts with a handshake: `initialize`,
-//! then `notifications/initialized`. The stateless 2026-07-28 era (no handshake; version and
-//! capabilities in every request's `_meta`) is added here, behind [`establish`], without
-//! changing the session or the client.
+//! then `notifications/initialized`. The stateless 2026-07-28 era has no handshake: every
+//! request carries the version, the client's info and its capabilities in `_meta`, and
+//! `server/discover` says what the server is.
+//!
+//! Detection, with no flag from the user ([`EraPreference::Auto`]): `server/discover` first,
+//! with a short timeout. A discover result naming a version this client speaks means the
+//! stateless era; `UnsupportedProtocolVersion` (-32022) naming one means try again with it,
+//! once; `HeaderMismatch` (-32020) and `MissingRequiredClientCapability` (-32021) are a modern
+//! server refusing, and fail. Anything else (method not found, a legacy server's 400, a result
+//! that is no discover result, silence) means an initialize-era server: the handshake follows
+//! on the same connection (and on HTTP, from there, the HTTP+SSE fallback).
 
 use super::session::{RequestOptions, Session};
-use super::types::{Era, HANDSHAKE_VERSIONS, LATEST_HANDSHAKE_VERSION, ServerDetails};
+use super::types::{
+    Era, HANDSHAKE_VERSIONS, LATEST_HANDSHAKE_VERSION, LATEST_STATELESS_VERSION,
+    STATELESS_VERSIONS, ServerDetails,
+};
 use crate::error::{ErrorKind, Result};
 use serde_json::{Value, json};
 use std::time::Duration;
@@ -29,13 +40,196 @@ impl Default for ClientInfo {
     }
 }
 
+/// Which era to start a session in.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum EraPreference {
+    /// Find out: probe with `server/discover`, fall back to `initialize`.
+    #[default]
+    Auto,
+    /// The initialize handshake only.
+    Handshake,
+    /// The stateless era only; a server that does not speak it is an error.
+    Stateless,
+}
+
+/// How long the `server/discover` probe waits before taking a silent server for an
+/// initialize-era one.
+pub const PROBE_TIMEOUT: Duration = Duration::from_secs(3);
+
+/// Error codes of stateless-era servers refusing a request.
+const HEADER_MISMATCH: i64 = -32020;
+const MISSING_CAPABILITY: i64 = -32021;
+const UNSUPPORTED_VERSION: i64 = -32022;
+
 /// Starts the session and returns what the server said about itself.
 pub async fn establish(
     session: &Session,
     client: &ClientInfo,
     timeout: Duration,
+    preference: EraPreference,
 ) -> Result<ServerDetails> {
-    handshake(session, client, timeout).await
+    match preference {
+        EraPreference::Handshake => handshake(session, client, timeout).await,
+        EraPreference::Stateless => match discover(session, client, timeout, true).await? {
+            Some(details) => Ok(details),
+            None => Err(crate::Error::new(
+                session.server(),
+                ErrorKind::Protocol(format!(
+                    "the server does not speak {LATEST_STATELESS_VERSION}"
+                )),
+            )
+            .during("server/discover")),
+        },
+        EraPreference::Auto => {
+            match discover(session, client, timeout.min(PROBE_TIMEOUT), false).await? {
+                Some(details) => Ok(details),
+                None => handshake(session, client, timeout).await,
+            }
+        }
+    }
+}
+
+/// The `_meta` members of every stateless-era request.
+fn envelope(
+    version: &str,
+    client: &ClientInfo,
+    capabilities: Value,
+) -> serde_json::Map<String, Value> {
+    let mut meta = serde_json::Map::new();
+    meta.insert(
+        "io.modelcontextprotocol/protocolVersion".into(),
+        json!(version),
+    );
+    meta.insert(
+        "io.modelcontextprotocol/clientInfo".into(),
+        json!({"name": client.name, "version": client.version}),
+    );
+    meta.insert(
+        "io.modelcontextprotocol/clientCapabilities".into(),
+        capabilities,
+    );
+    meta
+}
+
+/// The stateless versions this client speaks among `versions`, newest first.
+fn shared_version(versions: &[&str]) -> Option<&'static str> {
+    STATELESS_VERSIONS
+        .into_iter()
+        .find(|v| versions.contains(v))
+}
+
+fn strings(value: Option<&Value>) -> Vec<&str> {
+    value
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+        .filter_map(Value::as_str)
+        .collect()
+}
+
+/// Tries the stateless era. `Ok(Some)`: it runs; `Ok(None)`: the server is of the
+/// initialize era (unless `strict`, where that is an error too).
+async fn discover(
+    session: &Session,
+    client: &ClientInfo,
+    timeout: Duration,
+    strict: bool,
+) -> Result<Option<ServerDetails>> {
+    let method = "server/discover";
+    let protocol_error =
+        |why: String| crate::Error::new(session.server(), ErrorKind::Protocol(why)).during(method);
+    let mut version = LATEST_STATELESS_VERSION;
+    let mut retried = false;
+    loop {
+        session.set_envelope(Some(envelope(
+            version,
+            client,
+            session.handlers().capabilities(),
+        )));
+        let options = RequestOptions {
+            timeout: Some(timeout),
+            ..Default::default()
+        };
+        let outcome = session.request(method, None, options).await;
+        let legacy = |why: String| {
+            session.set_envelope(None);
+            if strict {
+                return Err(protocol_error(why));
+            }
+            tracing::debug!(
+                server = session.server(),
+                "not a {LATEST_STATELESS_VERSION} server ({why}); trying initialize"
+            );
+            Ok(None)
+        };
+        match outcome {
+            Ok(result) => {
+                let supported = strings(result.get("supportedVersions"));
+                if supported.contains(&version) {
+                    return Ok(Some(stateless_details(version, &result)));
+                }
+                if let (Some(v), false) = (shared_version(&supported), retried) {
+                    (version, retried) = (v, true);
+                    continue;
+                }
+                let only_unknown_modern = !supported.is_empty()
+                    && supported.iter().all(|v| !HANDSHAKE_VERSIONS.contains(v));
+                if only_unknown_modern {
+                    session.set_envelope(None);
+                    return Err(protocol_error(format!(
+                        "the server speaks {}, and this client {LATEST_STATELESS_VERSION} and {}; upgrade the client or the server",
+                        supported.join(", "),
+                        HANDSHAKE_VERSIONS.join(", ")
+                    )));
+                }
+                return legacy("its discover result names no version this client speaks".into());
+            }
+            Err(e) => match &e.kind {
+                ErrorKind::Rpc(rpc) if rpc.code == UNSUPPORTED_VERSION => {
+                    let data = rpc.data.clone().unwrap_or(Value::Null);
+                    let supported = strings(data.get("supported"));
+                    match shared_version(&supported) {
+                        Some(v) if !retried => (version, retried) = (v, true),
+                        _ => return legacy(format!("it supports {}", supported.join(", "))),
+                    }
+                }
+                ErrorKind::Rpc(rpc) if matches!(rpc.code, HEADER_MISMATCH | MISSING_CAPABILITY) => {
+                    session.set_envelope(None);
+                    return Err(e);
+                }
+                ErrorKind::Closed(_)
+                | ErrorKind::Spawn(_)
+                | ErrorKind::LoginRequired
+                | ErrorKind::Auth(_) => {
+                    session.set_envelope(None);
+                    return Err(e);
+                }
+                _ => return legacy(e.kind_text()),
+            },
+        }
+    }
+}
+
+/// What a discover result says of the server.
+fn stateless_details(version: &str, result: &Value) -> ServerDetails {
+    let server_info = result
+        .pointer("/_meta/io.modelcontextprotocol~1serverInfo")
+        .or_else(|| result.get("serverInfo"))
+        .cloned()
+        .unwrap_or(Value::Null);
+    ServerDetails {
+        era: Era::Stateless,
+        protocol_version: version.to_string(),
+        server_info,
+        capabilities: result
+            .get("capabilities")
+            .cloned()
+            .unwrap_or_else(|| json!({})),
+        instructions: result
+            .get("instructions")
+            .and_then(Value::as_str)
+            .map(str::to_string),
+    }
 }
 
 async fn handshake(

@@ -6,6 +6,12 @@ use serde_json::Value;
 /// The protocol revision this client offers in `initialize`.
 pub const LATEST_HANDSHAKE_VERSION: &str = "2025-11-25";
 
+/// The stateless revision this client speaks.
+pub const LATEST_STATELESS_VERSION: &str = "2026-07-28";
+
+/// Every stateless-era revision this client speaks, newest first.
+pub const STATELESS_VERSIONS: [&str; 1] = ["2026-07-28"];
+
 /// Every initialize-era revision this client accepts from a server, newest first.
 pub const HANDSHAKE_VERSIONS: [&str; 4] = ["2025-11-25", "2025-06-18", "2025-03-26", "2024-11-05"];
 
@@ -67,6 +73,9 @@ pub struct ToolOutput {
 pub enum Era {
     /// Revisions 2024-11-05 to 2025-11-25: a session starts with `initialize`.
     Handshake,
+    /// Revision 2026-07-28: no handshake; every request carries the version and the client's
+    /// capabilities in its `_meta`.
+    Stateless,
 }
 
 impl Era {
@@ -74,6 +83,7 @@ impl Era {
     pub fn name(self) -> &'static str {
         match self {
             Era::Handshake => "handshake",
+            Era::Stateless => "stateless",
         }
     }
 }
