@@ -3,14 +3,17 @@
 use crate::error::{Error, ErrorKind, Result};
 use crate::protocol::era::{self, ClientInfo, EraPreference};
 use crate::protocol::session::{DEFAULT_TIMEOUT, Handlers, RequestOptions, Session};
+use crate::protocol::types::Era;
 use crate::protocol::types::{ServerDetails, Tool, ToolOutput};
 use crate::transport::{DEFAULT_MAX_MESSAGE, Inbound, Limits, Transport};
 use crate::wire::jsonrpc::Notification;
 use crate::wire::render::{DEFAULT_CAP, RenderError};
 use serde_json::{Value, json};
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
+use std::sync::Mutex;
 use std::time::Duration;
+use std::time::Instant;
 use tokio::sync::{broadcast, mpsc};
 
 /// Most `tools/list` pages read before giving up on a server that never stops paging.
@@ -56,10 +59,92 @@ impl Default for ClientOptions {
     }
 }
 
+/// One `x-mcp-header` annotation: the header name and the path of the argument it mirrors.
+pub type HeaderParam = (String, Vec<String>);
+
+/// The stateless era's answer to headers that do not match the body.
+const HEADER_MISMATCH: i64 = -32020;
+
+/// A tool list kept while the server says it stays fresh.
+struct ToolCache {
+    tools: Vec<Tool>,
+    fresh_until: Instant,
+    /// The session's count of list-changed notifications when the list was read.
+    changes: u64,
+}
+
 /// One connected MCP server.
 pub struct Client {
     session: Session,
     details: ServerDetails,
+    tools: Mutex<Option<ToolCache>>,
+    /// Per tool, its `x-mcp-header` names and the argument path each mirrors.
+    header_params: Mutex<HashMap<String, Vec<HeaderParam>>>,
+}
+
+/// The `x-mcp-header` annotations of an input schema: the header name and the path of the
+/// property it mirrors. An annotation is valid on a property reached from the root through
+/// `properties` alone, of type integer, string or boolean, named by a non-empty HTTP token
+/// unique among the schema's (case-insensitively); any other annotation makes the tool invalid.
+pub fn header_params_of(schema: &Value) -> std::result::Result<Vec<HeaderParam>, String> {
+    fn count(v: &Value) -> usize {
+        match v {
+            Value::Object(map) => map
+                .iter()
+                .map(|(k, v)| usize::from(k == "x-mcp-header") + count(v))
+                .sum(),
+            Value::Array(items) => items.iter().map(count).sum(),
+            _ => 0,
+        }
+    }
+    type Found = (Option<String>, Vec<String>, Value);
+    fn walk(schema: &Value, path: &mut Vec<String>, found: &mut Vec<Found>) {
+        for (name, property) in schema
+            .get("properties")
+            .and_then(Value::as_object)
+            .into_iter()
+            .flatten()
+        {
+            path.push(name.clone());
+            if let Some(header) = property.get("x-mcp-header") {
+                let kind = property.get("type").cloned().unwrap_or(Value::Null);
+                found.push((header.as_str().map(str::to_string), path.clone(), kind));
+            }
+            walk(property, path, found);
+            path.pop();
+        }
+    }
+    let mut found = Vec::new();
+    walk(schema, &mut Vec::new(), &mut found);
+    if found.len() != count(schema) {
+        return Err("an annotation sits where only properties lead to it is allowed".into());
+    }
+    let token = |s: &str| {
+        !s.is_empty()
+            && s.bytes()
+                .all(|b| b.is_ascii_alphanumeric() || b"!#$%&'*+-.^_`|~".contains(&b))
+    };
+    let mut seen = HashSet::new();
+    let mut params = Vec::new();
+    for (name, path, kind) in found {
+        let Some(name) = name.filter(|n| token(n)) else {
+            return Err(format!(
+                "the annotation on {} is not a header name",
+                path.join(".")
+            ));
+        };
+        if !seen.insert(name.to_ascii_lowercase()) {
+            return Err(format!("{name:?} is used twice"));
+        }
+        if !matches!(kind.as_str(), Some("integer" | "string" | "boolean")) {
+            return Err(format!(
+                "{name:?} is on {}, whose type is not integer, string or boolean",
+                path.join(".")
+            ));
+        }
+        params.push((name, path));
+    }
+    Ok(params)
 }
 
 impl Client {
@@ -102,7 +187,12 @@ impl Client {
             options.timeout,
         );
         match era::establish(&session, &options.client_info, options.timeout, options.era).await {
-            Ok(details) => Ok(Client { session, details }),
+            Ok(details) => Ok(Client {
+                session,
+                details,
+                tools: Mutex::new(None),
+                header_params: Mutex::new(HashMap::new()),
+            }),
             Err(e) => {
                 transport.close().await;
                 Err(e)
@@ -141,11 +231,27 @@ impl Client {
 
     /// Lists every tool, following `nextCursor` to the end. A repeated or empty cursor stops
     /// the listing with a warning, as does reaching [`MAX_TOOL_PAGES`] pages.
+    ///
+    /// A list the server marked cacheable (`ttlMs`) is served from memory until it goes stale
+    /// or the server says the list changed. Over HTTP in the stateless era, a tool whose
+    /// `x-mcp-header` annotations are invalid is left out with a warning.
     pub async fn list_tools(&self) -> Result<Vec<Tool>> {
+        let changes = self.session.tool_list_changes();
+        if let Some(cache) = self.tools.lock().expect("tools lock").as_ref()
+            && cache.changes == changes
+            && Instant::now() < cache.fresh_until
+        {
+            return Ok(cache.tools.clone());
+        }
         let mut tools = Vec::new();
+        let mut ttl: Option<u64> = None;
         let mut seen = HashSet::new();
         let mut cursor: Option<String> = None;
-        for _ in 0..MAX_TOOL_PAGES {
+        for page_number in 0..=MAX_TOOL_PAGES {
+            if page_number == MAX_TOOL_PAGES {
+                tracing::warn!(server = %self.name(), "tools/list: stopping after {MAX_TOOL_PAGES} pages");
+                break;
+            }
             let params = cursor.as_ref().map(|c| json!({"cursor": c}));
             let result = self
                 .session
@@ -164,23 +270,81 @@ impl Client {
                 )
             })?;
             tools.extend(page);
+            let page_ttl = result.get("ttlMs").and_then(Value::as_u64).unwrap_or(0);
+            ttl = Some(ttl.map_or(page_ttl, |t| t.min(page_ttl)));
             match result.get("nextCursor") {
-                None | Some(Value::Null) => return Ok(tools),
+                None | Some(Value::Null) => break,
                 Some(Value::String(next)) if !next.is_empty() && seen.insert(next.clone()) => {
                     cursor = Some(next.clone())
                 }
                 Some(other) => {
                     tracing::warn!(server = %self.name(), "tools/list: stopping at cursor {other}, which is empty or was seen before");
-                    return Ok(tools);
+                    break;
                 }
             }
         }
-        tracing::warn!(server = %self.name(), "tools/list: stopping after {MAX_TOOL_PAGES} pages");
+        let checks_headers =
+            self.details.era == Era::Stateless && self.session.transport().kind() == "http";
+        let mut header_params = HashMap::new();
+        tools.retain(|tool| {
+            if !checks_headers {
+                return true;
+            }
+            match header_params_of(&tool.input_schema) {
+                Ok(params) => {
+                    header_params.insert(tool.name.clone(), params);
+                    true
+                }
+                Err(why) => {
+                    tracing::warn!(server = %self.name(), tool = %tool.name, "leaving out the tool: its x-mcp-header annotation is invalid: {why}");
+                    false
+                }
+            }
+        });
+        *self.header_params.lock().expect("header params lock") = header_params;
+        let fresh_until = Instant::now() + Duration::from_millis(ttl.unwrap_or(0));
+        *self.tools.lock().expect("tools lock") = Some(ToolCache {
+            tools: tools.clone(),
+            fresh_until,
+            changes,
+        });
         Ok(tools)
     }
 
+    /// The `Mcp-Param-*` headers of a call, from the tool's `x-mcp-header` annotations.
+    #[cfg(not(feature = "http"))]
+    fn param_headers(&self, _: &str, _: &Value) -> Vec<(String, String)> {
+        Vec::new()
+    }
+
+    /// The `Mcp-Param-*` headers of a call, from the tool's `x-mcp-header` annotations.
+    #[cfg(feature = "http")]
+    fn param_headers(&self, tool: &str, arguments: &Value) -> Vec<(String, String)> {
+        let params = self.header_params.lock().expect("header params lock");
+        let Some(params) = params.get(tool) else {
+            return Vec::new();
+        };
+        params
+            .iter()
+            .filter_map(|(name, path)| {
+                let pointer: String = path
+                    .iter()
+                    .map(|p| format!("/{}", p.replace('~', "~0").replace('/', "~1")))
+                    .collect();
+                let value = match arguments.pointer(&pointer)? {
+                    Value::String(s) => crate::transport::http_header_value(s),
+                    Value::Bool(b) => b.to_string(),
+                    Value::Number(n) if n.is_i64() || n.is_u64() => n.to_string(),
+                    _ => return None,
+                };
+                Some((format!("Mcp-Param-{name}"), value))
+            })
+            .collect()
+    }
+
     /// Calls a tool and returns what the model sees: the rendered result, capped.
-    /// A result with `isError: true` is an `Ok` output with `is_error` set.
+    /// A result with `isError: true` is an `Ok` output with `is_error` set. A stateless
+    /// server's `HeaderMismatch` refreshes the tool list and sends the call once more.
     pub async fn call_tool(
         &self,
         tool: &str,
@@ -188,10 +352,32 @@ impl Client {
         options: RequestOptions,
     ) -> Result<ToolOutput> {
         let params = json!({"name": tool, "arguments": arguments});
-        let reply = self
+        let mut headed = RequestOptions {
+            headers: self.param_headers(tool, &arguments),
+            ..options.clone()
+        };
+        let mut reply = self
             .session
-            .request_reply("tools/call", Some(params), options)
-            .await?;
+            .request_reply("tools/call", Some(params.clone()), headed)
+            .await;
+        if let Err(Error {
+            kind: ErrorKind::Rpc(e),
+            ..
+        }) = &reply
+            && e.code == HEADER_MISMATCH
+        {
+            *self.tools.lock().expect("tools lock") = None;
+            self.list_tools().await?;
+            headed = RequestOptions {
+                headers: self.param_headers(tool, &arguments),
+                ..options
+            };
+            reply = self
+                .session
+                .request_reply("tools/call", Some(params), headed)
+                .await;
+        }
+        let reply = reply?;
         let rendered = reply.rendered.unwrap_or_else(|| {
             Err(RenderError::Invalid(
                 "the answer has neither result nor error".into(),
@@ -221,5 +407,43 @@ impl Client {
     /// Closes the connection (for stdio: ends the server process and its group).
     pub async fn close(&self) {
         self.session.transport().close().await;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::header_params_of;
+    use serde_json::json;
+
+    #[test]
+    fn header_annotations_are_checked() {
+        let schema = json!({"type": "object", "properties": {
+            "region": {"type": "string", "x-mcp-header": "Region"},
+            "nested": {"type": "object", "properties": {"n": {"type": "integer", "x-mcp-header": "N"}}},
+            "plain": {"type": "number"}
+        }});
+        assert_eq!(
+            header_params_of(&schema).unwrap(),
+            vec![
+                ("N".to_string(), vec!["nested".to_string(), "n".to_string()]),
+                ("Region".into(), vec!["region".into()])
+            ]
+        );
+        let bad = |property: serde_json::Value| {
+            header_params_of(&json!({"properties": {"p": property}})).unwrap_err()
+        };
+        bad(json!({"type": "string", "x-mcp-header": ""}));
+        bad(json!({"type": "string", "x-mcp-header": "My Region"}));
+        bad(json!({"type": "string", "x-mcp-header": "Région"}));
+        bad(json!({"type": "string", "x-mcp-header": "Region\t1"}));
+        bad(json!({"type": "number", "x-mcp-header": "N"}));
+        bad(json!({"type": "object", "x-mcp-header": "O"}));
+        bad(json!({"type": ["string", "null"], "x-mcp-header": "S"}));
+        bad(json!({"type": "string", "x-mcp-header": 5}));
+        let dup = json!({"properties": {"a": {"type": "string", "x-mcp-header": "MyField"},
+                                        "b": {"type": "string", "x-mcp-header": "myfield"}}});
+        assert!(header_params_of(&dup).is_err());
+        let hidden = json!({"properties": {"a": {"type": "array", "items": {"type": "string", "x-mcp-header": "A"}}}});
+        assert!(header_params_of(&hidden).is_err());
     }
 }

@@ -10,6 +10,8 @@
 
 #[cfg(feature = "http")]
 pub mod http;
+#[cfg(feature = "http")]
+pub use http::header_value as http_header_value;
 #[cfg(feature = "stdio")]
 pub mod stdio;
 
@@ -126,6 +128,7 @@ impl Assembler {
     }
 
     /// Drops the current message unread (an SSE event that is not a message).
+    #[cfg_attr(not(feature = "http"), allow(dead_code))]
     pub(crate) fn discard(&mut self) {
         self.decoder = MessageDecoder::new(self.limits.output_cap, self.limits.max_message);
         self.excerpt.clear();
