@@ -16,6 +16,9 @@ use std::time::Duration;
 use std::time::Instant;
 use tokio::sync::{broadcast, mpsc};
 
+/// How long one `subscriptions/listen` stays open before it is opened anew.
+pub const LISTEN_TIMEOUT: Duration = Duration::from_secs(24 * 3600);
+
 /// Most `tools/list` pages read before giving up on a server that never stops paging.
 pub const MAX_TOOL_PAGES: usize = 1000;
 
@@ -394,6 +397,22 @@ impl Client {
                 Err(self.error("tools/call", ErrorKind::Protocol(e.to_string())))
             }
         }
+    }
+
+    /// Stateless era: holds a `subscriptions/listen` request open so the server can say when
+    /// its tool, prompt and resource lists change; those notifications arrive as any other
+    /// ([`Client::notifications`]). Returns when the server or the connection ends it.
+    pub async fn listen_for_changes(&self) -> Result<Value> {
+        let params = json!({"notifications": {
+            "toolsListChanged": true, "promptsListChanged": true, "resourcesListChanged": true
+        }});
+        let options = RequestOptions {
+            timeout: Some(LISTEN_TIMEOUT),
+            ..Default::default()
+        };
+        self.session
+            .request("subscriptions/listen", Some(params), options)
+            .await
     }
 
     /// Sends `ping` and waits for the answer.

@@ -855,6 +855,10 @@ async fn watch_server(
     poll: Option<Duration>,
 ) {
     use broadcast::error::RecvError;
+    // A stateless server tells of changes only to a client that listens for them.
+    let _listener = (client.details().era == crate::protocol::types::Era::Stateless
+        && poll.is_none())
+    .then(|| AbortOnDrop(tokio::spawn(listen(name.clone(), client.clone()))));
     let mut next_poll = poll.map(|p| tokio::time::Instant::now() + p);
     loop {
         let changed = tokio::select! {
@@ -900,6 +904,31 @@ async fn watch_server(
             return;
         };
         let _ = apply_refresh(&inner, &name, &client, result);
+    }
+}
+
+/// Ends a task when dropped.
+struct AbortOnDrop(JoinHandle<()>);
+
+impl Drop for AbortOnDrop {
+    fn drop(&mut self) {
+        self.0.abort();
+    }
+}
+
+/// Keeps `subscriptions/listen` open for a stateless server, opening it anew (after a pause)
+/// whenever the server or the network ends it, while the session lives.
+async fn listen(name: String, client: Arc<Client>) {
+    let mut pause = Duration::from_secs(1);
+    while !client.is_closed() {
+        match client.listen_for_changes().await {
+            Ok(_) => pause = Duration::from_secs(1),
+            Err(e) => {
+                tracing::debug!(server = %name, "subscriptions/listen ended: {e}");
+                pause = (pause * 2).min(Duration::from_secs(60));
+            }
+        }
+        tokio::time::sleep(pause).await;
     }
 }
 
