@@ -594,7 +594,8 @@ impl OAuth {
             ));
         }
         match &params.iss {
-            Some(iss) if iss.trim_end_matches('/') != meta.issuer.trim_end_matches('/') => {
+            // RFC 9207: simple string comparison, no normalization of any kind.
+            Some(iss) if *iss != meta.issuer => {
                 return Err(self.auth_error(format!(
                     "the redirect comes from issuer {iss:?}, not {:?} (RFC 9207); refusing it",
                     meta.issuer

@@ -18,6 +18,7 @@
 use agenvoy_mcp::auth::{
     Grant, HeadlessAgent, MemoryStore, OAuth, OAuthConfig, PreRegistered, json_str,
 };
+use agenvoy_mcp::protocol::era::EraPreference;
 use agenvoy_mcp::protocol::session::{Handlers, RequestHandler, RequestOptions};
 use agenvoy_mcp::transport::http::HttpConfig;
 use agenvoy_mcp::{Client, ClientOptions};
@@ -57,8 +58,15 @@ async fn scenario_run(url: &str, scenario: &str) -> agenvoy_mcp::Result<()> {
         elicitation: Some(elicitation),
         ..Default::default()
     };
+    // The suite says which revision the scenario is graded on.
+    let era = match std::env::var("MCP_CONFORMANCE_PROTOCOL_VERSION").as_deref() {
+        Ok("2026-07-28") => EraPreference::Stateless,
+        Ok(_) => EraPreference::Handshake,
+        Err(_) => EraPreference::Auto,
+    };
     let options = ClientOptions {
         handlers,
+        era,
         ..Default::default()
     };
     let context: Value = std::env::var("MCP_CONFORMANCE_CONTEXT")
@@ -68,7 +76,7 @@ async fn scenario_run(url: &str, scenario: &str) -> agenvoy_mcp::Result<()> {
     let mut config = HttpConfig::new(url);
     config.authorizer = Some(Arc::new(authorizer(url, scenario, &context)));
     let client = Client::connect_http("conformance", &config, options).await?;
-    let outcome = exercise(&client, scenario).await;
+    let outcome = exercise(&client, scenario, &context).await;
     client.close().await;
     outcome
 }
@@ -103,16 +111,124 @@ pub fn authorizer(url: &str, scenario: &str, context: &Value) -> OAuth {
     oauth.with_user_agent(Arc::new(agent))
 }
 
-async fn exercise(client: &Client, scenario: &str) -> agenvoy_mcp::Result<()> {
+async fn exercise(client: &Client, scenario: &str, context: &Value) -> agenvoy_mcp::Result<()> {
     let tools = client.list_tools().await?;
-    for tool in &tools {
-        let arguments = sample_arguments(&tool.input_schema);
-        let output = client
-            .call_tool(&tool.name, arguments, RequestOptions::default())
-            .await?;
-        eprintln!("conformance {scenario}: {} -> {}", tool.name, output.text);
+    // A scenario may name the calls to make; else every tool is called once.
+    let calls: Vec<(String, Value)> = match context.get("toolCalls").and_then(Value::as_array) {
+        Some(calls) => calls
+            .iter()
+            .filter_map(|c| {
+                Some((
+                    c.get("name")?.as_str()?.to_string(),
+                    c.get("arguments").cloned().unwrap_or(json!({})),
+                ))
+            })
+            .collect(),
+        None => tools
+            .iter()
+            .map(|tool| {
+                let arguments = match tool.name.as_str() {
+                    // Echo back, untouched, the schema of the tool the scenario checks.
+                    "json_schema_echo" => tools
+                        .iter()
+                        .find(|t| t.name == "json_schema_2020_12_tool")
+                        .map_or_else(
+                            || sample_arguments(&tool.input_schema),
+                            |t| json!({"schema": t.input_schema}),
+                        ),
+                    _ => sample_arguments(&tool.input_schema),
+                };
+                (tool.name.clone(), arguments)
+            })
+            .collect(),
+    };
+    for (name, arguments) in calls {
+        let output = tolerate(
+            client
+                .call_tool(&name, arguments, RequestOptions::default())
+                .await,
+        )?;
+        if let Some(output) = output {
+            eprintln!("conformance {scenario}: {name} -> {}", output.text);
+        }
+    }
+    let session = client.session();
+    let capabilities = &client.details().capabilities;
+    if capabilities.get("resources").is_some() {
+        let listed = tolerate(
+            session
+                .request("resources/list", None, RequestOptions::default())
+                .await,
+        )?;
+        for resource in listed
+            .as_ref()
+            .and_then(|l| l.get("resources"))
+            .and_then(Value::as_array)
+            .into_iter()
+            .flatten()
+        {
+            if let Some(uri) = resource.get("uri").and_then(Value::as_str) {
+                tolerate(
+                    session
+                        .request(
+                            "resources/read",
+                            Some(json!({"uri": uri})),
+                            RequestOptions::default(),
+                        )
+                        .await,
+                )?;
+            }
+        }
+    }
+    if capabilities.get("prompts").is_some() {
+        let listed = tolerate(
+            session
+                .request("prompts/list", None, RequestOptions::default())
+                .await,
+        )?;
+        for prompt in listed
+            .as_ref()
+            .and_then(|l| l.get("prompts"))
+            .and_then(Value::as_array)
+            .into_iter()
+            .flatten()
+        {
+            let Some(name) = prompt.get("name").and_then(Value::as_str) else {
+                continue;
+            };
+            let mut arguments = Map::new();
+            for argument in prompt
+                .get("arguments")
+                .and_then(Value::as_array)
+                .into_iter()
+                .flatten()
+            {
+                if let Some(arg) = argument.get("name").and_then(Value::as_str) {
+                    arguments.insert(arg.to_string(), json!("test"));
+                }
+            }
+            let params = json!({"name": name, "arguments": arguments});
+            tolerate(
+                session
+                    .request("prompts/get", Some(params), RequestOptions::default())
+                    .await,
+            )?;
+        }
     }
     Ok(())
+}
+
+/// A server's JSON-RPC error is a scenario's business (some servers implement one method
+/// only): it is shown, not fatal. Anything else (transport, protocol) fails the run.
+fn tolerate<T>(outcome: agenvoy_mcp::Result<T>) -> agenvoy_mcp::Result<Option<T>> {
+    match outcome {
+        Ok(value) => Ok(Some(value)),
+        Err(e) if matches!(e.kind, agenvoy_mcp::ErrorKind::Rpc(_)) => {
+            eprintln!("{e}");
+            Ok(None)
+        }
+        Err(e) => Err(e),
+    }
 }
 
 /// The answer to `elicitation/create`: accept, with each field's default, typed as given.
