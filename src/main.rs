@@ -129,9 +129,11 @@ enum Command {
 fn init_logging() {
     let filter = tracing_subscriber::EnvFilter::try_from_env("AGENVOY_LOG")
         .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn"));
+    use std::io::IsTerminal;
     tracing_subscriber::fmt()
         .with_env_filter(filter)
         .with_writer(std::io::stderr)
+        .with_ansi(std::io::stderr().is_terminal())
         .init();
 }
 

@@ -139,3 +139,26 @@ fn each_failure_names_its_step() {
         run(&["--call", "echo", "--args", "{not json"], &[]),
     );
 }
+
+#[test]
+fn server_stderr_reaches_the_log_with_the_server_name_and_long_lines_cut() {
+    let long = "e".repeat(5000);
+    let args = serde_json::json!({"text": long, "stderr": true}).to_string();
+    let server = fixture(&[]);
+    let mut cmd = Command::new(binary());
+    cmd.args(["probe", "--call", "echo", "--args", &args, "--"])
+        .args(&server)
+        .env("AGENVOY_LOG", "info");
+    let (out, _, stderr) = capture(cmd.output().unwrap());
+    assert!(out.status.success(), "{stderr}");
+    let line = stderr
+        .lines()
+        .find(|l| l.contains("stderr: e"))
+        .expect("the server's stderr line is logged");
+    assert!(line.contains("server=agenvoy-mcp"), "{line}");
+    assert!(
+        line.contains(&format!("stderr: {}…", "e".repeat(4096))),
+        "cut at 4096 bytes"
+    );
+    assert!(!line.contains(&"e".repeat(4097)));
+}

@@ -331,8 +331,8 @@ fn tool_definitions(server: &Server) -> Vec<Value> {
         json!({"name": name, "description": "A tool added by add_tool.", "inputSchema": schema(json!({}), &[])})
     }).collect::<Vec<_>>();
     let mut all = vec![
-        json!({"name": "echo", "description": "Returns the text it is given.",
-               "inputSchema": schema(json!({"text": {"type": "string"}}), &["text"])}),
+        json!({"name": "echo", "description": "Returns the text it is given (and writes it to stderr if asked).",
+               "inputSchema": schema(json!({"text": {"type": "string"}, "stderr": {"type": "boolean"}}), &["text"])}),
         json!({"name": "add", "description": "Adds two numbers.",
                "inputSchema": schema(json!({"a": {"type": "number"}, "b": {"type": "number"}}), &["a", "b"])}),
         json!({"name": "big", "description": "Returns `bytes` bytes of generated text.",
@@ -370,9 +370,13 @@ fn call_tool(server: &Server, id: Id, params: &Value, out: &dyn Output) {
         std::process::exit(3);
     }
     let result = match name {
-        "echo" => Ok(text_result(
-            args.get("text").and_then(Value::as_str).unwrap_or(""),
-        )),
+        "echo" => {
+            let text = args.get("text").and_then(Value::as_str).unwrap_or("");
+            if args.get("stderr").and_then(Value::as_bool) == Some(true) {
+                eprintln!("{text}");
+            }
+            Ok(text_result(text))
+        }
         "add" => {
             let sum = args.get("a").and_then(Value::as_f64).unwrap_or(0.0)
                 + args.get("b").and_then(Value::as_f64).unwrap_or(0.0);
