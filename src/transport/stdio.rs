@@ -296,9 +296,9 @@ async fn forward_stderr(server: String, stderr: tokio::process::ChildStderr) {
         let text = String::from_utf8_lossy(&line);
         let text = text.trim_end();
         if cut {
-            tracing::info!(target: "agenvoy_mcp::server", server, "stderr: {text}…");
+            tracing::info!(target: "agenvoy_mcp::server", server = %server, "stderr: {text}…");
         } else if !text.is_empty() {
-            tracing::info!(target: "agenvoy_mcp::server", server, "stderr: {text}");
+            tracing::info!(target: "agenvoy_mcp::server", server = %server, "stderr: {text}");
         }
     }
 }
