@@ -128,7 +128,7 @@ pub fn https_client(server: &str, connect_timeout: Duration) -> Client {
             Ok(b) => b,
             Err(e) => {
                 tracing::warn!(
-                    server,
+                    server = %server,
                     "no usable OS trust store ({e}); https servers will fail to verify"
                 );
                 let tls = rustls::ClientConfig::builder_with_provider(Arc::new(

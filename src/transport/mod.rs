@@ -148,7 +148,7 @@ impl Assembler {
             Err(e) => {
                 let text = String::from_utf8_lossy(&excerpt);
                 tracing::warn!(
-                    server,
+                    server = %server,
                     "skipping a message that is not JSON-RPC ({e}): {}",
                     text.trim()
                 );
