@@ -114,12 +114,15 @@ enum Command {
         /// no-init-response, version=<v>, spawn-grandchild, ignore-sigterm, cursor-repeat,
         /// cursor-empty, endless-pages, crash-at-start, slow-start=<secs>, no-list-changed.
         /// Over HTTP: json, sse, stateless, cut-stream, expire-session, rate-limit,
-        /// slow-headers, junk-sse, legacy.
+        /// slow-headers, junk-sse, legacy, redirect.
         #[arg(long, default_value = "normal")]
         mode: String,
         /// Serve streamable HTTP on this address (e.g. 127.0.0.1:0) instead of stdio.
         #[arg(long, value_name = "ADDR")]
         http: Option<std::net::SocketAddr>,
+        /// Where `--mode redirect` sends every request.
+        #[arg(long, value_name = "URL", requires = "http")]
+        redirect_to: Option<String>,
         /// Tools per tools/list page.
         #[arg(long, value_name = "N")]
         page_size: Option<usize>,
@@ -198,12 +201,13 @@ fn main() -> ExitCode {
         Command::FixtureServer {
             mode,
             http,
+            redirect_to,
             page_size,
         } => {
             let outcome = match http {
                 Some(addr) => mode
                     .parse()
-                    .map(|m| cli::fixture_http::run(addr, m, page_size)),
+                    .map(|m| cli::fixture_http::run(addr, m, page_size, redirect_to)),
                 None => mode.parse().map(|m| cli::fixture_server::run(m, page_size)),
             };
             outcome.unwrap_or_else(|why| {

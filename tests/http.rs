@@ -254,3 +254,35 @@ async fn http_errors_name_the_status_and_the_server() {
         "{err}"
     );
 }
+
+#[tokio::test]
+async fn a_redirect_to_another_origin_drops_the_credentials() {
+    let target = HttpFixture::start("json", &[]);
+    let redirector = HttpFixture::start("redirect", &["--redirect-to", &target.url]);
+    let mut config = HttpConfig::new(&redirector.url);
+    config.headers = vec![
+        ("Authorization".into(), "s3cret".into()),
+        ("X-Api-Key".into(), "k3y".into()),
+    ];
+    let client = Client::connect_http("fixture", &config, ClientOptions::default())
+        .await
+        .unwrap();
+    assert_eq!(
+        text(&client, "echo", json!({"text": "moved"})).await,
+        "moved"
+    );
+    client.close().await;
+    assert!(
+        redirector.stats()["credentialed"].as_u64().unwrap() > 0,
+        "the configured origin gets them"
+    );
+    assert_eq!(
+        target.stats()["credentialed"],
+        0,
+        "another origin never does"
+    );
+    assert!(
+        target.stats()["posts"].as_u64().unwrap() >= 2,
+        "the requests did arrive there"
+    );
+}

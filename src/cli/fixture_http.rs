@@ -18,8 +18,11 @@
 //!   stream whose `endpoint` event names `/messages?session=<id>`, where messages are POSTed
 //!   (202) and answered on the stream.
 //!
-//! `GET /stats` returns counters as JSON: `initializations`, `deletes`, `posts`, and the
-//! `lastEventIds` seen on GETs.
+//! - `redirect`: every request to `/mcp` is answered `307` to `--redirect-to URL`.
+//!
+//! `GET /stats` returns counters as JSON: `initializations`, `deletes`, `posts`, the
+//! `lastEventIds` seen on GETs, and `credentialed`: requests that came with an
+//! `Authorization` or `X-Api-Key` header.
 
 use super::fixture_server::{Output, Server};
 use agenvoy_mcp::wire::jsonrpc::{Id, Message};
@@ -58,6 +61,8 @@ pub enum HttpMode {
     JunkSse,
     /// The 2024-11-05 HTTP+SSE transport.
     Legacy,
+    /// Every request redirected elsewhere.
+    Redirect,
 }
 
 impl std::str::FromStr for HttpMode {
@@ -73,6 +78,7 @@ impl std::str::FromStr for HttpMode {
             "slow-headers" => HttpMode::SlowHeaders,
             "junk-sse" => HttpMode::JunkSse,
             "legacy" => HttpMode::Legacy,
+            "redirect" => HttpMode::Redirect,
             _ => return Err(format!("unknown HTTP mode {s:?}")),
         })
     }
@@ -204,6 +210,7 @@ struct Stats {
     deletes: u64,
     posts: u64,
     last_event_ids: Vec<String>,
+    credentialed: u64,
 }
 
 struct Fixture {
@@ -216,10 +223,17 @@ struct Fixture {
     attempts: Mutex<HashMap<String, u32>>,
     stats: Mutex<Stats>,
     next: AtomicU64,
+    /// Where `redirect` mode sends every request.
+    redirect_to: Option<String>,
 }
 
 /// Runs the HTTP fixture server until the process is killed.
-pub fn run(addr: SocketAddr, mode: HttpMode, page_size: Option<usize>) -> ExitCode {
+pub fn run(
+    addr: SocketAddr,
+    mode: HttpMode,
+    page_size: Option<usize>,
+    redirect_to: Option<String>,
+) -> ExitCode {
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()
@@ -245,6 +259,7 @@ pub fn run(addr: SocketAddr, mode: HttpMode, page_size: Option<usize>) -> ExitCo
             attempts: Mutex::new(HashMap::new()),
             stats: Mutex::new(Stats::default()),
             next: AtomicU64::new(1),
+            redirect_to,
         });
         loop {
             let Ok((stream, _)) = listener.accept().await else {
@@ -285,11 +300,23 @@ fn jsonrpc_error(status: StatusCode, message: &str) -> Response<Body> {
 impl Fixture {
     async fn handle(self: Arc<Self>, req: Request<Incoming>) -> Response<Body> {
         let path = req.uri().path().to_string();
+        if req.headers().contains_key("authorization") || req.headers().contains_key("x-api-key") {
+            self.stats.lock().unwrap().credentialed += 1;
+        }
+        if let (HttpMode::Redirect, "/mcp", Some(target)) =
+            (self.mode, path.as_str(), &self.redirect_to)
+        {
+            let mut r = respond(StatusCode::TEMPORARY_REDIRECT, "text/plain", full("moved"));
+            r.headers_mut()
+                .insert("location", target.parse().expect("a valid redirect target"));
+            return r;
+        }
         match (req.method().clone(), path.as_str()) {
             (Method::GET, "/stats") => {
                 let s = self.stats.lock().unwrap();
                 let body = json!({"initializations": s.initializations, "deletes": s.deletes,
-                                  "posts": s.posts, "lastEventIds": s.last_event_ids});
+                                  "posts": s.posts, "lastEventIds": s.last_event_ids,
+                                  "credentialed": s.credentialed});
                 respond(StatusCode::OK, "application/json", full(body.to_string()))
             }
             (Method::POST, "/mcp") if self.mode == HttpMode::Legacy => respond(

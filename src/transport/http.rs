@@ -19,7 +19,8 @@
 //!   30 s) or 0.5 s, 1 s, 2 s. Any other error status fails with the status and the start of
 //!   the body.
 //! - Redirects (at most 5) are followed; one to another origin drops the configured headers
-//!   and the session id.
+//!   and the authorizer's token (the session id stays: the server behind the redirect issued
+//!   it).
 //! - Fallback: if the first POST (`initialize`) fails with 400, 404 or 405 and its body is not
 //!   a JSON-RPC error, the server is taken for an HTTP+SSE one: GET the URL, wait for the
 //!   `endpoint` event, and POST every message there; answers arrive on that SSE stream.
@@ -868,7 +869,7 @@ impl Inner {
         }
         let state = self.state.lock().expect("state lock");
         if state.legacy_endpoint.is_none() {
-            if let Some(id) = state.session_id.as_deref().filter(|_| credentials)
+            if let Some(id) = state.session_id.as_deref()
                 && let Ok(v) = HeaderValue::from_str(id)
             {
                 headers.insert("mcp-session-id", v);
