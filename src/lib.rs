@@ -27,6 +27,7 @@
 pub mod auth;
 pub mod client;
 pub mod error;
+mod files;
 pub mod host;
 pub mod protocol;
 pub mod transport;

@@ -107,7 +107,7 @@ impl FileStore {
 
     fn write(&self, map: &BTreeMap<String, String>) -> Result<(), String> {
         let text = serde_json::to_vec_pretty(map).expect("a map of strings serializes");
-        write_private(&self.path, &text)
+        crate::files::write_private(&self.path, &text)
             .map_err(|e| format!("writing {}: {e}", self.path.display()))
     }
 }
@@ -134,42 +134,6 @@ impl TokenStore for FileStore {
     fn describe(&self) -> String {
         self.path.display().to_string()
     }
-}
-
-/// Writes `bytes` to a temporary file of mode 0600 beside `path`, then renames it over `path`.
-pub fn write_private(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
-    use std::io::Write;
-    let dir = path.parent().filter(|d| !d.as_os_str().is_empty());
-    if let Some(dir) = dir {
-        std::fs::create_dir_all(dir)?;
-    }
-    let name = path
-        .file_name()
-        .map(|n| n.to_string_lossy().into_owned())
-        .unwrap_or_else(|| "tokens".into());
-    let tmp = path.with_file_name(format!(".{name}.{}.tmp", std::process::id()));
-    let mut options = std::fs::OpenOptions::new();
-    options.write(true).create(true).truncate(true);
-    #[cfg(unix)]
-    {
-        use std::os::unix::fs::OpenOptionsExt;
-        options.mode(0o600);
-    }
-    let result = (|| {
-        let mut file = options.open(&tmp)?;
-        #[cfg(unix)]
-        {
-            use std::os::unix::fs::PermissionsExt;
-            file.set_permissions(std::fs::Permissions::from_mode(0o600))?;
-        }
-        file.write_all(bytes)?;
-        file.sync_all()?;
-        std::fs::rename(&tmp, path)
-    })();
-    if result.is_err() {
-        let _ = std::fs::remove_file(&tmp);
-    }
-    result
 }
 
 /// The OS keychain through `keyring`: service `agenvoy`, the key as the account name.

@@ -218,7 +218,7 @@ impl Allowlist {
 
     /// Writes the file atomically, mode 0600.
     pub fn save(&self, path: &Path) -> std::io::Result<()> {
-        super::config::write_atomic(path, self.to_text().as_bytes())
+        crate::files::write_private(path, self.to_text().as_bytes())
     }
 }
 

@@ -217,8 +217,13 @@ fn stateless_details(version: &str, result: &Value) -> ServerDetails {
         .or_else(|| result.get("serverInfo"))
         .cloned()
         .unwrap_or(Value::Null);
+    details(Era::Stateless, version, server_info, result)
+}
+
+/// What a server said of itself, from the result that started the session.
+fn details(era: Era, version: &str, server_info: Value, result: &Value) -> ServerDetails {
     ServerDetails {
-        era: Era::Stateless,
+        era,
         protocol_version: version.to_string(),
         server_info,
         capabilities: result
@@ -261,19 +266,8 @@ async fn handshake(
             HANDSHAKE_VERSIONS.join(", ")
         )));
     }
-    let details = ServerDetails {
-        era: Era::Handshake,
-        protocol_version: version.to_string(),
-        server_info: result.get("serverInfo").cloned().unwrap_or(Value::Null),
-        capabilities: result
-            .get("capabilities")
-            .cloned()
-            .unwrap_or_else(|| json!({})),
-        instructions: result
-            .get("instructions")
-            .and_then(Value::as_str)
-            .map(str::to_string),
-    };
+    let server_info = result.get("serverInfo").cloned().unwrap_or(Value::Null);
+    let details = details(Era::Handshake, version, server_info, &result);
     session.notify("notifications/initialized", None).await?;
     Ok(details)
 }
