@@ -400,3 +400,20 @@ async fn manager_registers_a_tool_announced_on_the_listen_stream() {
     manager.close().await;
     drop((http, sessions));
 }
+
+/// A call made before the tools were listed carries no `Mcp-Param-Region`; the SDK answers
+/// `HeaderMismatch` (-32020), and the client lists the tools and sends the call once more,
+/// now with the header.
+#[tokio::test]
+async fn header_mismatch_from_the_sdk_refreshes_tools_and_retries() {
+    let Some(python) = python() else { return };
+    let (options, _) = options_with_elicitation(EraPreference::Auto);
+    let (client, server) = connect(&python, Mode::HttpStateless, options).await;
+    let forecast = text(&client, "weather", json!({"region": "Lima"})).await;
+    assert_eq!(
+        forecast,
+        "sunny in Lima for 1 day(s); header Mcp-Param-Region: Lima"
+    );
+    client.close().await;
+    drop(server);
+}
