@@ -1,0 +1,419 @@
+//! Interop with a server written on the Python `mcp` SDK 2.x (`fixtures/python/modern_server.py`,
+//! run from the venv `.ci/install` makes), which serves both the stateless 2026-07-28 revision
+//! and the initialize-based one: over stdio, streamable HTTP with sessions (stateful) and
+//! streamable HTTP without (stateless). With no era flag the client must find 2026-07-28;
+//! forced to the handshake, the same servers must work in the initialize era.
+//!
+//! Skipped when the venv is missing, unless `AGENVOY_REQUIRE_INTEROP=1` (as `.ci/run` sets).
+#![cfg(feature = "cli")]
+
+mod common;
+
+use agenvoy_mcp::host::{Config, Manager, ManagerOptions, PermissionMode};
+use agenvoy_mcp::protocol::era::EraPreference;
+use agenvoy_mcp::protocol::session::{Handlers, RequestHandler, RequestOptions};
+use agenvoy_mcp::transport::http::HttpConfig;
+use agenvoy_mcp::transport::stdio::StdioConfig;
+use agenvoy_mcp::{Client, ClientOptions};
+use common::*;
+use serde_json::{Value, json};
+use std::io::BufRead;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+/// The installed program `relative` (under `.ci/peers`, or `$AGENVOY_INTEROP_DIR`), if it is
+/// there; as in tests/interop.rs, a missing one skips the test unless
+/// `AGENVOY_REQUIRE_INTEROP=1`, where it fails it.
+fn installed(relative: &str) -> Option<PathBuf> {
+    let dir = std::env::var_os("AGENVOY_INTEROP_DIR")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| PathBuf::from(env!("CARGO_MANIFEST_DIR")).join(".ci/peers"));
+    let path = dir.join(relative);
+    if path.exists() {
+        return Some(path);
+    }
+    let required = std::env::var("AGENVOY_REQUIRE_INTEROP").is_ok_and(|v| v == "1");
+    assert!(
+        !required,
+        "{} is not installed: run .ci/install",
+        path.display()
+    );
+    eprintln!(
+        "skipped: {} is not installed (run .ci/install)",
+        path.display()
+    );
+    None
+}
+
+/// The venv's Python, which has the `mcp` SDK.
+fn python() -> Option<PathBuf> {
+    installed("venv/bin/python")
+}
+
+fn script() -> String {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("fixtures/python/modern_server.py")
+        .display()
+        .to_string()
+}
+
+/// How the Python server is reached.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Mode {
+    Stdio,
+    /// Streamable HTTP with sessions (in the initialize era; 2026-07-28 is stateless anyway).
+    Http,
+    /// Streamable HTTP with `stateless_http=True`.
+    HttpStateless,
+}
+
+const MODES: [Mode; 3] = [Mode::Stdio, Mode::Http, Mode::HttpStateless];
+
+/// The Python server serving HTTP on a free loopback port, killed when dropped.
+struct PyHttp {
+    child: std::process::Child,
+    url: String,
+}
+
+impl PyHttp {
+    fn start(python: &Path, mode: Mode) -> PyHttp {
+        let arg = match mode {
+            Mode::Http => "http",
+            Mode::HttpStateless => "http-stateless",
+            Mode::Stdio => unreachable!("stdio servers are started by the client"),
+        };
+        let mut child = std::process::Command::new(python)
+            .args([script().as_str(), arg, "0"])
+            .stdout(std::process::Stdio::piped())
+            .spawn()
+            .expect("start the Python server");
+        let mut line = String::new();
+        std::io::BufReader::new(child.stdout.take().unwrap())
+            .read_line(&mut line)
+            .unwrap();
+        let url = line
+            .trim()
+            .strip_prefix("listening on ")
+            .unwrap_or_else(|| panic!("the server says where it listens, not {line:?}"))
+            .to_string();
+        PyHttp { child, url }
+    }
+}
+
+impl Drop for PyHttp {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+fn stdio_config(python: &Path) -> StdioConfig {
+    StdioConfig {
+        command: python.display().to_string(),
+        args: vec![script(), "stdio".into()],
+        ..Default::default()
+    }
+}
+
+/// A connected client, and the HTTP server it talks to (none for stdio: the client owns it).
+async fn connect(python: &Path, mode: Mode, options: ClientOptions) -> (Client, Option<PyHttp>) {
+    agenvoy_mcp::transport::stdio::become_subreaper();
+    let name = format!("python-{mode:?}");
+    match mode {
+        Mode::Stdio => {
+            let client = Client::connect_stdio(&name, &stdio_config(python), options)
+                .await
+                .unwrap_or_else(|e| panic!("connect {mode:?}: {e}"));
+            (client, None)
+        }
+        Mode::Http | Mode::HttpStateless => {
+            let server = PyHttp::start(python, mode);
+            let client = Client::connect_http(&name, &HttpConfig::new(&server.url), options)
+                .await
+                .unwrap_or_else(|e| panic!("connect {mode:?}: {e}"));
+            (client, Some(server))
+        }
+    }
+}
+
+/// Options whose elicitation handler answers "Ada" and records every question it is asked.
+fn options_with_elicitation(era: EraPreference) -> (ClientOptions, Arc<Mutex<Vec<Value>>>) {
+    let asked = Arc::new(Mutex::new(Vec::new()));
+    let sink = asked.clone();
+    let handler: RequestHandler = Arc::new(move |params| {
+        sink.lock().unwrap().push(params);
+        Box::pin(async { Ok(json!({"action": "accept", "content": {"name": "Ada"}})) })
+    });
+    let options = ClientOptions {
+        handlers: Handlers {
+            elicitation: Some(handler),
+            ..Default::default()
+        },
+        timeout: Duration::from_secs(20),
+        era,
+        ..Default::default()
+    };
+    (options, asked)
+}
+
+async fn text(client: &Client, tool: &str, args: Value) -> String {
+    let out = client
+        .call_tool(tool, args, RequestOptions::default())
+        .await
+        .unwrap_or_else(|e| panic!("{tool}: {e}"));
+    assert!(!out.is_error, "{tool} reported an error: {}", out.text);
+    out.text
+}
+
+/// Lists the tools, calls `add` and `greet` (answering its question) and `weather`.
+async fn exercise(client: &Client, mode: Mode, asked: &Mutex<Vec<Value>>) {
+    let names: Vec<String> = client
+        .list_tools()
+        .await
+        .unwrap()
+        .into_iter()
+        .map(|t| t.name)
+        .collect();
+    for tool in ["add", "greet", "weather", "add_tool"] {
+        assert!(names.iter().any(|n| n == tool), "{mode:?}: {names:?}");
+    }
+    assert_eq!(text(client, "add", json!({"a": 2, "b": 3})).await, "5");
+
+    let stateless_era = client.details().era.name() == "stateless";
+    if stateless_era || mode != Mode::HttpStateless {
+        assert_eq!(text(client, "greet", json!({})).await, "Hello, Ada!");
+        let questions = asked.lock().unwrap().clone();
+        assert_eq!(questions.len(), 1, "{mode:?}: one question: {questions:?}");
+        assert_eq!(questions[0]["message"], "What is your name?");
+        assert_eq!(
+            questions[0]["requestedSchema"]["properties"]["name"]["type"], "string",
+            "{mode:?}: the question carries its schema"
+        );
+    } else {
+        // The initialize era asks with a standalone request, which a server without
+        // sessions has no way to send (an SDK limit, not the client's): a clear RPC error.
+        let refused = client
+            .call_tool("greet", json!({}), RequestOptions::default())
+            .await
+            .expect_err("the SDK cannot elicit over stateless HTTP in the initialize era");
+        assert!(refused.to_string().contains("back-channel"), "{refused}");
+        assert!(asked.lock().unwrap().is_empty());
+    }
+
+    let forecast = text(client, "weather", json!({"region": "Oslo", "days": 2})).await;
+    assert!(
+        forecast.starts_with("sunny in Oslo for 2 day(s)"),
+        "{forecast}"
+    );
+    // Only a 2026-07-28 client over HTTP mirrors x-mcp-header parameters into headers.
+    let mirrored = mode != Mode::Stdio && stateless_era;
+    let header = if mirrored { "Oslo" } else { "None" };
+    assert!(
+        forecast.ends_with(&format!("header Mcp-Param-Region: {header}")),
+        "{mode:?}: {forecast}"
+    );
+}
+
+/// With no era flag, every transport runs 2026-07-28 with the Python server.
+#[tokio::test]
+async fn python_sdk_server_is_found_stateless_with_no_flag() {
+    let Some(python) = python() else { return };
+    for mode in MODES {
+        let (options, asked) = options_with_elicitation(EraPreference::Auto);
+        assert_eq!(ClientOptions::default().era, EraPreference::Auto);
+        let (client, server) = connect(&python, mode, options).await;
+        let details = client.details();
+        assert_eq!(details.era.name(), "stateless", "{mode:?}");
+        assert_eq!(details.protocol_version, "2026-07-28", "{mode:?}");
+        assert_eq!(details.server_info["name"], "python-modern", "{mode:?}");
+        assert_eq!(
+            details.capabilities["tools"]["listChanged"], true,
+            "{mode:?}: the SDK announces list changes on subscriptions/listen"
+        );
+        assert_eq!(
+            details.instructions.as_deref(),
+            Some("A dual-era test server.")
+        );
+        exercise(&client, mode, &asked).await;
+        let pid = (mode == Mode::Stdio).then(|| server_pid(&client));
+        client.close().await;
+        if let Some(pid) = pid {
+            assert_group_gone_within(pid, Duration::from_secs(3));
+        }
+        drop(server);
+    }
+}
+
+/// Forced to the handshake, the same dual-era servers work in the initialize era; `greet`
+/// then asks through a standalone `elicitation/create` request (over stdio and stateful HTTP;
+/// the SDK refuses it on stateless HTTP, which has no back-channel in that era).
+#[tokio::test]
+async fn python_sdk_server_speaks_the_initialize_era_when_asked() {
+    let Some(python) = python() else { return };
+    for mode in MODES {
+        let (options, asked) = options_with_elicitation(EraPreference::Handshake);
+        let (client, server) = connect(&python, mode, options).await;
+        let details = client.details();
+        assert_eq!(details.era.name(), "handshake", "{mode:?}");
+        assert_eq!(details.protocol_version, "2025-11-25", "{mode:?}");
+        assert_eq!(details.server_info["name"], "python-modern", "{mode:?}");
+        exercise(&client, mode, &asked).await;
+        client.close().await;
+        drop(server);
+    }
+}
+
+/// `probe` with no flag finds 2026-07-28 on all three transports, beside a legacy server
+/// (server-everything over stdio) that it finds in the initialize era.
+#[test]
+fn probe_finds_each_era_with_no_flag() {
+    let Some(python) = python() else { return };
+    let probe = |target: &[&str]| -> Value {
+        let output = std::process::Command::new(binary())
+            .args([
+                "probe",
+                "--json",
+                "--call",
+                "add",
+                "--args",
+                r#"{"a":20,"b":22}"#,
+            ])
+            .args(target)
+            .output()
+            .unwrap();
+        assert!(
+            output.status.success(),
+            "probe {target:?}: {}",
+            String::from_utf8_lossy(&output.stderr)
+        );
+        serde_json::from_slice(&output.stdout).unwrap()
+    };
+    let python = python.display().to_string();
+    let script = script();
+    let stdio = probe(&["--", &python, &script, "stdio"]);
+    let http = PyHttp::start(Path::new(&python), Mode::Http);
+    let stateful = probe(&[&http.url]);
+    let stateless_server = PyHttp::start(Path::new(&python), Mode::HttpStateless);
+    let stateless = probe(&[&stateless_server.url]);
+    for (report, transport) in [(stdio, "stdio"), (stateful, "http"), (stateless, "http")] {
+        assert_eq!(report["era"], "stateless", "{report}");
+        assert_eq!(report["protocolVersion"], "2026-07-28", "{report}");
+        assert_eq!(report["transport"], transport, "{report}");
+        assert_eq!(report["serverInfo"]["name"], "python-modern", "{report}");
+        assert_eq!(report["call"]["output"], "42", "{report}");
+    }
+
+    let Some(everything) = installed("node_modules/.bin/mcp-server-everything") else {
+        return;
+    };
+    let output = std::process::Command::new(binary())
+        .args(["probe", "--json", "--"])
+        .arg(&everything)
+        .arg("stdio")
+        .output()
+        .unwrap();
+    assert!(
+        output.status.success(),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    let report: Value = serde_json::from_slice(&output.stdout).unwrap();
+    assert_eq!(report["era"], "handshake", "{report}");
+    assert_eq!(report["protocolVersion"], "2025-11-25", "{report}");
+}
+
+/// The Manager keeps `subscriptions/listen` open for the stateless Python server: a tool the
+/// server adds at run time is registered through the listen stream's list-changed notice.
+#[tokio::test]
+async fn manager_registers_a_tool_announced_on_the_listen_stream() {
+    let Some(python) = python() else { return };
+    let http = PyHttp::start(&python, Mode::HttpStateless);
+    let sessions = PyHttp::start(&python, Mode::Http);
+    let servers = json!({
+        "pystdio": {"command": python.display().to_string(), "args": [script(), "stdio"]},
+        "pyhttp": {"url": http.url},
+        "pysessions": {"url": sessions.url},
+    });
+    let config = Config::parse(&json!({ "servers": servers }).to_string()).unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let options = ManagerOptions {
+        client: ClientOptions {
+            timeout: Duration::from_secs(20),
+            ..Default::default()
+        },
+        allowlist_path: dir.path().join("allow_tool"),
+        ..Default::default()
+    };
+    const SERVERS: [&str; 3] = ["pystdio", "pyhttp", "pysessions"];
+    agenvoy_mcp::transport::stdio::become_subreaper();
+    let manager = Manager::new(config, options).await;
+    manager.register_all();
+    let mut acks = Vec::new();
+    for server in SERVERS {
+        let client = manager
+            .client(server)
+            .unwrap_or_else(|| panic!("{server} connected: {:?}", manager.status()));
+        assert_eq!(client.details().era.name(), "stateless", "{server}");
+        acks.push((server, client.notifications()));
+    }
+    manager.watch();
+    // Wait until each listen stream is open (its first frame is the acknowledgement), so the
+    // change below is not announced before anyone listens.
+    for (server, notifications) in &mut acks {
+        tokio::time::timeout(Duration::from_secs(10), async {
+            loop {
+                let n = notifications.recv().await.unwrap();
+                if n.method == "notifications/subscriptions/acknowledged" {
+                    return;
+                }
+            }
+        })
+        .await
+        .unwrap_or_else(|_| panic!("{server}: subscriptions/listen acknowledged"));
+    }
+    for server in SERVERS {
+        let added = manager
+            .call(
+                &format!("mcp__{server}__add_tool"),
+                json!({"name": "fresh"}),
+                PermissionMode::Auto,
+            )
+            .await
+            .unwrap_or_else(|e| panic!("{server}: {e}"));
+        assert_eq!(added.text, "added fresh");
+        let name = format!("mcp__{server}__fresh");
+        let deadline = Instant::now() + Duration::from_secs(10);
+        while !manager.tool_definitions().iter().any(|d| d.name == name) {
+            assert!(
+                Instant::now() < deadline,
+                "{name} not registered within 10 s"
+            );
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+        let out = manager
+            .call(&name, json!({}), PermissionMode::Auto)
+            .await
+            .unwrap();
+        assert_eq!(out.text, "I am fresh");
+    }
+    manager.close().await;
+    drop((http, sessions));
+}
+
+/// A call made before the tools were listed carries no `Mcp-Param-Region`; the SDK answers
+/// `HeaderMismatch` (-32020), and the client lists the tools and sends the call once more,
+/// now with the header.
+#[tokio::test]
+async fn header_mismatch_from_the_sdk_refreshes_tools_and_retries() {
+    let Some(python) = python() else { return };
+    let (options, _) = options_with_elicitation(EraPreference::Auto);
+    let (client, server) = connect(&python, Mode::HttpStateless, options).await;
+    let forecast = text(&client, "weather", json!({"region": "Lima"})).await;
+    assert_eq!(
+        forecast,
+        "sunny in Lima for 1 day(s); header Mcp-Param-Region: Lima"
+    );
+    client.close().await;
+    drop(server);
+}
