@@ -13,15 +13,12 @@ pub enum Piece<'a> {
     End,
 }
 
-const BOM: [u8; 3] = [0xEF, 0xBB, 0xBF];
+use super::bom::BomSkip;
 
 /// Splits a byte stream into lines; see the module docs.
 #[derive(Debug, Default)]
 pub struct LineFramer {
-    /// Bytes of a byte order mark matched so far at the start of the stream.
-    bom_matched: usize,
-    /// Whether the start of the stream has been decided (BOM stripped or absent).
-    bom_done: bool,
+    bom: BomSkip,
     /// A `\r` that ended the previous chunk: dropped if a `\n` follows, else data.
     cr_pending: bool,
     /// Whether the current line has handed out any data yet.
@@ -35,18 +32,9 @@ impl LineFramer {
     }
 
     /// Feeds the next chunk of the stream; `sink` receives the pieces in order.
-    pub fn push(&mut self, mut chunk: &[u8], sink: &mut dyn FnMut(Piece<'_>)) {
-        while !self.bom_done && !chunk.is_empty() {
-            if chunk[0] == BOM[self.bom_matched] {
-                self.bom_matched += 1;
-                chunk = &chunk[1..];
-                self.bom_done = self.bom_matched == BOM.len();
-            } else {
-                self.bom_done = true;
-                let matched = self.bom_matched;
-                self.data(&BOM[..matched], sink);
-            }
-        }
+    pub fn push(&mut self, chunk: &[u8], sink: &mut dyn FnMut(Piece<'_>)) {
+        let (replay, mut chunk) = self.bom.skip(chunk);
+        self.data(replay, sink);
         while let Some(pos) = memchr::memchr(b'\n', chunk) {
             self.data(&chunk[..pos], sink);
             self.end_line(sink);
@@ -57,11 +45,8 @@ impl LineFramer {
 
     /// Ends the stream: a last line without a newline still counts.
     pub fn finish(&mut self, sink: &mut dyn FnMut(Piece<'_>)) {
-        if !self.bom_done {
-            self.bom_done = true;
-            let matched = self.bom_matched;
-            self.data(&BOM[..matched], sink);
-        }
+        let replay = self.bom.finish();
+        self.data(replay, sink);
         if self.cr_pending {
             self.cr_pending = false;
             self.emit(b"\r", sink);

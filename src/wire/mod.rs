@@ -7,6 +7,7 @@
 //! - [`sse`]: a linear, bounded, streaming Server-Sent Events decoder.
 //! - [`truncate`]: the streaming truncator: keeps the first `cap` bytes, counts the rest.
 
+mod bom;
 pub mod decode;
 pub mod framing;
 pub mod jsonrpc;

@@ -58,13 +58,12 @@ enum Field {
     Other,
 }
 
-const BOM: [u8; 3] = [0xEF, 0xBB, 0xBF];
+use super::bom::BomSkip;
 
 /// The streaming SSE decoder; see the module docs.
 #[derive(Debug)]
 pub struct SseDecoder {
-    bom_matched: usize,
-    bom_done: bool,
+    bom: BomSkip,
     after_cr: bool,
     line: Line,
     name: [u8; 8],
@@ -99,8 +98,7 @@ impl SseDecoder {
     /// A decoder at the start of a stream.
     pub fn new() -> Self {
         SseDecoder {
-            bom_matched: 0,
-            bom_done: false,
+            bom: BomSkip::default(),
             after_cr: false,
             line: Line::Start,
             name: [0; 8],
@@ -115,28 +113,16 @@ impl SseDecoder {
     }
 
     /// Feeds the next chunk of the stream; `sink` receives the pieces in order.
-    pub fn push(&mut self, mut chunk: &[u8], sink: &mut dyn FnMut(SsePiece<'_>)) {
-        while !self.bom_done && !chunk.is_empty() {
-            if chunk[0] == BOM[self.bom_matched] {
-                self.bom_matched += 1;
-                chunk = &chunk[1..];
-                self.bom_done = self.bom_matched == BOM.len();
-            } else {
-                self.bom_done = true;
-                let matched = self.bom_matched;
-                self.run(&BOM[..matched], sink);
-            }
-        }
+    pub fn push(&mut self, chunk: &[u8], sink: &mut dyn FnMut(SsePiece<'_>)) {
+        let (replay, chunk) = self.bom.skip(chunk);
+        self.run(replay, sink);
         self.run(chunk, sink);
     }
 
     /// Ends the stream: an event not yet dispatched is dropped.
     pub fn finish(&mut self, sink: &mut dyn FnMut(SsePiece<'_>)) {
-        if !self.bom_done {
-            self.bom_done = true;
-            let matched = self.bom_matched;
-            self.run(&BOM[..matched], sink);
-        }
+        let replay = self.bom.finish();
+        self.run(replay, sink);
         self.line = Line::Start;
         self.data_lines = 0;
         self.event.clear();
