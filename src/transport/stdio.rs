@@ -23,8 +23,8 @@ use tokio::sync::{Mutex, mpsc};
 
 /// Size asked for the pipe of the server's stdout, and of each read from it: with the default
 /// 64 KiB pipe, server and client take turns on every 64 KiB; with 1 MiB the server writes
-/// ahead while the client decodes (2x faster end to end on a 256 MiB result). Kernel memory
-/// of the pipe, plus one buffer of this size per server.
+/// ahead while the client decodes (about 2.5x faster end to end on a 256 MiB result).
+/// Costs kernel memory for the pipe, plus one buffer of this size per server.
 const PIPE_SIZE: usize = 1 << 20;
 
 /// How long a server gets after stdin closes, and again after SIGTERM.
