@@ -50,7 +50,10 @@ measure() {
   local name="$1" start end wall rss best top
   shift
   start=$(date +%s%N)
-  /usr/bin/time -v -o "$tmp/$name.time" "$@" > "$tmp/$name.out"
+  if ! /usr/bin/time -v -o "$tmp/$name.time" "$@" > "$tmp/$name.out"; then
+    echo "FAILED: $*"
+    exit 1
+  fi
   end=$(date +%s%N)
   wall=$(((end - start) / 1000))
   rss=$(sed -n 's/^\s*Maximum resident set size (kbytes): //p' "$tmp/$name.time")
@@ -64,7 +67,7 @@ measure() {
 # check NAME TOTAL: the probe's output holds the call's text, capped, with the marker.
 check() {
   local out="$tmp/$1.out" total="$2" line start text
-  line=$(grep -a -b -m1 '^call big:$' "$out" | cut -d: -f1)
+  line=$(grep -a -b -m1 '^call big:$' "$out" | cut -d: -f1 || true)
   [ -n "$line" ] || { echo "FAILED: no 'call big:' line in the output"; exit 1; }
   start=$((line + 10))
   if [ "$total" -gt "$CAP" ]; then
@@ -135,15 +138,16 @@ run_case http-json "$URL"
 start_http sse
 run_case http-sse "$URL"
 
-step "results ($BYTES bytes vs $SMALL bytes; best of $RUNS runs; targets: RSS delta <= 16 MiB, wall <= 2x cat)"
+step "results ($BYTES bytes vs $SMALL bytes; best of $RUNS rounds; targets: RSS delta <= 16 MiB, wall <= 2x cat)"
 failed=0
 printf '%-10s %12s %12s %10s %10s %10s %10s %s\n' transport "RSS big" "RSS 1KiB" "delta" wall "cat wall" "wall/cat" verdict
 for r in "${results[@]}"; do
   read -r label big_rss small_rss big_wall cat_wall <<< "$r"
   delta=$((big_rss - small_rss))
-  verdict=ok
-  if [ "$delta" -gt $((16 * 1024)) ]; then verdict="RSS MISSED"; failed=1; fi
-  if [ "$big_wall" -gt $((2 * cat_wall)) ]; then verdict="${verdict/ok/} SPEED MISSED"; failed=1; fi
+  verdict=""
+  if [ "$delta" -gt $((16 * 1024)) ]; then verdict="RSS-MISSED "; fi
+  if [ "$big_wall" -gt $((2 * cat_wall)) ]; then verdict+="SPEED-MISSED"; fi
+  if [ -n "$verdict" ]; then failed=1; else verdict=ok; fi
   awk -v l="$label" -v b="$big_rss" -v s="$small_rss" -v d="$delta" -v w="$big_wall" \
     -v c="$cat_wall" -v v="$verdict" 'BEGIN {
       printf "%-10s %8.1f MiB %8.1f MiB %6.1f MiB %8.3f s %8.3f s %9.2fx %s\n",
