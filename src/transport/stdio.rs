@@ -24,7 +24,8 @@ use tokio::sync::{Mutex, mpsc};
 /// Size asked for the pipe of the server's stdout, and of each read from it: with the default
 /// 64 KiB pipe, server and client take turns on every 64 KiB; with 1 MiB the server writes
 /// ahead while the client decodes (about 2.5x faster end to end on a 256 MiB result).
-/// Costs kernel memory for the pipe, plus one buffer of this size per server.
+/// Costs kernel memory for the pipe and one buffer per server, both touched only as far as the
+/// server writes ahead (a server of small messages keeps using the first pages).
 const PIPE_SIZE: usize = 1 << 20;
 
 /// How long a server gets after stdin closes, and again after SIGTERM.
