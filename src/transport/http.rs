@@ -122,6 +122,8 @@ pub type Client = HyperClient<hyper_rustls::HttpsConnector<HttpConnector>, Full<
 pub fn https_client(server: &str, connect_timeout: Duration) -> Client {
     let mut http = HttpConnector::new();
     http.set_connect_timeout(Some(connect_timeout));
+    // Small requests and answers must not wait for a delayed ACK.
+    http.set_nodelay(true);
     http.enforce_http(false);
     let provider = rustls::crypto::ring::default_provider();
     let builder =
