@@ -324,28 +324,6 @@ async fn servers_that_never_notify_are_polled() {
     manager.close().await;
 }
 
-/// The installed program `relative` under `.ci/peers`, if it is there (see tests/interop.rs).
-fn installed(relative: &str) -> Option<PathBuf> {
-    let dir = std::env::var_os("AGENVOY_INTEROP_DIR")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| PathBuf::from(env!("CARGO_MANIFEST_DIR")).join(".ci/peers"));
-    let path = dir.join(relative);
-    if path.exists() {
-        return Some(path);
-    }
-    let required = std::env::var("AGENVOY_REQUIRE_INTEROP").is_ok_and(|v| v == "1");
-    assert!(
-        !required,
-        "{} is not installed: run .ci/install",
-        path.display()
-    );
-    eprintln!(
-        "skipped: {} is not installed (run .ci/install)",
-        path.display()
-    );
-    None
-}
-
 #[tokio::test]
 async fn live_refresh_with_server_everything() {
     let Some(program) = installed("node_modules/.bin/mcp-server-everything") else {

@@ -15,28 +15,6 @@ use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-/// The installed program `relative` (under the interop folder), if it is there.
-fn installed(relative: &str) -> Option<PathBuf> {
-    let dir = std::env::var_os("AGENVOY_INTEROP_DIR")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| PathBuf::from(env!("CARGO_MANIFEST_DIR")).join(".ci/peers"));
-    let path = dir.join(relative);
-    if path.exists() {
-        return Some(path);
-    }
-    let required = std::env::var("AGENVOY_REQUIRE_INTEROP").is_ok_and(|v| v == "1");
-    assert!(
-        !required,
-        "{} is not installed: run .ci/install",
-        path.display()
-    );
-    eprintln!(
-        "skipped: {} is not installed (run .ci/install)",
-        path.display()
-    );
-    None
-}
-
 fn everything() -> Option<StdioConfig> {
     let program = installed("node_modules/.bin/mcp-server-everything")?;
     Some(StdioConfig {

@@ -22,30 +22,6 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-/// The installed program `relative` (under `.ci/peers`, or `$AGENVOY_INTEROP_DIR`), if it is
-/// there; as in tests/interop.rs, a missing one skips the test unless
-/// `AGENVOY_REQUIRE_INTEROP=1`, where it fails it.
-fn installed(relative: &str) -> Option<PathBuf> {
-    let dir = std::env::var_os("AGENVOY_INTEROP_DIR")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| PathBuf::from(env!("CARGO_MANIFEST_DIR")).join(".ci/peers"));
-    let path = dir.join(relative);
-    if path.exists() {
-        return Some(path);
-    }
-    let required = std::env::var("AGENVOY_REQUIRE_INTEROP").is_ok_and(|v| v == "1");
-    assert!(
-        !required,
-        "{} is not installed: run .ci/install",
-        path.display()
-    );
-    eprintln!(
-        "skipped: {} is not installed (run .ci/install)",
-        path.display()
-    );
-    None
-}
-
 /// The venv's Python, which has the `mcp` SDK.
 fn python() -> Option<PathBuf> {
     installed("venv/bin/python")

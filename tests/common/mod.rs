@@ -140,3 +140,27 @@ impl Drop for HttpFixture {
         let _ = self.child.wait();
     }
 }
+
+/// The installed program `relative` (under `.ci/peers`, or `$AGENVOY_INTEROP_DIR`), if it is
+/// there. `.ci/install` installs the real servers; without them a test says so and passes,
+/// unless `AGENVOY_REQUIRE_INTEROP=1` (as `.ci/run` sets), where a missing one fails it.
+pub fn installed(relative: &str) -> Option<std::path::PathBuf> {
+    let dir = std::env::var_os("AGENVOY_INTEROP_DIR")
+        .map(std::path::PathBuf::from)
+        .unwrap_or_else(|| std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR")).join(".ci/peers"));
+    let path = dir.join(relative);
+    if path.exists() {
+        return Some(path);
+    }
+    let required = std::env::var("AGENVOY_REQUIRE_INTEROP").is_ok_and(|v| v == "1");
+    assert!(
+        !required,
+        "{} is not installed: run .ci/install",
+        path.display()
+    );
+    eprintln!(
+        "skipped: {} is not installed (run .ci/install)",
+        path.display()
+    );
+    None
+}
