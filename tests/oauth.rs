@@ -8,6 +8,8 @@
 //! Skipped when the venv is missing, unless `AGENVOY_REQUIRE_INTEROP=1` (as `.ci/run` sets).
 #![cfg(feature = "cli")]
 
+mod common;
+
 use agenvoy_mcp::auth::{LoopbackAgent, MemoryStore, OAuth, OAuthConfig, TokenStore};
 use agenvoy_mcp::host::config::Config;
 use agenvoy_mcp::host::{Manager, ManagerOptions, PermissionMode, ServerState};
@@ -15,21 +17,14 @@ use agenvoy_mcp::protocol::session::RequestOptions;
 use agenvoy_mcp::transport::http::HttpConfig;
 use agenvoy_mcp::{Client, ClientOptions};
 use serde_json::{Value, json};
-use std::io::{BufRead, Read, Write};
+use std::io::{Read, Write};
 use std::path::PathBuf;
 use std::sync::Arc;
 
 /// The Python authorization + resource server, killed when dropped.
 struct PyServer {
-    child: std::process::Child,
+    _server: common::Listening,
     url: String,
-}
-
-impl Drop for PyServer {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
 }
 
 impl PyServer {
@@ -46,21 +41,13 @@ impl PyServer {
             eprintln!("skipped: {} is missing (run .ci/install)", python.display());
             return None;
         }
-        let mut child = std::process::Command::new(python)
-            .arg(root.join("fixtures/oauth/server.py"))
-            .stdout(std::process::Stdio::piped())
-            .spawn()
-            .expect("start the Python OAuth server");
-        let mut line = String::new();
-        std::io::BufReader::new(child.stdout.take().unwrap())
-            .read_line(&mut line)
-            .unwrap();
-        let url = line
-            .trim()
-            .strip_prefix("listening on ")
-            .unwrap_or_else(|| panic!("the server says where it listens, not {line:?}"))
-            .to_string();
-        Some(PyServer { child, url })
+        let mut command = std::process::Command::new(python);
+        command.arg(root.join("fixtures/oauth/server.py"));
+        let server = common::Listening::start(command);
+        Some(PyServer {
+            url: server.url.clone(),
+            _server: server,
+        })
     }
 
     fn authority(&self) -> String {

@@ -17,7 +17,6 @@ use agenvoy_mcp::transport::stdio::StdioConfig;
 use agenvoy_mcp::{Client, ClientOptions};
 use common::*;
 use serde_json::{Value, json};
-use std::io::BufRead;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
@@ -48,7 +47,7 @@ const MODES: [Mode; 3] = [Mode::Stdio, Mode::Http, Mode::HttpStateless];
 
 /// The Python server serving HTTP on a free loopback port, killed when dropped.
 struct PyHttp {
-    child: std::process::Child,
+    _server: Listening,
     url: String,
 }
 
@@ -59,28 +58,13 @@ impl PyHttp {
             Mode::HttpStateless => "http-stateless",
             Mode::Stdio => unreachable!("stdio servers are started by the client"),
         };
-        let mut child = std::process::Command::new(python)
-            .args([script().as_str(), arg, "0"])
-            .stdout(std::process::Stdio::piped())
-            .spawn()
-            .expect("start the Python server");
-        let mut line = String::new();
-        std::io::BufReader::new(child.stdout.take().unwrap())
-            .read_line(&mut line)
-            .unwrap();
-        let url = line
-            .trim()
-            .strip_prefix("listening on ")
-            .unwrap_or_else(|| panic!("the server says where it listens, not {line:?}"))
-            .to_string();
-        PyHttp { child, url }
-    }
-}
-
-impl Drop for PyHttp {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
+        let mut command = std::process::Command::new(python);
+        command.args([script().as_str(), arg, "0"]);
+        let server = Listening::start(command);
+        PyHttp {
+            url: server.url.clone(),
+            _server: server,
+        }
     }
 }
 

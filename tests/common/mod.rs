@@ -89,23 +89,21 @@ pub fn processes_with_arg(arg: &str) -> Vec<u32> {
     found
 }
 
-/// A fixture server over HTTP, killed when dropped.
-pub struct HttpFixture {
+/// A server process that prints `listening on URL` as its first line; killed when dropped.
+pub struct Listening {
     child: std::process::Child,
-    /// The MCP endpoint, `http://127.0.0.1:PORT/mcp`.
+    /// Where it listens.
     pub url: String,
 }
 
-impl HttpFixture {
-    /// Starts `fixture-server --http 127.0.0.1:0 --mode MODE` plus `extra` flags.
-    pub fn start(mode: &str, extra: &[&str]) -> HttpFixture {
+impl Listening {
+    /// Starts `command` and waits for its `listening on URL` line.
+    pub fn start(mut command: std::process::Command) -> Listening {
         use std::io::BufRead;
-        let mut child = std::process::Command::new(binary())
-            .args(["fixture-server", "--http", "127.0.0.1:0", "--mode", mode])
-            .args(extra)
+        let mut child = command
             .stdout(std::process::Stdio::piped())
             .spawn()
-            .expect("start the HTTP fixture");
+            .expect("start the server");
         let mut line = String::new();
         std::io::BufReader::new(child.stdout.take().unwrap())
             .read_line(&mut line)
@@ -113,9 +111,38 @@ impl HttpFixture {
         let url = line
             .trim()
             .strip_prefix("listening on ")
-            .expect("the fixture says where it listens")
+            .unwrap_or_else(|| panic!("the server says where it listens, not {line:?}"))
             .to_string();
-        HttpFixture { child, url }
+        Listening { child, url }
+    }
+}
+
+impl Drop for Listening {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// A fixture server over HTTP, killed when dropped.
+pub struct HttpFixture {
+    _server: Listening,
+    /// The MCP endpoint, `http://127.0.0.1:PORT/mcp`.
+    pub url: String,
+}
+
+impl HttpFixture {
+    /// Starts `fixture-server --http 127.0.0.1:0 --mode MODE` plus `extra` flags.
+    pub fn start(mode: &str, extra: &[&str]) -> HttpFixture {
+        let mut command = std::process::Command::new(binary());
+        command
+            .args(["fixture-server", "--http", "127.0.0.1:0", "--mode", mode])
+            .args(extra);
+        let server = Listening::start(command);
+        HttpFixture {
+            url: server.url.clone(),
+            _server: server,
+        }
     }
 
     /// The fixture's counters (`GET /stats`).
@@ -131,13 +158,6 @@ impl HttpFixture {
         stream.read_to_string(&mut response).unwrap();
         let body = response.split_once("\r\n\r\n").unwrap().1;
         serde_json::from_str(body).unwrap()
-    }
-}
-
-impl Drop for HttpFixture {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
     }
 }
 
