@@ -113,7 +113,7 @@ enum Command {
         /// Fault mode. Over stdio: normal, crash-mid-call, hang, junk-stdout,
         /// no-init-response, version=<v>, spawn-grandchild, ignore-sigterm, cursor-repeat,
         /// cursor-empty, endless-pages, crash-at-start, slow-start=<secs>, no-list-changed.
-        /// Over HTTP: json, sse, stateless, cut-stream, expire-session, rate-limit,
+        /// Over HTTP: json, sse, stateless, cut-stream, expire-session, expire-mid-stream, rate-limit,
         /// slow-headers, junk-sse, legacy, redirect.
         #[arg(long, default_value = "normal")]
         mode: String,

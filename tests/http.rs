@@ -150,6 +150,34 @@ async fn an_expired_session_is_renewed_and_the_request_replayed() {
 }
 
 #[tokio::test]
+async fn a_request_in_flight_when_the_session_expires_fails_clearly_and_the_next_starts_anew() {
+    let fixture = HttpFixture::start("expire-mid-stream", &[]);
+    let client = connect(&fixture).await;
+    let started = Instant::now();
+    // With progress, the first event is not the answer: the stream is cut before it.
+    let options = RequestOptions {
+        on_progress: Some(Arc::new(|_| {})),
+        ..Default::default()
+    };
+    let args = json!({"seconds": 0.3, "steps": 3});
+    let err = client.call_tool("slow", args, options).await.unwrap_err();
+    assert!(err.is_closed(), "{err}");
+    let message = err.to_string();
+    assert!(
+        message.contains("tools/call") && message.contains("resuming it failed"),
+        "{message}"
+    );
+    assert!(
+        started.elapsed() < Duration::from_secs(5),
+        "no hang: {:?}",
+        started.elapsed()
+    );
+    assert_eq!(text(&client, "echo", json!({"text": "anew"})).await, "anew");
+    assert_eq!(fixture.stats()["initializations"], 2);
+    client.close().await;
+}
+
+#[tokio::test]
 async fn rate_limits_are_retried_after_the_servers_delay() {
     let fixture = HttpFixture::start("rate-limit", &[]);
     let client = connect(&fixture).await;

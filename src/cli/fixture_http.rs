@@ -10,6 +10,8 @@
 //! - `cut-stream`: as `sse`, but each stream is cut after its first message event; a GET
 //!   with `Last-Event-ID` replays the stream from that event (inclusive, so one duplicate).
 //! - `expire-session`: as `json`, but a session is forgotten once it calls a tool.
+//! - `expire-mid-stream`: as `cut-stream`, and the session is forgotten as a tool call's stream
+//!   is cut, so resuming that stream fails (404) while the next request starts a new session.
 //! - `rate-limit`: each tools/call is answered 429 (`Retry-After: 1`), then 503, then served.
 //! - `slow-headers`: tools/call answers start after 3 s.
 //! - `junk-sse`: as `sse`, with comments, an unknown event type, a non-JSON message and an
@@ -53,6 +55,8 @@ pub enum HttpMode {
     CutStream,
     /// Sessions end after a tool call.
     ExpireSession,
+    /// Sessions end while a tool call's stream is cut.
+    ExpireMidStream,
     /// 429 then 503 before each tool call is served.
     RateLimit,
     /// Tool call answers start late.
@@ -74,6 +78,7 @@ impl std::str::FromStr for HttpMode {
             "stateless" => HttpMode::Stateless,
             "cut-stream" => HttpMode::CutStream,
             "expire-session" => HttpMode::ExpireSession,
+            "expire-mid-stream" => HttpMode::ExpireMidStream,
             "rate-limit" => HttpMode::RateLimit,
             "slow-headers" => HttpMode::SlowHeaders,
             "junk-sse" => HttpMode::JunkSse,
@@ -355,7 +360,7 @@ impl Fixture {
     fn sse(&self) -> bool {
         matches!(
             self.mode,
-            HttpMode::Sse | HttpMode::CutStream | HttpMode::JunkSse
+            HttpMode::Sse | HttpMode::CutStream | HttpMode::ExpireMidStream | HttpMode::JunkSse
         )
     }
 
@@ -436,7 +441,7 @@ impl Fixture {
                     }
                 }
                 HttpMode::SlowHeaders => tokio::time::sleep(Duration::from_secs(3)).await,
-                HttpMode::ExpireSession => {
+                HttpMode::ExpireSession | HttpMode::ExpireMidStream => {
                     if let Some(s) = &session {
                         self.sessions.lock().unwrap().remove(s);
                     }
@@ -447,7 +452,8 @@ impl Fixture {
         let mut response = if self.sse() {
             let (tx, body) = streamed(16);
             let stream = self.next.fetch_add(1, Ordering::Relaxed);
-            let log = (self.mode == HttpMode::CutStream).then(|| {
+            let cut = matches!(self.mode, HttpMode::CutStream | HttpMode::ExpireMidStream);
+            let log = cut.then(|| {
                 let log = Arc::new(StreamLog::default());
                 self.logs.lock().unwrap().insert(stream, log.clone());
                 log
