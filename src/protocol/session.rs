@@ -3,8 +3,10 @@
 //!
 //! Many requests may be in flight at once. Each ends in its response, an error, or a timeout
 //! (60 s unless the call says otherwise); a request that times out or that its caller drops
-//! is cancelled with `notifications/cancelled`. When the connection ends, every request in
-//! flight fails at once with the reason.
+//! is cancelled through the transport (`notifications/cancelled`, or on stateless HTTP the
+//! closing of its stream). When the connection ends, every request in flight fails at once
+//! with the reason. In the stateless era every request carries the session's `_meta`
+//! envelope, and results asking for input are answered and the request sent again.
 
 use super::types::{Progress, Root};
 use crate::error::{Error, ErrorKind, Result};
@@ -25,7 +27,7 @@ pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(60);
 /// Most rounds of `input_required` answered for one request.
 pub const MAX_INPUT_ROUNDS: usize = 8;
 
-/// Longest excerpt of a bad line quoted in a warning.
+/// Longest excerpt of a message that is not JSON-RPC quoted in a warning.
 const EXCERPT: usize = 200;
 
 /// Answers one kind of server-to-client request (`sampling/createMessage`,
