@@ -325,40 +325,27 @@ impl Drop for EverythingHttp {
     }
 }
 
-fn probe_json(target: &str, tool: &str, args: &str) -> Value {
-    let output = std::process::Command::new(binary())
-        .args(["probe", "--json", "--call", tool, "--args", args, target])
-        .output()
-        .unwrap();
-    assert!(
-        output.status.success(),
-        "probe {target}: {}",
-        String::from_utf8_lossy(&output.stderr)
-    );
-    serde_json::from_slice(&output.stdout).unwrap()
-}
-
 #[test]
 fn probe_server_everything_over_streamable_http_and_legacy_sse() {
     let Some(program) = installed("node_modules/.bin/mcp-server-everything") else {
         return;
     };
     let http = EverythingHttp::start(&program, "streamableHttp", None);
-    let report = probe_json(
-        &format!("http://127.0.0.1:{}/mcp", http.port),
+    let url = format!("http://127.0.0.1:{}/mcp", http.port);
+    let report = probe_json(&[
+        "--call",
         "echo",
+        "--args",
         r#"{"message":"streamable"}"#,
-    );
+        &url,
+    ]);
     assert_eq!(report["transport"], "http");
     assert_eq!(report["call"]["output"], "Echo: streamable");
     assert!(report["tools"].as_array().unwrap().len() > 5);
 
     let sse = EverythingHttp::start(&program, "sse", None);
-    let report = probe_json(
-        &format!("http://127.0.0.1:{}/sse", sse.port),
-        "get-sum",
-        r#"{"a":20,"b":22}"#,
-    );
+    let url = format!("http://127.0.0.1:{}/sse", sse.port);
+    let report = probe_json(&["--call", "get-sum", "--args", r#"{"a":20,"b":22}"#, &url]);
     assert_eq!(report["transport"], "http+sse");
     assert!(report["call"]["output"].as_str().unwrap().contains("42"));
 }

@@ -229,25 +229,10 @@ async fn python_sdk_server_speaks_the_initialize_era_when_asked() {
 #[test]
 fn probe_finds_each_era_with_no_flag() {
     let Some(python) = python() else { return };
-    let probe = |target: &[&str]| -> Value {
-        let output = std::process::Command::new(binary())
-            .args([
-                "probe",
-                "--json",
-                "--call",
-                "add",
-                "--args",
-                r#"{"a":20,"b":22}"#,
-            ])
-            .args(target)
-            .output()
-            .unwrap();
-        assert!(
-            output.status.success(),
-            "probe {target:?}: {}",
-            String::from_utf8_lossy(&output.stderr)
-        );
-        serde_json::from_slice(&output.stdout).unwrap()
+    let probe = |target: &[&str]| {
+        let mut args = vec!["--call", "add", "--args", r#"{"a":20,"b":22}"#];
+        args.extend(target);
+        probe_json(&args)
     };
     let python = python.display().to_string();
     let script = script();
@@ -267,18 +252,8 @@ fn probe_finds_each_era_with_no_flag() {
     let Some(everything) = installed("node_modules/.bin/mcp-server-everything") else {
         return;
     };
-    let output = std::process::Command::new(binary())
-        .args(["probe", "--json", "--"])
-        .arg(&everything)
-        .arg("stdio")
-        .output()
-        .unwrap();
-    assert!(
-        output.status.success(),
-        "{}",
-        String::from_utf8_lossy(&output.stderr)
-    );
-    let report: Value = serde_json::from_slice(&output.stdout).unwrap();
+    let everything = everything.display().to_string();
+    let report = probe_json(&["--", &everything, "stdio"]);
     assert_eq!(report["era"], "handshake", "{report}");
     assert_eq!(report["protocolVersion"], "2025-11-25", "{report}");
 }

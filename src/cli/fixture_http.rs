@@ -522,8 +522,25 @@ impl Fixture {
             }
         }
         let stream = self.next.fetch_add(1, Ordering::Relaxed);
-        let priming = format!("id: {stream}-0\nretry: 100\ndata: \n\n");
-        let _ = tx.try_send(Bytes::from(priming));
+        self.open_stream(
+            session,
+            stream,
+            format!("id: {stream}-0\nretry: 100\ndata: \n\n"),
+            tx,
+            body,
+        )
+    }
+
+    /// Makes `tx` the session's stream for messages the server starts, after `first`.
+    fn open_stream(
+        &self,
+        session: String,
+        stream: u64,
+        first: String,
+        tx: Chunks,
+        body: Body,
+    ) -> Response<Body> {
+        let _ = tx.try_send(Bytes::from(first));
         let out = Arc::new(SseOut {
             request: None,
             stream,
@@ -539,17 +556,8 @@ impl Fixture {
         let session = format!("legacy-{}", self.next.fetch_add(1, Ordering::Relaxed));
         let (tx, body) = streamed(16);
         let endpoint = format!("event: endpoint\ndata: /messages?session={session}\n\n");
-        let _ = tx.try_send(Bytes::from(endpoint));
         let stream = self.next.fetch_add(1, Ordering::Relaxed);
-        let out = Arc::new(SseOut {
-            request: None,
-            stream,
-            next: AtomicU64::new(1),
-            tx: Mutex::new(Some(tx)),
-            log: None,
-        });
-        self.sessions.lock().unwrap().insert(session, Some(out));
-        respond(StatusCode::OK, "text/event-stream", body)
+        self.open_stream(session, stream, endpoint, tx, body)
     }
 
     async fn post_legacy(self: Arc<Self>, req: Request<Incoming>) -> Response<Body> {

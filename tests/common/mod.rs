@@ -184,3 +184,19 @@ pub fn installed(relative: &str) -> Option<std::path::PathBuf> {
     );
     None
 }
+
+/// Runs `probe --json` with `args` (flags, then the server: a URL or `-- CMD ARGS...`),
+/// asserts it succeeded, and returns its report.
+pub fn probe_json(args: &[&str]) -> serde_json::Value {
+    let output = std::process::Command::new(binary())
+        .args(["probe", "--json"])
+        .args(args)
+        .output()
+        .unwrap();
+    assert!(
+        output.status.success(),
+        "probe {args:?}: {}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    serde_json::from_slice(&output.stdout).unwrap()
+}
