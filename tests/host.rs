@@ -60,7 +60,7 @@ fn pid_of(manager: &Manager, name: &str) -> u32 {
     server_pid(&manager.client(name).expect("connected"))
 }
 
-fn tool_names(manager: &Manager) -> Vec<String> {
+fn registered_names(manager: &Manager) -> Vec<String> {
     manager
         .tool_definitions()
         .into_iter()
@@ -168,7 +168,7 @@ async fn a_crashing_a_hanging_and_an_invalid_server_never_block_the_others() {
     );
 
     assert!(
-        tool_names(&manager)
+        registered_names(&manager)
             .iter()
             .all(|n| n.starts_with("mcp__ok__"))
     );
@@ -250,7 +250,7 @@ async fn live_refresh_re_registers_only_the_server_that_changed() {
     )
     .await;
     manager.watch();
-    let before_b: Vec<String> = tool_names(&manager)
+    let before_b: Vec<String> = registered_names(&manager)
         .into_iter()
         .filter(|n| n.starts_with("mcp__fx__b__"))
         .collect();
@@ -260,7 +260,7 @@ async fn live_refresh_re_registers_only_the_server_that_changed() {
         "added fresh; tools/list answered 1 times so far"
     );
     eventually(Duration::from_secs(5), "mcp__fx__fresh registered", || {
-        tool_names(&manager).contains(&"mcp__fx__fresh".to_string())
+        registered_names(&manager).contains(&"mcp__fx__fresh".to_string())
     })
     .await;
     assert_eq!(
@@ -268,7 +268,7 @@ async fn live_refresh_re_registers_only_the_server_that_changed() {
         "called fresh"
     );
     assert_eq!(status_of(&manager, "fx").tool_count, 10);
-    let after_b: Vec<String> = tool_names(&manager)
+    let after_b: Vec<String> = registered_names(&manager)
         .into_iter()
         .filter(|n| n.starts_with("mcp__fx__b__"))
         .collect();
@@ -293,7 +293,7 @@ async fn a_burst_of_list_changes_is_one_refresh() {
         .await;
     }
     eventually(Duration::from_secs(5), "t0..t4 registered", || {
-        tool_names(&manager).contains(&"mcp__fx__t4".to_string())
+        registered_names(&manager).contains(&"mcp__fx__t4".to_string())
     })
     .await;
     tokio::time::sleep(Duration::from_millis(800)).await;
@@ -318,7 +318,7 @@ async fn servers_that_never_notify_are_polled() {
     eventually(
         Duration::from_secs(5),
         "mcp__quiet__polled registered",
-        || tool_names(&manager).contains(&"mcp__quiet__polled".to_string()),
+        || registered_names(&manager).contains(&"mcp__quiet__polled".to_string()),
     )
     .await;
     manager.close().await;
@@ -350,7 +350,7 @@ async fn live_refresh_with_server_everything() {
     assert_eq!(s.state, ServerState::Connected, "{s:?}");
     assert!(s.has_instructions);
     eventually(Duration::from_secs(10), "get-roots-list registered", || {
-        tool_names(&manager).contains(&"mcp__everything__get-roots-list".to_string())
+        registered_names(&manager).contains(&"mcp__everything__get-roots-list".to_string())
     })
     .await;
     assert!(manager.instructions().contains("### everything"));
@@ -461,11 +461,11 @@ async fn reconnect_one_and_all() {
     assert_ne!(a, a2);
     assert_eq!(pid_of(&manager, "b"), b);
     assert_group_gone_within(a, Duration::from_secs(5));
-    assert_eq!(tool_names(&manager).len(), 18);
+    assert_eq!(registered_names(&manager).len(), 18);
     // The new session is watched too.
     auto_call(&manager, "mcp__a__add_tool", json!({"name": "after"})).await;
     eventually(Duration::from_secs(5), "mcp__a__after registered", || {
-        tool_names(&manager).contains(&"mcp__a__after".to_string())
+        registered_names(&manager).contains(&"mcp__a__after".to_string())
     })
     .await;
     let outcomes = manager.reconnect().await;
@@ -475,7 +475,7 @@ async fn reconnect_one_and_all() {
     assert_ne!(pid_of(&manager, "a"), a2);
     assert_ne!(pid_of(&manager, "b"), b);
     // A fresh fixture server has no added tool: the registry follows it.
-    assert_eq!(tool_names(&manager).len(), 18);
+    assert_eq!(registered_names(&manager).len(), 18);
     let e = manager.reconnect_server("nope").await.unwrap_err();
     assert!(e.to_string().contains("no server by this name"), "{e}");
     let (a3, b3) = (pid_of(&manager, "a"), pid_of(&manager, "b"));

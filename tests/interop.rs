@@ -51,13 +51,7 @@ async fn server_everything_over_stdio() {
     );
     assert_eq!(client.details().protocol_version, "2025-11-25");
     assert!(client.details().instructions.is_some());
-    let names: Vec<String> = client
-        .list_tools()
-        .await
-        .unwrap()
-        .into_iter()
-        .map(|t| t.name)
-        .collect();
+    let names = tool_names(&client).await;
     assert!(
         names.iter().any(|n| n == "echo") && names.iter().any(|n| n == "get-sum"),
         "{names:?}"
@@ -156,13 +150,7 @@ async fn server_memory_keeps_entities() {
         .env
         .insert("MEMORY_FILE_PATH".into(), memory.display().to_string());
     let client = connect_real("memory", &config, ClientOptions::default()).await;
-    let names: Vec<String> = client
-        .list_tools()
-        .await
-        .unwrap()
-        .into_iter()
-        .map(|t| t.name)
-        .collect();
+    let names = tool_names(&client).await;
     assert!(
         names.contains(&"create_entities".to_string()) && names.contains(&"read_graph".to_string())
     );
@@ -200,13 +188,7 @@ async fn mcp_server_time_from_pypi() {
     assert_eq!(client.details().protocol_version, "2026-07-28");
     assert_eq!(client.details().server_info["name"], "mcp-time");
     let pid = server_pid(&client);
-    let names: Vec<String> = client
-        .list_tools()
-        .await
-        .unwrap()
-        .into_iter()
-        .map(|t| t.name)
-        .collect();
+    let names = tool_names(&client).await;
     assert_eq!(names, ["get_current_time", "convert_time"]);
     let now: Value =
         serde_json::from_str(&text(&client, "get_current_time", json!({"timezone": "UTC"})).await)

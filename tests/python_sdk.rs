@@ -128,13 +128,7 @@ async fn text(client: &Client, tool: &str, args: Value) -> String {
 
 /// Lists the tools, calls `add` and `greet` (answering its question) and `weather`.
 async fn exercise(client: &Client, mode: Mode, asked: &Mutex<Vec<Value>>) {
-    let names: Vec<String> = client
-        .list_tools()
-        .await
-        .unwrap()
-        .into_iter()
-        .map(|t| t.name)
-        .collect();
+    let names = tool_names(client).await;
     for tool in ["add", "greet", "weather", "add_tool"] {
         assert!(names.iter().any(|n| n == tool), "{mode:?}: {names:?}");
     }

@@ -72,13 +72,7 @@ async fn older_versions_are_accepted_and_unknown_ones_refused() {
 #[tokio::test]
 async fn tools_list_follows_every_page() {
     let client = connect(&["--page-size", "2"], ClientOptions::default()).await;
-    let names: Vec<String> = client
-        .list_tools()
-        .await
-        .unwrap()
-        .into_iter()
-        .map(|t| t.name)
-        .collect();
+    let names = tool_names(&client).await;
     assert_eq!(
         names,
         [

@@ -200,3 +200,14 @@ pub fn probe_json(args: &[&str]) -> serde_json::Value {
     );
     serde_json::from_slice(&output.stdout).unwrap()
 }
+
+/// The names of a client's tools, as listed now.
+pub async fn tool_names(client: &Client) -> Vec<String> {
+    client
+        .list_tools()
+        .await
+        .expect("tools/list succeeds")
+        .into_iter()
+        .map(|t| t.name)
+        .collect()
+}
