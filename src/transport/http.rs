@@ -787,10 +787,10 @@ impl Inner {
 
     fn failure(&self, failure: Failure) -> Error {
         match failure {
-            Failure::Status { body, .. } if jsonrpc_error(&body).is_some() => {
-                self.error(ErrorKind::Rpc(jsonrpc_error(&body).expect("checked above")))
-            }
             Failure::Status { status, body } => {
+                if let Some(rpc) = jsonrpc_error(&body) {
+                    return self.error(ErrorKind::Rpc(rpc));
+                }
                 let detail = if body.is_empty() {
                     status.canonical_reason().unwrap_or("").to_string()
                 } else {
