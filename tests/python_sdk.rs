@@ -346,3 +346,65 @@ async fn header_mismatch_from_the_sdk_refreshes_tools_and_retries() {
     client.close().await;
     drop(server);
 }
+
+/// A loopback relay to `upstream` (`host:port`) that answers nothing until `delay` after it
+/// starts: every connection waits, then is forwarded both ways. A server slow to answer.
+async fn slow_relay(upstream: String, delay: Duration) -> String {
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let address = listener.local_addr().unwrap();
+    let ready = tokio::time::Instant::now() + delay;
+    tokio::spawn(async move {
+        while let Ok((mut inbound, _)) = listener.accept().await {
+            let upstream = upstream.clone();
+            tokio::spawn(async move {
+                tokio::time::sleep_until(ready).await;
+                let mut outbound = tokio::net::TcpStream::connect(upstream).await.unwrap();
+                let _ = tokio::io::copy_bidirectional(&mut inbound, &mut outbound).await;
+            });
+        }
+    });
+    address.to_string()
+}
+
+/// A modern server that takes longer than the discover probe's first wait (3 s) to answer is
+/// still found stateless, over stdio (a slow start: `sleep 4`, then the server) and over HTTP
+/// (every answer 4 s late). Before, the probe gave up, `initialize` followed, and the server,
+/// which had read the probe, refused it with -32022: the connection failed.
+#[tokio::test]
+async fn a_slow_modern_server_is_still_found_stateless() {
+    let Some(python) = python() else { return };
+    agenvoy_mcp::transport::stdio::become_subreaper();
+    let slow = StdioConfig {
+        command: "sh".into(),
+        args: vec![
+            "-c".into(),
+            format!("sleep 4; exec '{}' '{}' stdio", python.display(), script()),
+        ],
+        ..Default::default()
+    };
+    let options = ClientOptions {
+        timeout: Duration::from_secs(30),
+        ..Default::default()
+    };
+    let client = Client::connect_stdio("slow-stdio", &slow, options.clone())
+        .await
+        .expect("a slow stdio start connects");
+    assert_eq!(client.details().era.name(), "stateless", "over stdio");
+    assert_eq!(text(&client, "add", json!({"a": 2, "b": 3})).await, "5");
+    client.close().await;
+
+    let server = PyHttp::start(&python, Mode::HttpStateless);
+    let (authority, path) = server
+        .url
+        .trim_start_matches("http://")
+        .split_once('/')
+        .unwrap();
+    let relay = slow_relay(authority.to_string(), Duration::from_secs(4)).await;
+    let url = format!("http://{relay}/{path}");
+    let client = Client::connect_http("slow-http", &HttpConfig::new(&url), options)
+        .await
+        .expect("a slow HTTP server connects");
+    assert_eq!(client.details().era.name(), "stateless", "over HTTP");
+    assert_eq!(text(&client, "add", json!({"a": 2, "b": 3})).await, "5");
+    client.close().await;
+}

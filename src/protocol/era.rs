@@ -5,13 +5,20 @@
 //! request carries the version, the client's info and its capabilities in `_meta`, and
 //! `server/discover` says what the server is.
 //!
-//! Detection, with no flag from the user ([`EraPreference::Auto`]): `server/discover` first,
-//! with a short timeout. A discover result naming a version this client speaks means the
-//! stateless era; `UnsupportedProtocolVersion` (-32022) naming one means try again with it,
-//! once; `HeaderMismatch` (-32020) and `MissingRequiredClientCapability` (-32021) are a modern
-//! server refusing, and fail. Anything else (method not found, a legacy server's 400, a result
-//! that is no discover result, silence) means an initialize-era server: the handshake follows
+//! Detection, with no flag from the user ([`EraPreference::Auto`]): `server/discover` first.
+//! A discover result naming a version this client speaks means the stateless era;
+//! `UnsupportedProtocolVersion` (-32022) naming one means try again with it, once;
+//! `HeaderMismatch` (-32020) and `MissingRequiredClientCapability` (-32021) are a modern
+//! server refusing, and fail. Any other answer (method not found, a legacy server's 400, a
+//! result that is no discover result) means an initialize-era server: the handshake follows
 //! on the same connection (and on HTTP, from there, the HTTP+SSE fallback).
+//!
+//! Silence is the hard case, and the answer must not depend on how fast a server starts. Over
+//! HTTP every request gets an answer, so the probe simply has the request's whole timeout.
+//! Over stdio a legacy server may ignore an unknown request, so after [`PROBE_TIMEOUT`] of
+//! silence `initialize` is sent too, while the probe stays open; the first conclusive answer
+//! decides. A server still starting reads the probe first, so a modern one answers it (and
+//! refuses `initialize`, whatever its error code) and a legacy one answers `initialize`.
 
 use super::session::{RequestOptions, Session};
 use super::types::{
@@ -52,8 +59,8 @@ pub enum EraPreference {
     Stateless,
 }
 
-/// How long the `server/discover` probe waits before taking a silent server for an
-/// initialize-era one.
+/// How long a stdio server may stay silent after the `server/discover` probe before
+/// `initialize` is sent too (the probe stays open: see the module docs).
 pub const PROBE_TIMEOUT: Duration = Duration::from_secs(3);
 
 /// Error codes of stateless-era servers refusing a request.
@@ -80,11 +87,51 @@ pub async fn establish(
             )
             .during("server/discover")),
         },
-        EraPreference::Auto => {
-            match discover(session, client, timeout.min(PROBE_TIMEOUT), false).await? {
-                Some(details) => Ok(details),
-                None => handshake(session, client, timeout).await,
-            }
+        EraPreference::Auto => detect(session, client, timeout).await,
+    }
+}
+
+/// Finds the era with no flag (see the module docs): the probe, and over stdio after
+/// [`PROBE_TIMEOUT`] of silence `initialize` beside it.
+async fn detect(
+    session: &Session,
+    client: &ClientInfo,
+    timeout: Duration,
+) -> Result<ServerDetails> {
+    let started = tokio::time::Instant::now();
+    let probe = discover(session, client, timeout, false);
+    tokio::pin!(probe);
+    let silence = if session.transport().kind() == "stdio" {
+        PROBE_TIMEOUT.min(timeout)
+    } else {
+        timeout
+    };
+    if let Ok(found) = tokio::time::timeout(silence, &mut probe).await {
+        return match found? {
+            Some(details) => Ok(details),
+            None => handshake(session, client, timeout).await,
+        };
+    }
+    let left = timeout.saturating_sub(started.elapsed());
+    let shake = handshake(session, client, left);
+    tokio::pin!(shake);
+    let mut probe_said_legacy = false;
+    let mut refused = None;
+    loop {
+        tokio::select! {
+            found = &mut probe, if !probe_said_legacy => match found? {
+                Some(details) => return Ok(details),
+                None => match refused.take() {
+                    Some(e) => return Err(e),
+                    None => probe_said_legacy = true,
+                },
+            },
+            shook = &mut shake, if refused.is_none() => match shook {
+                Ok(details) => return Ok(details),
+                // A modern server refuses initialize; its answer to the probe decides.
+                Err(e) if !probe_said_legacy => refused = Some(e),
+                Err(e) => return Err(e),
+            },
         }
     }
 }
@@ -141,18 +188,16 @@ async fn discover(
     let mut version = LATEST_STATELESS_VERSION;
     let mut retried = false;
     loop {
-        session.set_envelope(Some(envelope(
-            version,
-            client,
-            session.handlers().capabilities(),
-        )));
+        // The envelope goes with the probe only: the session takes it once the era is known,
+        // so an `initialize` sent beside the probe carries none.
+        let meta = envelope(version, client, session.handlers().capabilities());
         let options = RequestOptions {
             timeout: Some(timeout),
             ..Default::default()
         };
-        let outcome = session.request(method, None, options).await;
+        let params = json!({"_meta": meta});
+        let outcome = session.request(method, Some(params), options).await;
         let legacy = |why: String| {
-            session.set_envelope(None);
             if strict {
                 return Err(protocol_error(why));
             }
@@ -166,6 +211,7 @@ async fn discover(
             Ok(result) => {
                 let supported = strings(result.get("supportedVersions"));
                 if supported.contains(&version) {
+                    session.set_envelope(Some(meta));
                     return Ok(Some(stateless_details(version, &result)));
                 }
                 if let (Some(v), false) = (shared_version(&supported), retried) {
@@ -175,7 +221,6 @@ async fn discover(
                 let only_unknown_modern = !supported.is_empty()
                     && supported.iter().all(|v| !HANDSHAKE_VERSIONS.contains(v));
                 if only_unknown_modern {
-                    session.set_envelope(None);
                     return Err(protocol_error(format!(
                         "the server speaks {}, and this client {LATEST_STATELESS_VERSION} and {}; upgrade the client or the server",
                         supported.join(", "),
@@ -194,16 +239,12 @@ async fn discover(
                     }
                 }
                 ErrorKind::Rpc(rpc) if matches!(rpc.code, HEADER_MISMATCH | MISSING_CAPABILITY) => {
-                    session.set_envelope(None);
                     return Err(e);
                 }
                 ErrorKind::Closed(_)
                 | ErrorKind::Spawn(_)
                 | ErrorKind::LoginRequired
-                | ErrorKind::Auth(_) => {
-                    session.set_envelope(None);
-                    return Err(e);
-                }
+                | ErrorKind::Auth(_) => return Err(e),
                 _ => return legacy(e.kind_text()),
             },
         }
