@@ -22,8 +22,12 @@ pub struct Error {
 pub enum ErrorKind {
     /// The server process could not be started.
     Spawn(String),
-    /// The connection ended (the process exited, or the client was closed).
+    /// The connection ended (the process exited, or the client was closed) before the
+    /// request reached the server: sending it again on a new connection is safe.
     Closed(String),
+    /// The connection ended after the request was sent and before its answer: the server
+    /// may or may not have acted on it, so it is not sent again on its own.
+    Interrupted(String),
     /// No response within the time allowed.
     Timeout(Duration),
     /// The server answered with a JSON-RPC error.
@@ -80,7 +84,13 @@ impl Error {
 
     /// Whether the connection is gone, so a reconnect is the only way on.
     pub fn is_closed(&self) -> bool {
-        matches!(self.kind, ErrorKind::Closed(_))
+        matches!(self.kind, ErrorKind::Closed(_) | ErrorKind::Interrupted(_))
+    }
+
+    /// Whether the request may have reached the server before it failed (the connection
+    /// ended while it was in flight): such a request is never sent again on its own.
+    pub fn may_have_run(&self) -> bool {
+        matches!(self.kind, ErrorKind::Interrupted(_))
     }
 }
 
@@ -98,6 +108,10 @@ impl fmt::Display for Error {
                 )
             }
             ErrorKind::Closed(why) => write!(f, ": connection closed: {why}; reconnect the server"),
+            ErrorKind::Interrupted(why) => write!(
+                f,
+                ": the connection ended during the request ({why}); the server may or may not have carried it out, so check before sending it again"
+            ),
             ErrorKind::Timeout(d) => write!(
                 f,
                 ": no response after {:.1} s; the request was cancelled (raise the timeout if the tool is slow)",

@@ -314,3 +314,17 @@ async fn a_redirect_to_another_origin_drops_the_credentials() {
         "the requests did arrive there"
     );
 }
+
+/// A server whose GET stream says `retry: 0` and ends at once is not hammered: the client
+/// waits at least 0.5 s, doubling after each stream that brought nothing (it reconnected
+/// 114 times in 5 s before).
+#[tokio::test]
+async fn a_get_stream_with_retry_zero_backs_off() {
+    let fixture = HttpFixture::start("retry-zero", &[]);
+    let client = connect(&fixture).await;
+    tokio::time::sleep(Duration::from_secs(5)).await;
+    let gets = fixture.stats()["gets"].as_u64().unwrap();
+    // 0, 0.5, 1.5, 3.5 s: four, and a little room for a slow start.
+    assert!((1..=5).contains(&gets), "{gets} GET streams in 5 s");
+    client.close().await;
+}

@@ -350,11 +350,35 @@ async fn server_everything_over_http_survives_a_restart_of_the_server() {
     );
     // A new server process knows nothing of our session: it answers 400, and the client
     // starts a new session and replays the call.
-    drop(server);
-    let _restarted = EverythingHttp::start(&program, "streamableHttp", Some(port));
+    // Restarted off the runtime's thread, which keeps running meanwhile (as an agent's
+    // would): the client sees the old connections close.
+    let _restarted = tokio::task::spawn_blocking(move || {
+        drop(server);
+        EverythingHttp::start(&program, "streamableHttp", Some(port))
+    })
+    .await
+    .unwrap();
     assert_eq!(
         text(&client, "echo", json!({"message": "after"})).await,
         "Echo: after"
     );
     client.close().await;
+}
+
+/// Without the real servers, a newcomer's `cargo test` says which tests were skipped and how
+/// to run them, instead of reporting them passed in silence.
+#[test]
+fn a_test_without_its_server_says_it_was_skipped() {
+    let output = std::process::Command::new(std::env::current_exe().unwrap())
+        .args(["--exact", "mcp_server_time_from_pypi"])
+        .env("AGENVOY_INTEROP_DIR", "/nonexistent")
+        .env_remove("AGENVOY_REQUIRE_INTEROP")
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(output.status.success(), "{stderr}");
+    assert!(
+        stderr.contains("SKIPPED mcp_server_time_from_pypi: /nonexistent/venv/bin/mcp-server-time is not installed (run .ci/install"),
+        "{stderr}"
+    );
 }

@@ -491,3 +491,157 @@ async fn a_missing_command_is_a_start_error() {
         "{err}"
     );
 }
+
+/// A server that stops reading stdin cannot hold a call past its timeout, even when the call's
+/// own arguments (120 KB, more than a pipe holds) are still being written; closing does not
+/// wait for that write, and the stuck server is stopped by the close sequence.
+#[tokio::test]
+async fn a_server_that_stops_reading_cannot_hold_a_call_or_close() {
+    let client = connect(&["--mode", "stop-reading"], ClientOptions::default()).await;
+    let pid = server_pid(&client);
+    tool_names(&client).await;
+    let options = RequestOptions {
+        timeout: Some(Duration::from_secs(2)),
+        ..Default::default()
+    };
+    let big = json!({"text": "x".repeat(120_000)});
+    let started = Instant::now();
+    let call = client.call_tool("echo", big, options);
+    let err = tokio::time::timeout(Duration::from_secs(10), call)
+        .await
+        .expect("the call ends within its bound")
+        .unwrap_err();
+    assert!(matches!(err.kind, ErrorKind::Timeout(_)), "{err}");
+    assert!(
+        started.elapsed() < Duration::from_secs(4),
+        "{:?}",
+        started.elapsed()
+    );
+    let started = Instant::now();
+    tokio::time::timeout(Duration::from_secs(10), client.close())
+        .await
+        .expect("close ends");
+    // Stdin closed, 2 s of grace, then SIGTERM.
+    assert!(
+        started.elapsed() < Duration::from_secs(5),
+        "{:?}",
+        started.elapsed()
+    );
+    assert_group_gone_within(pid, Duration::from_secs(1));
+}
+
+/// Runs `command` and returns its output with its peak resident memory in KiB (`wait4`).
+#[allow(
+    clippy::zombie_processes,
+    reason = "wait4 reaps it, to read its rusage"
+)]
+fn run_measured(mut command: std::process::Command) -> (std::process::Output, i64) {
+    use std::io::Read;
+    let mut child = command
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let (mut out, mut err) = (child.stdout.take().unwrap(), child.stderr.take().unwrap());
+    let reader = std::thread::spawn(move || {
+        let mut text = Vec::new();
+        err.read_to_end(&mut text).unwrap();
+        text
+    });
+    let mut stdout = Vec::new();
+    out.read_to_end(&mut stdout).unwrap();
+    let stderr = reader.join().unwrap();
+    let mut status = 0;
+    // SAFETY: an all-zero rusage is a valid value, and wait4 writes only into the two
+    // out-parameters it is given.
+    let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
+    let reaped = unsafe { libc::wait4(child.id() as i32, &mut status, 0, &mut usage) };
+    assert_eq!(reaped, child.id() as i32);
+    let output = std::process::Output {
+        status: std::os::unix::process::ExitStatusExt::from_raw(status),
+        stdout,
+        stderr,
+    };
+    (output, usage.ru_maxrss)
+}
+
+/// A server that floods the client with `ping` requests and never reads its stdin: the
+/// client answers a bounded number, drops the rest with one warning, and its own memory
+/// stays small (it grew to gigabytes in seconds when each request had a task of its own).
+#[test]
+fn a_server_flooding_requests_cannot_grow_the_client() {
+    let mut probe = std::process::Command::new(binary());
+    probe
+        .args(["probe", "--timeout", "3", "--", &binary()])
+        .args(["fixture-server", "--mode", "flood"]);
+    let (output, peak_kib) = run_measured(probe);
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(!output.status.success());
+    assert!(stderr.contains("no response after 3.0 s"), "{stderr}");
+    assert_eq!(
+        stderr.matches("requests to the client unanswered").count(),
+        1,
+        "{stderr}"
+    );
+    assert!(peak_kib < 64 * 1024, "peak RSS {peak_kib} KiB");
+}
+
+/// Progress may keep a call alive only up to its hard maximum: a tool that reports progress
+/// forever still ends in a timeout that names the whole wait.
+#[tokio::test]
+async fn progress_cannot_extend_a_call_past_its_maximum() {
+    let client = connect(&[], ClientOptions::default()).await;
+    let options = RequestOptions {
+        timeout: Some(Duration::from_millis(700)),
+        on_progress: Some(Arc::new(|_| {})),
+        progress_resets_timeout: true,
+        max_duration: Some(Duration::from_millis(1500)),
+        ..Default::default()
+    };
+    // A step every 0.25 s for 5 s: each would restart the timeout.
+    let started = Instant::now();
+    let err = client
+        .call_tool("slow", json!({"seconds": 5, "steps": 20}), options)
+        .await
+        .unwrap_err();
+    let waited = started.elapsed();
+    assert!(
+        matches!(err.kind, ErrorKind::Timeout(d) if d == Duration::from_millis(1500)),
+        "{err}"
+    );
+    assert!(err.to_string().contains("no response after 1.5 s"), "{err}");
+    assert!(waited < Duration::from_secs(3), "{waited:?}");
+    client.close().await;
+}
+
+/// A progress callback runs outside the session's locks: one that starts and drops another
+/// request of the same session (which takes those locks) does not deadlock.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_progress_callback_may_use_the_session() {
+    let client = Arc::new(connect(&[], ClientOptions::default()).await);
+    let session = client.session().clone();
+    let dropped = Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    let count = dropped.clone();
+    let options = RequestOptions {
+        on_progress: Some(Arc::new(move |_| {
+            // Polling a request once registers it; dropping it cancels it: both lock.
+            let mut request = Box::pin(session.request("ping", None, RequestOptions::default()));
+            let waker = futures::task::noop_waker();
+            let mut cx = std::task::Context::from_waker(&waker);
+            let _ = request.as_mut().poll(&mut cx);
+            drop(request);
+            count.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+        })),
+        ..Default::default()
+    };
+    let out = tokio::time::timeout(
+        Duration::from_secs(10),
+        client.call_tool("slow", json!({"seconds": 0.3, "steps": 3}), options),
+    )
+    .await
+    .expect("no deadlock")
+    .unwrap();
+    assert_eq!(out.text, "slept 0.3 s");
+    assert_eq!(dropped.load(std::sync::atomic::Ordering::SeqCst), 3);
+    client.close().await;
+}

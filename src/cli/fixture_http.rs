@@ -21,8 +21,9 @@
 //!   (202) and answered on the stream.
 //!
 //! - `redirect`: every request to `/mcp` is answered `307` to `--redirect-to URL`.
+//! - `retry-zero`: as `json`, but every GET stream says `retry: 0` and ends at once.
 //!
-//! `GET /stats` returns counters as JSON: `initializations`, `deletes`, `posts`, the
+//! `GET /stats` returns counters as JSON: `initializations`, `deletes`, `posts`, `gets`, the
 //! `lastEventIds` seen on GETs, and `credentialed`: requests that came with an
 //! `Authorization` or `X-Api-Key` header.
 
@@ -67,6 +68,8 @@ pub enum HttpMode {
     Legacy,
     /// Every request redirected elsewhere.
     Redirect,
+    /// GET streams that end at once with `retry: 0`.
+    RetryZero,
 }
 
 impl std::str::FromStr for HttpMode {
@@ -84,6 +87,7 @@ impl std::str::FromStr for HttpMode {
             "junk-sse" => HttpMode::JunkSse,
             "legacy" => HttpMode::Legacy,
             "redirect" => HttpMode::Redirect,
+            "retry-zero" => HttpMode::RetryZero,
             _ => return Err(format!("unknown HTTP mode {s:?}")),
         })
     }
@@ -214,6 +218,7 @@ struct Stats {
     initializations: u64,
     deletes: u64,
     posts: u64,
+    gets: u64,
     last_event_ids: Vec<String>,
     credentialed: u64,
 }
@@ -323,7 +328,7 @@ impl Fixture {
             (Method::GET, "/stats") => {
                 let s = self.stats.lock().unwrap();
                 let body = json!({"initializations": s.initializations, "deletes": s.deletes,
-                                  "posts": s.posts, "lastEventIds": s.last_event_ids,
+                                  "posts": s.posts, "gets": s.gets, "lastEventIds": s.last_event_ids,
                                   "credentialed": s.credentialed});
                 respond(StatusCode::OK, "application/json", full(body.to_string()))
             }
@@ -334,7 +339,13 @@ impl Fixture {
             ),
             (Method::POST, "/mcp") => self.post(req).await,
             (Method::GET, "/mcp") if self.mode == HttpMode::Legacy => self.open_legacy(),
-            (Method::GET, "/mcp") => self.get(req),
+            (Method::GET, "/mcp") => {
+                self.stats.lock().unwrap().gets += 1;
+                if self.mode == HttpMode::RetryZero {
+                    return respond(StatusCode::OK, "text/event-stream", full("retry: 0\n\n"));
+                }
+                self.get(req)
+            }
             (Method::DELETE, "/mcp") => {
                 let session = header(&req, "mcp-session-id");
                 let known =

@@ -16,7 +16,12 @@
 //! tools/list paging faults `cursor-repeat`, `cursor-empty` and `endless-pages`;
 //! `crash-at-start` (exits with status 1 before reading anything), `slow-start=<secs>`
 //! (sleeps before reading anything), `no-list-changed` (declares no `tools.listChanged` and
-//! `add_tool` sends no notification).
+//! `add_tool` sends no notification), `stop-reading` (never reads stdin again once it has
+//! answered tools/list), `flood` (once initialized, never reads stdin again and sends `ping`
+//! requests without end).
+//!
+//! With `FIXTURE_CALL_LOG` set to a file, every tools/call appends the tool's name to it
+//! first (so a test can count how often a call reached the server).
 
 use agenvoy_mcp::protocol::types::{HANDSHAKE_VERSIONS, LATEST_HANDSHAKE_VERSION};
 use agenvoy_mcp::wire::jsonrpc::{self, ErrorObject, Id, Message, Notification, Request, Response};
@@ -61,6 +66,10 @@ pub enum Mode {
     SlowStart(f64),
     /// Declares no `tools.listChanged`; `add_tool` sends no notification.
     NoListChanged,
+    /// Stops reading stdin once it has answered tools/list.
+    StopReading,
+    /// Once initialized, stops reading stdin and sends pings without end.
+    Flood,
 }
 
 impl std::str::FromStr for Mode {
@@ -79,6 +88,8 @@ impl std::str::FromStr for Mode {
             "endless-pages" => Mode::EndlessPages,
             "crash-at-start" => Mode::CrashAtStart,
             "no-list-changed" => Mode::NoListChanged,
+            "stop-reading" => Mode::StopReading,
+            "flood" => Mode::Flood,
             _ => {
                 if let Some(v) = s.strip_prefix("version=") {
                     Mode::Version(v.to_string())
@@ -231,9 +242,26 @@ pub fn run(mode: Mode, page_size: Option<usize>) -> std::process::ExitCode {
         if line.trim().is_empty() {
             continue;
         }
+        let initialized = line.contains("\"notifications/initialized\"");
         match Message::parse(line.as_bytes()) {
             Ok(message) => server.receive(message, out.clone()),
             Err(e) => eprintln!("fixture-server: ignoring a bad line: {e}"),
+        }
+        let listed = server.lists.load(std::sync::atomic::Ordering::SeqCst) > 0;
+        if server.mode == Mode::StopReading && listed {
+            loop {
+                std::thread::sleep(Duration::from_secs(3600));
+            }
+        }
+        if server.mode == Mode::Flood && initialized {
+            for n in 0u64.. {
+                let ping = Request {
+                    id: Id::Number(n as i64),
+                    method: "ping".into(),
+                    params: None,
+                };
+                send(&*out, Message::Request(ping));
+            }
         }
     }
     if server.mode == Mode::IgnoreSigterm {
@@ -371,6 +399,14 @@ fn text_result(text: &str) -> Value {
 fn call_tool(server: &Server, id: Id, params: &Value, out: &dyn Output) {
     let args = params.get("arguments").cloned().unwrap_or(Value::Null);
     let name = params.get("name").and_then(Value::as_str).unwrap_or("");
+    if let Some(log) = std::env::var_os("FIXTURE_CALL_LOG") {
+        let mut file = std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(log)
+            .expect("open FIXTURE_CALL_LOG");
+        let _ = writeln!(file, "{name}");
+    }
     if server.mode == Mode::CrashMidCall {
         let partial = format!(
             r#"{{"jsonrpc":"2.0","id":{id},"result":{{"content":[{{"type":"text","text":"partial"#

@@ -770,8 +770,9 @@ impl Manager {
                 .await
             {
                 Ok(output) => return Ok(output),
-                Err(e) if e.is_closed() && !reconnected => {
-                    tracing::warn!(server = %server, "the session died during {name}: reconnecting once and retrying");
+                // Only a call that never reached the server is sent again.
+                Err(e) if e.is_closed() && !e.may_have_run() && !reconnected => {
+                    tracing::warn!(server = %server, "the session ended before {name} was sent: reconnecting once and sending it");
                     reconnected = true;
                     client = self
                         .reconnect_after(&server, Some(&client))

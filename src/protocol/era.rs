@@ -242,6 +242,7 @@ async fn discover(
                     return Err(e);
                 }
                 ErrorKind::Closed(_)
+                | ErrorKind::Interrupted(_)
                 | ErrorKind::Spawn(_)
                 | ErrorKind::LoginRequired
                 | ErrorKind::Auth(_) => return Err(e),

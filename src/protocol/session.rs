@@ -16,6 +16,7 @@ use crate::wire::jsonrpc::{self, ErrorObject, Id, Message, Notification, Request
 use crate::wire::render::{RenderError, Rendered};
 use serde_json::{Value, json};
 use std::collections::HashMap;
+use std::future::Future;
 use std::sync::atomic::{AtomicI64, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, Weak};
 use std::time::Duration;
@@ -24,8 +25,19 @@ use tokio::sync::{Notify, broadcast, mpsc, oneshot};
 /// How long a request waits for its response unless told otherwise.
 pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(60);
 
+/// The longest a request may run while progress keeps restarting its timeout, unless the
+/// call says otherwise ([`RequestOptions::max_duration`]).
+pub const DEFAULT_MAX_DURATION: Duration = Duration::from_secs(600);
+
 /// Most rounds of `input_required` answered for one request.
 pub const MAX_INPUT_ROUNDS: usize = 8;
+
+/// Most requests from the server answered at once. Past it a request is dropped, with one
+/// warning: refusing it would need a write to a server that may not be reading.
+pub const MAX_SERVER_REQUESTS: usize = 16;
+
+/// How long a cancellation or an answer to the server may take to write.
+const WRITE_TIMEOUT: Duration = Duration::from_secs(10);
 
 /// Longest excerpt of a message that is not JSON-RPC quoted in a warning.
 const EXCERPT: usize = 200;
@@ -86,6 +98,9 @@ pub struct RequestOptions {
     pub on_progress: Option<ProgressCallback>,
     /// Whether each progress notification restarts the timeout.
     pub progress_resets_timeout: bool,
+    /// The longest the request may run however much progress restarts its timeout;
+    /// [`DEFAULT_MAX_DURATION`] (or the timeout, if longer) when `None`.
+    pub max_duration: Option<Duration>,
     /// Extra headers for transports that have them (HTTP `Mcp-Param-*`).
     pub headers: Vec<(String, String)>,
 }
@@ -123,6 +138,12 @@ struct Shared {
     tool_list_changes: AtomicU64,
     /// The `serverInfo` of the latest result that carried one.
     server_info: Mutex<Option<Value>>,
+    /// Turns true when the connection ends: answers to the server still running stop.
+    ending: tokio::sync::watch::Sender<bool>,
+    /// One permit per server request being answered ([`MAX_SERVER_REQUESTS`]).
+    answering: Arc<tokio::sync::Semaphore>,
+    /// Whether the warning about dropped server requests was given.
+    warned_of_flood: std::sync::atomic::AtomicBool,
 }
 
 /// One session with one server over one transport. Cloning shares the session.
@@ -152,6 +173,9 @@ impl Session {
             envelope: Mutex::new(None),
             tool_list_changes: AtomicU64::new(0),
             server_info: Mutex::new(None),
+            ending: tokio::sync::watch::Sender::new(false),
+            answering: Arc::new(tokio::sync::Semaphore::new(MAX_SERVER_REQUESTS)),
+            warned_of_flood: std::sync::atomic::AtomicBool::new(false),
         });
         tokio::spawn(run_inbound(Arc::downgrade(&shared), inbound));
         Session { shared }
@@ -352,16 +376,33 @@ impl Session {
             method: method.to_string(),
             params,
         });
+        let timeout = options.timeout.unwrap_or(self.shared.default_timeout);
+        let started = tokio::time::Instant::now();
+        let mut deadline = started + timeout;
+        let latest = started
+            + options
+                .max_duration
+                .unwrap_or(DEFAULT_MAX_DURATION)
+                .max(timeout);
+        let timed_out = |guard: &mut CancelGuard, deadline: tokio::time::Instant| {
+            guard.reason = "timed out";
+            self.error(ErrorKind::Timeout(deadline - started))
+                .during(method)
+        };
+        // The write is part of the request: a server that stops reading cannot hold it
+        // past its deadline.
         let sent = self
             .shared
             .transport
             .send_request(message.to_bytes(), options.headers.clone());
-        if let Err(e) = sent.await {
-            guard.disarm();
-            return Err(e.during(method));
+        match tokio::time::timeout_at(deadline, sent).await {
+            Ok(Ok(())) => {}
+            Ok(Err(e)) => {
+                guard.disarm();
+                return Err(e.during(method));
+            }
+            Err(_) => return Err(timed_out(&mut guard, deadline)),
         }
-        let timeout = options.timeout.unwrap_or(self.shared.default_timeout);
-        let mut deadline = tokio::time::Instant::now() + timeout;
         loop {
             let progressed = async {
                 match &activity {
@@ -375,17 +416,15 @@ impl Session {
                     return match reply {
                         Ok(Ok(reply)) => Ok(reply),
                         Ok(Err(e)) => Err(e.during(method)),
+                        // The request was written, then the connection ended.
                         Err(_) => {
                             let reason = self.closed_reason().unwrap_or_else(|| "the session ended".into());
-                            Err(self.error(ErrorKind::Closed(reason)).during(method))
+                            Err(self.error(ErrorKind::Interrupted(reason)).during(method))
                         }
                     };
                 }
-                _ = tokio::time::sleep_until(deadline) => {
-                    guard.reason = "timed out";
-                    return Err(self.error(ErrorKind::Timeout(timeout)).during(method));
-                }
-                _ = progressed => deadline = tokio::time::Instant::now() + timeout,
+                _ = tokio::time::sleep_until(deadline) => return Err(timed_out(&mut guard, deadline)),
+                _ = progressed => deadline = (tokio::time::Instant::now() + timeout).min(latest),
             }
         }
     }
@@ -435,7 +474,10 @@ impl Drop for CancelGuard {
         }
         let (id, reason) = (self.id, self.reason);
         if let Ok(runtime) = tokio::runtime::Handle::try_current() {
-            runtime.spawn(async move { shared.transport.cancel(id, reason).await });
+            runtime.spawn(async move {
+                let cancel = shared.transport.cancel(id, reason);
+                let _ = tokio::time::timeout(WRITE_TIMEOUT, cancel).await;
+            });
         }
     }
 }
@@ -460,6 +502,7 @@ async fn run_inbound(shared: Weak<Shared>, mut inbound: mpsc::Receiver<Inbound>)
                 *shared.closed.lock().expect("closed lock") = Some(reason);
                 // Dropping the senders fails every waiting request with the reason.
                 shared.pending.lock().expect("pending lock").clear();
+                shared.ending.send_replace(true);
                 return;
             }
         }
@@ -494,12 +537,7 @@ fn receive(shared: &Arc<Shared>, decoded: Decoded) {
                     jsonrpc::INVALID_REQUEST,
                     format!("{method}: the request is too large for this client"),
                 );
-                let response = Message::Response(Response {
-                    id: Some(id),
-                    outcome: Err(error),
-                });
-                let shared = shared.clone();
-                tokio::spawn(async move { shared.transport.send(response.to_bytes()).await });
+                answer_in_background(shared, id, method, async { Err(error) });
             }
             return;
         }
@@ -513,7 +551,11 @@ fn receive(shared: &Arc<Shared>, decoded: Decoded) {
             decoded.len,
         ),
         Message::Request(request) => {
-            tokio::spawn(answer(shared.clone(), request));
+            let handlers = shared.handlers.clone();
+            let method = request.method.clone();
+            let params = request.params.unwrap_or(Value::Null);
+            let work = async move { handle_server_request(&handlers, &method, params).await };
+            answer_in_background(shared, request.id, request.method, work);
         }
         Message::Notification(n) => on_notification(shared, n),
     }
@@ -552,24 +594,29 @@ fn on_notification(shared: &Shared, n: Notification) {
         "notifications/progress" => {
             let params = n.params.clone().unwrap_or(Value::Null);
             let token = params.get("progressToken").and_then(Value::as_i64);
-            let pending = shared.pending.lock().expect("pending lock");
-            if let Some(p) = token.and_then(|t| pending.get(&t)) {
-                if let Some(activity) = &p.activity {
-                    activity.notify_one();
+            // Taken out of the lock: the embedder's callback never runs under it.
+            let (activity, callback) = {
+                let pending = shared.pending.lock().expect("pending lock");
+                match token.and_then(|t| pending.get(&t)) {
+                    Some(p) => (p.activity.clone(), p.progress.clone()),
+                    None => (None, None),
                 }
-                if let Some(callback) = &p.progress {
-                    callback(Progress {
-                        progress: params
-                            .get("progress")
-                            .and_then(Value::as_f64)
-                            .unwrap_or(0.0),
-                        total: params.get("total").and_then(Value::as_f64),
-                        message: params
-                            .get("message")
-                            .and_then(Value::as_str)
-                            .map(str::to_string),
-                    });
-                }
+            };
+            if let Some(activity) = &activity {
+                activity.notify_one();
+            }
+            if let Some(callback) = &callback {
+                callback(Progress {
+                    progress: params
+                        .get("progress")
+                        .and_then(Value::as_f64)
+                        .unwrap_or(0.0),
+                    total: params.get("total").and_then(Value::as_f64),
+                    message: params
+                        .get("message")
+                        .and_then(Value::as_str)
+                        .map(str::to_string),
+                });
             }
         }
         "notifications/tools/list_changed" => {
@@ -589,16 +636,46 @@ fn on_notification(shared: &Shared, n: Notification) {
     let _ = shared.notifications.send(n);
 }
 
-async fn answer(shared: Arc<Shared>, request: Request) {
-    let params = request.params.unwrap_or(Value::Null);
-    let outcome = handle_server_request(&shared.handlers, &request.method, params).await;
-    let response = Message::Response(Response {
-        id: Some(request.id),
-        outcome,
+/// Answers one request of the server on a task of its own: at most [`MAX_SERVER_REQUESTS`]
+/// at once (past it the request is dropped, with one warning), each ending when the
+/// connection does, its write bounded by [`WRITE_TIMEOUT`].
+fn answer_in_background(
+    shared: &Arc<Shared>,
+    id: Id,
+    method: String,
+    work: impl Future<Output = Result<Value, ErrorObject>> + Send + 'static,
+) {
+    let Ok(permit) = shared.answering.clone().try_acquire_owned() else {
+        if !shared.warned_of_flood.swap(true, Ordering::Relaxed) {
+            tracing::warn!(server = %shared.server, "the server has more than {MAX_SERVER_REQUESTS} requests to the client unanswered; dropping {method} and any other past that limit");
+        }
+        return;
+    };
+    let mut ending = shared.ending.subscribe();
+    let shared = shared.clone();
+    tokio::spawn(async move {
+        let _permit = permit;
+        let reply = async {
+            let response = Message::Response(Response {
+                id: Some(id),
+                outcome: work.await,
+            });
+            let sent = shared.transport.send(response.to_bytes());
+            match tokio::time::timeout(WRITE_TIMEOUT, sent).await {
+                Ok(Ok(())) => {}
+                Ok(Err(e)) => {
+                    tracing::debug!(server = %shared.server, "could not answer {method}: {e}")
+                }
+                Err(_) => {
+                    tracing::debug!(server = %shared.server, "could not answer {method}: the server is not reading")
+                }
+            }
+        };
+        tokio::select! {
+            () = reply => {}
+            _ = ending.wait_for(|ended| *ended) => {}
+        }
     });
-    if let Err(e) = shared.transport.send(response.to_bytes()).await {
-        tracing::debug!(server = %shared.server, "could not answer {}: {e}", request.method);
-    }
 }
 
 /// What the client answers to a server's request, whether it came as a JSON-RPC request or

@@ -10,14 +10,18 @@
 //! Policies:
 //! - Resumption: each stream remembers its last event id and the server's `retry`; a stream
 //!   that ends before its response is resumed with GET and `Last-Event-ID`, after `retry` or,
-//!   without one, after 1 s, 2 s, 4 s... (at most 30 s), at most 5 times in a row without an
-//!   event. Events whose id was already seen (a replay) are dropped.
+//!   without one, after 1 s, 2 s, 4 s... (at most 30 s), never sooner than 100 ms, at most 5
+//!   times in a row without an event; the request then fails as interrupted (it reached the
+//!   server). Events whose id was already seen (a replay) are dropped.
+//! - The GET stream is opened again after the larger of `retry` and a back-off of 0.5 s that
+//!   doubles (to 30 s) with each stream in a row that failed or brought no message.
 //! - Session expiry: 404 (or a 400 whose body speaks of the session) on a request that carried
 //!   a session id re-initializes once and replays that request once; other requests whose
 //!   streams die with the session fail with an error.
-//! - 429, 502, 503, 504: up to 3 retries, after `Retry-After` (seconds or a date, at most
-//!   30 s) or 0.5 s, 1 s, 2 s. Any other error status fails with the status and the start of
-//!   the body.
+//! - 429 and 503 (the request was not served), and for a GET also 502 and 504: up to 3
+//!   retries, after `Retry-After` (seconds or a date, at most 30 s) or 0.5 s, 1 s, 2 s. A POST
+//!   answered 502 or 504 may have been acted on behind the gateway, so it is not sent again.
+//!   Any other error status fails with the status and the start of the body.
 //! - Redirects (at most 5) are followed; one to another origin drops the configured headers
 //!   and the authorizer's token (the session id stays: the server behind the redirect issued
 //!   it).
@@ -52,6 +56,8 @@ const MAX_RETRIES: u32 = 3;
 const MAX_WAIT: Duration = Duration::from_secs(30);
 const MAX_REDIRECTS: usize = 5;
 const RESUME_ATTEMPTS: u32 = 5;
+/// The shortest wait before a stream is opened again, whatever the server's `retry` says.
+const MIN_RETRY: Duration = Duration::from_millis(100);
 const SEEN_EVENTS: usize = 4096;
 
 /// Supplies the bearer token of every request and answers the server's 401 and 403
@@ -362,9 +368,11 @@ impl Transport for HttpTransport {
                     tracing::debug!(server = %inner.server, "DELETE of the session answered {status}");
                 }
             }
-            let _ = inner
+            // Waits for room (the session reads without pause), so the end is never lost.
+            let closed = inner
                 .inbound
-                .try_send(Inbound::Closed("the client closed the connection".into()));
+                .send(Inbound::Closed("the client closed the connection".into()));
+            let _ = tokio::time::timeout(CLOSE_TIMEOUT, closed).await;
         })
     }
 
@@ -669,11 +677,13 @@ fn resolve(base: &Uri, reference: &str) -> Option<Uri> {
 
 /// Whether a request failed because its pooled connection was already closed by the server
 /// before any answer came: the request is safe to send again on a new connection.
-fn stale_connection(error: &hyper_util::client::legacy::Error) -> bool {
+fn stale_connection(error: &hyper_util::client::legacy::Error, method: &Method) -> bool {
     let mut source = std::error::Error::source(error);
     while let Some(s) = source {
         if let Some(h) = s.downcast_ref::<hyper::Error>() {
-            return h.is_incomplete_message() || h.is_canceled();
+            // Canceled: never written. A connection closed before the answer may have carried
+            // a POST the server acted on (it crashed mid-call): not sent again.
+            return h.is_canceled() || (h.is_incomplete_message() && method != Method::POST);
         }
         source = s.source();
     }
@@ -932,7 +942,7 @@ impl Inner {
                         )));
                     }
                     Ok(Err(e)) => {
-                        if stale_connection(&e) && retries < MAX_RETRIES {
+                        if stale_connection(&e, &method) && retries < MAX_RETRIES {
                             // A pooled connection the server closed (it restarted, or timed
                             // the connection out): try once more on a fresh one.
                             retries += 1;
@@ -965,7 +975,14 @@ impl Inner {
                     continue;
                 }
             }
-            if matches!(status.as_u16(), 429 | 502 | 503 | 504) && retries < MAX_RETRIES {
+            // 429 and 503 say the request was not served; a gateway's 502 or 504 may follow a
+            // POST the server did act on, so only a GET is sent again after one.
+            let retryable = match status.as_u16() {
+                429 | 503 => true,
+                502 | 504 => method == Method::GET,
+                _ => false,
+            };
+            if retryable && retries < MAX_RETRIES {
                 let wait = retry_after(response.headers())
                     .unwrap_or_else(|| backoff(retries))
                     .min(MAX_WAIT);
@@ -1174,23 +1191,24 @@ impl Inner {
                 }
             }
             let Some(last) = cursor.last_event_id.clone() else {
-                return Err(self.error(ErrorKind::Closed(
+                return Err(self.error(ErrorKind::Interrupted(
                     "the server ended the response stream before answering, with no event id to resume from".into(),
                 )));
             };
             attempts += 1;
             if attempts > RESUME_ATTEMPTS {
-                return Err(self.error(ErrorKind::Closed(format!(
+                return Err(self.error(ErrorKind::Interrupted(format!(
                     "the response stream could not be resumed after {RESUME_ATTEMPTS} attempts"
                 ))));
             }
-            tokio::time::sleep(cursor.retry.unwrap_or_else(|| backoff(attempts))).await;
+            let wait = cursor.retry.unwrap_or_else(|| backoff(attempts));
+            tokio::time::sleep(wait.max(MIN_RETRY)).await;
             let response = self
                 .exchange(Method::GET, &self.url, None, Some(&last), &[])
                 .await
                 .map_err(|f| {
                     let e = self.failure(f);
-                    self.error(ErrorKind::Closed(format!(
+                    self.error(ErrorKind::Interrupted(format!(
                         "the response stream ended and resuming it failed: {}",
                         e.kind_text()
                     )))
@@ -1221,6 +1239,8 @@ impl Inner {
 
     async fn listen(self: Arc<Self>) {
         let mut cursor = Cursor::default();
+        // Streams in a row that failed or ended without a message: each doubles the wait, so
+        // a server that ends every stream at once (whatever its `retry`) is not hammered.
         let mut failures = 0;
         while !self.closed.load(Ordering::Relaxed) {
             match self
@@ -1235,9 +1255,10 @@ impl Inner {
             {
                 Ok(response) if content_type(&response) == "text/event-stream" => {
                     let mut reader = EventReader::new(response.into_body(), &self);
+                    failures += 1;
                     while let Some((_, data)) = reader.next(&self, &mut cursor).await {
-                        failures = 0;
                         if let EventData::Message(decoded) = data {
+                            failures = 0;
                             self.deliver(decoded).await;
                         }
                     }
@@ -1255,7 +1276,8 @@ impl Inner {
                     tracing::debug!(server = %self.server, "the GET stream failed: {}", self.failure(f));
                 }
             }
-            tokio::time::sleep(cursor.retry.unwrap_or_else(|| backoff(failures))).await;
+            let wait = cursor.retry.unwrap_or_default().max(backoff(failures));
+            tokio::time::sleep(wait).await;
         }
     }
 

@@ -19,7 +19,7 @@ use std::sync::Mutex as StdMutex;
 use std::time::{Duration, Instant};
 use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt, BufReader};
 use tokio::process::{Child, ChildStdin, Command};
-use tokio::sync::{Mutex, mpsc};
+use tokio::sync::{mpsc, oneshot};
 
 /// Size asked for the pipe of the server's stdout, and of each read from it: with the default
 /// 64 KiB pipe, server and client take turns on every 64 KiB; with 1 MiB the server writes
@@ -46,10 +46,24 @@ pub struct StdioConfig {
     pub cwd: Option<std::path::PathBuf>,
 }
 
+/// Messages waiting for the writer; past this many, `send` waits (within its caller's
+/// deadline) for room.
+const WRITE_QUEUE: usize = 64;
+
+/// One message for the writer, and where to say how its write ended.
+struct Outgoing {
+    bytes: Vec<u8>,
+    written: oneshot::Sender<std::io::Result<()>>,
+}
+
 /// A running stdio server.
 pub struct StdioTransport {
     server: String,
-    stdin: Mutex<Option<ChildStdin>>,
+    /// The writer's queue; `None` once closed.
+    writer: StdMutex<Option<mpsc::Sender<Outgoing>>>,
+    /// The writer task, which owns the server's stdin: aborting it closes the pipe, even in
+    /// the middle of a write the server does not read.
+    writer_task: tokio::task::AbortHandle,
     child: StdMutex<Option<Child>>,
     pid: u32,
 }
@@ -75,16 +89,19 @@ impl StdioTransport {
             Error::new(server, ErrorKind::Spawn(format!("{}: {e}", config.command)))
         })?;
         let pid = child.id().expect("a child just spawned has a pid");
-        let stdin = child.stdin.take();
+        let stdin = child.stdin.take().expect("stdin is piped");
         let stdout = child.stdout.take().expect("stdout is piped");
         let stderr = child.stderr.take().expect("stderr is piped");
         grow_pipe(&stdout);
         let (tx, rx) = mpsc::channel(64);
         tokio::spawn(read_stdout(server.to_string(), stdout, limits, tx));
         tokio::spawn(forward_stderr(server.to_string(), stderr));
+        let (queue, outgoing) = mpsc::channel(WRITE_QUEUE);
+        let writer_task = tokio::spawn(write_stdin(stdin, outgoing)).abort_handle();
         let transport = StdioTransport {
             server: server.to_string(),
-            stdin: Mutex::new(stdin),
+            writer: StdMutex::new(Some(queue)),
+            writer_task,
             child: StdMutex::new(Some(child)),
             pid,
         };
@@ -93,28 +110,37 @@ impl StdioTransport {
 }
 
 impl Transport for StdioTransport {
+    /// Queues the message for the writer and waits until it is written. Dropping the future
+    /// (a deadline) before the write starts means it is never written.
     fn send(&self, mut message: Vec<u8>) -> BoxFuture<'_, Result<()>> {
         Box::pin(async move {
             message.push(b'\n');
-            let mut guard = self.stdin.lock().await;
-            let closed = |why: String| Error::new(&self.server, ErrorKind::Closed(why));
-            let stdin = guard
-                .as_mut()
-                .ok_or_else(|| closed("the transport was closed".into()))?;
-            stdin
-                .write_all(&message)
-                .await
-                .map_err(|e| closed(format!("writing to the server's stdin: {e}")))?;
-            stdin
-                .flush()
-                .await
-                .map_err(|e| closed(format!("writing to the server's stdin: {e}")))
+            let closed = |why: &str| Error::new(&self.server, ErrorKind::Closed(why.into()));
+            let queue = self.writer.lock().expect("writer lock").clone();
+            let queue = queue.ok_or_else(|| closed("the transport was closed"))?;
+            let (written, outcome) = oneshot::channel();
+            let outgoing = Outgoing {
+                bytes: message,
+                written,
+            };
+            if queue.send(outgoing).await.is_err() {
+                return Err(closed("the server's stdin is closed"));
+            }
+            // A message is read by the server only once its last byte (the newline) is
+            // written, so a failed write never reached it.
+            match outcome.await {
+                Ok(Ok(())) => Ok(()),
+                Ok(Err(e)) => Err(closed(&format!("writing to the server's stdin: {e}"))),
+                Err(_) => Err(closed("the transport was closed during the write")),
+            }
         })
     }
 
     fn close(&self) -> BoxFuture<'_, ()> {
         Box::pin(async move {
-            self.stdin.lock().await.take();
+            // Never waits for a write: a server that stopped reading would hold it forever.
+            self.writer.lock().expect("writer lock").take();
+            self.writer_task.abort();
             let child = self.child.lock().expect("child lock").take();
             if let Some(child) = child {
                 let pid = self.pid;
@@ -134,15 +160,31 @@ impl Transport for StdioTransport {
 
 impl Drop for StdioTransport {
     fn drop(&mut self) {
+        // Aborting the writer drops stdin, which closes the pipe.
+        self.writer_task.abort();
         if let Some(child) = self.child.get_mut().expect("child lock").take() {
-            // Dropping stdin (a field) closes the pipe; the rest of the sequence blocks, so it
-            // runs on a thread of its own.
+            // The rest of the sequence blocks, so it runs on a thread of its own.
             let pid = self.pid;
-            let stdin = self.stdin.get_mut().take();
-            std::thread::spawn(move || {
-                drop(stdin);
-                shut_down(child, pid)
-            });
+            std::thread::spawn(move || shut_down(child, pid));
+        }
+    }
+}
+
+/// Writes queued messages to the server's stdin, one after another, until the queue closes
+/// or a write fails. A message whose sender stopped waiting before its turn is skipped.
+async fn write_stdin(mut stdin: ChildStdin, mut queue: mpsc::Receiver<Outgoing>) {
+    while let Some(outgoing) = queue.recv().await {
+        if outgoing.written.is_closed() {
+            continue;
+        }
+        let result = match stdin.write_all(&outgoing.bytes).await {
+            Ok(()) => stdin.flush().await,
+            Err(e) => Err(e),
+        };
+        let failed = result.is_err();
+        let _ = outgoing.written.send(result);
+        if failed {
+            return;
         }
     }
 }

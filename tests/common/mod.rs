@@ -165,6 +165,7 @@ impl HttpFixture {
 /// there. `.ci/install` installs the real servers; without them a test says so and passes,
 /// unless `AGENVOY_REQUIRE_INTEROP=1` (as `.ci/run` sets), where a missing one fails it.
 pub fn installed(relative: &str) -> Option<std::path::PathBuf> {
+    use std::io::Write;
     let dir = std::env::var_os("AGENVOY_INTEROP_DIR")
         .map(std::path::PathBuf::from)
         .unwrap_or_else(|| std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR")).join(".ci/peers"));
@@ -178,8 +179,15 @@ pub fn installed(relative: &str) -> Option<std::path::PathBuf> {
         "{} is not installed: run .ci/install",
         path.display()
     );
-    eprintln!(
-        "skipped: {} is not installed (run .ci/install)",
+    // Written to stderr itself, not through `eprintln!`, which the test harness captures and
+    // hides for a test that passes: a skip must be seen.
+    let test = std::thread::current()
+        .name()
+        .unwrap_or("a test")
+        .to_string();
+    let _ = writeln!(
+        std::io::stderr(),
+        "SKIPPED {test}: {} is not installed (run .ci/install; AGENVOY_REQUIRE_INTEROP=1 fails instead)",
         path.display()
     );
     None
