@@ -1,5 +1,5 @@
-//! The `agenvoy-mcp` binary: list and call the tools of the configured MCP servers, probe
-//! one server, and run the bundled fixture server.
+//! The `agenvoy-mcp` binary: the daemon and its management API, list and call the tools of
+//! the configured MCP servers, probe one server, and run the bundled fixture server.
 
 mod cli;
 
@@ -46,6 +46,24 @@ impl HostOptions {
 
 #[derive(Subcommand)]
 enum Command {
+    /// The daemon: connect every configured server, then serve the management API (routes in
+    /// docs/API.md). Prints `listening on http://ADDR` when ready; SIGINT or SIGTERM closes
+    /// every server and exits.
+    Serve {
+        #[command(flatten)]
+        host: HostOptions,
+        /// Where the API listens (loopback unless --allow-remote).
+        #[arg(long, value_name = "ADDR", default_value = cli::serve::DEFAULT_LISTEN)]
+        listen: std::net::SocketAddr,
+        /// Allow a --listen address other machines can reach (plain HTTP; requests still need
+        /// the token).
+        #[arg(long)]
+        allow_remote: bool,
+        /// Keep OAuth tokens and client secrets in this file (mode 0600) instead of the OS
+        /// keychain.
+        #[arg(long, value_name = "FILE")]
+        token_file: Option<std::path::PathBuf>,
+    },
     /// Connect every configured server; print each server's status, then every tool.
     Tools {
         #[command(flatten)]
@@ -150,6 +168,25 @@ fn runtime() -> tokio::runtime::Runtime {
 fn main() -> ExitCode {
     let cli = Cli::parse();
     match cli.command {
+        Command::Serve {
+            host,
+            listen,
+            allow_remote,
+            token_file,
+        } => {
+            let host = match host.into_args() {
+                Ok(h) => h,
+                Err(code) => return code,
+            };
+            init_logging();
+            agenvoy_mcp::transport::stdio::become_subreaper();
+            runtime().block_on(cli::serve::run(cli::serve::ServeArgs {
+                host,
+                listen,
+                allow_remote,
+                token_file,
+            }))
+        }
         Command::Tools { host, json } => {
             let host = match host.into_args() {
                 Ok(h) => h,
