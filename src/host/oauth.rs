@@ -137,3 +137,44 @@ pub async fn login(
         .login_with(Some(agent))
         .await
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::auth::MemoryStore;
+
+    #[test]
+    fn a_stored_client_secret_goes_only_to_its_url_and_client() {
+        let store: Arc<dyn TokenStore> = Arc::new(MemoryStore::new());
+        let entry = HttpServer {
+            url: "https://a.test/mcp".into(),
+            auth: Some("oauth".into()),
+            oauth_client_id: Some("c1".into()),
+            ..Default::default()
+        };
+        let secret_of = |http: &HttpServer| {
+            let oauth = server_oauth("s", http, store.clone());
+            oauth.config().client.as_ref()?.client_secret.clone()
+        };
+        assert_eq!(secret_of(&entry), None);
+        save_client_secret(store.as_ref(), "s", &entry.url, "c1", Some("sec")).unwrap();
+        assert_eq!(secret_of(&entry).as_deref(), Some("sec"));
+        let moved = HttpServer {
+            url: "https://b.test/mcp".into(),
+            ..entry.clone()
+        };
+        assert_eq!(secret_of(&moved), None, "another URL");
+        let other = HttpServer {
+            oauth_client_id: Some("c2".into()),
+            ..entry.clone()
+        };
+        assert_eq!(secret_of(&other), None, "another client");
+        let in_file = HttpServer {
+            oauth_client_secret: Some("from-file".into()),
+            ..entry.clone()
+        };
+        assert_eq!(secret_of(&in_file).as_deref(), Some("from-file"));
+        forget_server(store.as_ref(), "s").unwrap();
+        assert_eq!(secret_of(&entry), None);
+    }
+}
