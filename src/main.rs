@@ -165,6 +165,21 @@ fn runtime() -> tokio::runtime::Runtime {
         .expect("tokio runtime")
 }
 
+/// Runs a command that connects the configured servers: its options checked, logging on,
+/// orphaned grandchildren adopted so they can be reaped.
+fn run_with_servers<F: std::future::Future<Output = ExitCode>>(
+    host: HostOptions,
+    command: impl FnOnce(cli::HostArgs) -> F,
+) -> ExitCode {
+    let host = match host.into_args() {
+        Ok(h) => h,
+        Err(code) => return code,
+    };
+    init_logging();
+    agenvoy_mcp::transport::stdio::become_subreaper();
+    runtime().block_on(command(host))
+}
+
 fn main() -> ExitCode {
     let cli = Cli::parse();
     match cli.command {
@@ -173,48 +188,30 @@ fn main() -> ExitCode {
             listen,
             allow_remote,
             token_file,
-        } => {
-            let host = match host.into_args() {
-                Ok(h) => h,
-                Err(code) => return code,
-            };
-            init_logging();
-            agenvoy_mcp::transport::stdio::become_subreaper();
-            runtime().block_on(cli::serve::run(cli::serve::ServeArgs {
+        } => run_with_servers(host, |host| {
+            cli::serve::run(cli::serve::ServeArgs {
                 host,
                 listen,
                 allow_remote,
                 token_file,
-            }))
-        }
-        Command::Tools { host, json } => {
-            let host = match host.into_args() {
-                Ok(h) => h,
-                Err(code) => return code,
-            };
-            init_logging();
-            agenvoy_mcp::transport::stdio::become_subreaper();
-            runtime().block_on(cli::tools::run(cli::tools::ToolsArgs { host, json }))
-        }
+            })
+        }),
+        Command::Tools { host, json } => run_with_servers(host, |host| {
+            cli::tools::run(cli::tools::ToolsArgs { host, json })
+        }),
         Command::Call {
             host,
             yes,
             name,
             arguments,
-        } => {
-            let host = match host.into_args() {
-                Ok(h) => h,
-                Err(code) => return code,
-            };
-            init_logging();
-            agenvoy_mcp::transport::stdio::become_subreaper();
-            runtime().block_on(cli::call::run(cli::call::CallArgs {
+        } => run_with_servers(host, |host| {
+            cli::call::run(cli::call::CallArgs {
                 host,
                 yes,
                 name,
                 arguments,
-            }))
-        }
+            })
+        }),
         Command::Login {
             host,
             no_browser,

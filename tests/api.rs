@@ -111,6 +111,17 @@ impl Api {
         self.send("POST", path, Some(body))
     }
 
+    /// Posts each body of `cases` to `path`, expecting its status and an error message that
+    /// says what it names.
+    fn assert_refused(&self, path: &str, cases: &[(Value, u16, &str)]) {
+        for (body, status, says) in cases {
+            let reply = self.post(path, body.clone());
+            assert_eq!(reply.status, *status, "{path} {body}: {reply:?}");
+            let message = reply.error();
+            assert!(message.contains(says), "{path} {body}: {message}");
+        }
+    }
+
     fn status_of(&self, name: &str) -> Value {
         let status = self.get("/v1/mcp/status");
         status["servers"]
@@ -605,12 +616,7 @@ fn servers_are_added_and_removed_through_the_api() {
             "oauth",
         ),
     ];
-    for (body, status, says) in refused {
-        let reply = api.post("/v1/mcp", body.clone());
-        assert_eq!(reply.status, *status, "{body}: {reply:?}");
-        let message = reply.error();
-        assert!(message.contains(says), "{body}: {message}");
-    }
+    api.assert_refused("/v1/mcp", refused);
     assert_eq!(daemon.read("mcp.json"), before);
 
     // A server that cannot connect is added, and shown failed.
@@ -702,6 +708,10 @@ fn reconnect_all_or_one() {
     assert_eq!(api.tool_names().len(), 18, "re-registered");
     let unknown = api.post("/v1/mcp/reconnect", json!({"name": "nope"}));
     assert_eq!(unknown.status, 404);
+    assert_eq!(
+        api.post("/v1/mcp/reconnect", json!({"name": ""})).status,
+        400
+    );
 }
 
 #[test]
@@ -761,39 +771,41 @@ fn the_allowlist_route_and_the_gate() {
 
     // Refusals change nothing.
     let before = daemon.read("allow_tool");
-    let bad: &[(Value, &str)] = &[
+    let bad: &[(Value, u16, &str)] = &[
         (
             json!({"tool": {"prefix": "mcp__fx__", "entries": ["bash"]}}),
+            400,
             "does not start with",
         ),
         (
             json!({"tool": {"prefix": "mcp__fx__", "entries": ["mcp__fx__a b"]}}),
+            400,
             "not a tool name",
         ),
         (
             json!({"tool": {"prefix": "bash", "entries": []}}),
+            400,
             "mcp__<server>__",
         ),
         (
             json!({"tool": {"prefix": "mcp__", "entries": []}}),
+            400,
             "mcp__<server>__",
         ),
         (
             json!({"tool": {"prefix": "mcp__fx__", "entries": "mcp__fx__*"}}),
+            400,
             "entries",
         ),
         (
             json!({"tool": {"prefix": "mcp__fx__", "entries": [1]}}),
+            400,
             "array of strings",
         ),
-        (json!({"prefix": "mcp__fx__"}), "unknown member"),
-        (json!({}), "the body must be"),
+        (json!({"prefix": "mcp__fx__"}), 400, "unknown member"),
+        (json!({}), 400, "the body must be"),
     ];
-    for (body, says) in bad {
-        let reply = api.post("/v1/allowlist", body.clone());
-        assert_eq!(reply.status, 400, "{body}: {reply:?}");
-        assert!(reply.error().contains(says), "{body}: {reply:?}");
-    }
+    api.assert_refused("/v1/allowlist", bad);
     assert_eq!(daemon.read("allow_tool"), before);
 
     // The call route's own errors.
@@ -823,11 +835,7 @@ fn the_allowlist_route_and_the_gate() {
         ),
         (json!({"arguments": {}}), 400, "\"name\""),
     ];
-    for (body, status, says) in errors {
-        let reply = api.post("/v1/mcp/call", body.clone());
-        assert_eq!(reply.status, *status, "{body}: {reply:?}");
-        assert!(reply.error().contains(says), "{body}: {reply:?}");
-    }
+    api.assert_refused("/v1/mcp/call", errors);
 }
 
 #[test]
@@ -1140,11 +1148,7 @@ fn the_oauth_client_route_checks_its_input() {
             "unknown member",
         ),
     ];
-    for (body, status, says) in bad {
-        let reply = api.post("/v1/mcp/oauth/client", body.clone());
-        assert_eq!(reply.status, *status, "{body}: {reply:?}");
-        assert!(reply.error().contains(says), "{body}: {reply:?}");
-    }
+    api.assert_refused("/v1/mcp/oauth/client", bad);
     assert_eq!(daemon.read("mcp.json"), before);
     let set = api.post(
         "/v1/mcp/oauth/client",

@@ -132,7 +132,7 @@ pub(super) fn start(state: Arc<State>, query: &str) -> Answer {
         let _ = done_tx.send(Some(outcome));
         let _ = tokio::time::timeout(Duration::from_secs(5), events.send(event(&last))).await;
     });
-    let mut response = Response::new(ChannelBody(rx).boxed());
+    let mut response = Response::new(ChannelBody::new(rx).boxed());
     let headers = response.headers_mut();
     headers.insert(CONTENT_TYPE, HeaderValue::from_static("text/event-stream"));
     headers.insert(CACHE_CONTROL, HeaderValue::from_static("no-store"));

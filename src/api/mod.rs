@@ -305,8 +305,16 @@ pub(crate) fn ok(value: Value) -> Result<Response<Body>, ApiError> {
     Ok(json_response(StatusCode::OK, &value))
 }
 
-/// A body fed by a channel (the login stream).
-pub(crate) struct ChannelBody(mpsc::Receiver<Bytes>);
+/// A response body fed by a channel (the login stream): each `Bytes` sent is one frame,
+/// written as it comes; the body ends once every sender is gone.
+pub struct ChannelBody(mpsc::Receiver<Bytes>);
+
+impl ChannelBody {
+    /// A body reading `chunks`.
+    pub fn new(chunks: mpsc::Receiver<Bytes>) -> Self {
+        ChannelBody(chunks)
+    }
+}
 
 impl hyper::body::Body for ChannelBody {
     type Data = Bytes;

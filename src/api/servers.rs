@@ -160,7 +160,11 @@ pub(super) fn status(state: &State) -> Answer {
 /// `POST /v1/mcp/reconnect`: every server, or `{"name"}`.
 pub(super) async fn reconnect(state: &State, body: Value) -> Answer {
     only_members(&body, &["name"])?;
-    let outcomes = match optional_string(&body, "name")? {
+    let one = match body.get("name") {
+        None | Some(Value::Null) => None,
+        Some(_) => Some(required_string(&body, "name")?),
+    };
+    let outcomes = match one {
         Some(name) => {
             if !state.manager.status().iter().any(|s| s.name == name) {
                 return Err(ApiError::not_found(format!(
