@@ -564,6 +564,35 @@ async fn servers_are_added_and_removed_at_run_time() {
     manager.close().await;
 }
 
+#[tokio::test]
+async fn a_removed_server_gives_up_the_names_it_kept_in_collisions() {
+    let dir = tempfile::tempdir().unwrap();
+    let manager = start(
+        json!({"a": fixture_entry(&[]), "a__b": fixture_entry(&[])}),
+        options(dir.path()),
+    )
+    .await;
+    manager.watch();
+    // Tool `b__late` of `a` and tool `late` of `a__b` are both mcp__a__b__late; `a` has it first.
+    auto_call(&manager, "mcp__a__add_tool", json!({"name": "b__late"})).await;
+    eventually(Duration::from_secs(5), "a's b__late registered", || {
+        manager.registry().resolve("mcp__a__b__late") == Some(("a", "b__late"))
+    })
+    .await;
+    auto_call(&manager, "mcp__a__b__add_tool", json!({"name": "late"})).await;
+    eventually(Duration::from_secs(5), "the collision is reported", || {
+        !manager.registry().collisions().is_empty()
+    })
+    .await;
+    assert!(manager.remove("a").await);
+    assert_eq!(
+        manager.registry().resolve("mcp__a__b__late"),
+        Some(("a__b", "late"))
+    );
+    assert!(manager.registry().collisions().is_empty());
+    manager.close().await;
+}
+
 fn confirm_answering(answer: Result<(), String>) -> ConfirmCallback {
     Arc::new(move |_request: ConfirmRequest| {
         let answer = answer.clone();

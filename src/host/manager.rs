@@ -914,15 +914,29 @@ impl Manager {
     /// registry. `None` if there is no such server; else its client, for
     /// [`Manager::close_detached`].
     pub(crate) fn detach(&self, name: &str) -> Option<Option<Arc<Client>>> {
-        let mut slot = self.slots().remove(name)?;
+        let mut slots = self.slots();
+        let mut slot = slots.remove(name)?;
         if let Some(w) = slot.watcher.take() {
             w.abort();
         }
-        self.inner
-            .registry
-            .write()
-            .expect("registry lock")
-            .remove_server(name);
+        // Servers whose tools lost a name to this one get it now.
+        let blocked: std::collections::BTreeSet<String> = {
+            let mut registry = self.inner.registry.write().expect("registry lock");
+            registry.remove_server(name);
+            registry
+                .collisions()
+                .into_iter()
+                .filter(|c| c.kept.0 == name)
+                .map(|c| c.dropped.0)
+                .collect()
+        };
+        if self.inner.registered.load(Ordering::SeqCst) {
+            for other in &blocked {
+                if let Some(other_slot) = slots.get(other) {
+                    self.register_slot(other, other_slot);
+                }
+            }
+        }
         tracing::info!(server = %name, "removed");
         Some(slot.client.take())
     }
