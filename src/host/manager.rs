@@ -493,7 +493,8 @@ impl Manager {
         manager
     }
 
-    /// The config the manager was made from.
+    /// The config the manager was made from (servers added or removed since are not in it:
+    /// [`Manager::status`] lists the servers it has now).
     pub fn config(&self) -> &Config {
         &self.inner.config
     }
