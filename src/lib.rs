@@ -9,6 +9,8 @@
 //! - [`auth`] (feature `oauth`): OAuth 2.1: discovery, registration, PKCE, loopback login,
 //!   token store, refresh, step-up.
 //! - [`host`]: Agenvoy's runtime: config file, [`host::Manager`], tool registry, confirm gate.
+//! - [`api`] (feature `api`): the management API of `agenvoy-mcp serve`, HTTP on loopback,
+//!   locked to its owner.
 //!
 //! ```no_run
 //! # async fn demo() -> agenvoy_mcp::Result<()> {
@@ -23,6 +25,8 @@
 //! ```
 #![warn(missing_docs)]
 
+#[cfg(feature = "api")]
+pub mod api;
 #[cfg(feature = "oauth")]
 pub mod auth;
 pub mod client;

@@ -1,5 +1,5 @@
-//! The `agenvoy-mcp` binary: list and call the tools of the configured MCP servers, probe
-//! one server, and run the bundled fixture server.
+//! The `agenvoy-mcp` binary: the daemon and its management API, list and call the tools of
+//! the configured MCP servers, probe one server, and run the bundled fixture server.
 
 mod cli;
 
@@ -46,6 +46,24 @@ impl HostOptions {
 
 #[derive(Subcommand)]
 enum Command {
+    /// The daemon: connect every configured server, then serve the management API (routes in
+    /// docs/API.md). Prints `listening on http://ADDR` when ready; SIGINT or SIGTERM closes
+    /// every server and exits.
+    Serve {
+        #[command(flatten)]
+        host: HostOptions,
+        /// Where the API listens (loopback unless --allow-remote).
+        #[arg(long, value_name = "ADDR", default_value = cli::serve::DEFAULT_LISTEN)]
+        listen: std::net::SocketAddr,
+        /// Allow a --listen address other machines can reach (plain HTTP; requests still need
+        /// the token).
+        #[arg(long)]
+        allow_remote: bool,
+        /// Keep OAuth tokens and client secrets in this file (mode 0600) instead of the OS
+        /// keychain.
+        #[arg(long, value_name = "FILE")]
+        token_file: Option<std::path::PathBuf>,
+    },
     /// Connect every configured server; print each server's status, then every tool.
     Tools {
         #[command(flatten)]
@@ -147,37 +165,53 @@ fn runtime() -> tokio::runtime::Runtime {
         .expect("tokio runtime")
 }
 
+/// Runs a command that connects the configured servers: its options checked, logging on,
+/// orphaned grandchildren adopted so they can be reaped.
+fn run_with_servers<F: std::future::Future<Output = ExitCode>>(
+    host: HostOptions,
+    command: impl FnOnce(cli::HostArgs) -> F,
+) -> ExitCode {
+    let host = match host.into_args() {
+        Ok(h) => h,
+        Err(code) => return code,
+    };
+    init_logging();
+    agenvoy_mcp::transport::stdio::become_subreaper();
+    runtime().block_on(command(host))
+}
+
 fn main() -> ExitCode {
     let cli = Cli::parse();
     match cli.command {
-        Command::Tools { host, json } => {
-            let host = match host.into_args() {
-                Ok(h) => h,
-                Err(code) => return code,
-            };
-            init_logging();
-            agenvoy_mcp::transport::stdio::become_subreaper();
-            runtime().block_on(cli::tools::run(cli::tools::ToolsArgs { host, json }))
-        }
+        Command::Serve {
+            host,
+            listen,
+            allow_remote,
+            token_file,
+        } => run_with_servers(host, |host| {
+            cli::serve::run(cli::serve::ServeArgs {
+                host,
+                listen,
+                allow_remote,
+                token_file,
+            })
+        }),
+        Command::Tools { host, json } => run_with_servers(host, |host| {
+            cli::tools::run(cli::tools::ToolsArgs { host, json })
+        }),
         Command::Call {
             host,
             yes,
             name,
             arguments,
-        } => {
-            let host = match host.into_args() {
-                Ok(h) => h,
-                Err(code) => return code,
-            };
-            init_logging();
-            agenvoy_mcp::transport::stdio::become_subreaper();
-            runtime().block_on(cli::call::run(cli::call::CallArgs {
+        } => run_with_servers(host, |host| {
+            cli::call::run(cli::call::CallArgs {
                 host,
                 yes,
                 name,
                 arguments,
-            }))
-        }
+            })
+        }),
         Command::Login {
             host,
             no_browser,

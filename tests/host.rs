@@ -7,7 +7,8 @@ mod common;
 use agenvoy_mcp::ClientOptions;
 use agenvoy_mcp::host::gate::{ConfirmCallback, ConfirmRequest};
 use agenvoy_mcp::host::{
-    CallError, Config, Manager, ManagerOptions, PermissionMode, ServerState, ServerStatus,
+    AddError, CallError, Config, Manager, ManagerOptions, PermissionMode, ServerConfig,
+    ServerState, ServerStatus,
 };
 use agenvoy_mcp::protocol::session::Handlers;
 use agenvoy_mcp::protocol::types::Root;
@@ -523,6 +524,107 @@ async fn reconnect_one_and_all() {
             .all(|s| s.state == ServerState::Disconnected)
     );
     assert!(manager.tool_definitions().is_empty());
+}
+
+#[tokio::test]
+async fn servers_are_added_and_removed_at_run_time() {
+    let dir = tempfile::tempdir().unwrap();
+    let manager = start(json!({"a": fixture_entry(&[])}), options(dir.path())).await;
+    manager.watch();
+    let entry = |flags: &[&str]| ServerConfig::from_value("x", &fixture_entry(flags)).unwrap();
+    let add = |name: &'static str, server: ServerConfig| {
+        let manager = manager.clone();
+        tokio::spawn(async move { manager.add(name, server).await })
+    };
+    // A slow server being added holds up nobody.
+    let slow = add("slow", entry(&["--mode", "slow-start=1.5"]));
+    eventually(Duration::from_secs(2), "slow is connecting", || {
+        manager
+            .status()
+            .iter()
+            .any(|s| s.name == "slow" && s.state == ServerState::Connecting)
+    })
+    .await;
+    let started = Instant::now();
+    assert_eq!(
+        auto_call(&manager, "mcp__a__echo", json!({"text": "meanwhile"})).await,
+        "meanwhile"
+    );
+    assert!(started.elapsed() < Duration::from_secs(1));
+    let status = slow.await.unwrap().unwrap();
+    assert_eq!(status.state, ServerState::Connected);
+    assert_eq!(status.tool_count, 9);
+    assert!(registered_names(&manager).contains(&"mcp__slow__echo".to_string()));
+    // It is watched like the others.
+    auto_call(&manager, "mcp__slow__add_tool", json!({"name": "late"})).await;
+    eventually(Duration::from_secs(5), "mcp__slow__late registered", || {
+        registered_names(&manager).contains(&"mcp__slow__late".to_string())
+    })
+    .await;
+    // Names are checked.
+    assert_eq!(
+        manager.add("a", entry(&[])).await.unwrap_err(),
+        AddError::Taken("a".into())
+    );
+    let e = manager.add("bad name", entry(&[])).await.unwrap_err();
+    assert!(e.to_string().contains("letters, digits"), "{e}");
+    // Removing unregisters the tools and closes the process before it returns.
+    let pid = pid_of(&manager, "slow");
+    assert!(manager.remove("slow").await);
+    assert_group_gone_within(pid, Duration::ZERO);
+    assert_eq!(registered_names(&manager).len(), 9);
+    assert!(manager.status().iter().all(|s| s.name != "slow"));
+    assert!(!manager.remove("slow").await);
+    // A server removed while it connects is closed too, once its connect ends.
+    let marker = "slow-start=1.25";
+    let adding = add("late", entry(&["--mode", marker]));
+    eventually(Duration::from_secs(5), "its process started", || {
+        !processes_with_arg(marker).is_empty()
+    })
+    .await;
+    let pids = processes_with_arg(marker);
+    assert!(manager.remove("late").await);
+    for pid in pids {
+        assert_group_gone_within(pid, Duration::ZERO);
+    }
+    assert_eq!(
+        adding.await.unwrap().unwrap_err(),
+        AddError::Removed("late".into())
+    );
+    // The name is free again.
+    let again = manager.add("late", entry(&[])).await.unwrap();
+    assert_eq!(again.state, ServerState::Connected);
+    assert_eq!(registered_names(&manager).len(), 18);
+    manager.close().await;
+}
+
+#[tokio::test]
+async fn a_removed_server_gives_up_the_names_it_kept_in_collisions() {
+    let dir = tempfile::tempdir().unwrap();
+    let manager = start(
+        json!({"a": fixture_entry(&[]), "a__b": fixture_entry(&[])}),
+        options(dir.path()),
+    )
+    .await;
+    manager.watch();
+    // Tool `b__late` of `a` and tool `late` of `a__b` are both mcp__a__b__late; `a` has it first.
+    auto_call(&manager, "mcp__a__add_tool", json!({"name": "b__late"})).await;
+    eventually(Duration::from_secs(5), "a's b__late registered", || {
+        manager.registry().resolve("mcp__a__b__late") == Some(("a", "b__late"))
+    })
+    .await;
+    auto_call(&manager, "mcp__a__b__add_tool", json!({"name": "late"})).await;
+    eventually(Duration::from_secs(5), "the collision is reported", || {
+        !manager.registry().collisions().is_empty()
+    })
+    .await;
+    assert!(manager.remove("a").await);
+    assert_eq!(
+        manager.registry().resolve("mcp__a__b__late"),
+        Some(("a__b", "late"))
+    );
+    assert!(manager.registry().collisions().is_empty());
+    manager.close().await;
 }
 
 fn confirm_answering(answer: Result<(), String>) -> ConfirmCallback {

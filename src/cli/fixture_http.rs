@@ -28,10 +28,11 @@
 //! `Authorization` or `X-Api-Key` header.
 
 use super::fixture_server::{Output, Server};
+use agenvoy_mcp::api::ChannelBody;
 use agenvoy_mcp::wire::jsonrpc::{Id, Message};
 use bytes::Bytes;
 use http_body_util::{BodyExt, Full, combinators::BoxBody};
-use hyper::body::{Frame, Incoming};
+use hyper::body::Incoming;
 use hyper::{Method, Request, Response, StatusCode};
 use serde_json::json;
 use std::collections::HashMap;
@@ -100,25 +101,9 @@ fn full(bytes: impl Into<Bytes>) -> Body {
     Full::new(bytes.into()).boxed()
 }
 
-/// A body fed by a channel, so a response can be written while it is sent.
-struct ChannelBody(mpsc::Receiver<Bytes>);
-
-impl hyper::body::Body for ChannelBody {
-    type Data = Bytes;
-    type Error = Infallible;
-    fn poll_frame(
-        mut self: std::pin::Pin<&mut Self>,
-        cx: &mut std::task::Context<'_>,
-    ) -> std::task::Poll<Option<Result<Frame<Bytes>, Infallible>>> {
-        self.0
-            .poll_recv(cx)
-            .map(|chunk| chunk.map(|b| Ok(Frame::data(b))))
-    }
-}
-
 fn streamed(capacity: usize) -> (Chunks, Body) {
     let (tx, rx) = mpsc::channel(capacity);
-    (tx, ChannelBody(rx).boxed())
+    (tx, ChannelBody::new(rx).boxed())
 }
 
 /// Sends one chunk from a blocking thread; false once the reader is gone.

@@ -6,6 +6,7 @@ pub mod fixture_http;
 pub mod fixture_server;
 pub mod login;
 pub mod probe;
+pub mod serve;
 pub mod tools;
 
 use agenvoy_mcp::ClientOptions;
@@ -20,6 +21,15 @@ pub struct HostArgs {
     pub config: Option<PathBuf>,
     /// Seconds each server gets to start and to answer each request.
     pub timeout: Duration,
+}
+
+impl HostArgs {
+    /// The config file: `--config FILE`, else the default one.
+    pub fn config_path(&self) -> PathBuf {
+        self.config
+            .clone()
+            .unwrap_or_else(config::default_config_path)
+    }
 }
 
 /// Where the config came from, for the first line of output.
@@ -37,10 +47,7 @@ pub async fn start_manager(
     args: &HostArgs,
     options: ManagerOptions,
 ) -> Result<(Manager, String), ConfigError> {
-    let path = args
-        .config
-        .clone()
-        .unwrap_or_else(config::default_config_path);
+    let path = args.config_path();
     let mut loaded = Config::load(&path)?;
     let source = describe_source(&loaded, &path);
     if !loaded.found() {

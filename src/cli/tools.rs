@@ -14,7 +14,7 @@
 //! ```
 //!
 //! With `--json`, one object: `{"config": {"path", "found"}, "servers": [{"name",
-//! "transport", "protocolVersion", "state", "lastError", "toolCount", "hasInstructions"}],
+//! "transport", "era", "protocolVersion", "state", "lastError", "toolCount", "hasInstructions"}],
 //! "tools": [{"name", "description", "input_schema", "server", "tool"}], "collisions": [...]}`.
 //!
 //! Exit code 0 whenever the config could be read (failed servers are shown, not fatal); 1 if

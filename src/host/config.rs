@@ -472,6 +472,12 @@ impl Config {
         servers
     }
 
+    /// One server's entry as written, members this crate does not know included; `None`
+    /// if there is no such server. It may hold literal secrets: never show it unredacted.
+    pub fn server_value(&self, name: &str) -> Option<&Value> {
+        self.servers_map()?.get(name)
+    }
+
     /// One server's entry, or what is wrong with it; `None` if there is no such server.
     pub fn server(&self, name: &str) -> Option<Result<ServerConfig, ConfigError>> {
         let value = self.servers_map()?.get(name)?;

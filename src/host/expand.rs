@@ -46,6 +46,18 @@ pub fn expand_env(text: &str) -> String {
     expand(text, |name| std::env::var(name).ok())
 }
 
+/// Whether `text` expands to exactly one variable's value and nothing else (`$TOKEN`,
+/// `${TOKEN}`): such a value holds no secret itself, only where to find one.
+pub fn is_pure_reference(text: &str) -> bool {
+    const MARK: &str = "\u{0}";
+    let lookups = std::cell::Cell::new(0);
+    let expanded = expand(text, |_| {
+        lookups.set(lookups.get() + 1);
+        Some(MARK.to_string())
+    });
+    lookups.get() == 1 && expanded == MARK
+}
+
 fn is_special(c: u8) -> bool {
     matches!(
         c,
@@ -84,7 +96,28 @@ fn shell_name(s: &str) -> (Option<&str>, usize) {
 
 #[cfg(test)]
 mod tests {
-    use super::expand;
+    use super::{expand, is_pure_reference};
+
+    #[test]
+    fn pure_references() {
+        for text in ["$TOKEN", "${TOKEN}", "${A B}", "$1"] {
+            assert!(is_pure_reference(text), "{text:?}");
+        }
+        for text in [
+            "",
+            "s3cret",
+            "Bearer $TOKEN",
+            "${TOKEN}x",
+            "$A$B",
+            "$",
+            "${}",
+            "${TOKEN",
+            "${\0",
+            "\0",
+        ] {
+            assert!(!is_pure_reference(text), "{text:?}");
+        }
+    }
 
     fn env(name: &str) -> Option<String> {
         match name {

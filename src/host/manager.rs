@@ -13,17 +13,21 @@
 //! - [`Manager::call`] passes the gate, calls the tool and returns the rendered, capped
 //!   output. If the session died it reconnects once and retries once; a call whose tool
 //!   returned `isError` is never retried.
+//! - [`Manager::add`] and [`Manager::remove`] change the servers at run time: an added server
+//!   is connected, registered and watched like the others (a slow one blocks nobody); a
+//!   removed one is unregistered and its client closed (its process gone) before `remove`
+//!   returns. Neither touches the config file: the caller saves it.
 //! - [`Manager::reconnect`], [`Manager::reconnect_server`], [`Manager::status`],
 //!   [`Manager::instructions`], [`Manager::close`].
 
-use super::config::{Config, ConfigError, ServerConfig};
+use super::config::{Config, ConfigError, ServerConfig, is_valid_server_name};
 use super::gate::{ConfirmCallback, Denied, Gate, PermissionMode, default_allowlist_path};
 use super::instructions::instructions_block;
 use super::registry::{Collision, Registry, ToolDefinition};
 use crate::client::{Client, ClientOptions};
 use crate::error::{Error, ErrorKind, Result};
 use crate::protocol::session::RequestOptions;
-use crate::protocol::types::{Tool, ToolOutput};
+use crate::protocol::types::{Era, Tool, ToolOutput};
 use crate::wire::jsonrpc::Notification;
 use serde::Serialize;
 use serde_json::Value;
@@ -133,6 +137,8 @@ pub struct ServerStatus {
     pub name: String,
     /// `stdio` or `http` (what the config says; `?` for an invalid entry).
     pub transport: String,
+    /// The protocol era of the session, once connected.
+    pub era: Option<Era>,
     /// The negotiated protocol revision, once connected.
     pub protocol_version: Option<String>,
     /// Where it is.
@@ -170,6 +176,44 @@ impl fmt::Display for CallError {
 }
 
 impl std::error::Error for CallError {}
+
+/// Why [`Manager::add`] did not add a server.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum AddError {
+    /// The name is not letters, digits, `_` or `-`.
+    InvalidName(String),
+    /// A server by this name is already there.
+    Taken(String),
+    /// A server of this name is still being removed or reconnected.
+    Busy(String),
+    /// The server was removed while it connected.
+    Removed(String),
+}
+
+impl fmt::Display for AddError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            AddError::InvalidName(name) => write!(
+                f,
+                "server name {name:?} is not valid: use letters, digits, '_' or '-' (it becomes part of tool names)"
+            ),
+            AddError::Taken(name) => write!(
+                f,
+                "a server named {name:?} is already configured; remove it first or pick another name"
+            ),
+            AddError::Busy(name) => write!(
+                f,
+                "server {name:?} is still being removed or reconnected; try again in a moment"
+            ),
+            AddError::Removed(name) => {
+                write!(f, "server {name:?} was removed while it was connecting")
+            }
+        }
+    }
+}
+
+impl std::error::Error for AddError {}
 
 /// Connects one configured server. The one place that turns a config entry into a client:
 /// stdio entries start their command (with `$VAR` expanded); `url` entries connect over
@@ -367,6 +411,36 @@ impl fmt::Debug for Manager {
     }
 }
 
+/// A server [`Manager::begin_add`] has taken the name for, not connected yet.
+pub(crate) struct PendingAdd {
+    manager: Manager,
+    name: String,
+    config: ServerConfig,
+    _held: tokio::sync::OwnedMutexGuard<()>,
+}
+
+impl PendingAdd {
+    /// Connects the server and lists its tools; returns its status.
+    pub(crate) async fn connect(self) -> Result<ServerStatus, AddError> {
+        let manager = &self.manager;
+        let result = connect_and_list(self.name.clone(), self.config, &manager.inner.options).await;
+        let made = result.as_ref().ok().map(|c| c.client.clone());
+        manager.apply_connect(&self.name, result);
+        let placed = manager.client(&self.name);
+        if let Some(made) = made
+            && placed.is_none_or(|c| !Arc::ptr_eq(&c, &made))
+        {
+            // Removed while connecting: close it before the lock is let go.
+            made.close().await;
+        }
+        manager
+            .status()
+            .into_iter()
+            .find(|s| s.name == self.name)
+            .ok_or(AddError::Removed(self.name))
+    }
+}
+
 impl Manager {
     /// Reads the config file at `path` (a missing file is no servers) and connects every
     /// server, as [`Manager::new`].
@@ -419,7 +493,8 @@ impl Manager {
         manager
     }
 
-    /// The config the manager was made from.
+    /// The config the manager was made from (servers added or removed since are not in it:
+    /// [`Manager::status`] lists the servers it has now).
     pub fn config(&self) -> &Config {
         &self.inner.config
     }
@@ -679,6 +754,7 @@ impl Manager {
                         .as_ref()
                         .map_or("?", ServerConfig::transport)
                         .to_string(),
+                    era: details.map(|d| d.era),
                     protocol_version: details.map(|d| d.protocol_version.clone()),
                     state,
                     last_error,
@@ -781,6 +857,105 @@ impl Manager {
                 }
                 Err(e) => return Err(CallError::Server(e)),
             }
+        }
+    }
+
+    /// Adds a server at run time: connects it and lists its tools (its failure is recorded
+    /// in [`Manager::status`] as at startup, not returned), registers them once
+    /// [`Manager::register_all`] has run and watches it once [`Manager::watch`] has run.
+    /// Returns its status. The other servers are never held up; the config file is not
+    /// touched.
+    pub async fn add(&self, name: &str, config: ServerConfig) -> Result<ServerStatus, AddError> {
+        self.begin_add(name, config)?.connect().await
+    }
+
+    /// The first, immediate half of [`Manager::add`]: the name is checked and taken (the
+    /// server shows as `connecting`); [`PendingAdd::connect`] does the rest.
+    pub(crate) fn begin_add(
+        &self,
+        name: &str,
+        config: ServerConfig,
+    ) -> Result<PendingAdd, AddError> {
+        if !is_valid_server_name(name) {
+            return Err(AddError::InvalidName(name.to_string()));
+        }
+        // Held until the connect ends, so a reconnect or a remove of this name waits for it,
+        // and a connect of a removed server of the same name cannot land in this slot.
+        let held = self
+            .reconnect_lock(name)
+            .try_lock_owned()
+            .map_err(|_| AddError::Busy(name.to_string()))?;
+        let mut slots = self.slots();
+        if slots.contains_key(name) {
+            return Err(AddError::Taken(name.to_string()));
+        }
+        slots.insert(name.to_string(), Slot::new(Ok(config.clone())));
+        Ok(PendingAdd {
+            manager: self.clone(),
+            name: name.to_string(),
+            config,
+            _held: held,
+        })
+    }
+
+    /// Removes a server at run time: unregisters its tools, stops its watcher and closes its
+    /// client (a stdio server's process is gone when this returns; a connect in flight is
+    /// waited for and closed too). Returns false if there is no such server. The config file
+    /// is not touched.
+    pub async fn remove(&self, name: &str) -> bool {
+        match self.detach(name) {
+            Some(client) => {
+                self.close_detached(name, client).await;
+                true
+            }
+            None => false,
+        }
+    }
+
+    /// The first, immediate half of [`Manager::remove`]: the server leaves the slots and the
+    /// registry. `None` if there is no such server; else its client, for
+    /// [`Manager::close_detached`].
+    pub(crate) fn detach(&self, name: &str) -> Option<Option<Arc<Client>>> {
+        let mut slots = self.slots();
+        let mut slot = slots.remove(name)?;
+        if let Some(w) = slot.watcher.take() {
+            w.abort();
+        }
+        // Servers whose tools lost a name to this one get it now.
+        let blocked: std::collections::BTreeSet<String> = {
+            let mut registry = self.inner.registry.write().expect("registry lock");
+            registry.remove_server(name);
+            registry
+                .collisions()
+                .into_iter()
+                .filter(|c| c.kept.0 == name)
+                .map(|c| c.dropped.0)
+                .collect()
+        };
+        if self.inner.registered.load(Ordering::SeqCst) {
+            for other in &blocked {
+                if let Some(other_slot) = slots.get(other) {
+                    self.register_slot(other, other_slot);
+                }
+            }
+        }
+        tracing::info!(server = %name, "removed");
+        Some(slot.client.take())
+    }
+
+    /// The second half of [`Manager::remove`]: closes the client and waits out a connect of
+    /// this name in flight (which closes what it made, finding its slot gone).
+    pub(crate) async fn close_detached(&self, name: &str, client: Option<Arc<Client>>) {
+        if let Some(client) = client {
+            client.close().await;
+        }
+        let lock = self.reconnect_lock(name);
+        drop(lock.lock().await);
+        drop(lock);
+        let mut locks = self.inner.reconnect_locks.lock().expect("locks lock");
+        let unused = locks.get(name).is_some_and(|l| Arc::strong_count(l) == 1);
+        if unused && !self.slots().contains_key(name) {
+            locks.remove(name);
         }
     }
 

@@ -36,5 +36,5 @@ pub mod registry;
 
 pub use config::{Config, ConfigError, ServerConfig};
 pub use gate::{Allowlist, ConfirmCallback, Gate, PermissionMode};
-pub use manager::{CallError, Manager, ManagerOptions, ServerState, ServerStatus};
+pub use manager::{AddError, CallError, Manager, ManagerOptions, ServerState, ServerStatus};
 pub use registry::{Registry, ToolDefinition};

@@ -1,10 +1,16 @@
 //! OAuth for `"auth": "oauth"` entries: the settings read from the entry, the token store
 //! the host uses, and the login behind `agenvoy-mcp login NAME` (and `/mcp → NAME → login`).
+//!
+//! A pre-registered client's secret is either the entry's `oauth_client_secret` (usually a
+//! `${VAR}` reference) or, when given through the management API, kept in the token store
+//! under `client_secret:<server>` together with the server URL and client id it belongs to:
+//! it is used only while the entry still names that URL and client id.
 
 use super::config::{Config, HttpServer, ServerConfig, config_dir};
 use super::expand::expand_env;
 use crate::auth::{OAuth, OAuthConfig, PreRegistered, TokenStore, UserAgent};
 use crate::error::{Error, ErrorKind, Result};
+use serde::{Deserialize, Serialize};
 use std::sync::{Arc, OnceLock};
 
 /// The process's token store: the OS keychain when one answers, else
@@ -38,9 +44,69 @@ pub fn oauth_config(name: &str, http: &HttpServer) -> OAuthConfig {
     config
 }
 
-/// The OAuth of one entry, with its tokens in `store`.
+/// The OAuth of one entry, with its tokens in `store` (and the client secret, when the
+/// entry has none and `store` holds one for this URL and client id).
 pub fn server_oauth(name: &str, http: &HttpServer, store: Arc<dyn TokenStore>) -> OAuth {
-    OAuth::new(oauth_config(name, http), store)
+    let mut config = oauth_config(name, http);
+    if let Some(client) = config.client.as_mut()
+        && client.client_secret.is_none()
+    {
+        client.client_secret = stored_client_secret(store.as_ref(), name, http);
+    }
+    OAuth::new(config, store)
+}
+
+/// The token store key of a client secret given through the API.
+pub fn client_secret_key(server: &str) -> String {
+    format!("client_secret:{server}")
+}
+
+/// A client secret in the token store, and what it belongs to.
+#[derive(Serialize, Deserialize)]
+struct StoredSecret {
+    server_url: String,
+    client_id: String,
+    client_secret: String,
+}
+
+/// Keeps the secret of the pre-registered client `client_id` of server `name` at `url` in
+/// `store` (`None` forgets any). The errors carry no secret.
+pub fn save_client_secret(
+    store: &dyn TokenStore,
+    name: &str,
+    url: &str,
+    client_id: &str,
+    secret: Option<&str>,
+) -> std::result::Result<(), String> {
+    let key = client_secret_key(name);
+    match secret {
+        None => store.delete(&key),
+        Some(secret) => {
+            let stored = StoredSecret {
+                server_url: url.to_string(),
+                client_id: client_id.to_string(),
+                client_secret: secret.to_string(),
+            };
+            store.save(
+                &key,
+                &serde_json::to_string(&stored).expect("JSON serializes"),
+            )
+        }
+    }
+}
+
+fn stored_client_secret(store: &dyn TokenStore, name: &str, http: &HttpServer) -> Option<String> {
+    let text = store.load(&client_secret_key(name)).ok()??;
+    let stored: StoredSecret = serde_json::from_str(&text).ok()?;
+    (Some(&stored.client_id) == http.oauth_client_id.as_ref() && stored.server_url == http.url)
+        .then_some(stored.client_secret)
+}
+
+/// Forgets everything `store` holds for server `name`: its tokens and its client secret
+/// (a server added later under the same name starts clean).
+pub fn forget_server(store: &dyn TokenStore, name: &str) -> std::result::Result<(), String> {
+    store.delete(&crate::auth::store::tokens_key(name))?;
+    store.delete(&client_secret_key(name))
 }
 
 /// The `"auth": "oauth"` entry `name` of `config`, or an error saying what is wrong.
@@ -70,4 +136,45 @@ pub async fn login(
     server_oauth(name, &http, store)
         .login_with(Some(agent))
         .await
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::auth::MemoryStore;
+
+    #[test]
+    fn a_stored_client_secret_goes_only_to_its_url_and_client() {
+        let store: Arc<dyn TokenStore> = Arc::new(MemoryStore::new());
+        let entry = HttpServer {
+            url: "https://a.test/mcp".into(),
+            auth: Some("oauth".into()),
+            oauth_client_id: Some("c1".into()),
+            ..Default::default()
+        };
+        let secret_of = |http: &HttpServer| {
+            let oauth = server_oauth("s", http, store.clone());
+            oauth.config().client.as_ref()?.client_secret.clone()
+        };
+        assert_eq!(secret_of(&entry), None);
+        save_client_secret(store.as_ref(), "s", &entry.url, "c1", Some("sec")).unwrap();
+        assert_eq!(secret_of(&entry).as_deref(), Some("sec"));
+        let moved = HttpServer {
+            url: "https://b.test/mcp".into(),
+            ..entry.clone()
+        };
+        assert_eq!(secret_of(&moved), None, "another URL");
+        let other = HttpServer {
+            oauth_client_id: Some("c2".into()),
+            ..entry.clone()
+        };
+        assert_eq!(secret_of(&other), None, "another client");
+        let in_file = HttpServer {
+            oauth_client_secret: Some("from-file".into()),
+            ..entry.clone()
+        };
+        assert_eq!(secret_of(&in_file).as_deref(), Some("from-file"));
+        forget_server(store.as_ref(), "s").unwrap();
+        assert_eq!(secret_of(&entry), None);
+    }
 }

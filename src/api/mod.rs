@@ -1,0 +1,549 @@
+//! The management API of `agenvoy-mcp serve` (feature `api`): HTTP/1.1, JSON in and out, for
+//! the owner of the machine only.
+//!
+//! | route | does |
+//! |---|---|
+//! | `GET /v1/mcp` | the configured servers as written, secrets redacted |
+//! | `POST /v1/mcp` | adds a server: saved, connected, registered (201) |
+//! | `POST /v1/mcp/remove` | removes a server: closed, unregistered, out of the file |
+//! | `GET /v1/mcp/status` | each server's state, transport, era, version, tools, last error |
+//! | `POST /v1/mcp/reconnect` | reconnects all servers, or `{"name"}` |
+//! | `GET /v1/mcp/tools` | every registered tool, with `autoApprove` |
+//! | `GET`, `POST /v1/allowlist` | the allowlist; replace one server prefix's entries |
+//! | `GET /v1/mcp/oauth?name=X` | an OAuth login as a `text/event-stream` |
+//! | `DELETE /v1/mcp/oauth?name=X` | forgets the server's tokens |
+//! | `POST /v1/mcp/oauth/client` | a pre-registered OAuth client (its secret to the token store) |
+//! | `POST /v1/mcp/oauth/callback` | pastes back the URL the browser ended on |
+//! | `POST /v1/mcp/call` | calls a tool through the confirm gate |
+//!
+//! `docs/API.md` shows each with its bodies and a curl example. Errors are
+//! `{"error": {"message", "type"}}` with a 4xx or 5xx status.
+//!
+//! Adding a stdio server runs a command, so the API is code execution as the user. Every
+//! request must carry `Authorization: Bearer <token>` (the token in [`TOKEN_FILE`] beside the
+//! config file, compared in constant time; else 401); its `Host` must be `localhost` or a
+//! loopback address with the API's port (else 403: DNS rebinding); an `Origin`, if any, must
+//! be loopback (else 403: cross-site requests); a body must be `application/json` (else 415)
+//! and at most [`Limits::max_body`] (else 413). [`serve`] refuses a non-loopback listener
+//! unless [`ApiOptions::allow_remote`] is set, and the token is needed then too.
+//!
+//! Bounds ([`Limits`]): connections served at once (more wait in the listen queue), the time
+//! to send a request's headers (also how long an idle connection is kept), a deadline per
+//! request (its work goes on when it passes, so a server being added is never left half
+//! added), and a login stream's own deadline.
+//!
+//! Changes to the config file and to the allowlist are read-modify-write under one lock
+//! each, the file read again every time, and saved atomically (mode 0600): concurrent
+//! requests never lose a change, and members this crate does not know survive.
+
+mod guard;
+mod login;
+mod servers;
+
+pub use guard::{ApiToken, TOKEN_FILE, token_path};
+
+use crate::auth::TokenStore;
+use crate::host::Manager;
+use crate::host::config::Config;
+use bytes::Bytes;
+use http_body_util::{BodyExt, Full, Limited, combinators::BoxBody};
+use hyper::body::{Frame, Incoming};
+use hyper::header::{CACHE_CONTROL, CONTENT_LENGTH, CONTENT_TYPE, HeaderValue};
+use hyper::http::request::Parts;
+use hyper::{Method, Request, Response, StatusCode};
+use serde_json::{Map, Value, json};
+use std::collections::HashMap;
+use std::convert::Infallible;
+use std::future::Future;
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Duration;
+use tokio::net::TcpListener;
+use tokio::sync::{Semaphore, mpsc};
+
+/// The API's bounds.
+#[derive(Debug, Clone)]
+pub struct Limits {
+    /// Connections served at once; more wait in the listen queue.
+    pub max_connections: usize,
+    /// How long a client has to send a request's headers (and how long an idle connection
+    /// is kept).
+    pub header_read_timeout: Duration,
+    /// How long a request is waited for, its body included (a login stream excepted). Its
+    /// work goes on after the deadline: a server being added is still added.
+    pub request_timeout: Duration,
+    /// How long a login stream stays open.
+    pub login_timeout: Duration,
+    /// The largest request body, in bytes.
+    pub max_body: usize,
+}
+
+impl Default for Limits {
+    fn default() -> Self {
+        Limits {
+            max_connections: 64,
+            header_read_timeout: Duration::from_secs(10),
+            request_timeout: Duration::from_secs(150),
+            login_timeout: crate::auth::callback::LOGIN_TIMEOUT,
+            max_body: 1024 * 1024,
+        }
+    }
+}
+
+/// What [`serve`] needs besides the listener and the manager.
+#[derive(Clone)]
+pub struct ApiOptions {
+    /// The config file the API reads and writes (when it does not exist, the API shows the
+    /// config the manager started with, and the first change writes it).
+    pub config_path: PathBuf,
+    /// The bearer token every request must carry.
+    pub token: ApiToken,
+    /// Where OAuth tokens and client secrets are kept (the manager's store).
+    pub token_store: Arc<dyn TokenStore>,
+    /// Serve on an address that is not loopback (the token is still required).
+    pub allow_remote: bool,
+    /// The bounds.
+    pub limits: Limits,
+}
+
+impl std::fmt::Debug for ApiOptions {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ApiOptions")
+            .field("config_path", &self.config_path)
+            .field("token_store", &self.token_store.describe())
+            .field("allow_remote", &self.allow_remote)
+            .field("limits", &self.limits)
+            .finish_non_exhaustive()
+    }
+}
+
+/// Serves the API on `listener` for `manager` until `shutdown` completes; then stops
+/// accepting and ends every connection (login streams included). The manager is left
+/// running: closing it is the caller's. A listener that is not on loopback is refused
+/// unless [`ApiOptions::allow_remote`] is set.
+pub async fn serve(
+    listener: TcpListener,
+    manager: Manager,
+    options: ApiOptions,
+    shutdown: impl Future<Output = ()>,
+) -> std::io::Result<()> {
+    let address = listener.local_addr()?;
+    if !address.ip().is_loopback() && !options.allow_remote {
+        return Err(std::io::Error::new(
+            std::io::ErrorKind::PermissionDenied,
+            format!(
+                "{address} is not a loopback address: the API runs commands as you, so it listens on loopback unless remote access is allowed explicitly"
+            ),
+        ));
+    }
+    let permits = Arc::new(Semaphore::new(options.limits.max_connections.max(1)));
+    let state = Arc::new(State {
+        manager,
+        port: address.port(),
+        options,
+        config_lock: tokio::sync::Mutex::new(()),
+        allowlist_lock: tokio::sync::Mutex::new(()),
+        logins: std::sync::Mutex::new(HashMap::new()),
+    });
+    let mut connections = tokio::task::JoinSet::new();
+    tokio::pin!(shutdown);
+    loop {
+        let permit = tokio::select! {
+            _ = &mut shutdown => break,
+            Some(_) = connections.join_next(), if !connections.is_empty() => continue,
+            permit = permits.clone().acquire_owned() => permit.expect("the semaphore is never closed"),
+        };
+        let stream = tokio::select! {
+            _ = &mut shutdown => break,
+            accepted = listener.accept() => match accepted {
+                Ok((stream, _)) => stream,
+                Err(e) => {
+                    // Out of file descriptors, say: wait a little rather than spin.
+                    tracing::warn!("the API could not accept a connection: {e}");
+                    tokio::time::sleep(Duration::from_millis(100)).await;
+                    continue;
+                }
+            },
+        };
+        let state = state.clone();
+        connections.spawn(async move {
+            let _permit = permit;
+            serve_connection(stream, state).await;
+        });
+    }
+    connections.shutdown().await;
+    Ok(())
+}
+
+async fn serve_connection(stream: tokio::net::TcpStream, state: Arc<State>) {
+    let _ = stream.set_nodelay(true);
+    let header_read_timeout = state.options.limits.header_read_timeout;
+    let service = hyper::service::service_fn(move |request| {
+        let state = state.clone();
+        async move { Ok::<_, Infallible>(handle(state, request).await) }
+    });
+    let served = hyper::server::conn::http1::Builder::new()
+        .timer(hyper_util::rt::TokioTimer::new())
+        .header_read_timeout(header_read_timeout)
+        .max_buf_size(64 * 1024)
+        .serve_connection(hyper_util::rt::TokioIo::new(stream), service)
+        .await;
+    if let Err(e) = served {
+        tracing::debug!("an API connection ended: {e}");
+    }
+}
+
+/// What every route shares.
+pub(crate) struct State {
+    manager: Manager,
+    options: ApiOptions,
+    port: u16,
+    /// Serializes read-modify-write of the config file.
+    config_lock: tokio::sync::Mutex<()>,
+    /// Serializes read-modify-write of the allowlist.
+    allowlist_lock: tokio::sync::Mutex<()>,
+    /// Logins in progress, by server.
+    logins: std::sync::Mutex<HashMap<String, login::Pending>>,
+}
+
+impl State {
+    /// The config file as it is now; when there is none, the config the manager started
+    /// with (the embedded default, say), which the first change then writes.
+    fn read_config(&self) -> Result<Config, ApiError> {
+        let config = Config::load(&self.options.config_path)
+            .map_err(|e| ApiError::internal(format!("{e}; fix the file, then try again")))?;
+        Ok(if config.found() {
+            config
+        } else {
+            self.manager.config().clone()
+        })
+    }
+
+    fn save_config(&self, config: &Config) -> Result<(), ApiError> {
+        config
+            .save(&self.options.config_path)
+            .map_err(|e| ApiError::internal(e.to_string()))
+    }
+}
+
+/// The body of every response.
+pub(crate) type Body = BoxBody<Bytes, Infallible>;
+
+/// An error answer: `{"error": {"message", "type"}}`.
+#[derive(Debug)]
+pub(crate) struct ApiError {
+    status: StatusCode,
+    kind: &'static str,
+    message: String,
+    /// The methods a path takes, for 405.
+    allow: Option<&'static str>,
+}
+
+impl ApiError {
+    pub(crate) fn new(status: StatusCode, kind: &'static str, message: impl Into<String>) -> Self {
+        ApiError {
+            status,
+            kind,
+            message: message.into(),
+            allow: None,
+        }
+    }
+
+    pub(crate) fn bad_request(message: impl Into<String>) -> Self {
+        ApiError::new(StatusCode::BAD_REQUEST, "invalid_request", message)
+    }
+
+    pub(crate) fn unauthorized(message: impl Into<String>) -> Self {
+        ApiError::new(StatusCode::UNAUTHORIZED, "unauthorized", message)
+    }
+
+    pub(crate) fn forbidden(message: impl Into<String>) -> Self {
+        ApiError::new(StatusCode::FORBIDDEN, "forbidden", message)
+    }
+
+    pub(crate) fn not_found(message: impl Into<String>) -> Self {
+        ApiError::new(StatusCode::NOT_FOUND, "not_found", message)
+    }
+
+    pub(crate) fn conflict(message: impl Into<String>) -> Self {
+        ApiError::new(StatusCode::CONFLICT, "conflict", message)
+    }
+
+    pub(crate) fn internal(message: impl Into<String>) -> Self {
+        ApiError::new(StatusCode::INTERNAL_SERVER_ERROR, "server_error", message)
+    }
+
+    fn into_response(self) -> Response<Body> {
+        let body = json!({"error": {"message": self.message, "type": self.kind}});
+        let mut response = json_response(self.status, &body);
+        let headers = response.headers_mut();
+        if self.status == StatusCode::UNAUTHORIZED {
+            headers.insert("www-authenticate", HeaderValue::from_static("Bearer"));
+        }
+        if let Some(allow) = self.allow {
+            headers.insert("allow", HeaderValue::from_static(allow));
+        }
+        response
+    }
+}
+
+pub(crate) fn json_response(status: StatusCode, value: &Value) -> Response<Body> {
+    let mut response = Response::new(Full::new(Bytes::from(value.to_string())).boxed());
+    *response.status_mut() = status;
+    let headers = response.headers_mut();
+    headers.insert(CONTENT_TYPE, HeaderValue::from_static("application/json"));
+    headers.insert(CACHE_CONTROL, HeaderValue::from_static("no-store"));
+    headers.insert(
+        "x-content-type-options",
+        HeaderValue::from_static("nosniff"),
+    );
+    response
+}
+
+/// 200 with `value`.
+pub(crate) fn ok(value: Value) -> Result<Response<Body>, ApiError> {
+    Ok(json_response(StatusCode::OK, &value))
+}
+
+/// A response body fed by a channel (the login stream): each `Bytes` sent is one frame,
+/// written as it comes; the body ends once every sender is gone.
+pub struct ChannelBody(mpsc::Receiver<Bytes>);
+
+impl ChannelBody {
+    /// A body reading `chunks`.
+    pub fn new(chunks: mpsc::Receiver<Bytes>) -> Self {
+        ChannelBody(chunks)
+    }
+}
+
+impl hyper::body::Body for ChannelBody {
+    type Data = Bytes;
+    type Error = Infallible;
+    fn poll_frame(
+        mut self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<Option<Result<Frame<Bytes>, Infallible>>> {
+        self.0
+            .poll_recv(cx)
+            .map(|chunk| chunk.map(|b| Ok(Frame::data(b))))
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Route {
+    ListServers,
+    AddServer,
+    RemoveServer,
+    Status,
+    Reconnect,
+    Tools,
+    Call,
+    GetAllowlist,
+    SetAllowlist,
+    Login,
+    Logout,
+    SetClient,
+    Callback,
+}
+
+/// Every route: path, method, route; and each path's methods for 405.
+const ROUTES: &[(&str, &str, Route)] = &[
+    ("/v1/mcp", "GET", Route::ListServers),
+    ("/v1/mcp", "POST", Route::AddServer),
+    ("/v1/mcp/remove", "POST", Route::RemoveServer),
+    ("/v1/mcp/status", "GET", Route::Status),
+    ("/v1/mcp/reconnect", "POST", Route::Reconnect),
+    ("/v1/mcp/tools", "GET", Route::Tools),
+    ("/v1/mcp/call", "POST", Route::Call),
+    ("/v1/allowlist", "GET", Route::GetAllowlist),
+    ("/v1/allowlist", "POST", Route::SetAllowlist),
+    ("/v1/mcp/oauth", "GET", Route::Login),
+    ("/v1/mcp/oauth", "DELETE", Route::Logout),
+    ("/v1/mcp/oauth/client", "POST", Route::SetClient),
+    ("/v1/mcp/oauth/callback", "POST", Route::Callback),
+];
+
+fn route(method: &Method, path: &str) -> Result<Route, ApiError> {
+    let mut allowed = ROUTES.iter().filter(|(p, _, _)| *p == path).peekable();
+    if allowed.peek().is_none() {
+        return Err(ApiError::not_found(format!(
+            "no route {path}; the routes are listed in docs/API.md"
+        )));
+    }
+    let mut methods = Vec::new();
+    for (_, m, route) in allowed {
+        if *m == method.as_str() {
+            return Ok(*route);
+        }
+        methods.push(*m);
+    }
+    let allow = match methods.as_slice() {
+        ["GET", "POST"] => "GET, POST",
+        ["GET", "DELETE"] => "GET, DELETE",
+        ["GET"] => "GET",
+        _ => "POST",
+    };
+    Err(ApiError {
+        allow: Some(allow),
+        ..ApiError::new(
+            StatusCode::METHOD_NOT_ALLOWED,
+            "method_not_allowed",
+            format!("{path} takes {allow}, not {method}"),
+        )
+    })
+}
+
+async fn handle(state: Arc<State>, request: Request<Incoming>) -> Response<Body> {
+    let (parts, body) = request.into_parts();
+    respond(state, parts, body)
+        .await
+        .unwrap_or_else(ApiError::into_response)
+}
+
+async fn respond(
+    state: Arc<State>,
+    parts: Parts,
+    body: Incoming,
+) -> Result<Response<Body>, ApiError> {
+    let options = &state.options;
+    guard::admit(&parts, &options.token, state.port, options.allow_remote)?;
+    let route = route(&parts.method, parts.uri.path())?;
+    let query = parts.uri.query().unwrap_or("").to_string();
+    if route == Route::Login {
+        // A stream with a deadline of its own.
+        return login::start(state, &query);
+    }
+    let body = if parts.method == Method::POST {
+        guard::check_json(&parts)?;
+        read_json(&parts, body, &options.limits).await?
+    } else {
+        Value::Object(Map::new())
+    };
+    let deadline = options.limits.request_timeout;
+    // On a task of its own, so a client that goes away or a deadline that passes never
+    // stops a change half made.
+    let work = tokio::spawn(dispatch(state, route, query, body));
+    match tokio::time::timeout(deadline, work).await {
+        Ok(Ok(answer)) => answer,
+        Ok(Err(e)) => Err(ApiError::internal(format!("the request failed: {e}"))),
+        Err(_) => Err(ApiError::new(
+            StatusCode::GATEWAY_TIMEOUT,
+            "timeout",
+            format!(
+                "no answer within {} s; the work goes on: see GET /v1/mcp/status",
+                deadline.as_secs()
+            ),
+        )),
+    }
+}
+
+async fn dispatch(
+    state: Arc<State>,
+    route: Route,
+    query: String,
+    body: Value,
+) -> Result<Response<Body>, ApiError> {
+    match route {
+        Route::ListServers => servers::list(&state),
+        Route::AddServer => servers::add(&state, body).await,
+        Route::RemoveServer => servers::remove(&state, body).await,
+        Route::Status => servers::status(&state),
+        Route::Reconnect => servers::reconnect(&state, body).await,
+        Route::Tools => servers::tools(&state),
+        Route::Call => servers::call(&state, body).await,
+        Route::GetAllowlist => servers::allowlist(&state),
+        Route::SetAllowlist => servers::set_allowlist(&state, body).await,
+        Route::Logout => login::logout(&state, &query).await,
+        Route::SetClient => login::set_client(&state, body).await,
+        Route::Callback => login::callback(&state, body).await,
+        Route::Login => unreachable!("a login is a stream, started before dispatch"),
+    }
+}
+
+/// Reads a JSON object body (empty is `{}`), at most `max_body` bytes, within the request
+/// deadline.
+async fn read_json(parts: &Parts, body: Incoming, limits: &Limits) -> Result<Value, ApiError> {
+    let too_large = || {
+        ApiError::new(
+            StatusCode::PAYLOAD_TOO_LARGE,
+            "payload_too_large",
+            format!("the body is over {} bytes", limits.max_body),
+        )
+    };
+    let declared = parts
+        .headers
+        .get(CONTENT_LENGTH)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.parse::<u64>().ok());
+    if declared.is_some_and(|n| n > limits.max_body as u64) {
+        return Err(too_large());
+    }
+    let collected = tokio::time::timeout(
+        limits.request_timeout,
+        Limited::new(body, limits.max_body).collect(),
+    )
+    .await
+    .map_err(|_| {
+        ApiError::new(
+            StatusCode::REQUEST_TIMEOUT,
+            "timeout",
+            "the body did not arrive in time",
+        )
+    })?;
+    let bytes = match collected {
+        Ok(c) => c.to_bytes(),
+        Err(e) if e.is::<http_body_util::LengthLimitError>() => return Err(too_large()),
+        Err(e) => {
+            return Err(ApiError::bad_request(format!(
+                "the body could not be read: {e}"
+            )));
+        }
+    };
+    if bytes.iter().all(u8::is_ascii_whitespace) {
+        return Ok(Value::Object(Map::new()));
+    }
+    match serde_json::from_slice::<Value>(&bytes) {
+        Ok(v @ Value::Object(_)) => Ok(v),
+        Ok(_) => Err(ApiError::bad_request("the body must be a JSON object")),
+        Err(e) => Err(ApiError::bad_request(format!(
+            "the body is not valid JSON: {e}"
+        ))),
+    }
+}
+
+/// A required, non-empty string member of a body.
+pub(crate) fn required_string(body: &Value, key: &str) -> Result<String, ApiError> {
+    match body.get(key) {
+        Some(Value::String(s)) if !s.is_empty() => Ok(s.clone()),
+        Some(Value::String(_)) | None | Some(Value::Null) => {
+            Err(ApiError::bad_request(format!("the body needs \"{key}\"")))
+        }
+        Some(_) => Err(ApiError::bad_request(format!("\"{key}\" must be a string"))),
+    }
+}
+
+/// An optional string member of a body (`null` and `""` are absent).
+pub(crate) fn optional_string(body: &Value, key: &str) -> Result<Option<String>, ApiError> {
+    match body.get(key) {
+        None | Some(Value::Null) => Ok(None),
+        Some(Value::String(s)) => Ok(Some(s.clone()).filter(|s| !s.is_empty())),
+        Some(_) => Err(ApiError::bad_request(format!("\"{key}\" must be a string"))),
+    }
+}
+
+/// Refuses members of `body` outside `known`, naming them.
+pub(crate) fn only_members(body: &Value, known: &[&str]) -> Result<(), ApiError> {
+    let unknown: Vec<&str> = body
+        .as_object()
+        .into_iter()
+        .flat_map(|m| m.keys())
+        .map(String::as_str)
+        .filter(|k| !known.contains(k))
+        .collect();
+    if unknown.is_empty() {
+        return Ok(());
+    }
+    Err(ApiError::bad_request(format!(
+        "unknown member(s) {unknown:?}; this route takes {known:?}"
+    )))
+}

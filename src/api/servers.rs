@@ -1,0 +1,321 @@
+//! The server routes: list, add, remove, status, reconnect, tools, call; and the allowlist.
+
+use super::{
+    ApiError, Body, State, json_response, ok, only_members, optional_string, required_string,
+};
+use crate::error::ErrorKind;
+use crate::host::config::{ServerConfig, is_valid_server_name};
+use crate::host::expand::is_pure_reference;
+use crate::host::gate::{Allowlist, PermissionMode};
+use crate::host::registry::PREFIX;
+use crate::host::{AddError, CallError};
+use hyper::{Response, StatusCode};
+use serde_json::{Value, json};
+
+type Answer = Result<Response<Body>, ApiError>;
+
+/// What stands in for a secret in `GET /v1/mcp`.
+const REDACTED: &str = "[redacted]";
+
+/// The members of a server entry that hold secrets: each value is shown only when it is a
+/// pure `$VAR` / `${VAR}` reference.
+const SECRET_MAPS: [&str; 2] = ["env", "headers"];
+const SECRET_VALUES: [&str; 1] = ["oauth_client_secret"];
+
+fn redact_value(value: &mut Value) {
+    if !matches!(value, Value::String(s) if is_pure_reference(s)) {
+        *value = json!(REDACTED);
+    }
+}
+
+/// One entry as written, with every literal header, env value and client secret replaced.
+fn redact(entry: &Value) -> Value {
+    let Value::Object(members) = entry else {
+        // Not an entry at all (the file is broken there): show nothing of it.
+        return json!(REDACTED);
+    };
+    let mut members = members.clone();
+    for key in SECRET_MAPS {
+        match members.get_mut(key) {
+            Some(Value::Object(map)) => map.values_mut().for_each(redact_value),
+            Some(other) => redact_value(other),
+            None => {}
+        }
+    }
+    for key in SECRET_VALUES {
+        if let Some(value) = members.get_mut(key) {
+            redact_value(value);
+        }
+    }
+    Value::Object(members)
+}
+
+/// `GET /v1/mcp`.
+pub(super) fn list(state: &State) -> Answer {
+    let config = state.read_config()?;
+    let servers: serde_json::Map<String, Value> = config
+        .server_names()
+        .into_iter()
+        .filter_map(|name| {
+            let entry = redact(config.server_value(&name)?);
+            Some((name, entry))
+        })
+        .collect();
+    ok(json!({
+        "path": state.options.config_path.display().to_string(),
+        "servers": servers,
+    }))
+}
+
+/// What `POST /v1/mcp` takes besides `name`.
+const ENTRY_MEMBERS: [&str; 7] = ["name", "command", "args", "env", "url", "headers", "auth"];
+
+fn add_error(e: AddError) -> ApiError {
+    match e {
+        AddError::InvalidName(_) => ApiError::bad_request(e.to_string()),
+        _ => ApiError::conflict(e.to_string()),
+    }
+}
+
+/// `POST /v1/mcp`: checked, saved, then connected and registered.
+pub(super) async fn add(state: &State, body: Value) -> Answer {
+    let name = required_string(&body, "name")?;
+    only_members(&body, &ENTRY_MEMBERS)?;
+    let mut entry = body;
+    if let Some(members) = entry.as_object_mut() {
+        members.remove("name");
+    }
+    let server = ServerConfig::from_value(&name, &entry)
+        .map_err(|e| ApiError::bad_request(e.to_string()))?;
+    let pending = {
+        let _file = state.config_lock.lock().await;
+        let mut config = state.read_config()?;
+        if config.server_value(&name).is_some() {
+            return Err(ApiError::conflict(format!(
+                "a server named {name:?} is already in the config; remove it first or pick another name"
+            )));
+        }
+        let pending = state
+            .manager
+            .begin_add(&name, server.clone())
+            .map_err(add_error)?;
+        config
+            .set_server(&name, &server)
+            .map_err(|e| ApiError::bad_request(e.to_string()))?;
+        if let Err(e) = state.save_config(&config) {
+            state.manager.detach(&name);
+            return Err(e);
+        }
+        pending
+    };
+    let status = pending.connect().await.map_err(add_error)?;
+    let collisions: Vec<String> = state
+        .manager
+        .registry()
+        .collisions()
+        .into_iter()
+        .filter(|c| c.dropped.0 == name)
+        .map(|c| c.to_string())
+        .collect();
+    Ok(json_response(
+        StatusCode::CREATED,
+        &json!({"server": status, "collisions": collisions}),
+    ))
+}
+
+/// `POST /v1/mcp/remove`: out of the file, then closed and unregistered; its OAuth tokens
+/// and client secret are forgotten.
+pub(super) async fn remove(state: &State, body: Value) -> Answer {
+    let name = required_string(&body, "name")?;
+    only_members(&body, &["name"])?;
+    let client = {
+        let _file = state.config_lock.lock().await;
+        let mut config = state.read_config()?;
+        let in_file = config.remove_server(&name);
+        let running = state.manager.status().iter().any(|s| s.name == name);
+        if !in_file && !running {
+            return Err(ApiError::not_found(format!(
+                "no server named {name:?}; GET /v1/mcp lists them"
+            )));
+        }
+        if in_file {
+            state.save_config(&config)?;
+        }
+        state.manager.detach(&name)
+    };
+    if let Some(client) = client {
+        state.manager.close_detached(&name, client).await;
+    }
+    if let Err(e) = crate::host::oauth::forget_server(state.options.token_store.as_ref(), &name) {
+        tracing::warn!(server = %name, "removed, but its OAuth tokens could not be forgotten: {e}");
+    }
+    ok(json!({"removed": name}))
+}
+
+/// `GET /v1/mcp/status`.
+pub(super) fn status(state: &State) -> Answer {
+    ok(json!({"servers": state.manager.status()}))
+}
+
+/// `POST /v1/mcp/reconnect`: every server, or `{"name"}`.
+pub(super) async fn reconnect(state: &State, body: Value) -> Answer {
+    only_members(&body, &["name"])?;
+    let one = match body.get("name") {
+        None | Some(Value::Null) => None,
+        Some(_) => Some(required_string(&body, "name")?),
+    };
+    let outcomes = match one {
+        Some(name) => {
+            if !state.manager.status().iter().any(|s| s.name == name) {
+                return Err(ApiError::not_found(format!(
+                    "no server named {name:?}; GET /v1/mcp/status lists them"
+                )));
+            }
+            let outcome = state.manager.reconnect_server(&name).await;
+            vec![(name, outcome)]
+        }
+        None => state.manager.reconnect().await,
+    };
+    let results: Vec<Value> = outcomes
+        .into_iter()
+        .map(|(name, outcome)| match outcome {
+            Ok(()) => json!({"name": name, "ok": true}),
+            Err(e) => json!({"name": name, "ok": false, "error": e.to_string()}),
+        })
+        .collect();
+    ok(json!({"results": results}))
+}
+
+/// `GET /v1/mcp/tools`.
+pub(super) fn tools(state: &State) -> Answer {
+    let allowlist = read_allowlist(state)?;
+    let tools: Vec<Value> = state
+        .manager
+        .registry()
+        .tools()
+        .map(|t| {
+            json!({
+                "name": t.definition.name,
+                "server": t.server,
+                "tool": t.tool,
+                "description": t.definition.description,
+                "inputSchema": t.definition.input_schema,
+                "autoApprove": allowlist.allows(&t.definition.name),
+            })
+        })
+        .collect();
+    ok(json!({"tools": tools}))
+}
+
+/// `POST /v1/mcp/call`: through the gate; a call the gate refuses is 403 with the reason.
+pub(super) async fn call(state: &State, body: Value) -> Answer {
+    only_members(&body, &["name", "arguments", "mode"])?;
+    let name = required_string(&body, "name")?;
+    let arguments = match body.get("arguments") {
+        None | Some(Value::Null) => json!({}),
+        Some(v @ Value::Object(_)) => v.clone(),
+        Some(_) => return Err(ApiError::bad_request("\"arguments\" must be a JSON object")),
+    };
+    let mode = match optional_string(&body, "mode")? {
+        None => PermissionMode::Confirm,
+        Some(m) => m.parse().map_err(ApiError::bad_request)?,
+    };
+    match state.manager.call(&name, arguments, mode).await {
+        Ok(output) => ok(json!({
+            "text": output.text,
+            "isError": output.is_error,
+            "totalBytes": output.total_bytes,
+        })),
+        Err(e @ CallError::UnknownTool(_)) => Err(ApiError::not_found(e.to_string())),
+        Err(CallError::Denied(denied)) => Err(ApiError::new(
+            StatusCode::FORBIDDEN,
+            "denied",
+            denied.to_string(),
+        )),
+        Err(CallError::Server(e)) => {
+            let status = match e.kind {
+                ErrorKind::Timeout(_) => StatusCode::GATEWAY_TIMEOUT,
+                _ => StatusCode::BAD_GATEWAY,
+            };
+            Err(ApiError::new(status, "server_error", e.to_string()))
+        }
+    }
+}
+
+fn read_allowlist(state: &State) -> Result<Allowlist, ApiError> {
+    let path = state.manager.gate().allowlist_path();
+    Allowlist::load(path)
+        .map_err(|e| ApiError::internal(format!("cannot read {}: {e}", path.display())))
+}
+
+/// `GET /v1/allowlist`.
+pub(super) fn allowlist(state: &State) -> Answer {
+    ok(json!({"entries": read_allowlist(state)?.entries()}))
+}
+
+/// `POST /v1/allowlist`: `{"tool": {"prefix": "mcp__x__", "entries": [...]}}` replaces the
+/// entries of that prefix only.
+pub(super) async fn set_allowlist(state: &State, body: Value) -> Answer {
+    only_members(&body, &["tool"])?;
+    let shape =
+        "the body must be {\"tool\": {\"prefix\": \"mcp__<server>__\", \"entries\": [...]}}";
+    let tool = body
+        .get("tool")
+        .filter(|t| t.is_object())
+        .ok_or_else(|| ApiError::bad_request(shape))?;
+    only_members(tool, &["prefix", "entries"])?;
+    let prefix = required_string(tool, "prefix")?;
+    let server = prefix
+        .strip_prefix(PREFIX)
+        .and_then(|rest| rest.strip_suffix("__"))
+        .filter(|server| is_valid_server_name(server));
+    if server.is_none() {
+        return Err(ApiError::bad_request(format!(
+            "prefix {prefix:?} is not mcp__<server>__; {shape}"
+        )));
+    }
+    let entries: Vec<String> = match tool.get("entries") {
+        Some(Value::Array(items)) => items
+            .iter()
+            .map(|i| i.as_str().map(str::to_string))
+            .collect::<Option<_>>()
+            .ok_or_else(|| ApiError::bad_request("\"entries\" must be an array of strings"))?,
+        _ => return Err(ApiError::bad_request(shape)),
+    };
+    let path = state.manager.gate().allowlist_path();
+    let _file = state.allowlist_lock.lock().await;
+    let mut list = read_allowlist(state)?;
+    list.replace_prefix(&prefix, &entries)
+        .map_err(|e| ApiError::bad_request(e.to_string()))?;
+    list.save(path)
+        .map_err(|e| ApiError::internal(format!("cannot save {}: {e}", path.display())))?;
+    ok(json!({"entries": list.entries()}))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn secrets_are_redacted_references_kept() {
+        let entry = json!({
+            "command": "x", "args": ["--token=abc"],
+            "env": {"A": "literal", "B": "$B", "C": "${C}", "D": "pre-${D}", "E": 5},
+            "headers": {"Authorization": "Bearer abc", "X-Key": "${KEY}"},
+            "oauth_client_secret": "s3cret",
+            "note": "kept"
+        });
+        assert_eq!(
+            redact(&entry),
+            json!({
+                "command": "x", "args": ["--token=abc"],
+                "env": {"A": REDACTED, "B": "$B", "C": "${C}", "D": REDACTED, "E": REDACTED},
+                "headers": {"Authorization": REDACTED, "X-Key": "${KEY}"},
+                "oauth_client_secret": REDACTED,
+                "note": "kept"
+            })
+        );
+        assert_eq!(redact(&json!({"env": "A=b"}))["env"], REDACTED);
+        assert_eq!(redact(&json!("Bearer abc")), REDACTED);
+    }
+}

@@ -1,0 +1,150 @@
+//! `agenvoy-mcp serve [--listen ADDR] [--config FILE] [--allow-remote] [--token-file FILE]`:
+//! the daemon.
+//!
+//! Connects every configured server (the embedded default when there is no config file),
+//! registers their tools and follows them, as an agent host does; then serves the
+//! management API (`agenvoy_mcp::api`, routes in docs/API.md) on ADDR (default
+//! 127.0.0.1:17989). Its first line on stdout, once it is ready, is `listening on
+//! http://ADDR` with the real port (so `--listen 127.0.0.1:0` works). Requests need the
+//! token in `api-token` beside the config file (made on first start, mode 0600).
+//!
+//! SIGINT or SIGTERM closes every server (no child left) and exits 0. Exit code 1 if it
+//! cannot start (config, token file, address), 2 for a non-loopback address without
+//! `--allow-remote`.
+
+use super::HostArgs;
+use agenvoy_mcp::api::{self, ApiOptions, ApiToken, Limits};
+use agenvoy_mcp::auth::{FileStore, TokenStore};
+use agenvoy_mcp::host::{ManagerOptions, oauth};
+use std::io::Write;
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::sync::Arc;
+use std::time::Duration;
+
+/// The default address of the API.
+pub const DEFAULT_LISTEN: &str = "127.0.0.1:17989";
+
+/// How long closing the servers may take at shutdown (the stdio close sequence takes at
+/// most 4 s: 2 s for the server to exit, 2 s after SIGTERM, then SIGKILL).
+const CLOSE_LIMIT: Duration = Duration::from_millis(4500);
+
+/// What `serve` was asked to do.
+pub struct ServeArgs {
+    /// The config and timeout.
+    pub host: HostArgs,
+    /// Where the API listens.
+    pub listen: SocketAddr,
+    /// Listen on a non-loopback address.
+    pub allow_remote: bool,
+    /// Keep OAuth tokens in this file instead of the OS keychain.
+    pub token_file: Option<PathBuf>,
+}
+
+/// Runs `serve`.
+pub async fn run(args: ServeArgs) -> ExitCode {
+    if !args.listen.ip().is_loopback() && !args.allow_remote {
+        eprintln!(
+            "serve: {} is not a loopback address; the API runs commands as you, so it listens on loopback unless you pass --allow-remote (requests still need the token)",
+            args.listen
+        );
+        return ExitCode::from(2);
+    }
+    // Taken before anything starts, so a signal during startup still closes every server.
+    let shutdown = match Shutdown::listen() {
+        Ok(s) => s,
+        Err(e) => return failed(format!("cannot handle signals: {e}")),
+    };
+    let config_path = args.host.config_path();
+    let token_path = api::token_path(&config_path);
+    let token = match ApiToken::load_or_create(&token_path) {
+        Ok(t) => t,
+        Err(e) => return failed(e),
+    };
+    let listener = match tokio::net::TcpListener::bind(args.listen).await {
+        Ok(l) => l,
+        Err(e) => return failed(format!("cannot listen on {}: {e}", args.listen)),
+    };
+    let address = match listener.local_addr() {
+        Ok(a) => a,
+        Err(e) => return failed(format!("cannot listen on {}: {e}", args.listen)),
+    };
+    let store: Arc<dyn TokenStore> = match &args.token_file {
+        Some(path) => Arc::new(FileStore::new(path)),
+        None => oauth::token_store(),
+    };
+    let options = ManagerOptions {
+        token_store: Some(store.clone()),
+        ..ManagerOptions::default()
+    };
+    let (manager, source) = match super::start_manager(&args.host, options).await {
+        Ok(m) => m,
+        Err(e) => return failed(e.to_string()),
+    };
+    manager.register_all();
+    manager.watch();
+    eprintln!("config: {source}");
+    eprintln!("api token: {}", token_path.display());
+    if !address.ip().is_loopback() {
+        eprintln!(
+            "warning: the API is reachable from other machines on {address}, over plain HTTP; anyone who has the token can run commands as you"
+        );
+    }
+    println!("listening on http://{address}");
+    let _ = std::io::stdout().flush();
+    let options = ApiOptions {
+        config_path,
+        token,
+        token_store: store,
+        allow_remote: args.allow_remote,
+        limits: Limits {
+            // Room for a connect and a tools/list (or a call) and a reconnect.
+            request_timeout: args.host.timeout * 2 + Duration::from_secs(30),
+            ..Limits::default()
+        },
+    };
+    let served = api::serve(listener, manager.clone(), options, shutdown.wait()).await;
+    if tokio::time::timeout(CLOSE_LIMIT, manager.close())
+        .await
+        .is_err()
+    {
+        eprintln!(
+            "warning: some servers had not closed after {} ms",
+            CLOSE_LIMIT.as_millis()
+        );
+    }
+    match served {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => failed(e.to_string()),
+    }
+}
+
+fn failed(why: impl std::fmt::Display) -> ExitCode {
+    eprintln!("serve failed: {why}");
+    ExitCode::from(1)
+}
+
+/// SIGINT and SIGTERM.
+struct Shutdown {
+    interrupt: tokio::signal::unix::Signal,
+    terminate: tokio::signal::unix::Signal,
+}
+
+impl Shutdown {
+    fn listen() -> std::io::Result<Shutdown> {
+        use tokio::signal::unix::{SignalKind, signal};
+        Ok(Shutdown {
+            interrupt: signal(SignalKind::interrupt())?,
+            terminate: signal(SignalKind::terminate())?,
+        })
+    }
+
+    async fn wait(mut self) {
+        let which = tokio::select! {
+            _ = self.interrupt.recv() => "SIGINT",
+            _ = self.terminate.recv() => "SIGTERM",
+        };
+        eprintln!("{which}: closing every server");
+    }
+}

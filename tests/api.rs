@@ -1,0 +1,1264 @@
+//! The daemon (`agenvoy-mcp serve`) and its management API, over real HTTP: every route,
+//! every error, the lock-down (token, Host, Origin, Content-Type, body cap), the bounds,
+//! concurrent changes to the files, shutdown on signals, and OAuth logins (by the stream and
+//! by paste-back) against the strict authorization server of `fixtures/oauth/server.py`.
+#![cfg(feature = "cli")]
+
+mod common;
+
+use agenvoy_mcp::api::{self, ApiOptions, ApiToken, Limits};
+use agenvoy_mcp::auth::MemoryStore;
+use agenvoy_mcp::host::{Config, Manager, ManagerOptions};
+use common::*;
+use serde_json::{Value, json};
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::TcpStream;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+/// One HTTP answer.
+#[derive(Debug)]
+struct Reply {
+    status: u16,
+    head: String,
+    text: String,
+}
+
+impl Reply {
+    fn json(&self) -> Value {
+        serde_json::from_str(&self.text)
+            .unwrap_or_else(|e| panic!("not JSON ({e}): {} {}", self.head, self.text))
+    }
+
+    /// The error message of an error answer, after checking its shape.
+    fn error(&self) -> String {
+        let body = self.json();
+        assert!(body["error"]["type"].is_string(), "{body}");
+        body["error"]["message"].as_str().unwrap().to_string()
+    }
+
+    fn header(&self, name: &str) -> Option<String> {
+        self.head.lines().find_map(|l| {
+            let (k, v) = l.split_once(':')?;
+            k.eq_ignore_ascii_case(name).then(|| v.trim().to_string())
+        })
+    }
+}
+
+/// Sends `head` (request line and header lines, without the blank line) and `body` on a new
+/// connection, with `Content-Length` and `Connection: close`; reads the whole answer.
+fn exchange(authority: &str, head: &str, body: &[u8]) -> Reply {
+    let mut stream = TcpStream::connect(authority).unwrap();
+    stream
+        .set_read_timeout(Some(Duration::from_secs(60)))
+        .unwrap();
+    let request = format!(
+        "{head}\r\nContent-Length: {}\r\nConnection: close\r\n\r\n",
+        body.len()
+    );
+    stream.write_all(request.as_bytes()).unwrap();
+    let _ = stream.write_all(body);
+    let mut answer = Vec::new();
+    let _ = stream.read_to_end(&mut answer);
+    let answer = String::from_utf8_lossy(&answer).into_owned();
+    let (head, text) = answer.split_once("\r\n\r\n").unwrap_or((&answer, ""));
+    let status = head
+        .split_whitespace()
+        .nth(1)
+        .and_then(|s| s.parse().ok())
+        .unwrap_or_else(|| panic!("no HTTP answer: {answer:?}"));
+    Reply {
+        status,
+        head: head.to_string(),
+        text: text.to_string(),
+    }
+}
+
+/// Where an API listens, and its token.
+#[derive(Clone)]
+struct Api {
+    authority: String,
+    token: String,
+}
+
+impl Api {
+    fn port(&self) -> u16 {
+        self.authority.rsplit(':').next().unwrap().parse().unwrap()
+    }
+
+    /// A request with the token, the right Host and (with a body) JSON.
+    fn send(&self, method: &str, path: &str, body: Option<Value>) -> Reply {
+        let mut head = format!(
+            "{method} {path} HTTP/1.1\r\nHost: {}\r\nAuthorization: Bearer {}",
+            self.authority, self.token
+        );
+        let body = body.map(|b| b.to_string()).unwrap_or_default();
+        if !body.is_empty() {
+            head.push_str("\r\nContent-Type: application/json");
+        }
+        exchange(&self.authority, &head, body.as_bytes())
+    }
+
+    fn get(&self, path: &str) -> Value {
+        let reply = self.send("GET", path, None);
+        assert_eq!(reply.status, 200, "GET {path}: {reply:?}");
+        reply.json()
+    }
+
+    fn post(&self, path: &str, body: Value) -> Reply {
+        self.send("POST", path, Some(body))
+    }
+
+    /// Posts each body of `cases` to `path`, expecting its status and an error message that
+    /// says what it names.
+    fn assert_refused(&self, path: &str, cases: &[(Value, u16, &str)]) {
+        for (body, status, says) in cases {
+            let reply = self.post(path, body.clone());
+            assert_eq!(reply.status, *status, "{path} {body}: {reply:?}");
+            let message = reply.error();
+            assert!(message.contains(says), "{path} {body}: {message}");
+        }
+    }
+
+    fn status_of(&self, name: &str) -> Value {
+        let status = self.get("/v1/mcp/status");
+        status["servers"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|s| s["name"] == name)
+            .cloned()
+            .unwrap_or(Value::Null)
+    }
+
+    fn tool_names(&self) -> Vec<String> {
+        self.get("/v1/mcp/tools")["tools"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|t| t["name"].as_str().unwrap().to_string())
+            .collect()
+    }
+
+    /// Opens the login stream of server `name` (HTTP/1.1, so a closed stream is noticed).
+    fn login_stream(&self, name: &str) -> Events {
+        let mut stream = TcpStream::connect(&self.authority).unwrap();
+        stream
+            .set_read_timeout(Some(Duration::from_secs(60)))
+            .unwrap();
+        write!(
+            stream,
+            "GET /v1/mcp/oauth?name={name} HTTP/1.1\r\nHost: {}\r\nAuthorization: Bearer {}\r\nAccept: text/event-stream\r\n\r\n",
+            self.authority, self.token
+        )
+        .unwrap();
+        let mut reader = BufReader::new(stream);
+        let mut head = String::new();
+        loop {
+            let mut line = String::new();
+            reader.read_line(&mut line).unwrap();
+            if line == "\r\n" || line.is_empty() {
+                break;
+            }
+            head.push_str(&line);
+        }
+        Events { reader, head }
+    }
+}
+
+/// A login stream: its head and its `data:` events.
+struct Events {
+    reader: BufReader<TcpStream>,
+    head: String,
+}
+
+impl Events {
+    /// The next `data:` event (chunk-size lines and comments are skipped).
+    fn next(&mut self) -> Option<Value> {
+        loop {
+            let mut line = String::new();
+            if self.reader.read_line(&mut line).ok()? == 0 {
+                return None;
+            }
+            if let Some(data) = line.strip_prefix("data: ") {
+                return Some(serde_json::from_str(data.trim()).unwrap());
+            }
+        }
+    }
+}
+
+/// `agenvoy-mcp serve` on a free port, its folder a temporary one; killed when dropped.
+struct Daemon {
+    server: Listening,
+    dir: tempfile::TempDir,
+    api: Api,
+}
+
+fn serve_command(dir: &Path, extra: &[&str]) -> Command {
+    let mut command = Command::new(binary());
+    command
+        .args(["serve", "--timeout", "20", "--config"])
+        .arg(dir.join("mcp.json"))
+        .arg("--token-file")
+        .arg(dir.join("oauth-tokens.json"))
+        .args(extra)
+        .env("AGENVOY_CONFIG_DIR", dir);
+    if !extra.contains(&"--listen") {
+        command.args(["--listen", "127.0.0.1:0"]);
+    }
+    command
+}
+
+impl Daemon {
+    /// With `config` as mcp.json (none: no file).
+    fn start(config: Option<Value>) -> Daemon {
+        Daemon::start_with(config, &[])
+    }
+
+    fn start_with(config: Option<Value>, extra: &[&str]) -> Daemon {
+        let dir = tempfile::tempdir().unwrap();
+        if let Some(config) = config {
+            std::fs::write(dir.path().join("mcp.json"), config.to_string()).unwrap();
+        }
+        let server = Listening::start(serve_command(dir.path(), extra));
+        let authority = server
+            .url
+            .strip_prefix("http://")
+            .expect("listening on http://ADDR")
+            .to_string();
+        let token = std::fs::read_to_string(dir.path().join("api-token")).unwrap();
+        Daemon {
+            server,
+            dir,
+            api: Api { authority, token },
+        }
+    }
+
+    fn path(&self, name: &str) -> PathBuf {
+        self.dir.path().join(name)
+    }
+
+    fn read(&self, name: &str) -> String {
+        std::fs::read_to_string(self.path(name)).unwrap_or_default()
+    }
+
+    fn config(&self) -> Value {
+        serde_json::from_str(&self.read("mcp.json")).unwrap()
+    }
+}
+
+/// A config entry that runs the fixture server with `flags`.
+fn fixture_entry(flags: &[&str]) -> Value {
+    let mut args = vec!["fixture-server".to_string()];
+    args.extend(flags.iter().map(|f| f.to_string()));
+    json!({"command": binary(), "args": args})
+}
+
+/// The pid of the one running server whose command line has `marker`.
+fn pid_with(marker: &str) -> u32 {
+    let pids = processes_with_arg(marker);
+    assert_eq!(pids.len(), 1, "one process with {marker}: {pids:?}");
+    pids[0]
+}
+
+#[test]
+fn serve_with_no_config_file_serves_the_embedded_default() {
+    let daemon = Daemon::start(None);
+    let api = &daemon.api;
+    assert_ne!(api.port(), 0, "the real port");
+    assert_eq!(api.token.len(), 43, "32 random bytes, base64url");
+    use std::os::unix::fs::PermissionsExt;
+    let mode = std::fs::metadata(daemon.path("api-token"))
+        .unwrap()
+        .permissions()
+        .mode();
+    assert_eq!(mode & 0o777, 0o600);
+
+    let fixture = api.status_of("fixture");
+    assert_eq!(fixture["state"], "connected", "{fixture}");
+    assert_eq!(fixture["transport"], "stdio");
+    assert_eq!(fixture["era"], "handshake");
+    assert_eq!(fixture["protocolVersion"], "2025-11-25");
+    assert_eq!(fixture["toolCount"], 9);
+    assert_eq!(fixture["lastError"], Value::Null);
+
+    let listed = api.get("/v1/mcp");
+    assert_eq!(
+        listed["servers"],
+        json!({"fixture": {"command": binary(), "args": ["fixture-server"]}})
+    );
+    let tools = api.get("/v1/mcp/tools");
+    let echo = tools["tools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|t| t["name"] == "mcp__fixture__echo")
+        .unwrap()
+        .clone();
+    assert_eq!(echo["server"], "fixture");
+    assert_eq!(echo["autoApprove"], false);
+    assert_eq!(echo["inputSchema"]["type"], "object");
+    assert!(echo["description"].is_string());
+
+    let called = api.post(
+        "/v1/mcp/call",
+        json!({"name": "mcp__fixture__echo", "arguments": {"text": "hi"}, "mode": "auto"}),
+    );
+    assert_eq!(called.status, 200, "{called:?}");
+    assert_eq!(
+        called.json(),
+        json!({"text": "hi", "isError": false, "totalBytes": 2})
+    );
+
+    // The first change writes the file: the embedded server and the new one.
+    assert!(!daemon.path("mcp.json").exists());
+    let added = api.post(
+        "/v1/mcp",
+        json!({"name": "two", "command": binary(), "args": ["fixture-server"]}),
+    );
+    assert_eq!(added.status, 201, "{added:?}");
+    let written = daemon.config();
+    let names: Vec<&String> = written["servers"].as_object().unwrap().keys().collect();
+    assert_eq!(names, ["fixture", "two"]);
+}
+
+#[test]
+fn requests_are_locked_to_the_owner() {
+    let daemon = Daemon::start(Some(json!({"servers": {}})));
+    let api = &daemon.api;
+    let (authority, token) = (api.authority.as_str(), api.token.as_str());
+    let port = api.port();
+    let auth = format!("Authorization: Bearer {token}");
+    let host = format!("Host: {authority}");
+    let json_type = "Content-Type: application/json";
+    struct Case {
+        what: &'static str,
+        head: String,
+        body: Vec<u8>,
+        status: u16,
+        says: &'static str,
+    }
+    let case = |what, lines: &[&str], body: &[u8], status, says| Case {
+        what,
+        head: lines.join("\r\n"),
+        body: body.to_vec(),
+        status,
+        says,
+    };
+    let get = "GET /v1/mcp/status HTTP/1.1";
+    let post = "POST /v1/mcp/reconnect HTTP/1.1";
+    let other_port = format!("Host: 127.0.0.1:{}", port.wrapping_add(1));
+    let localhost = format!("Host: localhost:{port}");
+    let evil = format!("Host: evil.test:{port}");
+    let remote_ip = format!("Host: 10.1.2.3:{port}");
+    let big = vec![b' '; 1024 * 1024 + 1];
+    let cases = [
+        case("the token", &[get, &host, &auth], b"", 200, ""),
+        case("no token", &[get, &host], b"", 401, "Authorization: Bearer"),
+        case(
+            "a wrong token",
+            &[
+                get,
+                &host,
+                "Authorization: Bearer wrong-token-wrong-token-wrong",
+            ],
+            b"",
+            401,
+            "token is wrong",
+        ),
+        case(
+            "another scheme",
+            &[get, &host, &format!("Authorization: Basic {token}")],
+            b"",
+            401,
+            "Bearer",
+        ),
+        case("localhost", &[get, &localhost, &auth], b"", 200, ""),
+        case(
+            "a name (DNS rebinding)",
+            &[get, &evil, &auth],
+            b"",
+            403,
+            "DNS rebinding",
+        ),
+        case(
+            "a remote IP",
+            &[get, &remote_ip, &auth],
+            b"",
+            403,
+            "not a loopback",
+        ),
+        case(
+            "no port",
+            &[get, "Host: 127.0.0.1", &auth],
+            b"",
+            403,
+            "port",
+        ),
+        case("another port", &[get, &other_port, &auth], b"", 403, "port"),
+        case(
+            "no Host",
+            &["GET /v1/mcp/status HTTP/1.0", &auth],
+            b"",
+            403,
+            "Host",
+        ),
+        case(
+            "an absolute URI naming another host",
+            &[
+                &format!("GET http://evil.test:{port}/v1/mcp/status HTTP/1.1"),
+                &host,
+                &auth,
+            ],
+            b"",
+            403,
+            "DNS rebinding",
+        ),
+        case(
+            "a cross-site Origin",
+            &[get, &host, &auth, "Origin: http://evil.test"],
+            b"",
+            403,
+            "cross-site",
+        ),
+        case(
+            "Origin null",
+            &[get, &host, &auth, "Origin: null"],
+            b"",
+            403,
+            "cross-site",
+        ),
+        case(
+            "a loopback Origin",
+            &[get, &host, &auth, "Origin: http://localhost:5173"],
+            b"",
+            200,
+            "",
+        ),
+        case(
+            "the token is checked before the route",
+            &["GET /v1/nothing HTTP/1.1", &host],
+            b"",
+            401,
+            "",
+        ),
+        case(
+            "an unknown route",
+            &["GET /v1/nothing HTTP/1.1", &host, &auth],
+            b"",
+            404,
+            "no route",
+        ),
+        case(
+            "a wrong method",
+            &["PUT /v1/mcp HTTP/1.1", &host, &auth],
+            b"",
+            405,
+            "GET, POST",
+        ),
+        case(
+            "a text body",
+            &[post, &host, &auth, "Content-Type: text/plain"],
+            b"{}",
+            415,
+            "application/json",
+        ),
+        case(
+            "no Content-Type",
+            &[post, &host, &auth],
+            b"{}",
+            415,
+            "application/json",
+        ),
+        case(
+            "JSON with a charset",
+            &[
+                post,
+                &host,
+                &auth,
+                "Content-Type: application/json; charset=utf-8",
+            ],
+            b"{}",
+            200,
+            "",
+        ),
+        case(
+            "a body over 1 MiB",
+            &[post, &host, &auth, json_type],
+            &big,
+            413,
+            "over",
+        ),
+        case(
+            "not JSON",
+            &[post, &host, &auth, json_type],
+            b"{",
+            400,
+            "not valid JSON",
+        ),
+        case(
+            "not an object",
+            &[post, &host, &auth, json_type],
+            b"[]",
+            400,
+            "JSON object",
+        ),
+    ];
+    for c in cases {
+        let reply = exchange(authority, &c.head, &c.body);
+        assert_eq!(reply.status, c.status, "{}: {reply:?}", c.what);
+        if c.status >= 400 {
+            let message = reply.error();
+            assert!(message.contains(c.says), "{}: {message}", c.what);
+            assert!(
+                !message.contains(token),
+                "{}: the token is never echoed",
+                c.what
+            );
+        }
+        if c.status == 401 {
+            assert_eq!(reply.header("www-authenticate").as_deref(), Some("Bearer"));
+        }
+        if c.status == 405 {
+            assert_eq!(reply.header("allow").as_deref(), Some("GET, POST"));
+        }
+    }
+}
+
+#[test]
+fn a_non_loopback_listen_needs_allow_remote_and_still_the_token() {
+    let dir = tempfile::tempdir().unwrap();
+    let output = serve_command(dir.path(), &["--listen", "0.0.0.0:0"])
+        .output()
+        .unwrap();
+    assert_eq!(output.status.code(), Some(2));
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(stderr.contains("--allow-remote"), "{stderr}");
+    assert!(!dir.path().join("api-token").exists(), "nothing started");
+
+    let daemon = Daemon::start_with(
+        Some(json!({"servers": {}})),
+        &["--listen", "0.0.0.0:0", "--allow-remote"],
+    );
+    let port = daemon.api.port();
+    let authority = format!("127.0.0.1:{port}");
+    let head = |host: &str, auth: bool| {
+        let mut head = format!("GET /v1/mcp/status HTTP/1.1\r\nHost: {host}");
+        if auth {
+            head.push_str(&format!("\r\nAuthorization: Bearer {}", daemon.api.token));
+        }
+        head
+    };
+    let remote = format!("10.1.2.3:{port}");
+    assert_eq!(exchange(&authority, &head(&remote, false), b"").status, 401);
+    assert_eq!(exchange(&authority, &head(&remote, true), b"").status, 200);
+    let name = format!("evil.test:{port}");
+    assert_eq!(exchange(&authority, &head(&name, true), b"").status, 403);
+}
+
+#[test]
+fn servers_are_added_and_removed_through_the_api() {
+    let daemon = Daemon::start(Some(json!({
+        "theme": "dark",
+        "servers": {"keep": {"url": "http://127.0.0.1:9/mcp", "note": "kept"}}
+    })));
+    let api = &daemon.api;
+    let marker = "4711";
+    let added = api.post(
+        "/v1/mcp",
+        json!({"name": "fx", "command": binary(), "args": ["fixture-server", "--page-size", marker], "env": {"A": "b"}}),
+    );
+    assert_eq!(added.status, 201, "{added:?}");
+    let server = &added.json()["server"];
+    assert_eq!(server["state"], "connected");
+    assert_eq!(server["toolCount"], 9);
+    assert!(api.tool_names().contains(&"mcp__fx__echo".to_string()));
+    let pid = pid_with(marker);
+    let config = daemon.config();
+    assert_eq!(config["theme"], "dark");
+    assert_eq!(config["servers"]["keep"]["note"], "kept");
+    assert_eq!(config["servers"]["fx"]["args"][2], marker);
+
+    // Every refusal leaves the file as it was.
+    let before = daemon.read("mcp.json");
+    let refused: &[(Value, u16, &str)] = &[
+        (json!({"name": "fx", "command": "x"}), 409, "already"),
+        (json!({"name": "keep", "command": "x"}), 409, "already"),
+        (
+            json!({"name": "bad name", "command": "x"}),
+            400,
+            "letters, digits",
+        ),
+        (json!({"command": "x"}), 400, "\"name\""),
+        (json!({"name": 3, "command": "x"}), 400, "must be a string"),
+        (
+            json!({"name": "b", "command": "x", "url": "http://h"}),
+            400,
+            "both",
+        ),
+        (json!({"name": "b"}), 400, "neither"),
+        (
+            json!({"name": "b", "command": "x", "args": "a b"}),
+            400,
+            "array of strings",
+        ),
+        (json!({"name": "b", "url": "ftp://h"}), 400, "http://"),
+        (
+            json!({"name": "b", "command": "x", "cwd": "/"}),
+            400,
+            "unknown member",
+        ),
+        (
+            json!({"name": "b", "url": "http://h", "auth": "basic"}),
+            400,
+            "oauth",
+        ),
+    ];
+    api.assert_refused("/v1/mcp", refused);
+    assert_eq!(daemon.read("mcp.json"), before);
+
+    // A server that cannot connect is added, and shown failed.
+    let remote = api.post(
+        "/v1/mcp",
+        json!({"name": "remote", "url": "http://127.0.0.1:9/mcp", "headers": {"X-Key": "${KEY}"}}),
+    );
+    assert_eq!(remote.status, 201, "{remote:?}");
+    assert_eq!(remote.json()["server"]["state"], "failed");
+    assert!(remote.json()["server"]["lastError"].is_string());
+
+    let removed = api.post("/v1/mcp/remove", json!({"name": "fx"}));
+    assert_eq!(removed.status, 200, "{removed:?}");
+    assert_eq!(removed.json(), json!({"removed": "fx"}));
+    assert_group_gone_within(pid, Duration::ZERO);
+    assert!(!api.tool_names().iter().any(|n| n.starts_with("mcp__fx__")));
+    assert_eq!(api.status_of("fx"), Value::Null);
+    let config = daemon.config();
+    assert!(config["servers"].get("fx").is_none());
+    assert_eq!(config["servers"]["keep"]["note"], "kept");
+    let again = api.post("/v1/mcp/remove", json!({"name": "fx"}));
+    assert_eq!(again.status, 404);
+    assert!(again.error().contains("no server named"));
+    assert_eq!(api.post("/v1/mcp/remove", json!({})).status, 400);
+    assert_eq!(
+        api.post("/v1/mcp/remove", json!({"name": "remote"})).status,
+        200
+    );
+    let names: Vec<String> = daemon.config()["servers"]
+        .as_object()
+        .unwrap()
+        .keys()
+        .cloned()
+        .collect();
+    assert_eq!(names, ["keep"]);
+}
+
+#[test]
+fn secrets_never_come_back() {
+    let daemon = Daemon::start(Some(json!({"servers": {
+        "local": {"command": "/nonexistent/server", "env": {"TOKEN": "literal-env-secret", "REF": "${MY_TOKEN}"}},
+        "remote": {"url": "http://127.0.0.1:9/mcp",
+                   "headers": {"Authorization": "Bearer literal-header-secret", "X-Key": "$MY_KEY"}},
+        "login": {"url": "http://127.0.0.1:9/mcp", "auth": "oauth", "oauth_client_id": "c1",
+                  "oauth_client_secret": "literal-client-secret"}
+    }})));
+    let listed = daemon.api.send("GET", "/v1/mcp", None);
+    assert_eq!(listed.status, 200);
+    for secret in [
+        "literal-env-secret",
+        "literal-header-secret",
+        "literal-client-secret",
+    ] {
+        assert!(!listed.text.contains(secret), "{secret}: {}", listed.text);
+    }
+    let servers = &listed.json()["servers"];
+    assert_eq!(servers["local"]["env"]["REF"], "${MY_TOKEN}");
+    assert_eq!(servers["local"]["env"]["TOKEN"], "[redacted]");
+    assert_eq!(servers["remote"]["headers"]["X-Key"], "$MY_KEY");
+    assert_eq!(servers["remote"]["headers"]["Authorization"], "[redacted]");
+    assert_eq!(servers["login"]["oauth_client_secret"], "[redacted]");
+    assert_eq!(servers["login"]["oauth_client_id"], "c1");
+    let status = daemon.api.send("GET", "/v1/mcp/status", None);
+    assert!(!status.text.contains("literal-"), "{}", status.text);
+}
+
+#[test]
+fn reconnect_all_or_one() {
+    let daemon = Daemon::start(Some(json!({"servers": {
+        "a": fixture_entry(&["--page-size", "4801"]),
+        "b": fixture_entry(&["--page-size", "4802"]),
+    }})));
+    let api = &daemon.api;
+    let (a, b) = (pid_with("4801"), pid_with("4802"));
+    let one = api.post("/v1/mcp/reconnect", json!({"name": "a"}));
+    assert_eq!(one.status, 200, "{one:?}");
+    assert_eq!(one.json(), json!({"results": [{"name": "a", "ok": true}]}));
+    let a2 = pid_with("4801");
+    assert_ne!(a, a2);
+    assert_eq!(pid_with("4802"), b);
+    assert_group_gone_within(a, Duration::from_secs(5));
+    let all = api.post("/v1/mcp/reconnect", json!({}));
+    assert_eq!(
+        all.json(),
+        json!({"results": [{"name": "a", "ok": true}, {"name": "b", "ok": true}]})
+    );
+    assert_ne!(pid_with("4801"), a2);
+    assert_ne!(pid_with("4802"), b);
+    assert_eq!(api.tool_names().len(), 18, "re-registered");
+    let unknown = api.post("/v1/mcp/reconnect", json!({"name": "nope"}));
+    assert_eq!(unknown.status, 404);
+    assert_eq!(
+        api.post("/v1/mcp/reconnect", json!({"name": ""})).status,
+        400
+    );
+}
+
+#[test]
+fn the_allowlist_route_and_the_gate() {
+    let daemon = Daemon::start(Some(json!({"servers": {"fx": fixture_entry(&[])}})));
+    std::fs::write(daemon.path("allow_tool"), "# mine\nbash\nmcp__other__*\n").unwrap();
+    let api = &daemon.api;
+    let call = |name: &str, mode: Option<&str>| {
+        let mut body = json!({"name": name, "arguments": {"text": "x", "a": 1, "b": 2}});
+        if let Some(mode) = mode {
+            body["mode"] = json!(mode);
+        }
+        api.post("/v1/mcp/call", body)
+    };
+    // Confirm (the default) refuses what is not allowlisted, with the reason.
+    let refused = call("mcp__fx__echo", None);
+    assert_eq!(refused.status, 403, "{refused:?}");
+    assert_eq!(refused.json()["error"]["type"], "denied");
+    assert!(refused.error().contains("allow_tool"), "{refused:?}");
+
+    let set = |entries: Value| {
+        api.post(
+            "/v1/allowlist",
+            json!({"tool": {"prefix": "mcp__fx__", "entries": entries}}),
+        )
+    };
+    let reply = set(json!(["mcp__fx__echo"]));
+    assert_eq!(reply.status, 200, "{reply:?}");
+    assert_eq!(
+        api.get("/v1/allowlist"),
+        json!({"entries": ["bash", "mcp__other__*", "mcp__fx__echo"]})
+    );
+    assert_eq!(
+        daemon.read("allow_tool"),
+        "# mine\nbash\nmcp__other__*\nmcp__fx__echo\n"
+    );
+    assert_eq!(call("mcp__fx__echo", Some("confirm")).status, 200);
+    assert_eq!(call("mcp__fx__add", Some("confirm")).status, 403);
+    assert_eq!(call("mcp__fx__add", Some("auto")).json()["text"], "3");
+    let tools = api.get("/v1/mcp/tools");
+    let approved: Vec<&str> = tools["tools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|t| t["autoApprove"] == true)
+        .map(|t| t["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(approved, ["mcp__fx__echo"]);
+
+    // `prefix*` approves the whole server, replacing that prefix's entries only.
+    assert_eq!(set(json!(["mcp__fx__*"])).status, 200);
+    assert_eq!(
+        daemon.read("allow_tool"),
+        "# mine\nbash\nmcp__other__*\nmcp__fx__*\n"
+    );
+    assert_eq!(call("mcp__fx__add", None).status, 200);
+
+    // Refusals change nothing.
+    let before = daemon.read("allow_tool");
+    let bad: &[(Value, u16, &str)] = &[
+        (
+            json!({"tool": {"prefix": "mcp__fx__", "entries": ["bash"]}}),
+            400,
+            "does not start with",
+        ),
+        (
+            json!({"tool": {"prefix": "mcp__fx__", "entries": ["mcp__fx__a b"]}}),
+            400,
+            "not a tool name",
+        ),
+        (
+            json!({"tool": {"prefix": "bash", "entries": []}}),
+            400,
+            "mcp__<server>__",
+        ),
+        (
+            json!({"tool": {"prefix": "mcp__", "entries": []}}),
+            400,
+            "mcp__<server>__",
+        ),
+        (
+            json!({"tool": {"prefix": "mcp__fx__", "entries": "mcp__fx__*"}}),
+            400,
+            "entries",
+        ),
+        (
+            json!({"tool": {"prefix": "mcp__fx__", "entries": [1]}}),
+            400,
+            "array of strings",
+        ),
+        (json!({"prefix": "mcp__fx__"}), 400, "unknown member"),
+        (json!({}), 400, "the body must be"),
+    ];
+    api.assert_refused("/v1/allowlist", bad);
+    assert_eq!(daemon.read("allow_tool"), before);
+
+    // The call route's own errors.
+    let failed = api.post(
+        "/v1/mcp/call",
+        json!({"name": "mcp__fx__fail", "arguments": {"message": "nope"}}),
+    );
+    assert_eq!(
+        failed.json(),
+        json!({"text": "nope", "isError": true, "totalBytes": 4})
+    );
+    let errors: &[(Value, u16, &str)] = &[
+        (
+            json!({"name": "mcp__fx__nothing"}),
+            404,
+            "no MCP tool named",
+        ),
+        (
+            json!({"name": "mcp__fx__echo", "mode": "yolo"}),
+            400,
+            "confirm",
+        ),
+        (
+            json!({"name": "mcp__fx__echo", "arguments": [1]}),
+            400,
+            "JSON object",
+        ),
+        (json!({"arguments": {}}), 400, "\"name\""),
+    ];
+    api.assert_refused("/v1/mcp/call", errors);
+}
+
+#[test]
+fn concurrent_changes_are_never_lost() {
+    let daemon = Daemon::start(Some(json!({
+        "theme": "dark",
+        "servers": {"keep": {"url": "http://127.0.0.1:9/mcp", "note": "kept"}}
+    })));
+    std::fs::write(daemon.path("allow_tool"), "# mine\nbash\n").unwrap();
+    let threads: Vec<_> = (0..8)
+        .flat_map(|i| {
+            let (servers, allowlist) = (daemon.api.clone(), daemon.api.clone());
+            [
+                std::thread::spawn(move || {
+                    servers.post(
+                        "/v1/mcp",
+                        json!({"name": format!("s{i}"), "url": "http://127.0.0.1:9/mcp"}),
+                    )
+                }),
+                std::thread::spawn(move || {
+                    let prefix = format!("mcp__s{i}__");
+                    allowlist.post(
+                        "/v1/allowlist",
+                        json!({"tool": {"prefix": prefix, "entries": [format!("{prefix}*")]}}),
+                    )
+                }),
+            ]
+        })
+        .collect();
+    for t in threads {
+        let reply = t.join().unwrap();
+        assert!(reply.status == 200 || reply.status == 201, "{reply:?}");
+    }
+    let config = daemon.config();
+    let names: Vec<&String> = config["servers"].as_object().unwrap().keys().collect();
+    assert_eq!(names.len(), 9, "{names:?}");
+    assert_eq!(config["theme"], "dark");
+    assert_eq!(config["servers"]["keep"]["note"], "kept");
+    let allowlist = daemon.read("allow_tool");
+    assert!(allowlist.starts_with("# mine\nbash\n"), "{allowlist}");
+    for i in 0..8 {
+        assert!(
+            allowlist.contains(&format!("mcp__s{i}__*\n")),
+            "{allowlist}"
+        );
+    }
+}
+
+#[test]
+fn a_daemon_killed_while_writing_leaves_valid_files() {
+    for round in 0..3 {
+        let mut daemon = Daemon::start(Some(json!({"servers": {}})));
+        let api = daemon.api.clone();
+        let writer = std::thread::spawn(move || {
+            for i in 0.. {
+                let body = json!({"name": format!("s{i}"), "url": "http://127.0.0.1:9/mcp"});
+                let Ok(mut stream) = TcpStream::connect(&api.authority) else {
+                    return i;
+                };
+                let body = body.to_string();
+                let request = format!(
+                    "POST /v1/mcp HTTP/1.1\r\nHost: {}\r\nAuthorization: Bearer {}\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
+                    api.authority,
+                    api.token,
+                    body.len()
+                );
+                if stream.write_all(request.as_bytes()).is_err() {
+                    return i;
+                }
+                let _ = stream.read_to_end(&mut Vec::new());
+            }
+            unreachable!()
+        });
+        std::thread::sleep(Duration::from_millis(300 + 70 * round));
+        let status = Command::new("kill")
+            .args(["-9", &daemon.server.pid().to_string()])
+            .status()
+            .unwrap();
+        assert!(status.success());
+        assert!(daemon.server.wait_exit(Duration::from_secs(5)).is_some());
+        let sent = writer.join().unwrap();
+        let config = Config::load(&daemon.path("mcp.json")).expect("a whole, valid file");
+        let saved = config.server_names().len();
+        assert!(saved > 0 && saved <= sent, "{saved} saved of {sent} sent");
+        let left: Vec<_> = std::fs::read_dir(daemon.dir.path())
+            .unwrap()
+            .flatten()
+            .map(|e| e.file_name().to_string_lossy().into_owned())
+            .filter(|n| n.contains("mcp.json") && n != "mcp.json")
+            .collect();
+        assert!(left.len() <= 1, "at most the one temporary file: {left:?}");
+    }
+}
+
+#[test]
+fn sigterm_and_sigint_close_every_server_and_exit_0() {
+    for (signal, marker) in [("TERM", "4901"), ("INT", "4902")] {
+        let mut daemon = Daemon::start(Some(json!({"servers": {
+            "plain": fixture_entry(&["--page-size", marker]),
+            "parent": fixture_entry(&["--page-size", marker, "--mode", "spawn-grandchild"]),
+        }})));
+        let pids = processes_with_arg(marker);
+        assert_eq!(pids.len(), 2, "{pids:?}");
+        let started = Instant::now();
+        let status = Command::new("kill")
+            .args([&format!("-{signal}"), &daemon.server.pid().to_string()])
+            .status()
+            .unwrap();
+        assert!(status.success());
+        let exit = daemon
+            .server
+            .wait_exit(Duration::from_secs(5))
+            .unwrap_or_else(|| panic!("SIG{signal}: still running after 5 s"));
+        assert_eq!(exit.code(), Some(0), "SIG{signal}");
+        eprintln!("SIG{signal}: exited in {:?}", started.elapsed());
+        for pid in pids {
+            assert_group_gone_within(pid, Duration::ZERO);
+        }
+    }
+}
+
+/// The Python authorization and MCP server of tests/oauth.rs, if its venv is installed.
+fn oauth_server() -> Option<Listening> {
+    let python = installed("venv/bin/python")?;
+    let mut command = Command::new(python);
+    command.arg(PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("fixtures/oauth/server.py"));
+    Some(Listening::start(command))
+}
+
+/// A browser that gets as far as the authorization server's redirect: its `Location`.
+fn authorize(url: &str) -> String {
+    let rest = url.strip_prefix("http://").unwrap();
+    let (authority, target) = rest.split_at(rest.find('/').unwrap());
+    let reply = exchange(
+        authority,
+        &format!("GET {target} HTTP/1.1\r\nHost: {authority}"),
+        b"",
+    );
+    assert!(matches!(reply.status, 302 | 307), "{reply:?}");
+    reply.header("location").expect("a Location")
+}
+
+/// The browser following the redirect into the daemon's loopback listener.
+fn follow_to_callback(location: &str) {
+    let rest = location.strip_prefix("http://localhost:").unwrap();
+    let (port, target) = rest.split_at(rest.find('/').unwrap());
+    let authority = format!("127.0.0.1:{port}");
+    let reply = exchange(
+        &authority,
+        &format!("GET {target} HTTP/1.1\r\nHost: localhost:{port}"),
+        b"",
+    );
+    assert_eq!(reply.status, 200, "{reply:?}");
+    assert!(reply.text.contains("Login finished"), "{reply:?}");
+}
+
+#[test]
+fn oauth_login_through_the_stream_and_by_paste_back() {
+    let Some(py) = oauth_server() else {
+        return;
+    };
+    let daemon = Daemon::start(Some(json!({"servers": {}})));
+    let api = &daemon.api;
+    let added = api.post(
+        "/v1/mcp",
+        json!({"name": "py", "url": py.url, "auth": "oauth"}),
+    );
+    assert_eq!(added.status, 201, "{added:?}");
+    assert_eq!(added.json()["server"]["state"], "needs login");
+
+    // Errors first: nothing is pending, the server is not one that logs in, or unknown.
+    let no_login = api.post(
+        "/v1/mcp/oauth/callback",
+        json!({"name": "py", "url": "http://localhost:1/callback?code=c&state=s"}),
+    );
+    assert_eq!(no_login.status, 404, "{no_login:?}");
+    assert_eq!(api.send("GET", "/v1/mcp/oauth?name=nope", None).status, 404);
+    assert_eq!(api.send("GET", "/v1/mcp/oauth", None).status, 400);
+
+    // 1. The stream: the URL, the browser reaches the loopback listener, done.
+    let mut events = api.login_stream("py");
+    assert!(events.head.starts_with("HTTP/1.1 200"), "{}", events.head);
+    assert!(
+        events
+            .head
+            .to_ascii_lowercase()
+            .contains("content-type: text/event-stream")
+    );
+    let url = events.next().unwrap()["url"].as_str().unwrap().to_string();
+    assert!(url.contains("code_challenge_method=S256"), "{url}");
+    let busy = api.send("GET", "/v1/mcp/oauth?name=py", None);
+    assert_eq!(busy.status, 409, "one login per server: {busy:?}");
+    follow_to_callback(&authorize(&url));
+    assert_eq!(events.next().unwrap(), json!({"done": true, "ok": true}));
+    assert_eq!(events.next(), None, "the stream ends");
+    assert_eq!(api.status_of("py")["state"], "connected");
+    let called = api.post(
+        "/v1/mcp/call",
+        json!({"name": "mcp__py__whoami", "mode": "auto"}),
+    );
+    assert_eq!(called.json()["text"], "hello from the protected server");
+    assert!(daemon.read("oauth-tokens.json").contains("tokens:py"));
+
+    // 2. Logout: the server needs a login again.
+    let out = api.send("DELETE", "/v1/mcp/oauth?name=py", None);
+    assert_eq!(out.status, 200, "{out:?}");
+    assert_eq!(out.json(), json!({"name": "py", "state": "needs login"}));
+    assert_eq!(api.status_of("py")["state"], "needs login");
+    assert!(!daemon.read("oauth-tokens.json").contains("tokens:py"));
+
+    // 3. Paste-back: the URL the browser ended on, posted to the callback route.
+    let mut events = api.login_stream("py");
+    let url = events.next().unwrap()["url"].as_str().unwrap().to_string();
+    let location = authorize(&url);
+    let not_it = api.post(
+        "/v1/mcp/oauth/callback",
+        json!({"name": "py", "url": "http://localhost/callback"}),
+    );
+    assert_eq!(not_it.status, 400, "{not_it:?}");
+    let pasted = api.post(
+        "/v1/mcp/oauth/callback",
+        json!({"name": "py", "url": location}),
+    );
+    assert_eq!(pasted.status, 200, "{pasted:?}");
+    assert_eq!(pasted.json(), json!({"name": "py", "ok": true}));
+    assert_eq!(events.next().unwrap(), json!({"done": true, "ok": true}));
+    assert_eq!(api.status_of("py")["state"], "connected");
+
+    // 4. A pre-registered client: its secret goes to the token store and never back out;
+    // the next login uses it.
+    let secret = "pre-registered-secret-value";
+    let client = api.post(
+        "/v1/mcp/oauth/client",
+        json!({"name": "py", "client_id": "pre-1", "client_secret": secret}),
+    );
+    assert_eq!(client.status, 200, "{client:?}");
+    assert_eq!(
+        client.json(),
+        json!({"name": "py", "client_id": "pre-1", "redirect_uri": "http://localhost:17988/callback", "hasSecret": true})
+    );
+    let listed = api.send("GET", "/v1/mcp", None);
+    assert!(!listed.text.contains(secret));
+    assert_eq!(listed.json()["servers"]["py"]["oauth_client_id"], "pre-1");
+    assert!(!daemon.read("mcp.json").contains(secret));
+    assert!(daemon.read("oauth-tokens.json").contains(secret));
+    let mut events = api.login_stream("py");
+    let url = events.next().unwrap()["url"].as_str().unwrap().to_string();
+    assert!(url.contains("client_id=pre-1"), "{url}");
+    // Closing the stream cancels the login: another can start.
+    drop(events);
+    let started = Instant::now();
+    loop {
+        let mut events = api.login_stream("py");
+        if events.head.starts_with("HTTP/1.1 200") {
+            assert!(events.next().unwrap()["url"].is_string());
+            break;
+        }
+        assert!(events.head.starts_with("HTTP/1.1 409"), "{}", events.head);
+        assert!(
+            started.elapsed() < Duration::from_secs(20),
+            "the closed stream's login was not cancelled"
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    eprintln!(
+        "a closed login stream was noticed after {:?}",
+        started.elapsed()
+    );
+
+    // Removing the server forgets its tokens and client secret.
+    assert_eq!(
+        api.post("/v1/mcp/remove", json!({"name": "py"})).status,
+        200
+    );
+    let store = daemon.read("oauth-tokens.json");
+    assert!(
+        !store.contains(secret) && !store.contains("tokens:py"),
+        "{store}"
+    );
+}
+
+#[test]
+fn the_oauth_client_route_checks_its_input() {
+    let daemon = Daemon::start(Some(json!({"servers": {
+        "login": {"url": "http://127.0.0.1:9/mcp", "auth": "oauth", "note": "kept"},
+        "plain": {"url": "http://127.0.0.1:9/mcp"}
+    }})));
+    let api = &daemon.api;
+    let before = daemon.read("mcp.json");
+    let bad: &[(Value, u16, &str)] = &[
+        (
+            json!({"name": "nope", "client_id": "c"}),
+            404,
+            "no server named",
+        ),
+        (
+            json!({"name": "plain", "client_id": "c"}),
+            400,
+            "not an OAuth server",
+        ),
+        (json!({"name": "login"}), 400, "client_id"),
+        (
+            json!({"name": "login", "client_id": "c", "redirect_uri": "https://evil.test/cb"}),
+            400,
+            "redirect_uri",
+        ),
+        (
+            json!({"name": "login", "client_id": "c", "extra": 1}),
+            400,
+            "unknown member",
+        ),
+    ];
+    api.assert_refused("/v1/mcp/oauth/client", bad);
+    assert_eq!(daemon.read("mcp.json"), before);
+    let set = api.post(
+        "/v1/mcp/oauth/client",
+        json!({"name": "login", "client_id": "c2", "redirect_uri": "http://127.0.0.1:17999/cb"}),
+    );
+    assert_eq!(set.status, 200, "{set:?}");
+    assert_eq!(set.json()["hasSecret"], false);
+    let entry = &daemon.config()["servers"]["login"];
+    assert_eq!(entry["oauth_client_id"], "c2");
+    assert_eq!(entry["oauth_redirect_uri"], "http://127.0.0.1:17999/cb");
+    assert_eq!(entry["note"], "kept");
+    let out = api.send("DELETE", "/v1/mcp/oauth?name=plain", None);
+    assert_eq!(out.status, 400, "{out:?}");
+}
+
+/// The API served in this process with small limits, for the bounds.
+async fn small_api(
+    limits: Limits,
+) -> (
+    Api,
+    Manager,
+    tokio::sync::oneshot::Sender<()>,
+    tempfile::TempDir,
+) {
+    agenvoy_mcp::transport::stdio::become_subreaper();
+    let dir = tempfile::tempdir().unwrap();
+    let config =
+        Config::parse(&json!({"servers": {"fx": fixture_entry(&[])}}).to_string()).unwrap();
+    let manager = Manager::new(
+        config,
+        ManagerOptions {
+            allowlist_path: dir.path().join("allow_tool"),
+            ..Default::default()
+        },
+    )
+    .await;
+    manager.register_all();
+    let token = ApiToken::new("a-test-token-that-is-long-enough").unwrap();
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let authority = listener.local_addr().unwrap().to_string();
+    let options = ApiOptions {
+        config_path: dir.path().join("mcp.json"),
+        token: token.clone(),
+        token_store: Arc::new(MemoryStore::new()),
+        allow_remote: false,
+        limits,
+    };
+    let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+    tokio::spawn(api::serve(listener, manager.clone(), options, async {
+        let _ = stopped.await;
+    }));
+    let api = Api {
+        authority,
+        token: token.expose().to_string(),
+    };
+    (api, manager, stop, dir)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_bounds_hold() {
+    let limits = Limits {
+        max_connections: 1,
+        header_read_timeout: Duration::from_millis(500),
+        request_timeout: Duration::from_secs(1),
+        max_body: 1024,
+        ..Limits::default()
+    };
+    let (api, manager, stop, _dir) = small_api(limits).await;
+    tokio::task::block_in_place(|| {
+        // A request that passes its deadline is 504; its work goes on.
+        let slow = api.post(
+            "/v1/mcp/call",
+            json!({"name": "mcp__fx__slow", "arguments": {"seconds": 2}, "mode": "auto"}),
+        );
+        assert_eq!(slow.status, 504, "{slow:?}");
+        assert!(slow.error().contains("the work goes on"));
+
+        // A body over the cap is refused even without Content-Length (chunked).
+        let mut stream = TcpStream::connect(&api.authority).unwrap();
+        let chunk = "x".repeat(800);
+        write!(
+            stream,
+            "POST /v1/mcp/call HTTP/1.1\r\nHost: {}\r\nAuthorization: Bearer {}\r\nContent-Type: application/json\r\nTransfer-Encoding: chunked\r\nConnection: close\r\n\r\n{:x}\r\n{chunk}\r\n{:x}\r\n{chunk}\r\n0\r\n\r\n",
+            api.authority, api.token, chunk.len(), chunk.len()
+        )
+        .unwrap();
+        let mut answer = String::new();
+        let _ = stream.read_to_string(&mut answer);
+        assert!(answer.starts_with("HTTP/1.1 413"), "{answer}");
+
+        // A client that never finishes its headers is cut off after the header timeout...
+        let mut silent = TcpStream::connect(&api.authority).unwrap();
+        silent
+            .write_all(b"GET /v1/mcp/status HTTP/1.1\r\nHo")
+            .unwrap();
+        let started = Instant::now();
+        // ...and holds the only connection slot until then.
+        let waited = api.send("GET", "/v1/mcp/status", None);
+        assert_eq!(waited.status, 200);
+        let held = started.elapsed();
+        assert!(held >= Duration::from_millis(400), "served after {held:?}");
+        silent
+            .set_read_timeout(Some(Duration::from_secs(5)))
+            .unwrap();
+        let mut rest = Vec::new();
+        let read = silent.read_to_end(&mut rest);
+        assert!(read.is_ok() || rest.is_empty(), "closed: {read:?}");
+        assert!(started.elapsed() < Duration::from_secs(3));
+        eprintln!("a silent connection held the slot for {held:?}");
+    });
+    let _ = stop.send(());
+    manager.close().await;
+}
