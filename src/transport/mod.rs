@@ -16,7 +16,9 @@ pub use http::header_value as http_header_value;
 pub mod stdio;
 
 use crate::error::Result;
-use crate::wire::decode::{Decoded, MessageDecoder};
+use crate::wire::decode::Decoded;
+#[cfg(any(feature = "stdio", feature = "http"))]
+use crate::wire::decode::MessageDecoder;
 use crate::wire::render::DEFAULT_CAP;
 use std::future::Future;
 use std::pin::Pin;
@@ -95,10 +97,12 @@ impl Default for Limits {
 }
 
 /// Bytes of a message quoted when it cannot be decoded.
+#[cfg(any(feature = "stdio", feature = "http"))]
 const EXCERPT: usize = 200;
 
 /// Decodes one message after another from pieces, warning about (and skipping) any that is
 /// not JSON.
+#[cfg(any(feature = "stdio", feature = "http"))]
 pub(crate) struct Assembler {
     limits: Limits,
     decoder: MessageDecoder,
@@ -106,6 +110,7 @@ pub(crate) struct Assembler {
     fed: bool,
 }
 
+#[cfg(any(feature = "stdio", feature = "http"))]
 impl Assembler {
     pub(crate) fn new(limits: Limits) -> Self {
         Assembler {
