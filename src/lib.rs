@@ -30,6 +30,7 @@ pub mod error;
 mod files;
 pub mod host;
 pub mod protocol;
+mod text;
 pub mod transport;
 pub mod wire;
 

@@ -1,7 +1,9 @@
 //! The few HTTP exchanges OAuth needs (metadata GETs, form and JSON POSTs, the headless
 //! authorization GET), on the transport's hyper client. No redirect is followed: an OAuth
-//! endpoint that redirects is answered as it stands.
+//! endpoint that redirects is answered as it stands. Every URL is checked first
+//! ([`check_url`]: https, or http on a loopback host).
 
+use crate::text::escape_controls;
 use crate::transport::http::Client;
 use base64::Engine;
 use bytes::Bytes;
@@ -59,6 +61,51 @@ impl Answer {
     }
 }
 
+/// At most `max` characters of `text`, control characters escaped.
+fn short(text: &str, max: usize) -> String {
+    let cut = text
+        .char_indices()
+        .nth(max)
+        .map_or(text, |(i, _)| &text[..i]);
+    let more = if cut.len() < text.len() { "..." } else { "" };
+    format!("{}{more}", escape_controls(cut))
+}
+
+/// Whether `host` (as in a URL, IPv6 in brackets or not) is this machine's loopback.
+pub fn is_loopback_host(host: &str) -> bool {
+    let host = host.trim_start_matches('[').trim_end_matches(']');
+    host.eq_ignore_ascii_case("localhost")
+        || host
+            .parse::<std::net::IpAddr>()
+            .is_ok_and(|ip| ip.is_loopback())
+}
+
+/// Checks a URL the OAuth layer is about to fetch or open (`what` names it in the error):
+/// `https`, or `http` on a loopback host (OAuth 2.1 section 1.5: anything else would carry
+/// codes, tokens and client secrets in clear, or hand a browser a `file:` or `javascript:` URL).
+pub fn check_url(what: &str, url: &str) -> Result<Uri, String> {
+    let shown = short(url, 200);
+    let scheme = url.split_once(':').map(|(s, _)| s.to_ascii_lowercase());
+    if !matches!(scheme.as_deref(), Some("https" | "http")) {
+        return Err(format!(
+            "{what} \"{shown}\" is not an https URL; OAuth uses https (or http on localhost) only, so it is refused"
+        ));
+    }
+    let uri: Uri = url
+        .parse()
+        .map_err(|_| format!("{what} \"{shown}\" is not a URL; refusing it"))?;
+    let host = uri.host().unwrap_or("");
+    if host.is_empty() {
+        return Err(format!("{what} \"{shown}\" names no host; refusing it"));
+    }
+    if scheme.as_deref() == Some("http") && !is_loopback_host(host) {
+        return Err(format!(
+            "{what} \"{shown}\" is plain http on a host that is not this machine; OAuth needs https there (http only on localhost, 127.0.0.1 or [::1]), so it is refused"
+        ));
+    }
+    Ok(uri)
+}
+
 /// How a request authenticates the client at the token endpoint.
 pub enum Basic<'a> {
     /// No `Authorization` header.
@@ -76,7 +123,7 @@ pub async fn send(
     body: Vec<u8>,
     basic: Basic<'_>,
 ) -> Result<Answer, String> {
-    let uri: Uri = url.parse().map_err(|_| format!("{url:?} is not a URL"))?;
+    let uri = check_url("the OAuth URL", url)?;
     let mut request = Request::new(Full::new(Bytes::from(body)));
     *request.method_mut() = method;
     *request.uri_mut() = uri;
