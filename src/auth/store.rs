@@ -6,8 +6,10 @@
 //! token or client secret is actually kept in it or read from it.
 //!
 //! Values are JSON text under string keys: `tokens:<server>` for a server's tokens,
-//! `client:<issuer>` for the client registered with an authorization server.
+//! `client:<issuer>` for the client registered with an authorization server (used only with
+//! the endpoints it was registered with: [`StoredClient::registered_with`]).
 
+use super::discovery::AuthServerMetadata;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -324,6 +326,25 @@ pub struct StoredClient {
     /// The redirect URIs it was registered with.
     #[serde(default)]
     pub redirect_uris: Vec<String>,
+    /// The token endpoint it was registered (or configured) for: its credentials are sent
+    /// nowhere else.
+    #[serde(default)]
+    pub token_endpoint: String,
+    /// The registration endpoint that issued it (dynamic registration only).
+    #[serde(default)]
+    pub registration_endpoint: Option<String>,
+}
+
+impl StoredClient {
+    /// Whether this registration belongs to the authorization server `meta` describes: the
+    /// same issuer, token endpoint and registration endpoint. A registration kept from
+    /// before endpoints were recorded matches nothing, and is made again.
+    pub fn registered_with(&self, meta: &AuthServerMetadata) -> bool {
+        self.issuer.trim_end_matches('/') == meta.issuer.trim_end_matches('/')
+            && !self.token_endpoint.is_empty()
+            && Some(&self.token_endpoint) == meta.token_endpoint.as_ref()
+            && self.registration_endpoint == meta.registration_endpoint
+    }
 }
 
 impl std::fmt::Debug for StoredClient {
@@ -337,6 +358,8 @@ impl std::fmt::Debug for StoredClient {
                 &self.token_endpoint_auth_method,
             )
             .field("redirect_uris", &self.redirect_uris)
+            .field("token_endpoint", &self.token_endpoint)
+            .field("registration_endpoint", &self.registration_endpoint)
             .finish()
     }
 }
