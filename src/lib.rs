@@ -34,6 +34,7 @@ pub mod error;
 mod files;
 pub mod host;
 pub mod protocol;
+mod text;
 pub mod transport;
 pub mod wire;
 

@@ -5,7 +5,8 @@
 //! access token expired by the server, and the next call going through a refresh (with
 //! rotation). Then the host's view: `needs login` without tokens, connected with them.
 //!
-//! Skipped when the venv is missing, unless `AGENVOY_REQUIRE_INTEROP=1` (as `.ci/run` sets).
+//! Skipped when the venv is missing (under `.ci/peers`, or `$AGENVOY_INTEROP_DIR`), unless
+//! `AGENVOY_REQUIRE_INTEROP=1` (as `.ci/run` sets).
 #![cfg(feature = "cli")]
 
 mod common;
@@ -30,17 +31,7 @@ struct PyServer {
 impl PyServer {
     fn start() -> Option<PyServer> {
         let root = PathBuf::from(env!("CARGO_MANIFEST_DIR"));
-        let python = root.join(".ci/peers/venv/bin/python");
-        if !python.exists() {
-            let required = std::env::var("AGENVOY_REQUIRE_INTEROP").is_ok_and(|v| v == "1");
-            assert!(
-                !required,
-                "{} is missing: run .ci/install",
-                python.display()
-            );
-            eprintln!("skipped: {} is missing (run .ci/install)", python.display());
-            return None;
-        }
+        let python = common::installed("venv/bin/python")?;
         let mut command = std::process::Command::new(python);
         command.arg(root.join("fixtures/oauth/server.py"));
         let server = common::Listening::start(command);
@@ -248,4 +239,23 @@ async fn the_host_needs_a_login_then_connects() {
         .unwrap();
     assert_eq!(out.text, "hello from the protected server");
     manager.close().await;
+}
+
+#[test]
+fn no_keychain_warning_from_a_process_that_keeps_no_secret() {
+    // The embedded default config: one stdio server, no OAuth. The token store is never
+    // needed, so nothing may be said about where tokens would go (on a machine without a
+    // keychain this warning used to come with every command).
+    let dir = tempfile::tempdir().unwrap();
+    let output = std::process::Command::new(common::binary())
+        .arg("tools")
+        .env("AGENVOY_CONFIG_DIR", dir.path())
+        .env("HOME", dir.path())
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(output.status.success(), "{stderr}");
+    assert!(String::from_utf8_lossy(&output.stdout).contains("fixture  connected"));
+    assert!(!stderr.contains("keychain"), "{stderr}");
+    assert!(!dir.path().join("oauth-tokens.json").exists());
 }

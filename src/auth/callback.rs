@@ -3,23 +3,30 @@
 //! A [`UserAgent`] first settles the redirect URI (so the client can be registered with it),
 //! then takes the user to the authorization URL and returns the URL the authorization server
 //! redirected back to. Two are here:
-//! - [`LoopbackAgent`]: a listener on `127.0.0.1` (port 17988, path `/callback`, as
-//!   `http://localhost:17988/callback`), the browser opened where possible and the URL always
-//!   shown, and the redirect URL pasted back as the alternative when the browser cannot reach
-//!   the listener. It answers the browser with a short plain-text page.
+//! - [`LoopbackAgent`]: a listener on `127.0.0.1` and `[::1]` (port 17988, path `/callback`,
+//!   as `http://localhost:17988/callback`: a browser may take `localhost` to either, so
+//!   neither is left for another program to take), the browser opened where possible (never
+//!   through a shell) and the URL always shown, and the redirect URL pasted back as the
+//!   alternative when the browser cannot reach the listener. Only a redirect carrying the
+//!   `state` of the login in progress ends it: any other request (a web page's `<img>`, a
+//!   stale tab) is answered and ignored. The listener is bounded: 8 KiB of request head, 5 s
+//!   to send it, 16 connections at once, 100 requests in one login.
 //! - [`HeadlessAgent`]: GETs the authorization URL without following the redirect and takes
 //!   the `Location`; for authorization servers that redirect at once (tests, the conformance
 //!   suite).
 
 use super::fetch;
 use super::pkce::parse_query;
+use crate::text::escape_controls;
 use crate::transport::BoxFuture;
 use crate::transport::http::Client;
+use std::net::{Ipv4Addr, Ipv6Addr};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
-use tokio::net::TcpListener;
+use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::mpsc;
+use tokio::task::JoinSet;
 
 /// The redirect URI of the loopback listener.
 pub const DEFAULT_REDIRECT_URI: &str = "http://localhost:17988/callback";
@@ -27,6 +34,14 @@ pub const DEFAULT_REDIRECT_URI: &str = "http://localhost:17988/callback";
 pub const CALLBACK_PORT: u16 = 17988;
 /// How long a login waits for the user.
 pub const LOGIN_TIMEOUT: Duration = Duration::from_secs(300);
+/// The largest request head the callback listener reads.
+const CALLBACK_HEAD_MAX: usize = 8 * 1024;
+/// How long one connection to the callback listener has to send its request.
+const CALLBACK_READ_DEADLINE: Duration = Duration::from_secs(5);
+/// Connections the callback listener serves at once.
+const CALLBACK_CONNECTIONS: usize = 16;
+/// Requests the callback listener answers in one login before it gives up.
+const CALLBACK_REQUESTS: usize = 100;
 
 /// Takes the user through the authorization request.
 pub trait UserAgent: Send + Sync {
@@ -68,6 +83,24 @@ impl std::fmt::Debug for CallbackParams {
 }
 
 impl CallbackParams {
+    /// Whether these are the answer to the request that sent `state` (any `state` when it is
+    /// `None`).
+    pub fn answers(&self, state: Option<&str>) -> bool {
+        state.is_none_or(|s| self.state.as_deref() == Some(s))
+    }
+
+    /// The OAuth error and its description, `error (description)`, with control characters
+    /// escaped (they come from whoever sent the redirect), if there is an error.
+    pub fn error_text(&self) -> Option<String> {
+        let error = self.error.as_deref()?;
+        let description = self
+            .error_description
+            .as_deref()
+            .map(|d| format!(" ({})", escape_controls(d)))
+            .unwrap_or_default();
+        Some(format!("{}{description}", escape_controls(error)))
+    }
+
     /// Reads a redirect URL (or just its query, with or without `?`).
     pub fn parse(url: &str) -> CallbackParams {
         let url = url.trim();
@@ -130,7 +163,7 @@ pub type ShowUrl = Arc<dyn Fn(&str) + Send + Sync>;
 
 /// The interactive login: a loopback listener, the browser, and paste-back.
 pub struct LoopbackAgent {
-    /// Open the system browser (`xdg-open`, `open`, `start`).
+    /// Open the system browser ([`open_browser`]).
     pub open_browser: bool,
     /// Shows the authorization URL; always called.
     pub show_url: ShowUrl,
@@ -138,7 +171,22 @@ pub struct LoopbackAgent {
     pub paste: Mutex<Option<mpsc::Receiver<String>>>,
     /// How long to wait for the user.
     pub timeout: Duration,
-    listener: Mutex<Option<(TcpListener, String)>>,
+    listener: Mutex<Option<Listening>>,
+}
+
+/// The bound callback sockets (127.0.0.1, and [::1] for `localhost`) and the callback path.
+struct Listening {
+    sockets: Vec<TcpListener>,
+    path: String,
+}
+
+/// What the default [`LoopbackAgent::show_url`] prints: the URL with any control character
+/// escaped (the URL is made of metadata a server sent).
+pub fn authorization_prompt(url: &str) -> String {
+    format!(
+        "Open this URL to log in (if the browser cannot come back here, paste the URL it ends on):\n\n  {}\n",
+        escape_controls(url)
+    )
 }
 
 impl LoopbackAgent {
@@ -146,11 +194,7 @@ impl LoopbackAgent {
     pub fn new() -> Self {
         LoopbackAgent {
             open_browser: true,
-            show_url: Arc::new(|url| {
-                eprintln!(
-                    "Open this URL to log in (if the browser cannot come back here, paste the URL it ends on):\n\n  {url}\n"
-                );
-            }),
+            show_url: Arc::new(|url| eprintln!("{}", authorization_prompt(url))),
             paste: Mutex::new(None),
             timeout: LOGIN_TIMEOUT,
             listener: Mutex::new(None),
@@ -185,6 +229,29 @@ fn loopback_parts(uri: &str) -> Option<(String, u16, String)> {
     Some((host.to_string(), port.parse().ok()?, path))
 }
 
+/// Binds the callback port on 127.0.0.1 and, for `localhost`, on [::1] too (port 0: a free
+/// port, the same on both). A machine without IPv6 loopback listens on 127.0.0.1 alone; an
+/// address another program holds is an error that says so.
+async fn bind_loopback(host: &str, port: u16) -> Result<Vec<TcpListener>, String> {
+    let v4 = TcpListener::bind((Ipv4Addr::LOCALHOST, port))
+        .await
+        .map_err(|e| format!("cannot listen on 127.0.0.1:{port} ({e})"))?;
+    if host != "localhost" {
+        return Ok(vec![v4]);
+    }
+    let port = v4.local_addr().map_err(|e| e.to_string())?.port();
+    match TcpListener::bind((Ipv6Addr::LOCALHOST, port)).await {
+        Ok(v6) => Ok(vec![v4, v6]),
+        Err(e) if e.kind() == std::io::ErrorKind::AddrInUse => Err(format!(
+            "another program holds [::1]:{port}, where a browser may send http://localhost:{port} (and with it the login's code)"
+        )),
+        Err(e) => {
+            tracing::debug!("no IPv6 loopback here ({e}); the callback listens on 127.0.0.1 only");
+            Ok(vec![v4])
+        }
+    }
+}
+
 impl UserAgent for LoopbackAgent {
     fn redirect_uri<'a>(
         &'a self,
@@ -195,34 +262,46 @@ impl UserAgent for LoopbackAgent {
             let (host, port, path) = loopback_parts(preferred).ok_or_else(|| {
                 format!("the redirect URI {preferred:?} is not http://localhost:PORT/... or http://127.0.0.1:PORT/...; the loopback listener cannot serve it")
             })?;
-            let listener = match TcpListener::bind(("127.0.0.1", port)).await {
-                Ok(l) => l,
+            let sockets = match bind_loopback(&host, port).await {
+                Ok(sockets) => sockets,
                 Err(e) if !exact => {
-                    tracing::info!(
-                        "127.0.0.1:{port} is taken ({e}); the callback listens on another port"
-                    );
-                    TcpListener::bind(("127.0.0.1", 0))
-                        .await
-                        .map_err(|e| format!("cannot listen on 127.0.0.1: {e}"))?
+                    tracing::info!("{e}; the callback listens on another port");
+                    // A free port on 127.0.0.1 may be taken on [::1]: a few tries.
+                    let mut outcome = Err(e);
+                    for _ in 0..8 {
+                        outcome = bind_loopback(&host, 0).await;
+                        if outcome.is_ok() {
+                            break;
+                        }
+                    }
+                    outcome?
                 }
                 Err(e) => {
                     return Err(format!(
-                        "cannot listen on 127.0.0.1:{port} for the redirect URI {preferred}: {e}; free the port, or paste the redirect URL"
+                        "{e}; the redirect URI {preferred} needs it: stop that program and run the login again"
                     ));
                 }
             };
-            let actual = listener.local_addr().map_err(|e| e.to_string())?.port();
+            let actual = sockets[0].local_addr().map_err(|e| e.to_string())?.port();
             let uri = format!("http://{host}:{actual}{path}");
+            let addresses = if sockets.len() == 2 {
+                "127.0.0.1 and [::1]"
+            } else {
+                "127.0.0.1"
+            };
             tracing::info!(
-                "OAuth callback listening on 127.0.0.1:{actual} (loopback only) for {uri}"
+                "OAuth callback listening on {addresses} port {actual} (loopback only) for {uri}"
             );
-            *self.listener.lock().expect("listener lock") = Some((listener, path));
+            *self.listener.lock().expect("listener lock") = Some(Listening { sockets, path });
             Ok(uri)
         })
     }
 
     fn authorize<'a>(&'a self, url: &'a str) -> BoxFuture<'a, Result<String, String>> {
         Box::pin(async move {
+            // The state this login sent: only a redirect carrying it ends the login.
+            let state = CallbackParams::parse(url).state;
+            let state = state.as_deref();
             let listening = self.listener.lock().expect("listener lock").take();
             let mut paste = self.paste.lock().expect("paste lock").take();
             (self.show_url)(url);
@@ -231,7 +310,7 @@ impl UserAgent for LoopbackAgent {
             }
             let from_listener = async {
                 match listening {
-                    Some((listener, path)) => serve_callback(listener, &path).await,
+                    Some(listening) => serve_callback(listening, state).await,
                     None => std::future::pending().await,
                 }
             };
@@ -240,7 +319,12 @@ impl UserAgent for LoopbackAgent {
                     Some(rx) => loop {
                         match rx.recv().await {
                             Some(line) if line.contains("code=") || line.contains("error=") => {
-                                break Ok(line.trim().to_string());
+                                if CallbackParams::parse(&line).answers(state) {
+                                    break Ok(line.trim().to_string());
+                                }
+                                eprintln!(
+                                    "That URL is not from this login (its state does not match); paste the URL the browser ended on for this one."
+                                );
                             }
                             Some(_) => eprintln!(
                                 "That is not the redirect URL (it has no code= or error=); paste the whole URL the browser ended on."
@@ -271,113 +355,187 @@ impl UserAgent for LoopbackAgent {
     }
 }
 
-/// Starts the system browser on `url`, if there is one; failures are only logged.
+/// The program and arguments that open `url` in the browser on `os` (as in
+/// `std::env::consts::OS`): `open` on macOS, `rundll32 url.dll,FileProtocolHandler` on
+/// Windows, `xdg-open` elsewhere, with the URL as an argument of its own and no shell
+/// between, so nothing in it is read as a command. `None` unless `url` is https, or http on
+/// a loopback host.
+pub fn browser_command(os: &str, url: &str) -> Option<(&'static str, Vec<String>)> {
+    if let Err(e) = fetch::check_url("the authorization URL", url) {
+        tracing::warn!("not opening a browser: {e}");
+        return None;
+    }
+    Some(match os {
+        "macos" => ("open", vec![url.to_string()]),
+        "windows" => (
+            "rundll32",
+            vec!["url.dll,FileProtocolHandler".into(), url.to_string()],
+        ),
+        _ => ("xdg-open", vec![url.to_string()]),
+    })
+}
+
+/// Starts the system browser on `url` ([`browser_command`]), if there is one; failures are
+/// only logged.
 pub fn open_browser(url: &str) {
-    let mut command = if cfg!(target_os = "macos") {
-        std::process::Command::new("open")
-    } else if cfg!(windows) {
-        let mut c = std::process::Command::new("cmd");
-        c.args(["/C", "start", ""]);
-        c
-    } else {
-        std::process::Command::new("xdg-open")
+    let Some((program, args)) = browser_command(std::env::consts::OS, url) else {
+        return;
     };
-    command
-        .arg(url)
+    let spawned = std::process::Command::new(program)
+        .args(args)
         .stdin(std::process::Stdio::null())
         .stdout(std::process::Stdio::null())
-        .stderr(std::process::Stdio::null());
-    match command.spawn() {
+        .stderr(std::process::Stdio::null())
+        .spawn();
+    match spawned {
         Ok(mut child) => {
             std::thread::spawn(move || child.wait());
         }
-        Err(e) => tracing::debug!("no browser opened: {e}"),
+        Err(e) => tracing::debug!("no browser opened ({program}): {e}"),
     }
 }
 
-/// Serves the listener until a request for `path` arrives; answers it with a short page and
-/// returns its full URL. Other paths get 404.
-async fn serve_callback(listener: TcpListener, path: &str) -> Result<String, String> {
+/// Serves the callback sockets until the redirect that answers `state` arrives, and returns
+/// its full URL. Every request is answered: other paths get 404, redirects of another login
+/// (wrong or missing `state`, errors included) 400, and are otherwise ignored. Connections
+/// are served side by side, each bounded in size and time, and the number of requests too.
+async fn serve_callback(listening: Listening, state: Option<&str>) -> Result<String, String> {
+    let (tx, mut rx) = mpsc::channel::<TcpStream>(CALLBACK_CONNECTIONS);
+    let mut acceptors = JoinSet::new();
+    for socket in listening.sockets {
+        let tx = tx.clone();
+        acceptors.spawn(async move {
+            loop {
+                match socket.accept().await {
+                    Ok((stream, _)) => {
+                        if tx.send(stream).await.is_err() {
+                            break;
+                        }
+                    }
+                    Err(e) => {
+                        // Out of file descriptors, say: pause instead of spinning.
+                        tracing::debug!("the callback listener could not accept: {e}");
+                        tokio::time::sleep(Duration::from_millis(100)).await;
+                    }
+                }
+            }
+        });
+    }
+    drop(tx);
+    let path: Arc<str> = listening.path.into();
+    let state: Option<Arc<str>> = state.map(Into::into);
+    let mut connections = JoinSet::new();
+    let mut accepted = 0;
     loop {
-        let (mut socket, _) = listener
-            .accept()
-            .await
-            .map_err(|e| format!("the callback listener failed: {e}"))?;
-        let mut buf = Vec::new();
-        let mut chunk = [0u8; 2048];
-        let read = tokio::time::timeout(Duration::from_secs(10), async {
-            while !buf.windows(4).any(|w| w == b"\r\n\r\n") && buf.len() < 16 * 1024 {
-                match socket.read(&mut chunk).await {
-                    Ok(0) | Err(_) => break,
-                    Ok(n) => buf.extend_from_slice(&chunk[..n]),
+        tokio::select! {
+            Some(stream) = rx.recv(), if connections.len() < CALLBACK_CONNECTIONS => {
+                accepted += 1;
+                if accepted > CALLBACK_REQUESTS {
+                    return Err(format!(
+                        "the callback listener got {CALLBACK_REQUESTS} requests and none was this login's redirect (another program is calling it); run the login again"
+                    ));
+                }
+                connections.spawn(answer_callback(stream, path.clone(), state.clone()));
+            }
+            Some(done) = connections.join_next() => {
+                if let Ok(Some(url)) = done {
+                    return Ok(url);
                 }
             }
-        })
-        .await;
-        if read.is_err() {
-            continue;
+            else => return Err("the callback listener stopped".into()),
         }
-        let head = String::from_utf8_lossy(&buf);
-        let target = head
-            .lines()
-            .next()
-            .and_then(|l| {
-                let mut parts = l.split_whitespace();
-                match (parts.next(), parts.next()) {
-                    (Some("GET"), Some(t)) => Some(t.to_string()),
-                    _ => None,
-                }
-            })
-            .unwrap_or_default();
-        let target_path = target.split('?').next().unwrap_or("");
-        if target_path != path {
-            let _ = respond(&mut socket, "404 Not Found", "Not found.\n").await;
-            continue;
-        }
-        let params = CallbackParams::parse(&target);
-        let page = match (&params.code, &params.error) {
-            (_, Some(error)) => format!(
-                "Login failed: {error}{}.\nYou can close this tab; the terminal says what to do next.\n",
-                params
-                    .error_description
-                    .as_deref()
-                    .map(|d| format!(" ({d})"))
-                    .unwrap_or_default()
-            ),
-            (Some(_), None) => {
-                "Login finished. You can close this tab and return to agenvoy.\n".to_string()
-            }
-            (None, None) => {
-                let _ = respond(
-                    &mut socket,
-                    "400 Bad Request",
-                    "This is the OAuth callback; it needs a code or an error.\n",
-                )
-                .await;
-                continue;
-            }
-        };
-        let status = if params.error.is_some() {
-            "400 Bad Request"
-        } else {
-            "200 OK"
-        };
-        let _ = respond(&mut socket, status, &page).await;
-        return Ok(format!("http://localhost{target}"));
     }
 }
 
-async fn respond(
-    socket: &mut tokio::net::TcpStream,
-    status: &str,
-    body: &str,
-) -> std::io::Result<()> {
+/// Reads one request and answers it; returns its URL when it is the redirect of this login.
+async fn answer_callback(
+    mut stream: TcpStream,
+    path: Arc<str>,
+    state: Option<Arc<str>>,
+) -> Option<String> {
+    let head = tokio::time::timeout(CALLBACK_READ_DEADLINE, read_head(&mut stream)).await;
+    let (status, page, redirect) = match head {
+        Err(_) | Ok(Err(None)) => return None,
+        Ok(Err(Some(too_large))) => (too_large, "The request is too large.\n".to_string(), None),
+        Ok(Ok(head)) => judge_callback(&head, &path, state.as_deref()),
+    };
+    let _ = tokio::time::timeout(CALLBACK_READ_DEADLINE, respond(&mut stream, status, &page)).await;
+    redirect
+}
+
+/// The request head (up to its blank line). `Err(None)`: the peer closed first;
+/// `Err(Some(status))`: over [`CALLBACK_HEAD_MAX`] bytes.
+async fn read_head(stream: &mut TcpStream) -> Result<String, Option<&'static str>> {
+    let mut buf = Vec::new();
+    let mut chunk = [0u8; 2048];
+    loop {
+        let end = buf.windows(4).position(|w| w == b"\r\n\r\n");
+        if end.unwrap_or(buf.len()) > CALLBACK_HEAD_MAX {
+            return Err(Some("431 Request Header Fields Too Large"));
+        }
+        if let Some(end) = end {
+            return Ok(String::from_utf8_lossy(&buf[..end]).into_owned());
+        }
+        match stream.read(&mut chunk).await {
+            Ok(0) | Err(_) => return Err(None),
+            Ok(n) => buf.extend_from_slice(&chunk[..n]),
+        }
+    }
+}
+
+/// What to answer a request head: status, page, and the redirect URL when it ends the login.
+fn judge_callback(
+    head: &str,
+    path: &str,
+    state: Option<&str>,
+) -> (&'static str, String, Option<String>) {
+    let target = head.lines().next().and_then(|l| {
+        let mut parts = l.split_whitespace();
+        match (parts.next(), parts.next()) {
+            (Some("GET"), Some(t)) => Some(t),
+            _ => None,
+        }
+    });
+    let Some(target) = target.filter(|t| t.split('?').next() == Some(path)) else {
+        return ("404 Not Found", "Not found.\n".into(), None);
+    };
+    let params = CallbackParams::parse(target);
+    if !params.answers(state) {
+        return (
+            "400 Bad Request",
+            "This is not the redirect of the login in progress (its state does not match), so it was ignored.\n".into(),
+            None,
+        );
+    }
+    let page = match (&params.code, &params.error) {
+        (_, Some(_)) => format!(
+            "Login failed: {}.\nYou can close this tab; the terminal says what to do next.\n",
+            params.error_text().unwrap_or_default()
+        ),
+        (Some(_), None) => "Login finished. You can close this tab and return to agenvoy.\n".into(),
+        (None, None) => {
+            return (
+                "400 Bad Request",
+                "This is the OAuth callback; it needs a code or an error.\n".into(),
+                None,
+            );
+        }
+    };
+    let status = if params.error.is_some() {
+        "400 Bad Request"
+    } else {
+        "200 OK"
+    };
+    (status, page, Some(format!("http://localhost{target}")))
+}
+
+async fn respond(stream: &mut TcpStream, status: &str, body: &str) -> std::io::Result<()> {
     let response = format!(
         "HTTP/1.1 {status}\r\nContent-Type: text/plain; charset=utf-8\r\nContent-Length: {}\r\nCache-Control: no-store\r\nConnection: close\r\n\r\n{body}",
         body.len()
     );
-    socket.write_all(response.as_bytes()).await?;
-    socket.shutdown().await
+    stream.write_all(response.as_bytes()).await?;
+    stream.shutdown().await
 }
 
 #[cfg(test)]
@@ -408,59 +566,243 @@ mod tests {
         assert_eq!(loopback_parts("http://example.com:1/x"), None);
     }
 
-    #[tokio::test]
-    async fn the_listener_answers_the_callback_and_ignores_other_paths() {
-        let agent = LoopbackAgent {
+    fn quiet_agent() -> LoopbackAgent {
+        LoopbackAgent {
             open_browser: false,
             show_url: Arc::new(|_| {}),
             ..LoopbackAgent::new()
-        };
+        }
+    }
+
+    /// A free-port listener for `localhost`, and its port.
+    async fn listening(agent: &LoopbackAgent) -> u16 {
         let uri = agent
             .redirect_uri("http://localhost:0/callback", true)
             .await
             .unwrap();
-        let port: u16 = loopback_parts(&uri).unwrap().1;
+        let port = loopback_parts(&uri).unwrap().1;
         assert_ne!(port, 0);
+        port
+    }
+
+    /// Sends `request` raw to `address` and returns the whole answer.
+    async fn send(address: (&str, u16), request: &str) -> String {
+        let mut s = tokio::net::TcpStream::connect(address).await.unwrap();
+        s.write_all(request.as_bytes()).await.unwrap();
+        let mut out = String::new();
+        let _ = s.read_to_string(&mut out).await;
+        out
+    }
+
+    fn get(target: &str) -> String {
+        format!("GET {target} HTTP/1.1\r\nHost: localhost\r\n\r\n")
+    }
+
+    #[tokio::test]
+    async fn the_listener_answers_the_callback_and_ignores_other_paths() {
+        let agent = quiet_agent();
+        let port = listening(&agent).await;
         let hit = async move {
-            let get = |path: &'static str| async move {
-                let mut s = tokio::net::TcpStream::connect(("127.0.0.1", port))
-                    .await
-                    .unwrap();
-                s.write_all(format!("GET {path} HTTP/1.1\r\nHost: x\r\n\r\n").as_bytes())
-                    .await
-                    .unwrap();
-                let mut out = String::new();
-                s.read_to_string(&mut out).await.unwrap();
-                out
-            };
-            let favicon = get("/favicon.ico").await;
+            let favicon = send(("127.0.0.1", port), &get("/favicon.ico")).await;
             assert!(favicon.starts_with("HTTP/1.1 404"), "{favicon}");
-            get("/callback?code=c1&state=s1").await
+            send(("127.0.0.1", port), &get("/callback?code=c1&state=s1")).await
         };
-        let (url, page) = tokio::join!(agent.authorize("http://as.test/authorize"), hit);
+        let (url, page) = tokio::join!(agent.authorize("http://as.test/authorize?state=s1"), hit);
         assert_eq!(url.unwrap(), "http://localhost/callback?code=c1&state=s1");
         assert!(page.starts_with("HTTP/1.1 200"), "{page}");
         assert!(page.contains("Login finished"), "{page}");
     }
 
     #[tokio::test]
+    async fn forged_callbacks_are_answered_and_ignored() {
+        let agent = quiet_agent();
+        let port = listening(&agent).await;
+        let forge = async move {
+            for target in [
+                "/callback?code=forged&state=other",
+                "/callback?code=forged",
+                "/callback?error=access_denied&error_description=%1B%5B2J",
+                "/callback?error=access_denied&state=other",
+            ] {
+                let page = send(("127.0.0.1", port), &get(target)).await;
+                assert!(page.starts_with("HTTP/1.1 400"), "{target}: {page}");
+                assert!(page.contains("its state does not match"), "{page}");
+            }
+            send(("127.0.0.1", port), &get("/callback?code=real&state=S1")).await
+        };
+        let (url, page) = tokio::join!(
+            agent.authorize("https://as.test/authorize?client_id=x&state=S1&scope=a"),
+            forge
+        );
+        assert_eq!(url.unwrap(), "http://localhost/callback?code=real&state=S1");
+        assert!(page.starts_with("HTTP/1.1 200"), "{page}");
+    }
+
+    #[tokio::test]
+    async fn localhost_is_served_on_both_loopback_addresses() {
+        let agent = quiet_agent();
+        let port = listening(&agent).await;
+        let request = get("/callback?code=v6&state=S");
+        let hit = send(("::1", port), &request);
+        let (url, page) = tokio::join!(agent.authorize("https://as.test/a?state=S"), hit);
+        assert_eq!(url.unwrap(), "http://localhost/callback?code=v6&state=S");
+        assert!(page.starts_with("HTTP/1.1 200"), "{page}");
+    }
+
+    #[tokio::test]
+    async fn a_loopback_address_held_by_another_program_is_reported() {
+        // Another program on [::1] at a port free on 127.0.0.1.
+        let other = TcpListener::bind((Ipv6Addr::LOCALHOST, 0)).await.unwrap();
+        let port = other.local_addr().unwrap().port();
+        let wanted = format!("http://localhost:{port}/callback");
+        let err = quiet_agent().redirect_uri(&wanted, true).await.unwrap_err();
+        assert!(
+            err.contains(&format!("another program holds [::1]:{port}")),
+            "{err}"
+        );
+        // A dynamically registered client moves to a port free on both.
+        let agent = quiet_agent();
+        let uri = agent.redirect_uri(&wanted, false).await.unwrap();
+        let moved = loopback_parts(&uri).unwrap().1;
+        assert_ne!(moved, port);
+        assert!(
+            TcpListener::bind((Ipv6Addr::LOCALHOST, moved))
+                .await
+                .is_err()
+        );
+        // 127.0.0.1 in the redirect URI: only that address is needed.
+        let uri = quiet_agent()
+            .redirect_uri(&format!("http://127.0.0.1:{port}/callback"), true)
+            .await
+            .unwrap();
+        assert_eq!(uri, format!("http://127.0.0.1:{port}/callback"));
+    }
+
+    #[tokio::test]
+    async fn slow_and_oversized_requests_are_cut_off_without_holding_others_up() {
+        let agent = LoopbackAgent {
+            timeout: Duration::from_secs(10),
+            ..quiet_agent()
+        };
+        let port = listening(&agent).await;
+        let hit = async move {
+            // Connections that send nothing, all but one of the slots.
+            let mut silent = Vec::new();
+            for _ in 1..CALLBACK_CONNECTIONS {
+                silent.push(
+                    tokio::net::TcpStream::connect(("127.0.0.1", port))
+                        .await
+                        .unwrap(),
+                );
+            }
+            let started = std::time::Instant::now();
+            let big = format!(
+                "GET /callback?x={} HTTP/1.1\r\n\r\n",
+                "a".repeat(CALLBACK_HEAD_MAX)
+            );
+            let page = send(("127.0.0.1", port), &big).await;
+            assert!(page.starts_with("HTTP/1.1 431"), "{page}");
+            assert!(
+                started.elapsed() < Duration::from_secs(2),
+                "served beside the silent ones"
+            );
+            // The silent ones are closed at their deadline.
+            let mut rest = Vec::new();
+            let closed = silent[0].read_to_end(&mut rest).await;
+            assert!(matches!(closed, Ok(0)), "{closed:?}");
+            let waited = started.elapsed();
+            assert!(
+                waited > CALLBACK_READ_DEADLINE - Duration::from_secs(1)
+                    && waited < CALLBACK_READ_DEADLINE + Duration::from_secs(2),
+                "{waited:?}"
+            );
+            send(("127.0.0.1", port), &get("/callback?code=c&state=S")).await
+        };
+        let (url, page) = tokio::join!(agent.authorize("https://as.test/a?state=S"), hit);
+        assert_eq!(url.unwrap(), "http://localhost/callback?code=c&state=S");
+        assert!(page.starts_with("HTTP/1.1 200"), "{page}");
+    }
+
+    #[tokio::test]
+    async fn a_listener_flooded_with_requests_gives_up() {
+        let agent = LoopbackAgent {
+            timeout: Duration::from_secs(20),
+            ..quiet_agent()
+        };
+        let port = listening(&agent).await;
+        let flood = async move {
+            for _ in 0..=CALLBACK_REQUESTS {
+                send(("127.0.0.1", port), &get("/callback?code=x&state=other")).await;
+            }
+        };
+        let (outcome, ()) = tokio::join!(agent.authorize("https://as.test/a?state=S"), flood);
+        let err = outcome.unwrap_err();
+        assert!(
+            err.contains("got 100 requests and none was this login's redirect"),
+            "{err}"
+        );
+    }
+
+    #[tokio::test]
     async fn a_pasted_url_finishes_the_login() {
         let (tx, rx) = mpsc::channel(4);
-        let agent = LoopbackAgent {
-            open_browser: false,
-            show_url: Arc::new(|_| {}),
-            ..LoopbackAgent::new()
-        }
-        .with_paste(rx);
+        let agent = quiet_agent().with_paste(rx);
         agent
             .redirect_uri("http://localhost:0/callback", false)
             .await
             .unwrap();
         tx.send("not it".into()).await.unwrap();
+        tx.send("http://localhost:17988/callback?code=old&state=other".into())
+            .await
+            .unwrap();
         tx.send(" http://localhost:17988/callback?code=p&state=s \n".into())
             .await
             .unwrap();
-        let url = agent.authorize("http://as.test/authorize").await.unwrap();
+        let url = agent
+            .authorize("http://as.test/authorize?state=s")
+            .await
+            .unwrap();
         assert_eq!(CallbackParams::parse(&url).code.as_deref(), Some("p"));
+    }
+
+    #[test]
+    fn the_browser_is_opened_without_a_shell_and_only_on_web_urls() {
+        let url = "https://as.test/authorize?a=1&b=%22x%22&state=s";
+        for (os, program, args) in [
+            ("linux", "xdg-open", vec![url]),
+            ("freebsd", "xdg-open", vec![url]),
+            ("macos", "open", vec![url]),
+            (
+                "windows",
+                "rundll32",
+                vec!["url.dll,FileProtocolHandler", url],
+            ),
+        ] {
+            let (p, a) = browser_command(os, url).unwrap();
+            assert_eq!(
+                (p, a.iter().map(String::as_str).collect::<Vec<_>>()),
+                (program, args)
+            );
+        }
+        for bad in [
+            "file:///etc/passwd#https://as.test",
+            "javascript:alert(1)",
+            "http://192.0.2.1/authorize",
+            "calc.exe",
+        ] {
+            assert_eq!(browser_command("windows", bad), None, "{bad}");
+            assert_eq!(browser_command("linux", bad), None, "{bad}");
+        }
+        assert!(browser_command("linux", "http://127.0.0.1:1/authorize").is_some());
+    }
+
+    #[test]
+    fn the_printed_url_shows_control_characters_escaped() {
+        let prompt = authorization_prompt("https://as.test/a\u{1b}]0;x\u{7}?b=\u{9b}2J");
+        assert!(
+            prompt.contains("https://as.test/a\\u{1b}]0;x\\u{7}?b=\\u{9b}2J"),
+            "{prompt}"
+        );
+        assert!(!prompt.trim().chars().any(|c| c.is_control() && c != '\n'));
     }
 }

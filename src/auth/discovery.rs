@@ -10,10 +10,16 @@
 //!    issuer with a path `/p`: `/.well-known/oauth-authorization-server/p`,
 //!    `/.well-known/openid-configuration/p`, `/p/.well-known/openid-configuration`; without a
 //!    path: `/.well-known/oauth-authorization-server`, `/.well-known/openid-configuration`.
-//!    The metadata's `issuer` must be the issuer asked for.
+//!    The metadata's `issuer` must be the issuer asked for (RFC 8414 section 3.3).
 //! 4. Without protected resource metadata, the 2025-03-26 rules: the authorization server is
 //!    the MCP server's origin; its metadata is at `/.well-known/oauth-authorization-server`
-//!    there, and without it the endpoints are `/authorize`, `/token` and `/register`.
+//!    there, and without it the endpoints are `/authorize`, `/token` and `/register`. The
+//!    metadata's `issuer` must be on that origin (see [`legacy_issuer_matches`]), so a server
+//!    cannot claim another authorization server's issuer and with it the client registered
+//!    there.
+//!
+//! Every issuer and endpoint must be `https`, or `http` on a loopback host
+//! (`fetch::check_url`), before anything is fetched from it or opened in a browser.
 
 use super::fetch;
 use crate::transport::http::Client;
@@ -166,6 +172,15 @@ impl AuthServerMetadata {
         self.scopes_supported
             .as_ref()
             .is_some_and(|s| s.iter().any(|x| x == scope))
+    }
+
+    /// Whether PKCE with S256 is offered. The 2025-11-25 specification: without
+    /// `code_challenge_methods_supported` the server does not support PKCE, and a client
+    /// must refuse to proceed.
+    pub fn offers_pkce_s256(&self) -> bool {
+        self.code_challenge_methods_supported
+            .as_ref()
+            .is_some_and(|m| m.iter().any(|m| m == "S256"))
     }
 
     /// Whether the token endpoint accepts `method` (RFC 8414: `client_secret_basic` when the
@@ -346,6 +361,7 @@ pub async fn discover(
     let issuer = prm.authorization_servers.first().cloned().ok_or_else(|| {
         "the protected resource metadata lists no authorization server".to_string()
     })?;
+    fetch::check_url("the authorization server", &issuer)?;
     let mut tried = Vec::new();
     for url in auth_server_metadata_urls(&issuer) {
         match fetch::get(client, &url).await {
@@ -359,7 +375,7 @@ pub async fn discover(
                 };
                 if !same_issuer(&meta.issuer, &issuer) {
                     return Err(format!(
-                        "the authorization server metadata at {url} names issuer {:?}, not {issuer:?}; refusing it",
+                        "the authorization server metadata at {url} names issuer {:?}, not {issuer:?} (RFC 8414 section 3.3); refusing it",
                         meta.issuer
                     ));
                 }
@@ -381,22 +397,38 @@ pub async fn discover(
     ))
 }
 
+/// Checks what the flows will use of the metadata: a token endpoint, and every issuer and
+/// endpoint URL `https` (or `http` on a loopback host).
 fn check_endpoints(meta: &AuthServerMetadata) -> Result<(), String> {
+    let issuer = &meta.issuer;
+    // First: later messages show the issuer, and a URL that parses has no control character.
+    fetch::check_url("the authorization server issuer", issuer)?;
     if meta.token_endpoint.is_none() {
         return Err(format!(
-            "the authorization server {} has no token_endpoint",
-            meta.issuer
+            "the authorization server {issuer} has no token_endpoint"
         ));
     }
-    if let Some(methods) = &meta.code_challenge_methods_supported
-        && !methods.iter().any(|m| m == "S256")
-    {
-        return Err(format!(
-            "the authorization server {} does not offer PKCE with S256; refusing it",
-            meta.issuer
-        ));
+    for (name, url) in [
+        ("authorization_endpoint", &meta.authorization_endpoint),
+        ("token_endpoint", &meta.token_endpoint),
+        ("registration_endpoint", &meta.registration_endpoint),
+    ] {
+        if let Some(url) = url {
+            fetch::check_url(&format!("the {name} of {issuer}"), url)?;
+        }
     }
     Ok(())
+}
+
+/// Whether `issuer`, from the metadata on the MCP server's origin `base` (2025-03-26), may
+/// stand: it must be on that origin. RFC 8414 section 3.3 asks for the very URL the metadata
+/// was fetched for (here `base`); an issuer with a path on the same origin is let through
+/// because the 0.1.16 conformance suite's `auth/2025-03-26-oauth-metadata-backcompat` serves
+/// `<origin>/oauth` there (0.2.0-alpha.12 serves `<origin>`). Either way the origin that
+/// served the metadata owns the issuer, so no server can claim another's.
+pub fn legacy_issuer_matches(issuer: &str, base: &str) -> bool {
+    origin(issuer).is_some_and(|o| default_port(&o) == default_port(base))
+        && !issuer.contains(['?', '#'])
 }
 
 /// The 2025-03-26 rules: metadata on the server's origin, else the default endpoints.
@@ -406,12 +438,15 @@ async fn legacy_discovery(client: &Client, server_url: &str) -> Result<Discovery
     let url = format!("{base}/.well-known/oauth-authorization-server");
     if let Ok(a) = fetch::get(client, &url).await
         && a.status == 200
-        && let Some(mut meta) = a
+        && let Some(meta) = a
             .json()
             .and_then(|v| serde_json::from_value::<AuthServerMetadata>(v).ok())
     {
-        if meta.issuer.is_empty() {
-            meta.issuer = base.clone();
+        if !legacy_issuer_matches(&meta.issuer, &base) {
+            return Err(format!(
+                "the authorization server metadata at {url} names issuer {:?}, which is not on the server's own origin {base} (RFC 8414 section 3.3); refusing it",
+                meta.issuer
+            ));
         }
         check_endpoints(&meta)?;
         return Ok(Discovery {
@@ -424,16 +459,21 @@ async fn legacy_discovery(client: &Client, server_url: &str) -> Result<Discovery
     tracing::debug!(
         "no authorization server metadata on {base}; using /authorize, /token, /register"
     );
+    let server = AuthServerMetadata {
+        issuer: base.clone(),
+        authorization_endpoint: Some(format!("{base}/authorize")),
+        token_endpoint: Some(format!("{base}/token")),
+        registration_endpoint: Some(format!("{base}/register")),
+        // No metadata to ask: 2025-03-26 requires PKCE of every server, so S256 is taken
+        // as offered (the suite's auth/2025-03-26-oauth-endpoint-fallback logs in so).
+        code_challenge_methods_supported: Some(vec!["S256".into()]),
+        ..Default::default()
+    };
+    check_endpoints(&server)?;
     Ok(Discovery {
         resource,
         protected_resource: None,
-        server: AuthServerMetadata {
-            issuer: base.clone(),
-            authorization_endpoint: Some(format!("{base}/authorize")),
-            token_endpoint: Some(format!("{base}/token")),
-            registration_endpoint: Some(format!("{base}/register")),
-            ..Default::default()
-        },
+        server,
         legacy: true,
     })
 }
@@ -516,5 +556,60 @@ mod tests {
             "http://host:1/mcp"
         );
         assert_eq!(canonical_resource("http://host:1/"), "http://host:1");
+    }
+
+    /// RFC 8414 section 3.3 asks for the issuer the metadata URL was made from. On the
+    /// 2025-03-26 path that is the server's origin; an issuer with a path on that origin is
+    /// let through for the 0.1.16 suite's `auth/2025-03-26-oauth-metadata-backcompat`,
+    /// which serves `<origin>/oauth` at the origin's well-known URL (0.2.0-alpha.12 serves
+    /// `<origin>`). Another origin never passes.
+    #[test]
+    fn a_legacy_issuer_must_be_on_the_servers_origin() {
+        assert!(legacy_issuer_matches("http://h:1", "http://h:1"));
+        assert!(legacy_issuer_matches("http://h:1/", "http://h:1"));
+        assert!(legacy_issuer_matches("http://h:1/oauth", "http://h:1"));
+        assert!(legacy_issuer_matches("https://h", "https://h:443"));
+        assert!(!legacy_issuer_matches(
+            "https://trusted.example",
+            "http://h:1"
+        ));
+        assert!(!legacy_issuer_matches("http://h:2", "http://h:1"));
+        assert!(!legacy_issuer_matches("https://h:1", "http://h:1"));
+        assert!(!legacy_issuer_matches("http://h:1.evil", "http://h:1"));
+        assert!(!legacy_issuer_matches("", "http://h:1"));
+        assert!(!legacy_issuer_matches("http://h:1/x?y", "http://h:1"));
+        assert!(fetch::check_url("i", "http://h:1/\u{1b}[2J").is_err());
+    }
+
+    #[test]
+    fn oauth_urls_are_https_or_loopback_http() {
+        for ok in [
+            "https://as.example.com/token",
+            "HTTPS://as.example.com",
+            "http://localhost:1/token",
+            "http://127.0.0.1/token",
+            "http://127.8.9.1/token",
+            "http://[::1]:8/token",
+        ] {
+            assert!(fetch::check_url("u", ok).is_ok(), "{ok}");
+        }
+        for (bad, says) in [
+            (
+                "http://as.example.com/token",
+                "is plain http on a host that is not this machine",
+            ),
+            ("http://10.0.0.1/token", "is plain http"),
+            ("http://localhost.evil.example/token", "is plain http"),
+            ("file:///etc/passwd", "is not an https URL"),
+            ("javascript:alert(1)", "is not an https URL"),
+            ("https:///nohost", "not a URL"),
+            ("https://a b", "is not a URL"),
+        ] {
+            let err = fetch::check_url("the token_endpoint", bad).unwrap_err();
+            assert!(
+                err.starts_with("the token_endpoint \"") && err.contains(says),
+                "{bad}: {err}"
+            );
+        }
     }
 }

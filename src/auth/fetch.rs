@@ -1,7 +1,10 @@
 //! The few HTTP exchanges OAuth needs (metadata GETs, form and JSON POSTs, the headless
 //! authorization GET), on the transport's hyper client. No redirect is followed: an OAuth
-//! endpoint that redirects is answered as it stands.
+//! endpoint that redirects is answered as it stands. Every URL is checked first
+//! ([`check_url`]: https, or http on a loopback host), and no error quotes a body: a token
+//! or registration answer carries secrets, so errors say what was wrong with it instead.
 
+use crate::text::escape_controls;
 use crate::transport::http::Client;
 use base64::Engine;
 use bytes::Bytes;
@@ -25,6 +28,8 @@ pub struct Answer {
     pub location: Option<String>,
     /// `WWW-Authenticate`, if any.
     pub www_authenticate: Option<String>,
+    /// `Content-Type`, if any.
+    pub content_type: Option<String>,
     /// The body (at most 1 MiB).
     pub body: Vec<u8>,
 }
@@ -35,28 +40,105 @@ impl Answer {
         serde_json::from_slice(&self.body).ok()
     }
 
-    /// A short, secret-free description of an error answer: the OAuth `error` and
-    /// `error_description` when the body has them, else the start of the body.
+    /// A secret-free description of an answer that is not the one wanted: the status, the
+    /// content type and, for an error status, the OAuth `error` and `error_description`
+    /// (RFC 6749 section 5.2), escaped and cut short. Nothing else of the body is quoted.
     pub fn describe(&self) -> String {
-        if let Some(v) = self.json()
-            && let Some(e) = v.get("error").and_then(Value::as_str)
-        {
-            let d = v
-                .get("error_description")
-                .and_then(Value::as_str)
-                .map(|d| format!(" ({d})"))
-                .unwrap_or_default();
-            return format!("HTTP {}: {e}{d}", self.status);
+        let content_type = self
+            .content_type
+            .as_deref()
+            .map_or_else(|| "no content type".to_string(), |c| short(c, 80));
+        let mut text = format!("HTTP {} ({content_type})", self.status);
+        if let Some((error, description)) = self.oauth_error() {
+            text.push_str(&format!(", OAuth error {error:?}"));
+            if let Some(d) = description {
+                text.push_str(&format!(": {d}"));
+            }
         }
-        let text = String::from_utf8_lossy(&self.body[..self.body.len().min(200)])
-            .trim()
-            .to_string();
-        if text.is_empty() {
-            format!("HTTP {}", self.status)
-        } else {
-            format!("HTTP {}: {text}", self.status)
-        }
+        text
     }
+
+    /// The OAuth error of an error status (4xx or 5xx with a JSON `error` member): its code and
+    /// description, escaped and cut short.
+    fn oauth_error(&self) -> Option<(String, Option<String>)> {
+        if self.status < 400 {
+            return None;
+        }
+        let v = self.json()?;
+        let error = v.get("error").and_then(Value::as_str)?;
+        let description = v.get("error_description").and_then(Value::as_str);
+        Some((short(error, 80), description.map(|d| short(d, 300))))
+    }
+
+    /// Whether the server refused the request the OAuth way: a 4xx answer with an OAuth
+    /// `error` (`invalid_grant`, `invalid_client`, ...), as opposed to a failure of the server
+    /// or of the network.
+    pub fn is_oauth_refusal(&self) -> bool {
+        self.status < 500 && self.oauth_error().is_some()
+    }
+
+    /// The body as a JSON object, when the status is one of `ok` and the object has the
+    /// string member `required`; else why not, in words that quote none of the body.
+    pub fn json_with(&self, ok: &[u16], required: &str) -> Result<Value, String> {
+        if !ok.contains(&self.status) {
+            return Err(self.describe());
+        }
+        let Some(v) = self.json().filter(Value::is_object) else {
+            return Err(format!("{}, not a JSON object", self.describe()));
+        };
+        if v.get(required).and_then(Value::as_str).is_none() {
+            return Err(format!(
+                "{}, a JSON object without the string member {required:?}",
+                self.describe()
+            ));
+        }
+        Ok(v)
+    }
+}
+
+/// At most `max` characters of `text`, control characters escaped.
+fn short(text: &str, max: usize) -> String {
+    let cut = text
+        .char_indices()
+        .nth(max)
+        .map_or(text, |(i, _)| &text[..i]);
+    let more = if cut.len() < text.len() { "..." } else { "" };
+    format!("{}{more}", escape_controls(cut))
+}
+
+/// Whether `host` (as in a URL, IPv6 in brackets or not) is this machine's loopback.
+pub fn is_loopback_host(host: &str) -> bool {
+    let host = host.trim_start_matches('[').trim_end_matches(']');
+    host.eq_ignore_ascii_case("localhost")
+        || host
+            .parse::<std::net::IpAddr>()
+            .is_ok_and(|ip| ip.is_loopback())
+}
+
+/// Checks a URL the OAuth layer is about to fetch or open (`what` names it in the error):
+/// `https`, or `http` on a loopback host (OAuth 2.1 section 1.5: anything else would carry
+/// codes, tokens and client secrets in clear, or hand a browser a `file:` or `javascript:` URL).
+pub fn check_url(what: &str, url: &str) -> Result<Uri, String> {
+    let shown = short(url, 200);
+    let scheme = url.split_once(':').map(|(s, _)| s.to_ascii_lowercase());
+    if !matches!(scheme.as_deref(), Some("https" | "http")) {
+        return Err(format!(
+            "{what} \"{shown}\" is not an https URL; OAuth uses https (or http on localhost) only, so it is refused"
+        ));
+    }
+    let uri: Uri = url
+        .parse()
+        .map_err(|_| format!("{what} \"{shown}\" is not a URL; refusing it"))?;
+    let host = uri.host().unwrap_or("");
+    if host.is_empty() {
+        return Err(format!("{what} \"{shown}\" names no host; refusing it"));
+    }
+    if scheme.as_deref() == Some("http") && !is_loopback_host(host) {
+        return Err(format!(
+            "{what} \"{shown}\" is plain http on a host that is not this machine; OAuth needs https there (http only on localhost, 127.0.0.1 or [::1]), so it is refused"
+        ));
+    }
+    Ok(uri)
 }
 
 /// How a request authenticates the client at the token endpoint.
@@ -76,7 +158,7 @@ pub async fn send(
     body: Vec<u8>,
     basic: Basic<'_>,
 ) -> Result<Answer, String> {
-    let uri: Uri = url.parse().map_err(|_| format!("{url:?} is not a URL"))?;
+    let uri = check_url("the OAuth URL", url)?;
     let mut request = Request::new(Full::new(Bytes::from(body)));
     *request.method_mut() = method;
     *request.uri_mut() = uri;
@@ -121,6 +203,7 @@ pub async fn send(
         let status = response.status().as_u16();
         let location = get(header::LOCATION);
         let www_authenticate = get(header::WWW_AUTHENTICATE);
+        let content_type = get(header::CONTENT_TYPE);
         let mut body = response.into_body();
         let mut bytes = Vec::new();
         while let Some(frame) = body.frame().await {
@@ -136,6 +219,7 @@ pub async fn send(
             status,
             location,
             www_authenticate,
+            content_type,
             body: bytes,
         })
     };

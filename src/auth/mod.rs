@@ -25,6 +25,14 @@
 //!
 //! The [`Grant::ClientCredentials`] and [`Grant::IdentityAssertion`] grants (MCP extensions,
 //! for machines rather than people) need no user agent.
+//!
+//! What is checked, since every server and web page is hostile input: every URL fetched or
+//! opened is https (http only on a loopback host); an issuer matches where its metadata came
+//! from; a stored registration is used only with the issuer and endpoints it was made with,
+//! and a client credential goes to no other token endpoint; a login without PKCE S256 is
+//! refused; only a redirect with this login's `state` ends it; no error quotes a token, a
+//! secret or a token or registration answer. A refresh the authorization server refuses
+//! drops the tokens; one that gets no answer keeps them and fails with a retryable error.
 
 pub mod callback;
 pub mod discovery;
@@ -33,6 +41,8 @@ mod fetch;
 pub mod jwt;
 pub mod pkce;
 pub mod store;
+#[cfg(test)]
+mod test_server;
 
 pub use callback::{
     CALLBACK_PORT, CallbackParams, DEFAULT_REDIRECT_URI, HeadlessAgent, LoopbackAgent, UserAgent,
@@ -43,6 +53,7 @@ pub use store::KeychainStore;
 pub use store::{FileStore, MemoryStore, StoredClient, StoredTokens, TokenStore, default_store};
 
 use crate::error::{Error, ErrorKind, Result};
+use crate::text::escape_controls;
 use crate::transport::BoxFuture;
 use crate::transport::http::{Authorizer, Client, https_client};
 use discovery::{split_scopes, str_member};
@@ -56,6 +67,9 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 pub const REFRESH_MARGIN: Duration = Duration::from_secs(60);
 /// At most this many authorizations ask for one set of scopes (step-up loops end here).
 pub const MAX_AUTHORIZATIONS_PER_SCOPE: u32 = 3;
+/// After a refresh failed for want of an answer, a token still valid is sent as it is for
+/// this long before the next refresh is tried.
+const REFRESH_PAUSE: Duration = Duration::from_secs(10);
 
 /// A client registered out of band (from the config, the API or the panel).
 #[derive(Clone, Default)]
@@ -166,8 +180,10 @@ struct Runtime {
     loaded: bool,
     /// When the current token was obtained (login or refresh) by this process.
     obtained_at: Option<Instant>,
-    /// When a refresh last happened.
+    /// When a refresh last succeeded.
     refreshed_at: Option<Instant>,
+    /// When a refresh last failed for want of an answer (the tokens were kept).
+    refresh_failed_at: Option<Instant>,
     /// Retries allowed for a token just obtained (another request may have raced it).
     bounces: u32,
     /// Authorizations made per requested scope set.
@@ -199,6 +215,28 @@ struct TokenAnswer {
     refresh_token: Option<String>,
     expires_in: Option<u64>,
     scope: Option<String>,
+}
+
+/// Why a token request brought no tokens; each says what happened, without a secret.
+enum TokenFailure {
+    /// The authorization server refused the grant: an OAuth error answer (`invalid_grant`
+    /// and the like). A refresh refused so ends the tokens.
+    Refused(String),
+    /// No answer, or the server failing (connection, timeout, 408, 429, 5xx): worth trying
+    /// again later; the tokens stay.
+    Unreachable(String),
+    /// An answer that is no token answer, or a request this client would not send.
+    Unusable(String),
+}
+
+impl TokenFailure {
+    fn why(self) -> String {
+        match self {
+            TokenFailure::Refused(w) | TokenFailure::Unreachable(w) | TokenFailure::Unusable(w) => {
+                w
+            }
+        }
+    }
 }
 
 fn now_secs() -> u64 {
@@ -300,6 +338,7 @@ impl OAuth {
 
     /// [`OAuth::login`] through `agent` instead of the configured one.
     pub async fn login_with(&self, agent: Option<&dyn UserAgent>) -> Result<()> {
+        fetch::check_url("the server URL", &self.config.url).map_err(|e| self.auth_error(e))?;
         let challenge = self.probe().await.map_err(|e| {
             self.auth_error(format!(
                 "cannot reach the server to log in: {e}; check its url and that it is running"
@@ -439,6 +478,8 @@ impl OAuth {
                 client_secret: None,
                 token_endpoint_auth_method: "none".into(),
                 redirect_uris: vec![redirect_uri.to_string()],
+                token_endpoint: meta.token_endpoint.clone().unwrap_or_default(),
+                registration_endpoint: None,
             });
         }
         let key = store::client_key(&meta.issuer);
@@ -446,7 +487,10 @@ impl OAuth {
             && let Ok(client) = serde_json::from_str::<StoredClient>(&text)
             && client.redirect_uris.iter().any(|r| r == redirect_uri)
         {
-            return Ok(client);
+            if client.registered_with(meta) {
+                return Ok(client);
+            }
+            tracing::info!(server = %self.config.server, issuer = %meta.issuer, "the stored client was registered with other endpoints than the server names now; registering again");
         }
         let endpoint = meta.registration_endpoint.as_deref().ok_or_else(|| {
             self.auth_error(format!(
@@ -471,13 +515,11 @@ impl OAuth {
         let answer = fetch::post_json(&self.http, endpoint, &body)
             .await
             .map_err(|e| self.auth_error(format!("client registration failed: {e}")))?;
-        let v = answer.json().filter(|_| matches!(answer.status, 200 | 201));
-        let Some(v) = v.filter(|v| str_member(v, "client_id").is_some()) else {
-            return Err(self.auth_error(format!(
-                "client registration at {endpoint} failed: {}",
-                answer.describe()
-            )));
-        };
+        let v = answer.json_with(&[200, 201], "client_id").map_err(|why| {
+            self.auth_error(format!(
+                "client registration at {endpoint} failed: the answer was {why}"
+            ))
+        })?;
         let secret = str_member(&v, "client_secret").map(str::to_string);
         let method = str_member(&v, "token_endpoint_auth_method")
             .map(str::to_string)
@@ -494,6 +536,8 @@ impl OAuth {
             client_secret: secret,
             token_endpoint_auth_method: method,
             redirect_uris: vec![redirect_uri.to_string()],
+            token_endpoint: meta.token_endpoint.clone().unwrap_or_default(),
+            registration_endpoint: Some(endpoint.to_string()),
         };
         let text = serde_json::to_string(&client).expect("client serializes");
         if let Err(e) = self.store.save(&key, &text) {
@@ -525,6 +569,9 @@ impl OAuth {
                     .clone()
                     .unwrap_or_else(|| DEFAULT_REDIRECT_URI.into()),
             ],
+            // Configured for this server: it goes to the token endpoint discovered for it.
+            token_endpoint: meta.token_endpoint.clone().unwrap_or_default(),
+            registration_endpoint: None,
         }
     }
 
@@ -542,6 +589,16 @@ impl OAuth {
                 meta.issuer
             ))
         })?;
+        if !meta.offers_pkce_s256() {
+            return Err(self.auth_error(format!(
+                "the authorization server {} does not offer PKCE with S256 (its metadata's code_challenge_methods_supported {}); the MCP specification forbids logging in without it, so ask its operator to enable PKCE",
+                meta.issuer,
+                match &meta.code_challenge_methods_supported {
+                    None => "is missing",
+                    Some(_) => "lacks S256",
+                }
+            )));
+        }
         let (preferred, exact) = match &self.config.client {
             Some(pre) => (
                 pre.redirect_uri
@@ -578,20 +635,15 @@ impl OAuth {
             .await
             .map_err(|e| self.auth_error(e))?;
         let params = CallbackParams::parse(&redirected);
-        if let Some(error) = &params.error {
-            return Err(self.auth_error(format!(
-                "the authorization server refused: {error}{}; run the login again",
-                params
-                    .error_description
-                    .as_deref()
-                    .map(|d| format!(" ({d})"))
-                    .unwrap_or_default()
-            )));
-        }
         if params.state.as_deref() != Some(state.as_str()) {
             return Err(self.auth_error(
                 "the redirect's state does not match the request (a stale or forged redirect); run the login again",
             ));
+        }
+        if let Some(error) = params.error_text() {
+            return Err(self.auth_error(format!(
+                "the authorization server refused: {error}; run the login again"
+            )));
         }
         match &params.iss {
             // RFC 9207: simple string comparison, no normalization of any kind.
@@ -649,7 +701,8 @@ impl OAuth {
         }
     }
 
-    /// POSTs to the token endpoint with the client's authentication.
+    /// POSTs to the token endpoint with the client's authentication (at login: any failure is
+    /// an error).
     async fn token_request(
         &self,
         found: &Discovery,
@@ -659,6 +712,7 @@ impl OAuth {
         let endpoint = found.server.token_endpoint.clone().unwrap_or_default();
         self.post_token(&endpoint, &found.server.issuer, client, pairs)
             .await
+            .map_err(|f| self.auth_error(f.why()))
     }
 
     async fn post_token(
@@ -667,10 +721,18 @@ impl OAuth {
         issuer: &str,
         client: &StoredClient,
         mut pairs: Vec<(&str, String)>,
-    ) -> Result<TokenAnswer> {
+    ) -> std::result::Result<TokenAnswer, TokenFailure> {
+        let method = client.token_endpoint_auth_method.as_str();
+        if method != "none" && client.token_endpoint != endpoint {
+            // A credential goes only where it was registered (or configured) for.
+            return Err(TokenFailure::Unusable(format!(
+                "the client's credentials are for the token endpoint {:?}, not {endpoint:?}; they were not sent: log in again",
+                client.token_endpoint
+            )));
+        }
         let secret = client.client_secret.clone().unwrap_or_default();
         let mut basic = Basic::None;
-        match client.token_endpoint_auth_method.as_str() {
+        match method {
             "client_secret_basic" => {
                 // The id in the body too: it is no second authentication, and some servers
                 // (the Python SDK's) look the client up by it.
@@ -682,7 +744,9 @@ impl OAuth {
                 pairs.push(("client_secret", secret.clone()));
             }
             "private_key_jwt" => {
-                let assertion = self.client_assertion(client, issuer)?;
+                let assertion = self
+                    .client_assertion(client, issuer)
+                    .map_err(|e| TokenFailure::Unusable(e.kind_text()))?;
                 pairs.push(("client_id", client.client_id.clone()));
                 pairs.push((
                     "client_assertion_type",
@@ -695,19 +759,23 @@ impl OAuth {
         let borrowed: Vec<(&str, &str)> = pairs.iter().map(|(k, v)| (*k, v.as_str())).collect();
         let answer = fetch::post_form(&self.http, endpoint, &borrowed, basic)
             .await
-            .map_err(|e| self.auth_error(format!("the token request failed: {e}")))?;
-        let v = answer.json().filter(|_| answer.status == 200);
-        let Some(v) = v.filter(|v| str_member(v, "access_token").is_some()) else {
-            return Err(self.auth_error(format!(
-                "the token endpoint {endpoint} refused: {}",
-                answer.describe()
-            )));
-        };
+            .map_err(|e| TokenFailure::Unreachable(format!("the token request failed: {e}")))?;
+        let v = answer.json_with(&[200], "access_token").map_err(|why| {
+            let why = format!("the token endpoint {endpoint} answered {why}");
+            if answer.is_oauth_refusal() {
+                TokenFailure::Refused(why)
+            } else if matches!(answer.status, 408 | 429 | 500..=599) {
+                TokenFailure::Unreachable(why)
+            } else {
+                TokenFailure::Unusable(why)
+            }
+        })?;
         if let Some(t) = str_member(&v, "token_type")
             && !t.eq_ignore_ascii_case("bearer")
         {
-            return Err(self.auth_error(format!(
-                "the token endpoint issued a {t:?} token; only Bearer tokens are supported"
+            return Err(TokenFailure::Unusable(format!(
+                "the token endpoint issued a token of type {:?}; only Bearer tokens are supported",
+                escape_controls(&t.chars().take(40).collect::<String>())
             )));
         }
         Ok(TokenAnswer {
@@ -803,15 +871,13 @@ impl OAuth {
             .await
             .map_err(|e| self.auth_error(format!("the token exchange failed: {e}")))?;
         let jag = answer
-            .json()
-            .filter(|_| answer.status == 200)
-            .and_then(|v| str_member(&v, "access_token").map(str::to_string))
-            .ok_or_else(|| {
+            .json_with(&[200], "access_token")
+            .map_err(|why| {
                 self.auth_error(format!(
-                    "the identity provider refused the token exchange: {}",
-                    answer.describe()
+                    "the identity provider's token exchange answered {why}"
                 ))
-            })?;
+            })
+            .map(|v| json_str(&v, "access_token").unwrap_or_default())?;
         let mut client = self.pre_registered(pre, &found.server);
         if client.token_endpoint_auth_method == "none" {
             client.token_endpoint_auth_method = "client_secret_basic".into();
@@ -837,12 +903,14 @@ impl OAuth {
         if let Some(pre) = &self.config.client {
             let meta = AuthServerMetadata {
                 issuer: tokens.issuer.clone(),
+                token_endpoint: Some(tokens.token_endpoint.clone()),
                 ..Default::default()
             };
             return self.pre_registered(pre, &meta);
         }
         if let Ok(Some(text)) = self.store.load(&store::client_key(&tokens.issuer))
             && let Ok(client) = serde_json::from_str::<StoredClient>(&text)
+            && client.token_endpoint == tokens.token_endpoint
         {
             return client;
         }
@@ -854,8 +922,9 @@ impl OAuth {
         }
     }
 
-    /// Refreshes the tokens. `Ok(false)`: no refresh token, or the server refused it (the
-    /// tokens are dropped then).
+    /// Refreshes the tokens. `Ok(false)`: no refresh token, or the authorization server
+    /// refused it (the tokens are dropped then). An error: no usable answer (the server is
+    /// down, slow or failing); the tokens are kept, and the error is worth retrying.
     async fn refresh(&self, rt: &mut Runtime) -> Result<bool> {
         let Some(tokens) = rt.tokens.clone() else {
             return Ok(false);
@@ -863,7 +932,6 @@ impl OAuth {
         let Some(refresh_token) = tokens.refresh_token.clone() else {
             return Ok(false);
         };
-        rt.refreshed_at = Some(Instant::now());
         let client = self.client_for_refresh(&tokens);
         let pairs = vec![
             ("grant_type", "refresh_token".to_string()),
@@ -884,12 +952,32 @@ impl OAuth {
                     ..tokens
                 };
                 self.save(rt, fresh)?;
+                rt.refreshed_at = Some(Instant::now());
+                rt.refresh_failed_at = None;
                 Ok(true)
             }
-            Err(e) => {
-                tracing::warn!(server = %self.config.server, "refreshing the token failed: {e}");
+            Err(TokenFailure::Refused(why)) => {
+                tracing::warn!(server = %self.config.server, "the refresh token was refused ({why}); the tokens are dropped");
                 self.drop_tokens(rt);
                 Ok(false)
+            }
+            Err(failure) => {
+                rt.refresh_failed_at = Some(Instant::now());
+                let retryable = matches!(failure, TokenFailure::Unreachable(_));
+                let why = failure.why();
+                tracing::warn!(server = %self.config.server, "refreshing the token failed ({why}); the tokens are kept");
+                Err(self.error(if retryable {
+                    ErrorKind::Http {
+                        status: None,
+                        detail: format!(
+                            "oauth: refreshing the token failed: {why}; the tokens are kept, try again shortly"
+                        ),
+                    }
+                } else {
+                    ErrorKind::Auth(format!(
+                        "refreshing the token failed: {why}; the tokens are kept"
+                    ))
+                }))
             }
         }
     }
@@ -897,13 +985,26 @@ impl OAuth {
     async fn header(&self) -> Result<Option<String>> {
         let mut rt = self.runtime.lock().await;
         self.load(&mut rt);
-        let expiring = rt.tokens.as_ref().is_some_and(|t| {
-            t.refresh_token.is_some()
-                && t.expires_at
-                    .is_some_and(|at| at <= now_secs() + REFRESH_MARGIN.as_secs())
-        });
-        if expiring {
-            self.refresh(&mut rt).await?;
+        let now = now_secs();
+        let (expiring, valid) = match &rt.tokens {
+            Some(t) if t.refresh_token.is_some() => (
+                t.expires_at
+                    .is_some_and(|at| at <= now + REFRESH_MARGIN.as_secs()),
+                t.expires_at.is_none_or(|at| at > now),
+            ),
+            _ => (false, true),
+        };
+        let pausing = valid
+            && rt
+                .refresh_failed_at
+                .is_some_and(|t| t.elapsed() < REFRESH_PAUSE);
+        if expiring && !pausing {
+            // A token not yet expired is still sent when the refresh got no answer.
+            if let Err(e) = self.refresh(&mut rt).await
+                && !valid
+            {
+                return Err(e);
+            }
         }
         match &rt.tokens {
             Some(t) => Ok(Some(format!("Bearer {}", t.access_token))),
@@ -915,6 +1016,7 @@ impl OAuth {
     async fn answer_challenge(&self, status: u16, www: Option<String>) -> Result<bool> {
         let challenge = www.as_deref().map(Challenge::parse).unwrap_or_default();
         let mut rt = self.runtime.lock().await;
+        self.load(&mut rt);
         let agent = self.agent.clone();
         match status {
             401 => {
@@ -984,53 +1086,25 @@ pub fn json_str(v: &Value, key: &str) -> Option<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    use test_server::{Reply, Seen, TestServer};
 
-    /// A token endpoint that answers every POST with fresh tokens and records the bodies.
-    async fn token_endpoint() -> (String, Arc<std::sync::Mutex<Vec<String>>>) {
-        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-        let url = format!("http://{}/token", listener.local_addr().unwrap());
-        let bodies = Arc::new(std::sync::Mutex::new(Vec::new()));
-        let seen = bodies.clone();
-        tokio::spawn(async move {
-            let mut n = 0;
-            while let Ok((mut s, _)) = listener.accept().await {
-                n += 1;
-                let mut buf = Vec::new();
-                let mut chunk = [0u8; 4096];
-                loop {
-                    let read = s.read(&mut chunk).await.unwrap_or(0);
-                    buf.extend_from_slice(&chunk[..read]);
-                    let text = String::from_utf8_lossy(&buf).to_string();
-                    if let Some((head, body)) = text.split_once("\r\n\r\n") {
-                        let len = head
-                            .lines()
-                            .find_map(|l| {
-                                l.to_ascii_lowercase()
-                                    .strip_prefix("content-length:")
-                                    .map(|v| v.trim().parse::<usize>().unwrap())
-                            })
-                            .unwrap_or(0);
-                        if body.len() >= len {
-                            seen.lock().unwrap().push(body.to_string());
-                            break;
-                        }
-                    }
-                    if read == 0 {
-                        break;
-                    }
-                }
-                let json = format!(
-                    r#"{{"access_token":"AT{n}","token_type":"bearer","expires_in":3600,"refresh_token":"RT{n}"}}"#
-                );
-                let response = format!(
-                    "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{json}",
-                    json.len()
-                );
-                let _ = s.write_all(response.as_bytes()).await;
-            }
-        });
-        (url, bodies)
+    /// A token endpoint that answers every POST with fresh tokens `AT<n>`, `RT<n>`.
+    async fn token_endpoint() -> TestServer {
+        let n = AtomicUsize::new(0);
+        TestServer::start(move |_, _| {
+            let n = n.fetch_add(1, Ordering::Relaxed) + 1;
+            fresh_tokens(n)
+        })
+        .await
+    }
+
+    fn fresh_tokens(n: usize) -> Reply {
+        Reply::json(
+            200,
+            json!({"access_token": format!("AT{n}"), "token_type": "bearer",
+                "expires_in": 3600, "refresh_token": format!("RT{n}")}),
+        )
     }
 
     fn oauth_with(tokens: Option<StoredTokens>) -> (OAuth, Arc<MemoryStore>) {
@@ -1060,6 +1134,85 @@ mod tests {
         }
     }
 
+    fn stored_tokens(store: &MemoryStore) -> Option<StoredTokens> {
+        store
+            .load("tokens:s")
+            .unwrap()
+            .map(|t| serde_json::from_str(&t).unwrap())
+    }
+
+    /// Authorization server metadata naming endpoints on the server itself (`BASE`).
+    const OWN_METADATA: &str = r#"{"issuer": "BASE", "authorization_endpoint": "BASE/authorize",
+        "token_endpoint": "BASE/token", "registration_endpoint": "BASE/register",
+        "code_challenge_methods_supported": ["S256"]}"#;
+
+    /// An MCP server at `/mcp` that is its own authorization server by the 2025-03-26 rules:
+    /// `metadata` (`BASE` replaced by its URL; `None`: none) at the RFC 8414 well-known path,
+    /// an authorization endpoint that redirects at once with code `C` and the request's state,
+    /// dynamic registration, and a token endpoint. Everything else is 404.
+    fn own_as(request: &Seen, base: &str, metadata: Option<&str>) -> Reply {
+        match (request.path(), metadata) {
+            ("/mcp", _) => Reply {
+                status: 401,
+                headers: vec![("WWW-Authenticate", "Bearer".into())],
+                body: String::new(),
+            },
+            ("/.well-known/oauth-authorization-server", Some(m)) => Reply {
+                status: 200,
+                headers: vec![("Content-Type", "application/json".into())],
+                body: m.replace("BASE", base),
+            },
+            ("/authorize", _) => Reply::redirect(&format!(
+                "{}?code=C&state={}",
+                request.param("redirect_uri").unwrap_or_default(),
+                pkce::encode(&request.param("state").unwrap_or_default())
+            )),
+            ("/register", _) => Reply::json(
+                201,
+                json!({"client_id": "new-id", "client_secret": "NEW-SECRET",
+                    "token_endpoint_auth_method": "client_secret_basic"}),
+            ),
+            ("/token", _) => fresh_tokens(1),
+            _ => Reply::text(404, "not found"),
+        }
+    }
+
+    /// Logs in to the server at `base` headlessly (the authorization server redirects at
+    /// once), keeping what it registers and gets in `store`.
+    async fn headless_login(base: &str, store: Arc<MemoryStore>) -> Result<()> {
+        let mut config = OAuthConfig::new("s", &format!("{base}/mcp"));
+        config.redirect_uri = "http://localhost:0/callback".into();
+        let oauth = OAuth::new(config, store);
+        let agent = HeadlessAgent::new(oauth.http_client());
+        oauth.login_with(Some(&agent)).await
+    }
+
+    /// A registration stored under `issuer`, as JSON (so that it reads the same to a client
+    /// that records fewer members).
+    fn save_client(store: &MemoryStore, issuer: &str, token_endpoint: &str, secret: &str) {
+        let client = json!({"issuer": issuer, "client_id": "old-id", "client_secret": secret,
+            "token_endpoint_auth_method": "client_secret_basic",
+            "redirect_uris": ["http://localhost:0/callback"],
+            "token_endpoint": token_endpoint,
+            "registration_endpoint": format!("{issuer}/register")});
+        store
+            .save(&store::client_key(issuer), &client.to_string())
+            .unwrap();
+    }
+
+    /// Whether `request` carries `secret` in HTTP Basic or in its body.
+    fn carries(request: &Seen, secret: &str) -> bool {
+        let basic = request.header("authorization").unwrap_or("");
+        let decoded = basic
+            .strip_prefix("Basic ")
+            .and_then(|b| base64::engine::general_purpose::STANDARD.decode(b).ok())
+            .map(|b| String::from_utf8_lossy(&b).into_owned())
+            .unwrap_or_default();
+        decoded.contains(secret) || request.body.contains(secret)
+    }
+
+    use base64::Engine;
+
     #[tokio::test]
     async fn without_a_token_the_error_says_how_to_log_in() {
         let (oauth, _) = oauth_with(None);
@@ -1084,16 +1237,16 @@ mod tests {
 
     #[tokio::test]
     async fn a_token_about_to_expire_is_refreshed_before_it_is_sent() {
-        let (endpoint, bodies) = token_endpoint().await;
+        let server = token_endpoint().await;
+        let endpoint = format!("{}/token", server.base);
         let (oauth, store) = oauth_with(Some(tokens(&endpoint, now_secs() + 10)));
         assert_eq!(
             oauth.authorization().await.unwrap().as_deref(),
             Some("Bearer AT1")
         );
-        let body = bodies.lock().unwrap()[0].clone();
+        let body = server.seen()[0].body.clone();
         assert!(body.starts_with("grant_type=refresh_token&refresh_token=RT0&resource=http%3A%2F%2F127.0.0.1%3A9%2Fmcp"), "{body}");
-        let stored: StoredTokens =
-            serde_json::from_str(&store.load("tokens:s").unwrap().unwrap()).unwrap();
+        let stored = stored_tokens(&store).unwrap();
         assert_eq!(stored.refresh_token.as_deref(), Some("RT1"), "rotated");
         assert_eq!(stored.scope.as_deref(), Some("a b"), "kept");
         // Fresh now: sent as it is.
@@ -1101,26 +1254,377 @@ mod tests {
             oauth.authorization().await.unwrap().as_deref(),
             Some("Bearer AT1")
         );
-        assert_eq!(bodies.lock().unwrap().len(), 1);
+        assert_eq!(server.seen().len(), 1);
     }
 
     #[tokio::test]
     async fn a_401_refreshes_once_then_asks_for_a_login() {
-        let (endpoint, bodies) = token_endpoint().await;
+        let server = token_endpoint().await;
+        let endpoint = format!("{}/token", server.base);
         let (oauth, store) = oauth_with(Some(tokens(&endpoint, now_secs() + 3600)));
         assert_eq!(
             oauth.authorization().await.unwrap().as_deref(),
             Some("Bearer AT0")
         );
         assert!(oauth.challenge(401, None).await.unwrap(), "refreshed");
-        assert_eq!(bodies.lock().unwrap().len(), 1);
+        assert_eq!(server.seen().len(), 1);
         // The new token is refused too: two retries in case another request raced it,
         // then no second refresh, and the tokens are gone.
         assert!(oauth.challenge(401, None).await.unwrap());
         assert!(oauth.challenge(401, None).await.unwrap());
         let err = oauth.challenge(401, None).await.unwrap_err();
         assert!(err.needs_login(), "{err}");
-        assert_eq!(bodies.lock().unwrap().len(), 1, "one refresh only");
+        assert_eq!(server.seen().len(), 1, "one refresh only");
         assert!(store.load("tokens:s").unwrap().is_none());
+    }
+
+    #[tokio::test]
+    async fn a_refresh_without_an_answer_keeps_the_tokens_until_the_server_is_back() {
+        // A port nobody listens on: the authorization server is down.
+        let addr = std::net::TcpListener::bind("127.0.0.1:0")
+            .unwrap()
+            .local_addr()
+            .unwrap();
+        let endpoint = format!("http://{addr}/token");
+        let (oauth, store) = oauth_with(Some(tokens(&endpoint, now_secs() + 10)));
+        // About to expire, not expired: sent as it is while the refresh gets no answer.
+        assert_eq!(
+            oauth.authorization().await.unwrap().as_deref(),
+            Some("Bearer AT0")
+        );
+        let err = oauth.challenge(401, None).await.unwrap_err();
+        assert!(
+            matches!(err.kind, ErrorKind::Http { status: None, .. }),
+            "a retryable error: {err:?}"
+        );
+        assert!(
+            err.to_string().contains("the tokens are kept, try again"),
+            "{err}"
+        );
+        assert_eq!(stored_tokens(&store).unwrap().access_token, "AT0", "kept");
+
+        // Back, but failing (503), then working.
+        let working = Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let switch = working.clone();
+        let server = TestServer::start_at(addr, move |_, _| {
+            if switch.load(Ordering::Relaxed) {
+                fresh_tokens(1)
+            } else {
+                Reply::text(503, "down for maintenance")
+            }
+        })
+        .await;
+        let err = oauth.challenge(401, None).await.unwrap_err();
+        assert!(
+            matches!(err.kind, ErrorKind::Http { status: None, .. }),
+            "{err:?}"
+        );
+        assert!(err.to_string().contains("HTTP 503 (text/plain)"), "{err}");
+        assert_eq!(stored_tokens(&store).unwrap().access_token, "AT0", "kept");
+        working.store(true, Ordering::Relaxed);
+        assert!(oauth.challenge(401, None).await.unwrap(), "refreshed");
+        assert_eq!(
+            oauth.authorization().await.unwrap().as_deref(),
+            Some("Bearer AT1")
+        );
+        assert_eq!(stored_tokens(&store).unwrap().access_token, "AT1");
+        assert_eq!(server.seen_at("/token").len(), 2);
+    }
+
+    #[tokio::test]
+    async fn only_an_oauth_refusal_of_the_refresh_drops_the_tokens() {
+        for (status, error) in [(400, "invalid_grant"), (401, "invalid_client")] {
+            let server =
+                TestServer::start(move |_, _| Reply::json(status, json!({"error": error}))).await;
+            let endpoint = format!("{}/token", server.base);
+            let (oauth, store) = oauth_with(Some(tokens(&endpoint, now_secs() + 3600)));
+            oauth.authorization().await.unwrap();
+            let err = oauth.challenge(401, None).await.unwrap_err();
+            assert!(err.needs_login(), "{err}");
+            assert!(store.load("tokens:s").unwrap().is_none(), "dropped");
+        }
+        // Not an OAuth answer (a proxy's page): the tokens stay.
+        let server = TestServer::start(|_, _| Reply::text(404, "<html>gone</html>")).await;
+        let endpoint = format!("{}/token", server.base);
+        let (oauth, store) = oauth_with(Some(tokens(&endpoint, now_secs() + 3600)));
+        oauth.authorization().await.unwrap();
+        let err = oauth.challenge(401, None).await.unwrap_err();
+        assert!(matches!(err.kind, ErrorKind::Auth(_)), "{err:?}");
+        assert!(err.to_string().contains("HTTP 404 (text/plain)"), "{err}");
+        assert!(store.load("tokens:s").unwrap().is_some(), "kept");
+    }
+
+    #[tokio::test]
+    async fn a_server_claiming_another_issuer_gets_no_client_and_leaves_none() {
+        let hostile = r#"{"issuer": "https://trusted.example",
+            "authorization_endpoint": "BASE/authorize", "token_endpoint": "BASE/token",
+            "registration_endpoint": "BASE/register", "code_challenge_methods_supported": ["S256"]}"#;
+        let server = TestServer::start(move |r, base| own_as(r, base, Some(hostile))).await;
+        // Nothing stored yet: its registration must not land under the trusted issuer.
+        let store = Arc::new(MemoryStore::new());
+        let err = headless_login(&server.base, store.clone())
+            .await
+            .unwrap_err();
+        assert!(
+            err.to_string().contains(
+                "names issuer \"https://trusted.example\", which is not on the server's own origin"
+            ),
+            "{err}"
+        );
+        assert!(store.keys().is_empty(), "{:?}", store.keys());
+        // The trusted server's registration stored: its secret goes nowhere.
+        save_client(
+            &store,
+            "https://trusted.example",
+            "https://trusted.example/token",
+            "TRUSTED-SECRET",
+        );
+        let before = store.load("client:https://trusted.example").unwrap();
+        assert!(headless_login(&server.base, store.clone()).await.is_err());
+        assert!(server.seen().iter().all(|r| !carries(r, "TRUSTED-SECRET")));
+        assert!(server.seen_at("/token").is_empty());
+        assert!(server.seen_at("/register").is_empty());
+        assert_eq!(
+            store.load("client:https://trusted.example").unwrap(),
+            before
+        );
+    }
+
+    #[tokio::test]
+    async fn a_registration_is_used_only_with_the_endpoints_it_was_made_with() {
+        let server = TestServer::start(|r, base| own_as(r, base, Some(OWN_METADATA))).await;
+        let base = server.base.clone();
+        let store = Arc::new(MemoryStore::new());
+        // Registered with this issuer, but for a token endpoint it no longer names.
+        save_client(&store, &base, &format!("{base}/old-token"), "OLD-SECRET");
+        headless_login(&base, store.clone()).await.expect("login");
+        assert_eq!(server.seen_at("/register").len(), 1, "registered again");
+        let token = &server.seen_at("/token")[0];
+        assert!(carries(token, "NEW-SECRET") && !carries(token, "OLD-SECRET"));
+        let client: StoredClient =
+            serde_json::from_str(&store.load(&store::client_key(&base)).unwrap().unwrap()).unwrap();
+        assert_eq!(client.client_id, "new-id");
+        assert_eq!(client.token_endpoint, format!("{base}/token"));
+        assert_eq!(
+            client.registration_endpoint,
+            Some(format!("{base}/register"))
+        );
+        // A second login uses it as it is.
+        headless_login(&base, store.clone()).await.expect("login");
+        assert_eq!(server.seen_at("/register").len(), 1);
+        assert!(carries(&server.seen_at("/token")[1], "NEW-SECRET"));
+
+        // A refresh at an endpoint the stored client was not registered for: no secret.
+        let (oauth, store) = oauth_with(Some(tokens(&format!("{base}/token"), now_secs() + 10)));
+        save_client(
+            &store,
+            "http://127.0.0.1:9",
+            "https://elsewhere.example/token",
+            "OTHER-SECRET",
+        );
+        oauth.authorization().await.unwrap();
+        let refresh = server.seen_at("/token").pop().unwrap();
+        assert_eq!(refresh.method, "POST");
+        assert_eq!(
+            refresh.param("grant_type").as_deref(),
+            Some("refresh_token")
+        );
+        assert!(!carries(&refresh, "OTHER-SECRET") && refresh.header("authorization").is_none());
+    }
+
+    #[tokio::test]
+    async fn endpoints_must_be_https_or_loopback_and_never_reach_the_browser() {
+        let cases = [
+            (
+                "authorization_endpoint",
+                "file:///etc/passwd#",
+                "is not an https URL",
+            ),
+            ("authorization_endpoint", "javascript:alert(1)", "is not"),
+            (
+                "authorization_endpoint",
+                "http://192.0.2.1/authorize",
+                "is plain http on a host that is not this machine",
+            ),
+            (
+                "token_endpoint",
+                "http://as.example.com/token",
+                "is plain http",
+            ),
+            (
+                "registration_endpoint",
+                "ftp://as.example.com/register",
+                "is not an https URL",
+            ),
+        ];
+        for (member, value, expected) in cases {
+            let mut metadata: Value = serde_json::from_str(OWN_METADATA).unwrap();
+            metadata[member] = json!(value);
+            let metadata = metadata.to_string();
+            let server = TestServer::start(move |r, base| own_as(r, base, Some(&metadata))).await;
+            let shown = Arc::new(std::sync::Mutex::new(Vec::<String>::new()));
+            let record = shown.clone();
+            let mut agent = LoopbackAgent::new();
+            agent.open_browser = false;
+            agent.timeout = Duration::from_secs(2);
+            agent.show_url = Arc::new(move |url| record.lock().unwrap().push(url.to_string()));
+            let mut config = OAuthConfig::new("s", &format!("{}/mcp", server.base));
+            config.redirect_uri = "http://localhost:0/callback".into();
+            let oauth = OAuth::new(config, Arc::new(MemoryStore::new()));
+            let err = oauth
+                .login_with(Some(&agent))
+                .await
+                .unwrap_err()
+                .to_string();
+            assert!(
+                err.contains(&format!("the {member} of")) && err.contains(expected),
+                "{member} {value}: {err}"
+            );
+            assert!(shown.lock().unwrap().is_empty(), "{value} was shown");
+            assert!(server.seen_at("/register").is_empty() && server.seen_at("/token").is_empty());
+        }
+        // An issuer named by protected resource metadata, and the server itself.
+        let prm = TestServer::start(|r, base| match r.path() {
+            "/.well-known/oauth-protected-resource/mcp" => Reply::json(
+                200,
+                json!({
+                "resource": format!("{base}/mcp"),
+                "authorization_servers": ["http://as.example.com"]}),
+            ),
+            _ => own_as(r, base, None),
+        })
+        .await;
+        let err = headless_login(&prm.base, Arc::new(MemoryStore::new()))
+            .await
+            .unwrap_err();
+        assert!(
+            err.to_string()
+                .contains("the authorization server \"http://as.example.com\" is plain http"),
+            "{err}"
+        );
+        let oauth = OAuth::new(
+            OAuthConfig::new("s", "http://mcp.example.com/mcp"),
+            Arc::new(MemoryStore::new()),
+        );
+        let err = oauth.login_with(None).await.unwrap_err();
+        assert!(
+            err.to_string()
+                .contains("the server URL \"http://mcp.example.com/mcp\" is plain http"),
+            "{err}"
+        );
+    }
+
+    /// The 2025-11-25 authorization specification, "Authorization Code Protection": without
+    /// `code_challenge_methods_supported` (or without S256 in it) a client MUST refuse to
+    /// proceed. No scenario of the conformance suites installed here (0.1.16, 0.2.0-alpha.12)
+    /// serves metadata without it; a later suite's "PKCE no S256" scenario accepts an absent
+    /// list, which the specification does not, so the specification wins. Without any
+    /// metadata (2025-03-26 default endpoints, the suite's
+    /// `auth/2025-03-26-oauth-endpoint-fallback`) there is nothing to ask and PKCE is
+    /// required of every 2025-03-26 server: the login goes on, with S256.
+    #[tokio::test]
+    async fn a_login_without_pkce_s256_is_refused() {
+        for (methods, says) in [(None, "is missing"), (Some(json!(["plain"])), "lacks S256")] {
+            let mut metadata: Value = serde_json::from_str(OWN_METADATA).unwrap();
+            let object = metadata.as_object_mut().unwrap();
+            object.remove("code_challenge_methods_supported");
+            if let Some(m) = methods {
+                object.insert("code_challenge_methods_supported".into(), m);
+            }
+            let metadata = metadata.to_string();
+            let server = TestServer::start(move |r, base| own_as(r, base, Some(&metadata))).await;
+            let err = headless_login(&server.base, Arc::new(MemoryStore::new()))
+                .await
+                .unwrap_err()
+                .to_string();
+            assert!(
+                err.contains("does not offer PKCE with S256") && err.contains(says),
+                "{err}"
+            );
+            assert!(
+                server.seen_at("/authorize").is_empty() && server.seen_at("/register").is_empty()
+            );
+        }
+        let defaults = TestServer::start(|r, base| own_as(r, base, None)).await;
+        headless_login(&defaults.base, Arc::new(MemoryStore::new()))
+            .await
+            .expect("the 2025-03-26 default endpoints");
+        let authorize = &defaults.seen_at("/authorize")[0];
+        assert_eq!(
+            authorize.param("code_challenge_method").as_deref(),
+            Some("S256")
+        );
+    }
+
+    #[tokio::test]
+    async fn errors_describe_answers_without_quoting_secrets() {
+        let cases = [
+            (
+                "/token",
+                200,
+                "application/json",
+                r#"{"refresh_token": "RT-SECRET", "token_type": "bearer"}"#,
+                "HTTP 200 (application/json), a JSON object without the string member \"access_token\"",
+                "RT-SECRET",
+            ),
+            (
+                "/token",
+                400,
+                "text/plain",
+                "AT-SECRET",
+                "HTTP 400 (text/plain)",
+                "AT-SECRET",
+            ),
+            (
+                "/register",
+                201,
+                "application/json",
+                r#"{"client_secret": "CS-SECRET"}"#,
+                "HTTP 201 (application/json), a JSON object without the string member \"client_id\"",
+                "CS-SECRET",
+            ),
+        ];
+        for (path, status, content_type, body, says, secret) in cases {
+            let server = TestServer::start(move |r, base| {
+                if r.path() == path {
+                    Reply {
+                        status,
+                        headers: vec![("Content-Type", content_type.into())],
+                        body: body.into(),
+                    }
+                } else {
+                    own_as(r, base, Some(OWN_METADATA))
+                }
+            })
+            .await;
+            let err = headless_login(&server.base, Arc::new(MemoryStore::new()))
+                .await
+                .unwrap_err();
+            let text = format!("{err} {err:?}");
+            assert!(text.contains(says), "{text}");
+            assert!(!text.contains(secret), "{text}");
+        }
+    }
+
+    #[tokio::test]
+    async fn a_refused_authorization_is_reported_escaped() {
+        let server = TestServer::start(|r, base| match r.path() {
+            "/authorize" => Reply::redirect(&format!(
+                "{}?error=access_denied&error_description=%1B%5D0%3Bpwned%07%1B%5B2J&state={}",
+                r.param("redirect_uri").unwrap_or_default(),
+                pkce::encode(&r.param("state").unwrap_or_default())
+            )),
+            _ => own_as(r, base, Some(OWN_METADATA)),
+        })
+        .await;
+        let err = headless_login(&server.base, Arc::new(MemoryStore::new()))
+            .await
+            .unwrap_err()
+            .to_string();
+        assert!(
+            err.contains("refused: access_denied (\\u{1b}]0;pwned\\u{7}\\u{1b}[2J)"),
+            "{err}"
+        );
+        assert!(!err.chars().any(char::is_control), "{err:?}");
     }
 }

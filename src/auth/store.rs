@@ -2,15 +2,19 @@
 //! own), [`MemoryStore`] for tests, [`FileStore`] (one JSON file, mode 0600, written
 //! atomically) and, with the `keychain` feature, [`KeychainStore`] (the OS keychain through
 //! the `keyring` crate, service `agenvoy`). [`default_store`] picks the keychain when one
-//! answers and the file otherwise, with a warning.
+//! answers and the file otherwise, at its first use, and warns about the file once, when a
+//! token or client secret is actually kept in it or read from it.
 //!
 //! Values are JSON text under string keys: `tokens:<server>` for a server's tokens,
-//! `client:<issuer>` for the client registered with an authorization server.
+//! `client:<issuer>` for the client registered with an authorization server (used only with
+//! the endpoints it was registered with: [`StoredClient::registered_with`]).
 
+use super::discovery::AuthServerMetadata;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
-use std::sync::{Arc, Mutex};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex, OnceLock};
 
 /// The keychain service name.
 pub const SERVICE: &str = "agenvoy";
@@ -196,18 +200,79 @@ impl TokenStore for KeychainStore {
 }
 
 /// The store the host uses: the OS keychain when one answers (feature `keychain`), else
-/// [`TOKEN_FILE`] in `config_dir` (mode 0600), with a warning that says so.
+/// [`TOKEN_FILE`] in `config_dir` (mode 0600). Nothing is probed until the store is first
+/// used, and the warning that no keychain is reachable comes once, when a token or client
+/// secret is actually stored in the file or read from it: a process with no OAuth server says
+/// nothing.
 pub fn default_store(config_dir: &Path) -> Arc<dyn TokenStore> {
-    #[cfg(feature = "keychain")]
-    if KeychainStore::available() {
-        return Arc::new(KeychainStore);
+    Arc::new(DefaultStore {
+        dir: config_dir.to_path_buf(),
+        chosen: OnceLock::new(),
+        warned: AtomicBool::new(false),
+    })
+}
+
+/// [`default_store`]: the keychain or the file, chosen at first use.
+struct DefaultStore {
+    dir: PathBuf,
+    chosen: OnceLock<Chosen>,
+    warned: AtomicBool,
+}
+
+struct Chosen {
+    store: Arc<dyn TokenStore>,
+    /// The file, for want of a keychain.
+    fallback: bool,
+}
+
+impl DefaultStore {
+    fn chosen(&self) -> &Chosen {
+        self.chosen.get_or_init(|| {
+            #[cfg(feature = "keychain")]
+            if KeychainStore::available() {
+                return Chosen {
+                    store: Arc::new(KeychainStore),
+                    fallback: false,
+                };
+            }
+            Chosen {
+                store: Arc::new(FileStore::new(self.dir.join(TOKEN_FILE))),
+                fallback: true,
+            }
+        })
     }
-    let path = config_dir.join(TOKEN_FILE);
-    tracing::warn!(
-        "no OS keychain is reachable; OAuth tokens are kept in {} (mode 0600)",
-        path.display()
-    );
-    Arc::new(FileStore::new(path))
+
+    /// A secret was just kept or read: say once where, when it is the fallback file.
+    fn note_secret(&self) {
+        let chosen = self.chosen();
+        if chosen.fallback && !self.warned.swap(true, Ordering::Relaxed) {
+            tracing::warn!(
+                "no OS keychain is reachable; OAuth tokens and client secrets are kept in {} (mode 0600)",
+                chosen.store.describe()
+            );
+        }
+    }
+}
+
+impl TokenStore for DefaultStore {
+    fn load(&self, key: &str) -> Result<Option<String>, String> {
+        let value = self.chosen().store.load(key)?;
+        if value.is_some() {
+            self.note_secret();
+        }
+        Ok(value)
+    }
+    fn save(&self, key: &str, value: &str) -> Result<(), String> {
+        self.chosen().store.save(key, value)?;
+        self.note_secret();
+        Ok(())
+    }
+    fn delete(&self, key: &str) -> Result<(), String> {
+        self.chosen().store.delete(key)
+    }
+    fn describe(&self) -> String {
+        self.chosen().store.describe()
+    }
 }
 
 /// Tokens of one server, as stored under `tokens:<server>`.
@@ -261,6 +326,25 @@ pub struct StoredClient {
     /// The redirect URIs it was registered with.
     #[serde(default)]
     pub redirect_uris: Vec<String>,
+    /// The token endpoint it was registered (or configured) for: its credentials are sent
+    /// nowhere else.
+    #[serde(default)]
+    pub token_endpoint: String,
+    /// The registration endpoint that issued it (dynamic registration only).
+    #[serde(default)]
+    pub registration_endpoint: Option<String>,
+}
+
+impl StoredClient {
+    /// Whether this registration belongs to the authorization server `meta` describes: the
+    /// same issuer, token endpoint and registration endpoint. A registration kept from
+    /// before endpoints were recorded matches nothing, and is made again.
+    pub fn registered_with(&self, meta: &AuthServerMetadata) -> bool {
+        self.issuer.trim_end_matches('/') == meta.issuer.trim_end_matches('/')
+            && !self.token_endpoint.is_empty()
+            && Some(&self.token_endpoint) == meta.token_endpoint.as_ref()
+            && self.registration_endpoint == meta.registration_endpoint
+    }
 }
 
 impl std::fmt::Debug for StoredClient {
@@ -274,6 +358,8 @@ impl std::fmt::Debug for StoredClient {
                 &self.token_endpoint_auth_method,
             )
             .field("redirect_uris", &self.redirect_uris)
+            .field("token_endpoint", &self.token_endpoint)
+            .field("registration_endpoint", &self.registration_endpoint)
             .finish()
     }
 }
@@ -317,6 +403,34 @@ mod tests {
             .map(|e| e.file_name())
             .collect();
         assert_eq!(leftovers.len(), 1, "no temporary file left: {leftovers:?}");
+    }
+
+    /// The default store as on a machine without a keychain (this one may have one).
+    fn without_keychain(dir: &Path) -> DefaultStore {
+        let store = DefaultStore {
+            dir: dir.to_path_buf(),
+            chosen: OnceLock::new(),
+            warned: AtomicBool::new(false),
+        };
+        let _ = store.chosen.set(Chosen {
+            store: Arc::new(FileStore::new(dir.join(TOKEN_FILE))),
+            fallback: true,
+        });
+        store
+    }
+
+    #[test]
+    fn the_fallback_file_is_announced_once_when_a_secret_is_kept_or_read() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = without_keychain(dir.path());
+        assert_eq!(store.load("tokens:a").unwrap(), None);
+        store.delete("tokens:a").unwrap();
+        assert!(!store.warned.load(Ordering::Relaxed), "no secret yet");
+        store.save("tokens:a", "t").unwrap();
+        assert!(store.warned.load(Ordering::Relaxed), "a secret kept");
+        let again = without_keychain(dir.path());
+        assert_eq!(again.load("tokens:a").unwrap().as_deref(), Some("t"));
+        assert!(again.warned.load(Ordering::Relaxed), "a secret read");
     }
 
     #[test]

@@ -1,8 +1,8 @@
 //! `agenvoy-mcp login [--config FILE] [--no-browser] NAME`: OAuth login for one server.
 //!
-//! Starts the loopback listener (127.0.0.1:17988, `/callback`), opens the browser where it
-//! can and always prints the authorization URL. If the browser cannot reach this machine,
-//! paste the URL it ends on (with `code=`) as a line on stdin. Then connects once with the
+//! Starts the loopback listener (port 17988 on 127.0.0.1 and [::1], `/callback`), opens the
+//! browser where it can and always prints the authorization URL. If the browser cannot reach
+//! this machine, paste the URL it ends on (with `code=`) as a line on stdin. Then connects once with the
 //! new token and says how many tools the server has. Exit code 0 when logged in, 1 if not.
 
 use super::HostArgs;

@@ -14,7 +14,9 @@ use serde::{Deserialize, Serialize};
 use std::sync::{Arc, OnceLock};
 
 /// The process's token store: the OS keychain when one answers, else
-/// `oauth-tokens.json` (mode 0600) in the config folder, with a warning. Chosen once.
+/// `oauth-tokens.json` (mode 0600) in the config folder. One per process, chosen at its first
+/// use, with a warning about the file only once a token or client secret is kept or read
+/// there (see [`crate::auth::default_store`]).
 pub fn token_store() -> Arc<dyn TokenStore> {
     static STORE: OnceLock<Arc<dyn TokenStore>> = OnceLock::new();
     STORE
