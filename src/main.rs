@@ -94,6 +94,10 @@ enum Command {
         /// Seconds to wait for each response.
         #[arg(long, value_name = "SECS", default_value_t = 60.0)]
         timeout: f64,
+        /// Pass the whole environment to the server command (by default it gets only PATH,
+        /// HOME, the locale and a few more; use `-- env NAME=VALUE CMD` to add one).
+        #[arg(long, conflicts_with = "url")]
+        inherit_env: bool,
         /// The server's URL (streamable HTTP, or HTTP+SSE found by fallback).
         #[arg(value_name = "URL", required_unless_present = "command")]
         url: Option<String>,
@@ -220,6 +224,7 @@ fn main() -> ExitCode {
             call,
             args,
             timeout,
+            inherit_env,
             url,
             command,
         } => {
@@ -239,6 +244,7 @@ fn main() -> ExitCode {
                 args,
                 url,
                 command,
+                inherit_env,
                 timeout,
             };
             runtime.block_on(cli::probe::run(args))

@@ -6,7 +6,8 @@
 //! far), `client_request` (sends a request to the client and returns its answer), `add_tool`
 //! (adds a tool `name` to the list, which answers `called <name>`, then sends
 //! `notifications/tools/list_changed`; its text says how many tools/list requests were answered
-//! so far) and `env` (the value of the variable `name`).
+//! so far) and `env` (the value of the variable `name`; without `name`, the names of every
+//! variable the server has, sorted, one a line).
 //!
 //! Fault modes (`--mode`): `crash-mid-call` (exits halfway through a tools/call response),
 //! `hang` (never answers tools/call), `junk-stdout` (a non-JSON line before every message),
@@ -357,8 +358,8 @@ fn tool_definitions(server: &Server) -> Vec<Value> {
                "inputSchema": schema(json!({"method": {"type": "string"}, "params": {"type": "object"}}), &["method"])}),
         json!({"name": "add_tool", "description": "Adds a tool to the list and notifies the client.",
                "inputSchema": schema(json!({"name": {"type": "string"}}), &["name"])}),
-        json!({"name": "env", "description": "Returns the value of an environment variable.",
-               "inputSchema": schema(json!({"name": {"type": "string"}}), &["name"])}),
+        json!({"name": "env", "description": "Returns the value of an environment variable, or without a name the names of all.",
+               "inputSchema": schema(json!({"name": {"type": "string"}}), &[])}),
     ];
     all.extend(added);
     all
@@ -496,10 +497,18 @@ fn call_tool(server: &Server, id: Id, params: &Value, out: &dyn Output) {
                 "added {added}; tools/list answered {lists} times so far"
             )))
         }
-        "env" => {
-            let name = args.get("name").and_then(Value::as_str).unwrap_or("");
-            Ok(text_result(&std::env::var(name).unwrap_or_default()))
-        }
+        "env" => Ok(text_result(
+            &match args.get("name").and_then(Value::as_str) {
+                Some(name) => std::env::var(name).unwrap_or_default(),
+                None => {
+                    let mut names: Vec<String> = std::env::vars_os()
+                        .map(|(k, _)| k.to_string_lossy().into_owned())
+                        .collect();
+                    names.sort();
+                    names.join("\n")
+                }
+            },
+        )),
         other if server.added.lock().unwrap().iter().any(|t| t == other) => {
             Ok(text_result(&format!("called {other}")))
         }

@@ -40,6 +40,8 @@ pub struct ProbeArgs {
     pub url: Option<String>,
     /// The server command and its arguments.
     pub command: Vec<String>,
+    /// Pass the whole environment to the command (else the small default set).
+    pub inherit_env: bool,
     /// Timeout of each request.
     pub timeout: std::time::Duration,
 }
@@ -82,6 +84,7 @@ pub async fn run(args: ProbeArgs) -> ExitCode {
             let config = StdioConfig {
                 command: program.clone(),
                 args: rest.to_vec(),
+                inherit_env: args.inherit_env,
                 ..Default::default()
             };
             Client::connect_stdio(&name, &config, options).await

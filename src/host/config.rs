@@ -8,7 +8,9 @@
 //! }}
 //! ```
 //!
-//! One file, no other layer. A server is either local (`command`, `args`, `env`) or remote
+//! One file, no other layer. A server is either local (`command`, `args`, `env`, and
+//! `inherit_env`: `true` passes it this process's whole environment instead of the small
+//! default set, see [`crate::transport::stdio::DEFAULT_ENV`]) or remote
 //! (`url`, `headers`, `auth`, `oauth_client_name`, and for a client registered by hand
 //! `oauth_client_id`, `oauth_client_secret`, `oauth_redirect_uri`; `oauth_client_metadata_url`
 //! names a Client ID Metadata Document), never both. Names match `[A-Za-z0-9_-]+`.
@@ -119,8 +121,11 @@ pub struct StdioServer {
     pub command: String,
     /// Its arguments (`$VAR` expanded at connect time).
     pub args: Vec<String>,
-    /// Variables set for it over the inherited environment (values expanded at connect time).
+    /// Variables set for it (values expanded at connect time), over the small default set
+    /// it inherits.
     pub env: BTreeMap<String, String>,
+    /// `"inherit_env": true`: it inherits this process's whole environment.
+    pub inherit_env: bool,
 }
 
 /// A remote (HTTP) server's entry.
@@ -177,10 +182,16 @@ impl ServerConfig {
                     Some(c) if !c.trim().is_empty() => c.to_string(),
                     _ => return bad("\"command\" must be a non-empty string".into()),
                 };
+                let inherit_env = match entry.get("inherit_env") {
+                    None | Some(Value::Null) => false,
+                    Some(Value::Bool(b)) => *b,
+                    Some(_) => return bad("\"inherit_env\" must be true or false".into()),
+                };
                 Ok(ServerConfig::Stdio(StdioServer {
                     command,
                     args: string_list(name, entry, "args")?,
                     env: string_map(name, entry, "env")?,
+                    inherit_env,
                 }))
             }
             (None, Some(url)) => {
@@ -224,6 +235,9 @@ impl ServerConfig {
                 if !s.env.is_empty() {
                     entry.insert("env".into(), json!(s.env));
                 }
+                if s.inherit_env {
+                    entry.insert("inherit_env".into(), json!(true));
+                }
             }
             ServerConfig::Http(h) => {
                 entry.insert("url".into(), json!(h.url));
@@ -263,6 +277,7 @@ impl StdioServer {
                 .iter()
                 .map(|(k, v)| (k.clone(), expand_env(v)))
                 .collect(),
+            inherit_env: self.inherit_env,
             cwd: None,
         }
     }
@@ -425,7 +440,7 @@ impl Config {
                 &ServerConfig::Stdio(StdioServer {
                     command: program.display().to_string(),
                     args: vec!["fixture-server".into()],
-                    env: BTreeMap::new(),
+                    ..Default::default()
                 }),
             )
             .expect("a valid name");
@@ -503,6 +518,7 @@ impl Config {
             "command",
             "args",
             "env",
+            "inherit_env",
             "url",
             "headers",
             "auth",
@@ -570,6 +586,15 @@ mod tests {
                     command: "uvx".into(),
                     args: vec!["mcp-server-time".into()],
                     env: [("TZ".to_string(), "$TZ".to_string())].into(),
+                    inherit_env: false,
+                }),
+            ),
+            (
+                json!({"command": "x", "inherit_env": true}),
+                ServerConfig::Stdio(StdioServer {
+                    command: "x".into(),
+                    inherit_env: true,
+                    ..Default::default()
                 }),
             ),
             (
@@ -640,6 +665,10 @@ mod tests {
             (
                 json!({"command": "x", "env": {"A": 1}}),
                 "\"env\" must be an object",
+            ),
+            (
+                json!({"command": "x", "inherit_env": "yes"}),
+                "\"inherit_env\" must be true or false",
             ),
             (
                 json!({"url": "ftp://h"}),
@@ -770,6 +799,7 @@ mod tests {
             command: "$NOT_EXPANDED".into(),
             args: vec!["--token=${AGENVOY_TEST_EXPAND_TOKEN}".into(), "$$".into()],
             env: [("T".to_string(), "a-$AGENVOY_TEST_EXPAND_TOKEN".to_string())].into(),
+            inherit_env: true,
         };
         #[cfg(feature = "stdio")]
         {
@@ -777,6 +807,7 @@ mod tests {
             assert_eq!(expanded.command, "$NOT_EXPANDED");
             assert_eq!(expanded.args, ["--token=tok", ""]);
             assert_eq!(expanded.env["T"], "a-tok");
+            assert!(expanded.inherit_env);
         }
         let http = HttpServer {
             url: "https://h".into(),
