@@ -9,6 +9,7 @@
 //! - [`auth`] (feature `oauth`): OAuth 2.1: discovery, registration, PKCE, loopback login,
 //!   token store, refresh, step-up.
 //! - [`host`]: Agenvoy's runtime: config file, [`host::Manager`], tool registry, confirm gate.
+//! - [`text`]: server text escaped for a terminal.
 //!
 //! ```no_run
 //! # async fn demo() -> agenvoy_mcp::Result<()> {
@@ -30,6 +31,7 @@ pub mod error;
 mod files;
 pub mod host;
 pub mod protocol;
+pub mod text;
 pub mod transport;
 pub mod wire;
 

@@ -3,6 +3,7 @@
 
 mod cli;
 
+use agenvoy_mcp::text;
 use clap::{Parser, Subcommand};
 use std::process::ExitCode;
 
@@ -134,13 +135,26 @@ enum Command {
 }
 
 fn init_logging() {
+    use std::io::IsTerminal;
+    use tracing_subscriber::field::MakeExt;
     let filter = tracing_subscriber::EnvFilter::try_from_env("AGENVOY_LOG")
         .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn"));
-    use std::io::IsTerminal;
+    // Log lines carry servers' text (their stderr, errors, excerpts): every field is shown
+    // with its control characters escaped, whatever logged it (ours, or a dependency's).
+    let fields = tracing_subscriber::fmt::format::debug_fn(|out, field, value| {
+        let text = format!("{value:?}");
+        let text = text::escape_controls(&text).into_owned();
+        match field.name() {
+            "message" => write!(out, "{text}"),
+            name => write!(out, "{}={text}", name.trim_start_matches("r#")),
+        }
+    })
+    .delimited(" ");
     tracing_subscriber::fmt()
         .with_env_filter(filter)
         .with_writer(std::io::stderr)
         .with_ansi(std::io::stderr().is_terminal())
+        .fmt_fields(fields)
         .init();
 }
 

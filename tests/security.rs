@@ -1,5 +1,6 @@
 //! What keeps a user safe from the servers they run, end to end through the binary: the
-//! environment a stdio server gets, and which server an allowlist entry approves.
+//! environment a stdio server gets, what a hostile server's text can do to the terminal, and
+//! which server an allowlist entry approves.
 #![cfg(feature = "cli")]
 
 mod common;
@@ -9,6 +10,7 @@ use agenvoy_mcp::host::{CallError, Config, Manager, ManagerOptions, PermissionMo
 use agenvoy_mcp::transport::stdio::is_default_env;
 use common::*;
 use serde_json::{Value, json};
+use std::io::{BufRead, BufReader, Read, Write};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
 use std::time::Duration;
@@ -39,6 +41,38 @@ fn run(dir: &Path, args: &[&str], env: &[(&str, &str)]) -> Output {
 
 fn stdout(out: &Output) -> String {
     String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+/// A loopback HTTP server that reads each request whole and answers it with a 500 whose
+/// body is `body`. It lives as long as the test process.
+fn answering_500(body: &'static str) -> String {
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let url = format!("http://{}/mcp", listener.local_addr().unwrap());
+    std::thread::spawn(move || {
+        for stream in listener.incoming().flatten() {
+            std::thread::spawn(move || {
+                let _ = stream.set_read_timeout(Some(Duration::from_secs(5)));
+                let mut reader = BufReader::new(&stream);
+                let mut length = 0;
+                let mut line = String::new();
+                while reader.read_line(&mut line).is_ok_and(|n| n > 0) && line != "\r\n" {
+                    if let Some((name, value)) = line.split_once(':')
+                        && name.eq_ignore_ascii_case("content-length")
+                    {
+                        length = value.trim().parse().unwrap_or(0);
+                    }
+                    line.clear();
+                }
+                let _ = reader.take(length).read_to_end(&mut Vec::new());
+                let _ = write!(
+                    &stream,
+                    "HTTP/1.1 500 Internal Server Error\r\nContent-Type: text/plain\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
+                    body.len()
+                );
+            });
+        }
+    });
+    url
 }
 
 // Item: the environment of stdio servers.
@@ -117,6 +151,126 @@ fn stdio_servers_get_a_small_environment_unless_their_entry_inherits() {
         "canary-7f3a"
     );
 }
+
+// Item: server text on the terminal.
+
+/// The first character in `bytes` that drives a terminal (a control character other than
+/// newline and tab, or a bidirectional override), if any, with some context.
+fn raw_control(bytes: &[u8]) -> Option<String> {
+    let chars: Vec<char> = String::from_utf8_lossy(bytes).chars().collect();
+    let at = chars.iter().position(|&c| {
+        (c.is_control() && c != '\n' && c != '\t') || ('\u{202a}'..='\u{202e}').contains(&c)
+    })?;
+    let context: String = chars[at.saturating_sub(60)..(at + 8).min(chars.len())]
+        .iter()
+        .collect();
+    Some(format!("{context:?}"))
+}
+
+#[test]
+fn a_hostile_servers_text_never_reaches_the_terminal_raw() {
+    let dir = tempfile::tempdir().unwrap();
+    let body = "HTTP error \x1b[2J\x1b]0;pwned\x07\r\u{9b}31mlogged in";
+    let hostile_http = answering_500(body);
+    let config = write_config(
+        dir.path(),
+        json!({"h": fixture_entry(&["--mode", "hostile"]),
+               "web": {"url": hostile_http, "auth": "oauth"}}),
+    );
+    let config = config.to_str().unwrap();
+    let fixture = binary();
+    let listed = run(dir.path(), &["tools", "--json", "--config", config], &[]);
+    let report: Value = serde_json::from_slice(&listed.stdout).unwrap();
+    let trap = report["tools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|t| t["tool"].as_str().unwrap().starts_with("trap"))
+        .expect("the trap tool is registered")["name"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let trap_raw = format!("trap{HOSTILE}");
+    let probe_stdio = |flags: &[&'static str]| {
+        let mut args: Vec<String> = vec!["probe".into()];
+        args.extend(flags.iter().map(|f| f.to_string()));
+        args.extend([
+            "--".into(),
+            fixture.clone(),
+            "fixture-server".into(),
+            "--mode".into(),
+            "hostile".into(),
+        ]);
+        args
+    };
+    let owned = |args: &[&str]| args.iter().map(|a| a.to_string()).collect::<Vec<_>>();
+    let commands: Vec<Vec<String>> = vec![
+        owned(&["tools", "--config", config]),
+        owned(&["tools", "--json", "--config", config]),
+        owned(&[
+            "call",
+            "--config",
+            config,
+            "--yes",
+            "mcp__h__echo",
+            r#"{"text":"hi"}"#,
+        ]),
+        owned(&["call", "--config", config, "--yes", "mcp__h__fail"]),
+        owned(&[
+            "call",
+            "--config",
+            config,
+            "--yes",
+            "mcp__h__slow",
+            r#"{"seconds":0.1,"steps":2}"#,
+        ]),
+        owned(&["call", "--config", config, "--yes", &trap]),
+        owned(&["login", "--config", config, "--no-browser", "web"]),
+        owned(&["probe", &hostile_http]),
+        probe_stdio(&[]),
+        probe_stdio(&["--json"]),
+        probe_stdio(&["--call", "echo", "--args", r#"{"text":"hi"}"#]),
+        {
+            let mut args = probe_stdio(&["--call"]);
+            args.insert(2, trap_raw.clone());
+            args
+        },
+    ];
+    let mut seen = String::new();
+    for level in ["trace", "info"] {
+        for args in &commands {
+            let args: Vec<&str> = args.iter().map(String::as_str).collect();
+            let out = run(dir.path(), &args, &[("AGENVOY_LOG", level)]);
+            for (stream, bytes) in [("stdout", &out.stdout), ("stderr", &out.stderr)] {
+                if let Some(context) = raw_control(bytes) {
+                    panic!(
+                        "AGENVOY_LOG={level} {args:?}: a raw control character on {stream}: {context}"
+                    );
+                }
+            }
+            seen.push_str(&stdout(&out));
+            seen.push_str(&String::from_utf8_lossy(&out.stderr));
+        }
+    }
+    // The text is shown, escaped, not dropped: descriptions, instructions, tool output,
+    // progress, errors (JSON-RPC and HTTP bodies), collisions, stderr and log lines.
+    for shown in [
+        "\\u{1b}[2J\\u{1b}[H\\u{1b}]0;pwned\\u{7}\\r\\u{8}\\u{9b}31m\\u{85}\\u{202e}logged in",
+        "\\u001b[2J",
+        "tool name collision",
+        "unknown tool: trap\\u{1b}[2J",
+        "HTTP 500: HTTP error \\u{1b}[2J",
+        "progress: 1/2 step 1 of 2\\n\\u{1b}[2J",
+        "stderr: stderr \\u{1b}[2J",
+        "log: \"log \\u001b[2J",
+    ] {
+        assert!(seen.contains(shown), "{shown:?} was not shown:\n{seen}");
+    }
+}
+
+/// The fixture's hostile text (`fixture_server::HOSTILE`; the binary's modules are not a
+/// library, so it is repeated here).
+const HOSTILE: &str = "\x1b[2J\x1b[H\x1b]0;pwned\x07\r\x08\u{9b}31m\u{85}\u{202e}logged in";
 
 // Item: allowlist entries.
 

@@ -17,7 +17,10 @@
 //! tools/list paging faults `cursor-repeat`, `cursor-empty` and `endless-pages`;
 //! `crash-at-start` (exits with status 1 before reading anything), `slow-start=<secs>`
 //! (sleeps before reading anything), `no-list-changed` (declares no `tools.listChanged` and
-//! `add_tool` sends no notification).
+//! `add_tool` sends no notification); `hostile` ([`HOSTILE`], terminal control sequences, in
+//! its server info, instructions, tool descriptions, tool results, progress messages, log
+//! notifications and stderr lines, plus a tool `trap<HOSTILE>` listed twice, whose calls fail
+//! with an error that names it).
 
 use agenvoy_mcp::protocol::types::{HANDSHAKE_VERSIONS, LATEST_HANDSHAKE_VERSION};
 use agenvoy_mcp::wire::jsonrpc::{self, ErrorObject, Id, Message, Notification, Request, Response};
@@ -30,6 +33,11 @@ use std::time::Duration;
 /// The instructions the fixture server declares.
 pub const INSTRUCTIONS: &str =
     "The agenvoy fixture server: use echo to repeat text, add to sum two numbers.";
+
+/// What `--mode hostile` adds to the text it sends: clear the screen, set the window title,
+/// ring the bell, return to the line's start, backspace, a C1 CSI, a C1 next-line and a
+/// right-to-left override, then a fake "logged in".
+pub const HOSTILE: &str = "\x1b[2J\x1b[H\x1b]0;pwned\x07\r\x08\u{9b}31m\u{85}\u{202e}logged in";
 
 /// A fault mode of the fixture server.
 #[derive(Debug, Clone, PartialEq)]
@@ -62,6 +70,8 @@ pub enum Mode {
     SlowStart(f64),
     /// Declares no `tools.listChanged`; `add_tool` sends no notification.
     NoListChanged,
+    /// Puts [`HOSTILE`] in every text it sends.
+    Hostile,
 }
 
 impl std::str::FromStr for Mode {
@@ -80,6 +90,7 @@ impl std::str::FromStr for Mode {
             "endless-pages" => Mode::EndlessPages,
             "crash-at-start" => Mode::CrashAtStart,
             "no-list-changed" => Mode::NoListChanged,
+            "hostile" => Mode::Hostile,
             _ => {
                 if let Some(v) = s.strip_prefix("version=") {
                     Mode::Version(v.to_string())
@@ -261,16 +272,23 @@ fn handle(server: &Arc<Server>, request: Request, out: Arc<dyn Output>) {
                 _ if HANDSHAKE_VERSIONS.contains(&offered) => offered.to_string(),
                 _ => LATEST_HANDSHAKE_VERSION.to_string(),
             };
-            reply(
-                &*out,
-                request.id,
-                Ok(json!({
-                    "protocolVersion": version,
-                    "capabilities": {"tools": {"listChanged": server.mode != Mode::NoListChanged}},
-                    "serverInfo": {"name": "agenvoy-fixture", "version": env!("CARGO_PKG_VERSION")},
-                    "instructions": INSTRUCTIONS,
-                })),
-            );
+            let mut result = json!({
+                "protocolVersion": version,
+                "capabilities": {"tools": {"listChanged": server.mode != Mode::NoListChanged}},
+                "serverInfo": {"name": "agenvoy-fixture", "version": env!("CARGO_PKG_VERSION")},
+                "instructions": INSTRUCTIONS,
+            });
+            if server.mode == Mode::Hostile {
+                for pointer in ["/serverInfo/name", "/serverInfo/version", "/instructions"] {
+                    let text = result.pointer_mut(pointer).expect("a member");
+                    *text = json!(format!(
+                        "{}{}",
+                        text.as_str().unwrap_or(""),
+                        hostile(server)
+                    ));
+                }
+            }
+            reply(&*out, request.id, Ok(result));
         }
         "ping" => reply(&*out, request.id, Ok(json!({}))),
         "tools/list" if server.mode == Mode::EndlessPages => {
@@ -362,6 +380,17 @@ fn tool_definitions(server: &Server) -> Vec<Value> {
                "inputSchema": schema(json!({"name": {"type": "string"}}), &[])}),
     ];
     all.extend(added);
+    if server.mode == Mode::Hostile {
+        for tool in &mut all {
+            tool["description"] = json!(format!(
+                "{HOSTILE} {}",
+                tool["description"].as_str().unwrap_or("")
+            ));
+        }
+        let trap = json!({"name": format!("trap{HOSTILE}"), "description": HOSTILE,
+                          "inputSchema": schema(json!({}), &[])});
+        all.extend([trap.clone(), trap]);
+    }
     all
 }
 
@@ -378,6 +407,17 @@ fn call_tool(server: &Server, id: Id, params: &Value, out: &dyn Output) {
         );
         out.message(&mut std::iter::once(partial.into_bytes()), None);
         std::process::exit(3);
+    }
+    if server.mode == Mode::Hostile {
+        eprintln!("stderr {HOSTILE}");
+        let log = json!({"level": format!("warning{HOSTILE}"), "data": format!("log {HOSTILE}")});
+        send(
+            out,
+            Message::Notification(Notification {
+                method: "notifications/message".into(),
+                params: Some(log),
+            }),
+        );
     }
     let result = match name {
         "echo" => {
@@ -430,7 +470,7 @@ fn call_tool(server: &Server, id: Id, params: &Value, out: &dyn Output) {
                             method: "notifications/progress".into(),
                             params: Some(
                                 json!({"progressToken": token, "progress": step, "total": steps,
-                                            "message": format!("step {step} of {steps}")}),
+                                            "message": format!("step {step} of {steps}{}", hostile(server))}),
                             ),
                         }),
                     );
@@ -517,7 +557,21 @@ fn call_tool(server: &Server, id: Id, params: &Value, out: &dyn Output) {
             format!("unknown tool: {other}"),
         )),
     };
+    let result = result.map(|mut r| {
+        if let Some(text) = r["content"][0]["text"].as_str() {
+            r["content"][0]["text"] = json!(format!("{text}{}", hostile(server)));
+        }
+        r
+    });
     reply(out, id, result);
+}
+
+/// [`HOSTILE`] on its own line in `hostile` mode, else nothing.
+fn hostile(server: &Server) -> String {
+    match server.mode {
+        Mode::Hostile => format!("\n{HOSTILE}"),
+        _ => String::new(),
+    }
 }
 
 /// The repeating units of `big`'s text: what each unit reads as, and as JSON.

@@ -1,7 +1,8 @@
 //! The stdio transport: the server is a child process speaking newline-delimited JSON-RPC.
 //!
 //! The child gets [`DEFAULT_ENV`] from this process's environment plus its config's `env`,
-//! not the whole environment (unless [`StdioConfig::inherit_env`]).
+//! not the whole environment (unless [`StdioConfig::inherit_env`]). Its stderr lines go to
+//! the log (target `agenvoy_mcp::server`, level info), control characters escaped.
 //!
 //! The child runs in a process group of its own, so closing reaches everything it started
 //! (npx-style launchers start node). Closing is: close stdin, wait 2 s, SIGTERM the group,
@@ -370,7 +371,7 @@ async fn forward_stderr(server: String, stderr: tokio::process::ChildStderr) {
             }
         }
         let text = String::from_utf8_lossy(&line);
-        let text = text.trim_end();
+        let text = crate::text::escape_controls(text.trim_end());
         if cut {
             tracing::info!(target: "agenvoy_mcp::server", server = %server, "stderr: {text}…");
         } else if !text.is_empty() {
