@@ -2,15 +2,16 @@
 //!
 //! Each error names the server and, where there is one, the method, and says what to do next.
 //! Its text is safe to show and to log: what the server sent is shown with its control
-//! characters escaped (see [`crate::text`]).
+//! characters escaped, and URLs without their query values or password
+//! (see [`crate::text`]).
 
 use crate::wire::jsonrpc::ErrorObject;
 use std::fmt;
 use std::time::Duration;
 
-/// A failure talking to one MCP server. Its `Display` is safe to show (see the module docs);
-/// its fields hold the text as it came.
-#[derive(Debug, Clone)]
+/// A failure talking to one MCP server. Its `Display` and `Debug` are safe to show (see the
+/// module docs); its fields hold the text as it came.
+#[derive(Clone)]
 pub struct Error {
     /// The server's name as configured (or as given to `probe`).
     pub server: String,
@@ -89,9 +90,23 @@ impl Error {
 
 impl fmt::Display for Error {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        // Server text reaches here from many places: made safe once, here.
+        // Server text and URLs reach here from many places: made safe once, here.
         let text = Unsafe(self).to_string();
-        f.write_str(&crate::text::escape_controls(&text))
+        f.write_str(&crate::text::escape_controls(&crate::text::redact_urls(
+            &text,
+        )))
+    }
+}
+
+impl fmt::Debug for Error {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        // Debug escapes control characters already; URLs still need their secrets hidden.
+        let kind = format!("{:?}", self.kind);
+        f.debug_struct("Error")
+            .field("server", &self.server)
+            .field("method", &self.method)
+            .field("kind", &format_args!("{}", crate::text::redact_urls(&kind)))
+            .finish()
     }
 }
 

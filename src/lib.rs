@@ -9,7 +9,7 @@
 //! - [`auth`] (feature `oauth`): OAuth 2.1: discovery, registration, PKCE, loopback login,
 //!   token store, refresh, step-up.
 //! - [`host`]: Agenvoy's runtime: config file, [`host::Manager`], tool registry, confirm gate.
-//! - [`text`]: server text escaped for a terminal.
+//! - [`text`]: server text escaped for a terminal, URLs with their secrets hidden.
 //!
 //! ```no_run
 //! # async fn demo() -> agenvoy_mcp::Result<()> {

@@ -140,10 +140,11 @@ fn init_logging() {
     let filter = tracing_subscriber::EnvFilter::try_from_env("AGENVOY_LOG")
         .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn"));
     // Log lines carry servers' text (their stderr, errors, excerpts): every field is shown
-    // with its control characters escaped, whatever logged it (ours, or a dependency's).
+    // with its control characters escaped and the secrets of its URLs hidden, whatever
+    // logged it (ours, or a dependency's).
     let fields = tracing_subscriber::fmt::format::debug_fn(|out, field, value| {
         let text = format!("{value:?}");
-        let text = text::escape_controls(&text).into_owned();
+        let text = text::escape_controls(&text::redact_urls(&text)).into_owned();
         match field.name() {
             "message" => write!(out, "{text}"),
             name => write!(out, "{}={text}", name.trim_start_matches("r#")),

@@ -1,6 +1,6 @@
 //! What keeps a user safe from the servers they run, end to end through the binary: the
-//! environment a stdio server gets, what a hostile server's text can do to the terminal, and
-//! which server an allowlist entry approves.
+//! environment a stdio server gets, what a hostile server's text can do to the terminal,
+//! secrets in output, and which server an allowlist entry approves.
 #![cfg(feature = "cli")]
 
 mod common;
@@ -74,6 +74,16 @@ fn answering_500(body: &'static str) -> String {
     });
     url
 }
+
+/// A URL where nothing listens.
+fn closed_url() -> String {
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let url = format!("http://{}/mcp", listener.local_addr().unwrap());
+    drop(listener);
+    url
+}
+
+const LEVELS: [&str; 5] = ["trace", "debug", "info", "warn", "error"];
 
 // Item: the environment of stdio servers.
 
@@ -271,6 +281,99 @@ fn a_hostile_servers_text_never_reaches_the_terminal_raw() {
 /// The fixture's hostile text (`fixture_server::HOSTILE`; the binary's modules are not a
 /// library, so it is repeated here).
 const HOSTILE: &str = "\x1b[2J\x1b[H\x1b]0;pwned\x07\r\x08\u{9b}31m\u{85}\u{202e}logged in";
+
+// Item: secrets in output.
+
+#[test]
+fn secrets_never_appear_in_output_at_any_log_level() {
+    let dir = tempfile::tempdir().unwrap();
+    let http = HttpFixture::start("json", &[]);
+    let closed = closed_url();
+    let secret_headers = json!({"X-Api-Key": "canary-header",
+                                "Authorization": "Bearer ${AGENVOY_TEST_SECRET}"});
+    let mut local = fixture_entry(&[]);
+    local["env"] = json!({"TOKEN": "canary-env", "EXPANDED": "${AGENVOY_TEST_SECRET}"});
+    let mut crash = fixture_entry(&["--mode", "crash-at-start"]);
+    crash["env"] = json!({"TOKEN": "canary-env-crash"});
+    let remote = format!("{}?api_key=canary-query", http.url);
+    let down = format!("{closed}?api_key=canary-query-down&x=1");
+    let userinfo = closed.replace("http://", "http://user:canary-password@");
+    let config = write_config(
+        dir.path(),
+        json!({
+            "local": local,
+            "crash": crash,
+            "remote": {"url": remote, "headers": secret_headers},
+            "down": {"url": down, "headers": secret_headers},
+            "userinfo": {"url": userinfo},
+            "oauth": {"url": format!("{}?api_key=canary-query-oauth", http.url), "auth": "oauth",
+                      "oauth_client_id": "id", "oauth_client_secret": "canary-client-secret"},
+        }),
+    );
+    let config = config.to_str().unwrap();
+    let commands: Vec<Vec<&str>> = vec![
+        vec!["tools", "--config", config],
+        vec!["tools", "--json", "--config", config],
+        vec![
+            "call",
+            "--config",
+            config,
+            "--yes",
+            "mcp__local__echo",
+            r#"{"text":"hi"}"#,
+        ],
+        vec![
+            "call",
+            "--config",
+            config,
+            "--yes",
+            "mcp__remote__echo",
+            r#"{"text":"hi"}"#,
+        ],
+        vec!["call", "--config", config, "--yes", "mcp__down__echo"],
+        vec!["call", "--config", config, "--yes", "mcp__crash__echo"],
+        vec!["login", "--config", config, "--no-browser", "down"],
+        vec!["probe", &remote],
+        vec!["probe", "--json", &remote],
+        vec!["probe", &down],
+        vec!["probe", &userinfo],
+    ];
+    let mut seen = String::new();
+    for level in LEVELS {
+        for args in &commands {
+            let out = run(
+                dir.path(),
+                args,
+                &[
+                    ("AGENVOY_LOG", level),
+                    ("AGENVOY_TEST_SECRET", "canary-expanded"),
+                ],
+            );
+            let text = format!("{}{}", stdout(&out), String::from_utf8_lossy(&out.stderr));
+            assert!(
+                !text.contains("canary"),
+                "AGENVOY_LOG={level} {args:?} shows a secret:\n{text}"
+            );
+            seen.push_str(&text);
+        }
+    }
+    // The servers did run, fail and get reported, so there was output to leak into.
+    for shown in [
+        "remote    connected",
+        "local     connected",
+        "down      failed",
+        "needs login",
+        "?api_key=***&x=***",
+        "userinfo  failed",
+        "user:password@ is not sent",
+        "\"lastError\"",
+        "protocol:     2025-11-25",
+        "hi\n",
+        "DEBUG",
+    ] {
+        assert!(seen.contains(shown), "{shown:?} missing from:\n{seen}");
+    }
+}
 
 // Item: allowlist entries.
 

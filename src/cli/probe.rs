@@ -198,10 +198,16 @@ async fn probe(client: &Client, args: &ProbeArgs, arguments: Value) -> ExitCode 
     }
 }
 
-/// A short name for an HTTP server in logs and errors: its host and port.
+/// A short name for an HTTP server in logs and errors: its host and port (never the
+/// userinfo, which may hold a password).
 fn url_name(url: &str) -> String {
     let rest = url.split_once("://").map_or(url, |(_, r)| r);
-    rest.split(['/', '?']).next().unwrap_or(rest).to_string()
+    let authority = rest.split(['/', '?', '#']).next().unwrap_or(rest);
+    authority
+        .rsplit('@')
+        .next()
+        .unwrap_or(authority)
+        .to_string()
 }
 
 fn indent(text: &str) -> String {

@@ -105,7 +105,8 @@ impl fmt::Display for ConfigError {
 
 impl std::error::Error for ConfigError {}
 
-/// One server's entry, as this crate understands it.
+/// One server's entry, as this crate understands it. Its `Debug` shows no value that may be a
+/// secret (arguments, variable and header values, the client secret, URL query values).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum ServerConfig {
     /// A local server: a command started as a child process, spoken to over stdio.
@@ -115,7 +116,7 @@ pub enum ServerConfig {
 }
 
 /// A local (stdio) server's entry.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
+#[derive(Clone, Default, PartialEq, Eq)]
 pub struct StdioServer {
     /// The program.
     pub command: String,
@@ -128,8 +129,19 @@ pub struct StdioServer {
     pub inherit_env: bool,
 }
 
+impl fmt::Debug for StdioServer {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("StdioServer")
+            .field("command", &self.command)
+            .field("args", &format_args!("[{} hidden]", self.args.len()))
+            .field("env", &self.env.keys().collect::<Vec<_>>())
+            .field("inherit_env", &self.inherit_env)
+            .finish()
+    }
+}
+
 /// A remote (HTTP) server's entry.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
+#[derive(Clone, Default, PartialEq, Eq)]
 pub struct HttpServer {
     /// The endpoint, `http://` or `https://`.
     pub url: String,
@@ -148,6 +160,22 @@ pub struct HttpServer {
     /// The URL of this client's Client ID Metadata Document, used where the authorization
     /// server supports them.
     pub oauth_client_metadata_url: Option<String>,
+}
+
+impl fmt::Debug for HttpServer {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let hidden = |v: &Option<String>| v.as_ref().map(|_| crate::text::REDACTED);
+        f.debug_struct("HttpServer")
+            .field("url", &crate::text::redact_url(&self.url))
+            .field("headers", &self.headers.keys().collect::<Vec<_>>())
+            .field("auth", &self.auth)
+            .field("oauth_client_name", &self.oauth_client_name)
+            .field("oauth_client_id", &self.oauth_client_id)
+            .field("oauth_client_secret", &hidden(&self.oauth_client_secret))
+            .field("oauth_redirect_uri", &self.oauth_redirect_uri)
+            .field("oauth_client_metadata_url", &self.oauth_client_metadata_url)
+            .finish()
+    }
 }
 
 impl ServerConfig {
@@ -347,11 +375,22 @@ fn string_map(
 }
 
 /// The whole config document. Members it does not know are kept as they are.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Clone, PartialEq)]
 pub struct Config {
     doc: Map<String, Value>,
     path: Option<PathBuf>,
     found: bool,
+}
+
+impl fmt::Debug for Config {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        // The document holds header values and secrets: the server names only.
+        f.debug_struct("Config")
+            .field("path", &self.path)
+            .field("found", &self.found)
+            .field("servers", &self.server_names())
+            .finish()
+    }
 }
 
 impl Default for Config {
@@ -821,5 +860,37 @@ mod tests {
             c.to_text()
         };
         assert!(text.contains("${AGENVOY_TEST_EXPAND_TOKEN}") && !text.contains("tok\""));
+    }
+
+    #[test]
+    fn debug_shows_no_secret() {
+        let config = Config::parse(
+            r#"{"servers": {
+                "local": {"command": "srv", "args": ["--key=canary-arg"], "env": {"TOKEN": "canary-env"}},
+                "remote": {"url": "https://u:canary-pw@h.test/mcp?api_key=canary-query",
+                           "headers": {"X-Api-Key": "canary-header"}, "auth": "oauth",
+                           "oauth_client_id": "id", "oauth_client_secret": "canary-secret"}}}"#,
+        )
+        .unwrap();
+        let mut shown = format!("{config:?}");
+        for (_, entry) in config.servers() {
+            let entry = entry.unwrap();
+            shown.push_str(&format!("{entry:?} {entry:#?}"));
+            #[cfg(feature = "stdio")]
+            if let ServerConfig::Stdio(s) = &entry {
+                shown.push_str(&format!("{:?}", s.expanded()));
+            }
+        }
+        assert!(!shown.contains("canary"), "{shown}");
+        for name in [
+            "local",
+            "remote",
+            "TOKEN",
+            "X-Api-Key",
+            "api_key=***",
+            "h.test",
+        ] {
+            assert!(shown.contains(name), "{name} missing from {shown}");
+        }
     }
 }

@@ -77,7 +77,7 @@ pub fn is_default_env(name: &str) -> bool {
 }
 
 /// How to start a stdio server.
-#[derive(Debug, Clone, Default)]
+#[derive(Clone, Default)]
 pub struct StdioConfig {
     /// The program to run, found on `PATH` if it has no slash.
     pub command: String,
@@ -90,6 +90,21 @@ pub struct StdioConfig {
     pub inherit_env: bool,
     /// The working directory; the current one if `None`.
     pub cwd: Option<std::path::PathBuf>,
+}
+
+impl std::fmt::Debug for StdioConfig {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        // Arguments and variable values are expanded from the environment: secrets, often.
+        let mut names: Vec<&str> = self.env.keys().map(String::as_str).collect();
+        names.sort_unstable();
+        f.debug_struct("StdioConfig")
+            .field("command", &self.command)
+            .field("args", &format_args!("[{} hidden]", self.args.len()))
+            .field("env", &names)
+            .field("inherit_env", &self.inherit_env)
+            .field("cwd", &self.cwd)
+            .finish()
+    }
 }
 
 /// A running stdio server.
