@@ -1,13 +1,17 @@
 //! The error type of every fallible call in this crate.
 //!
 //! Each error names the server and, where there is one, the method, and says what to do next.
+//! Its text is safe to show and to log: what the server sent is shown with its control
+//! characters escaped, and URLs without their query values or password
+//! (see [`crate::text`]).
 
 use crate::wire::jsonrpc::ErrorObject;
 use std::fmt;
 use std::time::Duration;
 
-/// A failure talking to one MCP server.
-#[derive(Debug, Clone)]
+/// A failure talking to one MCP server. Its `Display` and `Debug` are safe to show (see the
+/// module docs); its fields hold the text as it came.
+#[derive(Clone)]
 pub struct Error {
     /// The server's name as configured (or as given to `probe`).
     pub server: String,
@@ -96,11 +100,37 @@ impl Error {
 
 impl fmt::Display for Error {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "mcp server \"{}\"", self.server)?;
-        if let Some(m) = &self.method {
+        // Server text and URLs reach here from many places: made safe once, here.
+        let text = Unsafe(self).to_string();
+        f.write_str(&crate::text::escape_controls(&crate::text::redact_urls(
+            &text,
+        )))
+    }
+}
+
+impl fmt::Debug for Error {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        // Debug escapes control characters already; URLs still need their secrets hidden.
+        let kind = format!("{:?}", self.kind);
+        f.debug_struct("Error")
+            .field("server", &self.server)
+            .field("method", &self.method)
+            .field("kind", &format_args!("{}", crate::text::redact_urls(&kind)))
+            .finish()
+    }
+}
+
+/// The error's text as it was put together, before it is made safe to show.
+struct Unsafe<'a>(&'a Error);
+
+impl fmt::Display for Unsafe<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let error = self.0;
+        write!(f, "mcp server \"{}\"", error.server)?;
+        if let Some(m) = &error.method {
             write!(f, ", {m}")?;
         }
-        match &self.kind {
+        match &error.kind {
             ErrorKind::Spawn(why) => {
                 write!(
                     f,
@@ -131,7 +161,7 @@ impl fmt::Display for Error {
             ErrorKind::LoginRequired => write!(
                 f,
                 ": oauth login required, run /mcp → {} → login",
-                self.server
+                error.server
             ),
             ErrorKind::Auth(why) => write!(f, ": oauth: {why}"),
         }

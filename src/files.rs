@@ -1,40 +1,170 @@
 //! Files that hold secrets: written whole or not at all, readable by their owner only.
+//!
+//! The temporary file is created beside the target under a random name, exclusively
+//! (`O_CREAT | O_EXCL`, and `O_NOFOLLOW` on Unix), mode 0600: whatever someone planted there
+//! (a file, a symlink to the victim's other files) is never opened, followed or overwritten;
+//! a name that is taken is skipped for another. Folders this crate creates are mode 0700.
 
-use std::path::Path;
+use std::io::{self, Write};
+use std::path::{Path, PathBuf};
 
-/// Writes `bytes` to `path` by way of a temporary file in the same folder, mode 0600, then
-/// renames it over `path`: a reader sees the old file or the new one, never half of one.
-pub(crate) fn write_private(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
-    use std::io::Write;
+/// How many random temporary names are tried: a clash is either chance (never, in practice)
+/// or someone planting files, so a few tries are plenty.
+const TEMP_TRIES: usize = 8;
+
+/// Writes `bytes` to `path` by way of a new temporary file in the same folder, mode 0600,
+/// then renames it over `path`: a reader sees the old file or the new one, never half of one.
+/// A missing folder is created, mode 0700.
+pub(crate) fn write_private(path: &Path, bytes: &[u8]) -> io::Result<()> {
     let dir = path
         .parent()
         .filter(|p| !p.as_os_str().is_empty())
         .unwrap_or(Path::new("."));
-    std::fs::create_dir_all(dir)?;
+    create_private_dir(dir)?;
     let name = path
         .file_name()
         .map_or_else(|| "file".into(), |n| n.to_string_lossy().into_owned());
-    let tmp = dir.join(format!(".{name}.{}.tmp", std::process::id()));
-    let result = (|| {
-        let mut options = std::fs::OpenOptions::new();
-        options.write(true).create(true).truncate(true);
-        #[cfg(unix)]
-        {
-            use std::os::unix::fs::OpenOptionsExt;
-            options.mode(0o600);
+    let temporary = (0..TEMP_TRIES).map(|_| dir.join(format!(".{name}.{:016x}.tmp", random())));
+    write_by_way_of(path, bytes, temporary)
+}
+
+/// [`write_private`] with the temporary names to try, in order.
+fn write_by_way_of(
+    path: &Path,
+    bytes: &[u8],
+    temporary: impl IntoIterator<Item = PathBuf>,
+) -> io::Result<()> {
+    for tmp in temporary {
+        let mut file = match create_new_private(&tmp) {
+            Ok(file) => file,
+            Err(e) if e.kind() == io::ErrorKind::AlreadyExists => continue,
+            Err(e) => return Err(e),
+        };
+        let result = file
+            .write_all(bytes)
+            .and_then(|()| file.sync_all())
+            .and_then(|()| std::fs::rename(&tmp, path));
+        if result.is_err() {
+            let _ = std::fs::remove_file(&tmp);
         }
-        let mut file = options.open(&tmp)?;
-        #[cfg(unix)]
-        {
-            use std::os::unix::fs::PermissionsExt;
-            file.set_permissions(std::fs::Permissions::from_mode(0o600))?;
-        }
-        file.write_all(bytes)?;
-        file.sync_all()?;
-        std::fs::rename(&tmp, path)
-    })();
-    if result.is_err() {
-        let _ = std::fs::remove_file(&tmp);
+        return result;
     }
-    result
+    Err(io::Error::new(
+        io::ErrorKind::AlreadyExists,
+        format!(
+            "every temporary name tried beside {} was taken; remove the stray .*.tmp files there",
+            path.display()
+        ),
+    ))
+}
+
+/// Creates `path`, which must not exist (not even as a symlink), mode 0600.
+fn create_new_private(path: &Path) -> io::Result<std::fs::File> {
+    let mut options = std::fs::OpenOptions::new();
+    options.write(true).create_new(true);
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::OpenOptionsExt;
+        options.mode(0o600).custom_flags(libc::O_NOFOLLOW);
+    }
+    options.open(path)
+}
+
+/// Creates `dir` and any missing parent, each mode 0700 (existing ones are left as they are).
+fn create_private_dir(dir: &Path) -> io::Result<()> {
+    let mut builder = std::fs::DirBuilder::new();
+    builder.recursive(true);
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::DirBuilderExt;
+        builder.mode(0o700);
+    }
+    builder.create(dir)
+}
+
+/// 64 bits no one outside this process can guess: std's randomly keyed hasher (its keys come
+/// from the OS) over the time, the process id and a counter.
+fn random() -> u64 {
+    use std::hash::{BuildHasher, Hasher};
+    use std::sync::atomic::{AtomicU64, Ordering};
+    static COUNTER: AtomicU64 = AtomicU64::new(0);
+    let mut hasher = std::collections::hash_map::RandomState::new().build_hasher();
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap_or_default();
+    hasher.write_u128(now.as_nanos());
+    hasher.write_u32(std::process::id());
+    hasher.write_u64(COUNTER.fetch_add(1, Ordering::Relaxed));
+    hasher.finish()
+}
+
+#[cfg(all(test, unix))]
+mod tests {
+    use super::*;
+    use std::os::unix::fs::{PermissionsExt, symlink};
+
+    fn mode(path: &Path) -> u32 {
+        std::fs::metadata(path).unwrap().permissions().mode() & 0o777
+    }
+
+    #[test]
+    fn planted_symlinks_are_never_written_through() {
+        let dir = tempfile::tempdir().unwrap();
+        let victim = dir.path().join("victim");
+        std::fs::write(&victim, "untouched").unwrap();
+        let path = dir.path().join("tokens.json");
+        // The name the old writer always used, and a dangling link it would have created.
+        let old_name = dir
+            .path()
+            .join(format!(".tokens.json.{}.tmp", std::process::id()));
+        symlink(&victim, &old_name).unwrap();
+        write_private(&path, b"one").unwrap();
+        assert_eq!(std::fs::read_to_string(&path).unwrap(), "one");
+        assert_eq!(mode(&path), 0o600);
+
+        // Guessed names: each planted link is skipped for the next name.
+        let guessed: Vec<PathBuf> = (0..3).map(|i| dir.path().join(format!("g{i}"))).collect();
+        symlink(&victim, &guessed[0]).unwrap();
+        symlink(dir.path().join("created-through-a-link"), &guessed[1]).unwrap();
+        write_by_way_of(&path, b"two", guessed.clone()).unwrap();
+        assert_eq!(std::fs::read_to_string(&path).unwrap(), "two");
+        assert_eq!(mode(&path), 0o600);
+        assert!(!guessed[2].exists(), "the temporary file was renamed");
+        let e = write_by_way_of(&path, b"three", guessed[..2].to_vec()).unwrap_err();
+        assert_eq!(e.kind(), io::ErrorKind::AlreadyExists);
+        assert!(e.to_string().contains("remove the stray"), "{e}");
+        assert_eq!(std::fs::read_to_string(&path).unwrap(), "two");
+
+        // A symlink at the target itself is replaced, not followed.
+        let link = dir.path().join("link.json");
+        symlink(&victim, &link).unwrap();
+        write_private(&link, b"four").unwrap();
+        assert!(!std::fs::symlink_metadata(&link).unwrap().is_symlink());
+        assert_eq!(std::fs::read_to_string(&link).unwrap(), "four");
+
+        assert_eq!(std::fs::read_to_string(&victim).unwrap(), "untouched");
+        assert!(!dir.path().join("created-through-a-link").exists());
+    }
+
+    #[test]
+    fn temporary_names_are_unpredictable() {
+        let names: std::collections::HashSet<u64> = (0..1000).map(|_| random()).collect();
+        assert_eq!(names.len(), 1000);
+    }
+
+    #[test]
+    fn created_folders_are_private() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("a").join("b").join("mcp.json");
+        write_private(&path, b"{}").unwrap();
+        assert_eq!(mode(&dir.path().join("a")), 0o700);
+        assert_eq!(mode(&dir.path().join("a").join("b")), 0o700);
+        assert_eq!(mode(&path), 0o600);
+        // A folder that exists is left as it is.
+        let open = dir.path().join("open");
+        std::fs::create_dir(&open).unwrap();
+        std::fs::set_permissions(&open, std::fs::Permissions::from_mode(0o755)).unwrap();
+        write_private(&open.join("f"), b"x").unwrap();
+        assert_eq!(mode(&open), 0o755);
+    }
 }

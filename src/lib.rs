@@ -11,6 +11,7 @@
 //! - [`host`]: Agenvoy's runtime: config file, [`host::Manager`], tool registry, confirm gate.
 //! - [`api`] (feature `api`): the management API of `agenvoy-mcp serve`, HTTP on loopback,
 //!   locked to its owner.
+//! - [`text`]: server text escaped for a terminal, URLs with their secrets hidden.
 //!
 //! ```no_run
 //! # async fn demo() -> agenvoy_mcp::Result<()> {
@@ -34,7 +35,7 @@ pub mod error;
 mod files;
 pub mod host;
 pub mod protocol;
-mod text;
+pub mod text;
 pub mod transport;
 pub mod wire;
 

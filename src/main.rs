@@ -3,6 +3,7 @@
 
 mod cli;
 
+use agenvoy_mcp::text;
 use clap::{Parser, Subcommand};
 use std::process::ExitCode;
 
@@ -112,6 +113,10 @@ enum Command {
         /// Seconds to wait for each response.
         #[arg(long, value_name = "SECS", default_value_t = 60.0)]
         timeout: f64,
+        /// Pass the whole environment to the server command (by default it gets only PATH,
+        /// HOME, the locale and a few more; use `-- env NAME=VALUE CMD` to add one).
+        #[arg(long, conflicts_with = "url")]
+        inherit_env: bool,
         /// The server's URL (streamable HTTP, or HTTP+SSE found by fallback).
         #[arg(value_name = "URL", required_unless_present = "command")]
         url: Option<String>,
@@ -148,13 +153,27 @@ enum Command {
 }
 
 fn init_logging() {
+    use std::io::IsTerminal;
+    use tracing_subscriber::field::MakeExt;
     let filter = tracing_subscriber::EnvFilter::try_from_env("AGENVOY_LOG")
         .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn"));
-    use std::io::IsTerminal;
+    // Log lines carry servers' text (their stderr, errors, excerpts): every field is shown
+    // with its control characters escaped and the secrets of its URLs hidden, whatever
+    // logged it (ours, or a dependency's).
+    let fields = tracing_subscriber::fmt::format::debug_fn(|out, field, value| {
+        let text = format!("{value:?}");
+        let text = text::escape_controls(&text::redact_urls(&text)).into_owned();
+        match field.name() {
+            "message" => write!(out, "{text}"),
+            name => write!(out, "{}={text}", name.trim_start_matches("r#")),
+        }
+    })
+    .delimited(" ");
     tracing_subscriber::fmt()
         .with_env_filter(filter)
         .with_writer(std::io::stderr)
         .with_ansi(std::io::stderr().is_terminal())
+        .fmt_fields(fields)
         .init();
 }
 
@@ -254,6 +273,7 @@ fn main() -> ExitCode {
             call,
             args,
             timeout,
+            inherit_env,
             url,
             command,
         } => {
@@ -273,6 +293,7 @@ fn main() -> ExitCode {
                 args,
                 url,
                 command,
+                inherit_env,
                 timeout,
             };
             runtime.block_on(cli::probe::run(args))

@@ -200,7 +200,7 @@ pub(super) fn tools(state: &State) -> Answer {
                 "tool": t.tool,
                 "description": t.definition.description,
                 "inputSchema": t.definition.input_schema,
-                "autoApprove": allowlist.allows(&t.definition.name),
+                "autoApprove": allowlist.allows(&t.definition.name, Some(&t.server)),
             })
         })
         .collect();

@@ -20,7 +20,6 @@ pub const EXCHANGE_TIMEOUT: Duration = Duration::from_secs(30);
 const BODY_MAX: usize = 1 << 20;
 
 /// An HTTP answer: status, the headers we read, the body.
-#[derive(Debug)]
 pub struct Answer {
     /// The status code.
     pub status: u16,
@@ -32,6 +31,21 @@ pub struct Answer {
     pub content_type: Option<String>,
     /// The body (at most 1 MiB).
     pub body: Vec<u8>,
+}
+
+impl std::fmt::Debug for Answer {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        // Bodies hold tokens and client secrets; a redirect's query holds the code.
+        f.debug_struct("Answer")
+            .field("status", &self.status)
+            .field(
+                "location",
+                &self.location.as_deref().map(crate::text::redact_url),
+            )
+            .field("www_authenticate", &self.www_authenticate.is_some())
+            .field("body", &format_args!("[{} bytes]", self.body.len()))
+            .finish()
+    }
 }
 
 impl Answer {

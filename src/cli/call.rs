@@ -6,12 +6,15 @@
 //! the call is refused with the reason. Progress notifications are shown as a progress line on
 //! stderr. The output goes to stdout. Exit code: 0 on success; 1 if the call failed, was
 //! refused, or the tool reported an error (its output is still printed); 2 for bad arguments.
+//! What the server sent (output, progress messages, errors) is shown with its control
+//! characters escaped (the output keeps its newlines and tabs).
 
 use super::HostArgs;
 use agenvoy_mcp::host::gate::{ConfirmCallback, ConfirmRequest};
 use agenvoy_mcp::host::{ManagerOptions, PermissionMode};
 use agenvoy_mcp::protocol::session::RequestOptions;
 use agenvoy_mcp::protocol::types::Progress;
+use agenvoy_mcp::text::{escape_controls, escape_controls_keep_lines};
 use serde_json::Value;
 use std::io::{BufRead, IsTerminal, Write};
 use std::process::ExitCode;
@@ -76,7 +79,7 @@ fn progress_printer(shown: Arc<AtomicBool>) -> Arc<dyn Fn(Progress) + Send + Syn
             None => format!("progress: {}", p.progress),
         };
         if let Some(m) = &p.message {
-            line.push_str(&format!(" {m}"));
+            line.push_str(&format!(" {}", escape_controls(m)));
         }
         let mut err = std::io::stderr().lock();
         let _ = if terminal {
@@ -140,7 +143,7 @@ pub async fn run(args: CallArgs) -> ExitCode {
     manager.close().await;
     match result {
         Ok(output) => {
-            println!("{}", output.text);
+            println!("{}", escape_controls_keep_lines(&output.text));
             if output.is_error {
                 eprintln!("call: the tool reported an error (isError)");
                 ExitCode::from(1)
@@ -149,7 +152,7 @@ pub async fn run(args: CallArgs) -> ExitCode {
             }
         }
         Err(e) => {
-            eprintln!("call failed: {e}");
+            eprintln!("call failed: {}", escape_controls(&e.to_string()));
             ExitCode::from(1)
         }
     }

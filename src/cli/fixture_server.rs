@@ -6,7 +6,8 @@
 //! far), `client_request` (sends a request to the client and returns its answer), `add_tool`
 //! (adds a tool `name` to the list, which answers `called <name>`, then sends
 //! `notifications/tools/list_changed`; its text says how many tools/list requests were answered
-//! so far) and `env` (the value of the variable `name`).
+//! so far) and `env` (the value of the variable `name`; without `name`, the names of every
+//! variable the server has, sorted, one a line).
 //!
 //! Fault modes (`--mode`): `crash-mid-call` (exits halfway through a tools/call response),
 //! `hang` (never answers tools/call), `junk-stdout` (a non-JSON line before every message),
@@ -18,7 +19,10 @@
 //! (sleeps before reading anything), `no-list-changed` (declares no `tools.listChanged` and
 //! `add_tool` sends no notification), `stop-reading` (never reads stdin again once it has
 //! answered tools/list), `flood` (once initialized, never reads stdin again and sends `ping`
-//! requests without end).
+//! requests without end); `hostile` ([`HOSTILE`], terminal control sequences, in
+//! its server info, instructions, tool descriptions, tool results, progress messages, log
+//! notifications and stderr lines, plus a tool `trap<HOSTILE>` listed twice, whose calls fail
+//! with an error that names it).
 //!
 //! With `FIXTURE_CALL_LOG` set to a file, every tools/call appends the tool's name to it
 //! first (so a test can count how often a call reached the server).
@@ -34,6 +38,11 @@ use std::time::Duration;
 /// The instructions the fixture server declares.
 pub const INSTRUCTIONS: &str =
     "The agenvoy fixture server: use echo to repeat text, add to sum two numbers.";
+
+/// What `--mode hostile` adds to the text it sends: clear the screen, set the window title,
+/// ring the bell, return to the line's start, backspace, a C1 CSI, a C1 next-line and a
+/// right-to-left override, then a fake "logged in".
+pub const HOSTILE: &str = "\x1b[2J\x1b[H\x1b]0;pwned\x07\r\x08\u{9b}31m\u{85}\u{202e}logged in";
 
 /// A fault mode of the fixture server.
 #[derive(Debug, Clone, PartialEq)]
@@ -70,6 +79,8 @@ pub enum Mode {
     StopReading,
     /// Once initialized, stops reading stdin and sends pings without end.
     Flood,
+    /// Puts [`HOSTILE`] in every text it sends.
+    Hostile,
 }
 
 impl std::str::FromStr for Mode {
@@ -90,6 +101,7 @@ impl std::str::FromStr for Mode {
             "no-list-changed" => Mode::NoListChanged,
             "stop-reading" => Mode::StopReading,
             "flood" => Mode::Flood,
+            "hostile" => Mode::Hostile,
             _ => {
                 if let Some(v) = s.strip_prefix("version=") {
                     Mode::Version(v.to_string())
@@ -288,16 +300,23 @@ fn handle(server: &Arc<Server>, request: Request, out: Arc<dyn Output>) {
                 _ if HANDSHAKE_VERSIONS.contains(&offered) => offered.to_string(),
                 _ => LATEST_HANDSHAKE_VERSION.to_string(),
             };
-            reply(
-                &*out,
-                request.id,
-                Ok(json!({
-                    "protocolVersion": version,
-                    "capabilities": {"tools": {"listChanged": server.mode != Mode::NoListChanged}},
-                    "serverInfo": {"name": "agenvoy-fixture", "version": env!("CARGO_PKG_VERSION")},
-                    "instructions": INSTRUCTIONS,
-                })),
-            );
+            let mut result = json!({
+                "protocolVersion": version,
+                "capabilities": {"tools": {"listChanged": server.mode != Mode::NoListChanged}},
+                "serverInfo": {"name": "agenvoy-fixture", "version": env!("CARGO_PKG_VERSION")},
+                "instructions": INSTRUCTIONS,
+            });
+            if server.mode == Mode::Hostile {
+                for pointer in ["/serverInfo/name", "/serverInfo/version", "/instructions"] {
+                    let text = result.pointer_mut(pointer).expect("a member");
+                    *text = json!(format!(
+                        "{}{}",
+                        text.as_str().unwrap_or(""),
+                        hostile(server)
+                    ));
+                }
+            }
+            reply(&*out, request.id, Ok(result));
         }
         "ping" => reply(&*out, request.id, Ok(json!({}))),
         "tools/list" if server.mode == Mode::EndlessPages => {
@@ -385,10 +404,21 @@ fn tool_definitions(server: &Server) -> Vec<Value> {
                "inputSchema": schema(json!({"method": {"type": "string"}, "params": {"type": "object"}}), &["method"])}),
         json!({"name": "add_tool", "description": "Adds a tool to the list and notifies the client.",
                "inputSchema": schema(json!({"name": {"type": "string"}}), &["name"])}),
-        json!({"name": "env", "description": "Returns the value of an environment variable.",
-               "inputSchema": schema(json!({"name": {"type": "string"}}), &["name"])}),
+        json!({"name": "env", "description": "Returns the value of an environment variable, or without a name the names of all.",
+               "inputSchema": schema(json!({"name": {"type": "string"}}), &[])}),
     ];
     all.extend(added);
+    if server.mode == Mode::Hostile {
+        for tool in &mut all {
+            tool["description"] = json!(format!(
+                "{HOSTILE} {}",
+                tool["description"].as_str().unwrap_or("")
+            ));
+        }
+        let trap = json!({"name": format!("trap{HOSTILE}"), "description": HOSTILE,
+                          "inputSchema": schema(json!({}), &[])});
+        all.extend([trap.clone(), trap]);
+    }
     all
 }
 
@@ -413,6 +443,17 @@ fn call_tool(server: &Server, id: Id, params: &Value, out: &dyn Output) {
         );
         out.message(&mut std::iter::once(partial.into_bytes()), None);
         std::process::exit(3);
+    }
+    if server.mode == Mode::Hostile {
+        eprintln!("stderr {HOSTILE}");
+        let log = json!({"level": format!("warning{HOSTILE}"), "data": format!("log {HOSTILE}")});
+        send(
+            out,
+            Message::Notification(Notification {
+                method: "notifications/message".into(),
+                params: Some(log),
+            }),
+        );
     }
     let result = match name {
         "echo" => {
@@ -465,7 +506,7 @@ fn call_tool(server: &Server, id: Id, params: &Value, out: &dyn Output) {
                             method: "notifications/progress".into(),
                             params: Some(
                                 json!({"progressToken": token, "progress": step, "total": steps,
-                                            "message": format!("step {step} of {steps}")}),
+                                            "message": format!("step {step} of {steps}{}", hostile(server))}),
                             ),
                         }),
                     );
@@ -532,10 +573,18 @@ fn call_tool(server: &Server, id: Id, params: &Value, out: &dyn Output) {
                 "added {added}; tools/list answered {lists} times so far"
             )))
         }
-        "env" => {
-            let name = args.get("name").and_then(Value::as_str).unwrap_or("");
-            Ok(text_result(&std::env::var(name).unwrap_or_default()))
-        }
+        "env" => Ok(text_result(
+            &match args.get("name").and_then(Value::as_str) {
+                Some(name) => std::env::var(name).unwrap_or_default(),
+                None => {
+                    let mut names: Vec<String> = std::env::vars_os()
+                        .map(|(k, _)| k.to_string_lossy().into_owned())
+                        .collect();
+                    names.sort();
+                    names.join("\n")
+                }
+            },
+        )),
         other if server.added.lock().unwrap().iter().any(|t| t == other) => {
             Ok(text_result(&format!("called {other}")))
         }
@@ -544,7 +593,21 @@ fn call_tool(server: &Server, id: Id, params: &Value, out: &dyn Output) {
             format!("unknown tool: {other}"),
         )),
     };
+    let result = result.map(|mut r| {
+        if let Some(text) = r["content"][0]["text"].as_str() {
+            r["content"][0]["text"] = json!(format!("{text}{}", hostile(server)));
+        }
+        r
+    });
     reply(out, id, result);
+}
+
+/// [`HOSTILE`] on its own line in `hostile` mode, else nothing.
+fn hostile(server: &Server) -> String {
+    match server.mode {
+        Mode::Hostile => format!("\n{HOSTILE}"),
+        _ => String::new(),
+    }
 }
 
 /// The repeating units of `big`'s text: what each unit reads as, and as JSON.

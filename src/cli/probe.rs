@@ -20,8 +20,11 @@
 //! `call` is present only with `--call`. On failure nothing is printed to stdout; one line on
 //! stderr names the step that failed (`start`, `initialize`, `tools/list`, `tools/call`), and
 //! the exit code is 1. A tool that reports `isError` prints its output and exits with 1 too.
+//! What the server sent is shown with its control characters escaped (newlines and tabs of
+//! the instructions and the tool's output kept).
 
 use agenvoy_mcp::protocol::session::RequestOptions;
+use agenvoy_mcp::text::{escape_controls, escape_controls_keep_lines};
 use agenvoy_mcp::transport::http::HttpConfig;
 use agenvoy_mcp::transport::stdio::StdioConfig;
 use agenvoy_mcp::{Client, ClientOptions, Error};
@@ -40,12 +43,17 @@ pub struct ProbeArgs {
     pub url: Option<String>,
     /// The server command and its arguments.
     pub command: Vec<String>,
+    /// Pass the whole environment to the command (else the small default set).
+    pub inherit_env: bool,
     /// Timeout of each request.
     pub timeout: std::time::Duration,
 }
 
 fn step_failed(step: &str, error: impl std::fmt::Display) -> ExitCode {
-    eprintln!("probe failed at {step}: {error}");
+    eprintln!(
+        "probe failed at {step}: {}",
+        escape_controls(&error.to_string())
+    );
     ExitCode::from(1)
 }
 
@@ -82,6 +90,7 @@ pub async fn run(args: ProbeArgs) -> ExitCode {
             let config = StdioConfig {
                 command: program.clone(),
                 args: rest.to_vec(),
+                inherit_env: args.inherit_env,
                 ..Default::default()
             };
             Client::connect_stdio(&name, &config, options).await
@@ -137,25 +146,29 @@ async fn probe(client: &Client, args: &ProbeArgs, arguments: Value) -> ExitCode 
             report["call"] = json!({"tool": tool, "isError": output.is_error,
                                     "totalBytes": output.total_bytes, "output": output.text});
         }
-        println!(
-            "{}",
-            serde_json::to_string_pretty(&report).expect("JSON serializes")
-        );
+        super::print_json(&report);
     } else {
         let info = &details.server_info;
         let field = |k: &str| {
-            info.get(k)
-                .and_then(Value::as_str)
-                .unwrap_or("?")
-                .to_string()
+            let text = info.get(k).and_then(Value::as_str).unwrap_or("?");
+            escape_controls(text).into_owned()
         };
         println!("server:       {} {}", field("name"), field("version"));
         println!("transport:    {}", client.session().transport().kind());
         println!("era:          {}", details.era.name());
-        println!("protocol:     {}", details.protocol_version);
-        println!("capabilities: {}", details.capabilities);
+        println!(
+            "protocol:     {}",
+            escape_controls(&details.protocol_version)
+        );
+        println!(
+            "capabilities: {}",
+            escape_controls(&details.capabilities.to_string())
+        );
         match &details.instructions {
-            Some(text) => println!("instructions:\n{}", indent(text)),
+            Some(text) => println!(
+                "instructions:\n{}",
+                indent(&escape_controls_keep_lines(text))
+            ),
             None => println!("instructions: (none)"),
         }
         println!("tools ({}):", tools.len());
@@ -167,12 +180,16 @@ async fn probe(client: &Client, args: &ProbeArgs, arguments: Value) -> ExitCode 
                 .lines()
                 .next()
                 .unwrap_or("");
-            println!("  {:<24} {description}", tool.name);
+            println!(
+                "  {:<24} {}",
+                escape_controls(&tool.name),
+                escape_controls(description)
+            );
         }
         if let Some((tool, output)) = &call {
             let flag = if output.is_error { " (tool error)" } else { "" };
-            println!("call {tool}{flag}:");
-            println!("{}", output.text);
+            println!("call {}{flag}:", escape_controls(tool));
+            println!("{}", escape_controls_keep_lines(&output.text));
         }
     }
     match call {
@@ -181,10 +198,16 @@ async fn probe(client: &Client, args: &ProbeArgs, arguments: Value) -> ExitCode 
     }
 }
 
-/// A short name for an HTTP server in logs and errors: its host and port.
+/// A short name for an HTTP server in logs and errors: its host and port (never the
+/// userinfo, which may hold a password).
 fn url_name(url: &str) -> String {
     let rest = url.split_once("://").map_or(url, |(_, r)| r);
-    rest.split(['/', '?']).next().unwrap_or(rest).to_string()
+    let authority = rest.split(['/', '?', '#']).next().unwrap_or(rest);
+    authority
+        .rsplit('@')
+        .next()
+        .unwrap_or(authority)
+        .to_string()
 }
 
 fn indent(text: &str) -> String {

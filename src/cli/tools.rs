@@ -18,10 +18,12 @@
 //! "tools": [{"name", "description", "input_schema", "server", "tool"}], "collisions": [...]}`.
 //!
 //! Exit code 0 whenever the config could be read (failed servers are shown, not fatal); 1 if
-//! it could not, with the reason on stderr.
+//! it could not, with the reason on stderr. What the servers sent (versions, descriptions,
+//! errors) is shown with its control characters escaped.
 
 use super::HostArgs;
 use agenvoy_mcp::host::ManagerOptions;
+use agenvoy_mcp::text::escape_controls;
 use serde_json::json;
 use std::process::ExitCode;
 
@@ -65,10 +67,7 @@ pub async fn run(args: ToolsArgs) -> ExitCode {
             "tools": tools,
             "collisions": collisions.iter().map(ToString::to_string).collect::<Vec<_>>(),
         });
-        println!(
-            "{}",
-            serde_json::to_string_pretty(&report).expect("JSON serializes")
-        );
+        super::print_json(&report);
     } else {
         println!("config: {source}");
         println!("servers ({}):", status.len());
@@ -84,11 +83,11 @@ pub async fn run(args: ToolsArgs) -> ExitCode {
                 s.name,
                 s.state.name(),
                 s.transport,
-                s.protocol_version.as_deref().unwrap_or("-"),
+                escape_controls(s.protocol_version.as_deref().unwrap_or("-")),
                 s.tool_count,
             );
             if let Some(e) = &s.last_error {
-                println!("    error: {e}");
+                println!("    error: {}", escape_controls(e));
             }
         }
         println!("tools ({}):", registry.len());
@@ -99,12 +98,16 @@ pub async fn run(args: ToolsArgs) -> ExitCode {
             .unwrap_or(0);
         for t in registry.tools() {
             let first_line = t.definition.description.lines().next().unwrap_or("");
-            println!("  {:<width$}  {first_line}", t.definition.name);
+            println!(
+                "  {:<width$}  {}",
+                t.definition.name,
+                escape_controls(first_line)
+            );
         }
         if !collisions.is_empty() {
             println!("collisions ({}):", collisions.len());
             for c in &collisions {
-                println!("  {c}");
+                println!("  {}", escape_controls(&c.to_string()));
             }
         }
     }

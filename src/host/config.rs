@@ -8,7 +8,9 @@
 //! }}
 //! ```
 //!
-//! One file, no other layer. A server is either local (`command`, `args`, `env`) or remote
+//! One file, no other layer. A server is either local (`command`, `args`, `env`, and
+//! `inherit_env`: `true` passes it this process's whole environment instead of the small
+//! default set, see [`crate::transport::stdio::DEFAULT_ENV`]) or remote
 //! (`url`, `headers`, `auth`, `oauth_client_name`, and for a client registered by hand
 //! `oauth_client_id`, `oauth_client_secret`, `oauth_redirect_uri`; `oauth_client_metadata_url`
 //! names a Client ID Metadata Document), never both. Names match `[A-Za-z0-9_-]+`.
@@ -103,7 +105,8 @@ impl fmt::Display for ConfigError {
 
 impl std::error::Error for ConfigError {}
 
-/// One server's entry, as this crate understands it.
+/// One server's entry, as this crate understands it. Its `Debug` shows no value that may be a
+/// secret (arguments, variable and header values, the client secret, URL query values).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum ServerConfig {
     /// A local server: a command started as a child process, spoken to over stdio.
@@ -113,18 +116,32 @@ pub enum ServerConfig {
 }
 
 /// A local (stdio) server's entry.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
+#[derive(Clone, Default, PartialEq, Eq)]
 pub struct StdioServer {
     /// The program.
     pub command: String,
     /// Its arguments (`$VAR` expanded at connect time).
     pub args: Vec<String>,
-    /// Variables set for it over the inherited environment (values expanded at connect time).
+    /// Variables set for it (values expanded at connect time), over the small default set
+    /// it inherits.
     pub env: BTreeMap<String, String>,
+    /// `"inherit_env": true`: it inherits this process's whole environment.
+    pub inherit_env: bool,
+}
+
+impl fmt::Debug for StdioServer {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("StdioServer")
+            .field("command", &self.command)
+            .field("args", &format_args!("[{} hidden]", self.args.len()))
+            .field("env", &self.env.keys().collect::<Vec<_>>())
+            .field("inherit_env", &self.inherit_env)
+            .finish()
+    }
 }
 
 /// A remote (HTTP) server's entry.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
+#[derive(Clone, Default, PartialEq, Eq)]
 pub struct HttpServer {
     /// The endpoint, `http://` or `https://`.
     pub url: String,
@@ -143,6 +160,22 @@ pub struct HttpServer {
     /// The URL of this client's Client ID Metadata Document, used where the authorization
     /// server supports them.
     pub oauth_client_metadata_url: Option<String>,
+}
+
+impl fmt::Debug for HttpServer {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let hidden = |v: &Option<String>| v.as_ref().map(|_| crate::text::REDACTED);
+        f.debug_struct("HttpServer")
+            .field("url", &crate::text::redact_url(&self.url))
+            .field("headers", &self.headers.keys().collect::<Vec<_>>())
+            .field("auth", &self.auth)
+            .field("oauth_client_name", &self.oauth_client_name)
+            .field("oauth_client_id", &self.oauth_client_id)
+            .field("oauth_client_secret", &hidden(&self.oauth_client_secret))
+            .field("oauth_redirect_uri", &self.oauth_redirect_uri)
+            .field("oauth_client_metadata_url", &self.oauth_client_metadata_url)
+            .finish()
+    }
 }
 
 impl ServerConfig {
@@ -177,10 +210,16 @@ impl ServerConfig {
                     Some(c) if !c.trim().is_empty() => c.to_string(),
                     _ => return bad("\"command\" must be a non-empty string".into()),
                 };
+                let inherit_env = match entry.get("inherit_env") {
+                    None | Some(Value::Null) => false,
+                    Some(Value::Bool(b)) => *b,
+                    Some(_) => return bad("\"inherit_env\" must be true or false".into()),
+                };
                 Ok(ServerConfig::Stdio(StdioServer {
                     command,
                     args: string_list(name, entry, "args")?,
                     env: string_map(name, entry, "env")?,
+                    inherit_env,
                 }))
             }
             (None, Some(url)) => {
@@ -224,6 +263,9 @@ impl ServerConfig {
                 if !s.env.is_empty() {
                     entry.insert("env".into(), json!(s.env));
                 }
+                if s.inherit_env {
+                    entry.insert("inherit_env".into(), json!(true));
+                }
             }
             ServerConfig::Http(h) => {
                 entry.insert("url".into(), json!(h.url));
@@ -263,6 +305,7 @@ impl StdioServer {
                 .iter()
                 .map(|(k, v)| (k.clone(), expand_env(v)))
                 .collect(),
+            inherit_env: self.inherit_env,
             cwd: None,
         }
     }
@@ -332,11 +375,22 @@ fn string_map(
 }
 
 /// The whole config document. Members it does not know are kept as they are.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Clone, PartialEq)]
 pub struct Config {
     doc: Map<String, Value>,
     path: Option<PathBuf>,
     found: bool,
+}
+
+impl fmt::Debug for Config {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        // The document holds header values and secrets: the server names only.
+        f.debug_struct("Config")
+            .field("path", &self.path)
+            .field("found", &self.found)
+            .field("servers", &self.server_names())
+            .finish()
+    }
 }
 
 impl Default for Config {
@@ -425,7 +479,7 @@ impl Config {
                 &ServerConfig::Stdio(StdioServer {
                     command: program.display().to_string(),
                     args: vec!["fixture-server".into()],
-                    env: BTreeMap::new(),
+                    ..Default::default()
                 }),
             )
             .expect("a valid name");
@@ -509,6 +563,7 @@ impl Config {
             "command",
             "args",
             "env",
+            "inherit_env",
             "url",
             "headers",
             "auth",
@@ -576,6 +631,15 @@ mod tests {
                     command: "uvx".into(),
                     args: vec!["mcp-server-time".into()],
                     env: [("TZ".to_string(), "$TZ".to_string())].into(),
+                    inherit_env: false,
+                }),
+            ),
+            (
+                json!({"command": "x", "inherit_env": true}),
+                ServerConfig::Stdio(StdioServer {
+                    command: "x".into(),
+                    inherit_env: true,
+                    ..Default::default()
                 }),
             ),
             (
@@ -646,6 +710,10 @@ mod tests {
             (
                 json!({"command": "x", "env": {"A": 1}}),
                 "\"env\" must be an object",
+            ),
+            (
+                json!({"command": "x", "inherit_env": "yes"}),
+                "\"inherit_env\" must be true or false",
             ),
             (
                 json!({"url": "ftp://h"}),
@@ -776,6 +844,7 @@ mod tests {
             command: "$NOT_EXPANDED".into(),
             args: vec!["--token=${AGENVOY_TEST_EXPAND_TOKEN}".into(), "$$".into()],
             env: [("T".to_string(), "a-$AGENVOY_TEST_EXPAND_TOKEN".to_string())].into(),
+            inherit_env: true,
         };
         #[cfg(feature = "stdio")]
         {
@@ -783,6 +852,7 @@ mod tests {
             assert_eq!(expanded.command, "$NOT_EXPANDED");
             assert_eq!(expanded.args, ["--token=tok", ""]);
             assert_eq!(expanded.env["T"], "a-tok");
+            assert!(expanded.inherit_env);
         }
         let http = HttpServer {
             url: "https://h".into(),
@@ -796,5 +866,37 @@ mod tests {
             c.to_text()
         };
         assert!(text.contains("${AGENVOY_TEST_EXPAND_TOKEN}") && !text.contains("tok\""));
+    }
+
+    #[test]
+    fn debug_shows_no_secret() {
+        let config = Config::parse(
+            r#"{"servers": {
+                "local": {"command": "srv", "args": ["--key=canary-arg"], "env": {"TOKEN": "canary-env"}},
+                "remote": {"url": "https://u:canary-pw@h.test/mcp?api_key=canary-query",
+                           "headers": {"X-Api-Key": "canary-header"}, "auth": "oauth",
+                           "oauth_client_id": "id", "oauth_client_secret": "canary-secret"}}}"#,
+        )
+        .unwrap();
+        let mut shown = format!("{config:?}");
+        for (_, entry) in config.servers() {
+            let entry = entry.unwrap();
+            shown.push_str(&format!("{entry:?} {entry:#?}"));
+            #[cfg(feature = "stdio")]
+            if let ServerConfig::Stdio(s) = &entry {
+                shown.push_str(&format!("{:?}", s.expanded()));
+            }
+        }
+        assert!(!shown.contains("canary"), "{shown}");
+        for name in [
+            "local",
+            "remote",
+            "TOKEN",
+            "X-Api-Key",
+            "api_key=***",
+            "h.test",
+        ] {
+            assert!(shown.contains(name), "{name} missing from {shown}");
+        }
     }
 }

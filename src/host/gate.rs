@@ -8,10 +8,20 @@
 //!
 //! Trust is per tool: there is no per-server read-only switch. The allowlist is the file
 //! `~/.config/agenvoy/allow_tool` ([`default_allowlist_path`]), one entry a line: a tool name
-//! (`mcp__github__search_issues`), or a prefix ending in `*` for a whole server
+//! (`mcp__github__search_issues`), or `mcp__<server>__*` for every tool of one server
 //! (`mcp__github__*`). Blank lines are skipped; lines starting with `#` are comments, kept on
 //! save. The file is read at every check, so edits take effect at once.
+//!
+//! A server's name may hold `_` (`gh_`, `gh__x`), so a registered name cannot be split into
+//! server and tool by reading it: `mcp__gh__x__t` may be tool `x__t` of `gh` or tool `t` of
+//! `gh__x`. The gate is therefore told the server the registry resolved the call to, and a
+//! `*` entry approves exactly one server, the text between `mcp__` and the final `__*`:
+//! `mcp__gh__*` approves `gh`'s tools, never those of `gh_` or `gh__x`. Other `*` entries
+//! (`mcp__gh__get_*`, `mcp__*`) could name more than one server and are refused; a `*` entry
+//! that does not start with `mcp__` (`read_*`) approves built-in tools only.
 
+use super::config::is_valid_server_name;
+use super::registry::PREFIX;
 use crate::transport::BoxFuture;
 use serde_json::Value;
 use std::fmt;
@@ -108,12 +118,13 @@ pub struct Allowlist {
     lines: Vec<String>,
 }
 
-/// Checks one entry: no whitespace, not empty, and `*` only as its last character.
+/// Checks one entry: no whitespace, not empty, `*` only as its last character, and an MCP
+/// `*` entry names one whole server (`mcp__<server>__*`).
 pub fn check_entry(entry: &str) -> Result<(), AllowlistError> {
     let body = entry.strip_suffix('*').unwrap_or(entry);
     if body.is_empty() {
         return Err(AllowlistError(format!(
-            "entry {entry:?} is empty or allows everything; name a tool or a prefix such as mcp__github__*"
+            "entry {entry:?} is empty or allows everything; name a tool or a whole server such as mcp__github__*"
         )));
     }
     if body.contains('*') || entry.chars().any(char::is_whitespace) || entry.starts_with('#') {
@@ -121,7 +132,35 @@ pub fn check_entry(entry: &str) -> Result<(), AllowlistError> {
             "entry {entry:?} is not a tool name or a prefix ending in *"
         )));
     }
+    if body.len() < entry.len() && body.starts_with(PREFIX) && whole_server(entry).is_none() {
+        return Err(AllowlistError(format!(
+            "entry {entry:?} could approve tools of more than one server; allow a whole server as mcp__<server>__*, or name each tool"
+        )));
+    }
     Ok(())
+}
+
+/// The server a whole-server entry `mcp__<server>__*` approves.
+pub fn whole_server(entry: &str) -> Option<&str> {
+    entry
+        .strip_prefix(PREFIX)?
+        .strip_suffix("__*")
+        .filter(|server| is_valid_server_name(server))
+}
+
+/// Whether one entry approves a call of `name`, a tool of `server` (`None`: a built-in tool).
+fn entry_allows(entry: &str, name: &str, server: Option<&str>) -> bool {
+    let Some(prefix) = entry.strip_suffix('*') else {
+        return entry == name;
+    };
+    match (whole_server(entry), server) {
+        (Some(approved), Some(server)) => approved == server,
+        // Built-in prefixes approve built-in tools only; other MCP prefixes nothing.
+        (None, None) => {
+            !prefix.is_empty() && !prefix.starts_with(PREFIX) && name.starts_with(prefix)
+        }
+        _ => false,
+    }
 }
 
 impl Allowlist {
@@ -155,14 +194,14 @@ impl Allowlist {
             .collect()
     }
 
-    /// Whether `name` is allowed: an entry equal to it, or a `prefix*` entry it starts with.
-    pub fn allows(&self, name: &str) -> bool {
+    /// Whether a call of `name` is allowed. `server` is the MCP server the registry resolved
+    /// `name` to (`None` for a built-in tool). It is allowed by an entry equal to `name`, by
+    /// `mcp__<server>__*` for exactly that server, or, for a built-in tool, by a `prefix*`
+    /// entry it starts with (see the module docs).
+    pub fn allows(&self, name: &str, server: Option<&str>) -> bool {
         self.entries()
             .into_iter()
-            .any(|e| match e.strip_suffix('*') {
-                Some(prefix) => !prefix.is_empty() && name.starts_with(prefix),
-                None => e == name,
-            })
+            .any(|e| entry_allows(e, name, server))
     }
 
     /// Adds an entry unless it is there already.
@@ -279,17 +318,19 @@ impl Gate {
             .map_err(|e| AllowlistError(format!("cannot save {path}: {e}")))
     }
 
-    /// Decides one call.
+    /// Decides one call of `name`: for an MCP tool, `server` is the server the registry
+    /// resolved the name to; `None` for a built-in tool.
     pub async fn check(
         &self,
         name: &str,
+        server: Option<&str>,
         arguments: &Value,
         mode: PermissionMode,
     ) -> Result<Approval, Denied> {
         if mode == PermissionMode::Auto {
             return Ok(Approval::AutoMode);
         }
-        if self.allowlist().allows(name) {
+        if self.allowlist().allows(name, server) {
             return Ok(Approval::Allowlisted);
         }
         let Some(confirm) = &self.confirm else {
@@ -323,40 +364,91 @@ mod tests {
     #[test]
     fn allowlist_rules() {
         let list = Allowlist::parse(
-            "# trusted\nmcp__github__*\n\n  mcp__time__get_current_time  \nmcp__fs__read\n",
+            "# trusted\nmcp__github__*\n\n  mcp__time__get_current_time  \nmcp__fs__read\nread_*\n",
         );
-        let table: &[(&str, bool)] = &[
-            ("mcp__github__search", true),
-            ("mcp__github__", true),
-            ("mcp__githubx__search", false),
-            ("mcp__time__get_current_time", true),
-            ("mcp__time__get_current_timezone", false),
-            ("mcp__time__convert_time", false),
-            ("mcp__fs__read", true),
-            ("mcp__fs__read_all", false),
-            ("# trusted", false),
-            ("bash", false),
+        let table: &[(&str, Option<&str>, bool)] = &[
+            ("mcp__github__search", Some("github"), true),
+            ("mcp__githubx__search", Some("githubx"), false),
+            ("mcp__time__get_current_time", Some("time"), true),
+            ("mcp__time__get_current_timezone", Some("time"), false),
+            ("mcp__time__convert_time", Some("time"), false),
+            ("mcp__fs__read", Some("fs"), true),
+            ("mcp__fs__read_all", Some("fs"), false),
+            ("# trusted", None, false),
+            ("bash", None, false),
+            ("read_file", None, true),
+            // A built-in prefix never approves an MCP tool, whatever its name.
+            ("read_x", Some("s"), false),
         ];
-        for (name, allowed) in table {
-            assert_eq!(list.allows(name), *allowed, "{name}");
+        for (name, server, allowed) in table {
+            assert_eq!(list.allows(name, *server), *allowed, "{name}");
         }
         assert_eq!(
             list.entries(),
             [
                 "mcp__github__*",
                 "mcp__time__get_current_time",
-                "mcp__fs__read"
+                "mcp__fs__read",
+                "read_*"
             ]
         );
-        assert!(!Allowlist::parse("*\n").allows("anything"));
+        assert!(!Allowlist::parse("*\n").allows("anything", None));
+    }
+
+    #[test]
+    fn a_server_entry_approves_that_server_only() {
+        // Servers gh, gh_ and gh__x: their tools' names all start with mcp__gh__.
+        let tools = [
+            ("mcp__gh__issues", "gh"),
+            ("mcp__gh__x__t", "gh"), // tool x__t of gh
+            ("mcp__gh___t", "gh_"),
+            ("mcp__gh__x__t", "gh__x"), // tool t of gh__x
+            ("mcp__gh__x___t", "gh__x_"),
+        ];
+        let approved = |entry: &str| -> Vec<(&str, &str)> {
+            let list = Allowlist::parse(entry);
+            tools
+                .iter()
+                .copied()
+                .filter(|(name, server)| list.allows(name, Some(server)))
+                .collect()
+        };
+        assert_eq!(
+            approved("mcp__gh__*"),
+            [("mcp__gh__issues", "gh"), ("mcp__gh__x__t", "gh")]
+        );
+        assert_eq!(approved("mcp__gh___*"), [("mcp__gh___t", "gh_")]);
+        assert_eq!(approved("mcp__gh__x__*"), [("mcp__gh__x__t", "gh__x")]);
+        // Prefixes that could span servers approve nothing, and cannot be added.
+        for entry in ["mcp__*", "mcp__gh*", "mcp__gh_*", "mcp__gh__x*", "mcp____*"] {
+            assert_eq!(approved(entry), [], "{entry}");
+            let e = check_entry(entry).unwrap_err();
+            assert!(e.to_string().contains("more than one server"), "{e}");
+        }
+        assert_eq!(whole_server("mcp__gh__x__*"), Some("gh__x"));
+        assert_eq!(whole_server("mcp__g h__*"), None);
     }
 
     #[test]
     fn entries_are_checked() {
-        for bad in ["", "*", "a b", "mcp__*__x", "#x", "a\tb"] {
+        for bad in [
+            "",
+            "*",
+            "a b",
+            "mcp__*__x",
+            "#x",
+            "a\tb",
+            "mcp__github__get_*",
+        ] {
             assert!(check_entry(bad).is_err(), "{bad:?}");
         }
-        for good in ["bash", "mcp__github__*", "mcp__a__b-c"] {
+        for good in [
+            "bash",
+            "mcp__github__*",
+            "mcp__a__b-c",
+            "read_*",
+            "mcp__a__b__*",
+        ] {
             assert!(check_entry(good).is_ok(), "{good:?}");
         }
     }
@@ -378,7 +470,7 @@ mod tests {
         assert!(err.to_string().contains("does not start with"), "{err}");
         assert!(list.replace_prefix("", &[]).is_err());
         // Nothing changed on error; an empty list removes the prefix's entries.
-        assert!(list.allows("mcp__github__list"));
+        assert!(list.allows("mcp__github__list", Some("github")));
         list.replace_prefix("mcp__github__", &[]).unwrap();
         assert_eq!(
             list.to_text(),
@@ -433,23 +525,24 @@ mod tests {
         let (yes, asked) = answering(Ok(()));
         let gate = Gate::new(path.clone(), Some(yes));
         assert_eq!(
-            gate.check("mcp__other__t", &args, PermissionMode::Auto)
+            gate.check("mcp__other__t", Some("other"), &args, PermissionMode::Auto)
                 .await,
             Ok(Approval::AutoMode)
         );
         // Confirm: allowlisted runs without asking (MCP and built-in names alike).
         assert_eq!(
-            gate.check("mcp__ok__t", &args, confirm).await,
+            gate.check("mcp__ok__t", Some("ok"), &args, confirm).await,
             Ok(Approval::Allowlisted)
         );
         assert_eq!(
-            gate.check("bash", &args, confirm).await,
+            gate.check("bash", None, &args, confirm).await,
             Ok(Approval::Allowlisted)
         );
         assert!(asked.lock().unwrap().is_empty());
         // Confirm: otherwise the callback decides, and sees the name and arguments.
         assert_eq!(
-            gate.check("mcp__other__t", &args, confirm).await,
+            gate.check("mcp__other__t", Some("other"), &args, confirm)
+                .await,
             Ok(Approval::Confirmed)
         );
         assert_eq!(
@@ -462,7 +555,7 @@ mod tests {
         let (no, _) = answering(Err("the user said no".into()));
         let gate = Gate::new(path.clone(), Some(no));
         let denied = gate
-            .check("mcp__other__t", &args, confirm)
+            .check("mcp__other__t", Some("other"), &args, confirm)
             .await
             .unwrap_err();
         assert_eq!(
@@ -472,7 +565,7 @@ mod tests {
         // Confirm with no callback: refused, saying what to do.
         let gate = Gate::new(path.clone(), None);
         let denied = gate
-            .check("mcp__other__t", &args, confirm)
+            .check("mcp__other__t", Some("other"), &args, confirm)
             .await
             .unwrap_err();
         assert!(
@@ -482,10 +575,11 @@ mod tests {
         // The file is read at every check.
         std::fs::write(&path, "mcp__other__t\n").unwrap();
         assert_eq!(
-            gate.check("mcp__other__t", &args, confirm).await,
+            gate.check("mcp__other__t", Some("other"), &args, confirm)
+                .await,
             Ok(Approval::Allowlisted)
         );
-        assert!(gate.check("bash", &args, confirm).await.is_err());
+        assert!(gate.check("bash", None, &args, confirm).await.is_err());
         // Replacing one prefix through the gate keeps the other entries in the file.
         gate.replace_allowlist_prefix("mcp__fs__", &["mcp__fs__*".into()])
             .unwrap();

@@ -823,7 +823,7 @@ impl Manager {
         };
         self.inner
             .gate
-            .check(name, &arguments, mode)
+            .check(name, Some(&server), &arguments, mode)
             .await
             .map_err(CallError::Denied)?;
         let arguments = match arguments {

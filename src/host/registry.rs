@@ -122,10 +122,16 @@ pub struct Collision {
 
 impl fmt::Display for Collision {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        // The tool names are the servers' own text.
+        let tool = |t: &str| crate::text::escape_controls(t).into_owned();
         write!(
             f,
             "tool name collision: {} is tool \"{}\" of server \"{}\"; tool \"{}\" of server \"{}\" would have the same name and is left out (rename one of the servers)",
-            self.name, self.kept.1, self.kept.0, self.dropped.1, self.dropped.0
+            self.name,
+            tool(&self.kept.1),
+            self.kept.0,
+            tool(&self.dropped.1),
+            self.dropped.0
         )
     }
 }

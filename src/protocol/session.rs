@@ -517,6 +517,7 @@ fn receive(shared: &Arc<Shared>, decoded: Decoded) {
         Some(Err(e)) => {
             let raw = decoded.raw.as_deref().unwrap_or_default();
             let excerpt = String::from_utf8_lossy(&raw[..raw.len().min(EXCERPT)]);
+            let excerpt = crate::text::escape_controls(&excerpt);
             return tracing::warn!(server = %shared.server, "skipping a message that is not JSON-RPC ({e}): {excerpt}");
         }
         // Too large to keep whole: a response is still complete as a rendered tool result.
@@ -629,7 +630,12 @@ fn on_notification(shared: &Shared, n: Notification) {
                 .and_then(Value::as_str)
                 .unwrap_or("info");
             let data = params.get("data").map(Value::to_string).unwrap_or_default();
-            tracing::info!(target: "agenvoy_mcp::server", server = %shared.server, level, "log: {data}");
+            // JSON leaves DEL and C1 characters raw; the level is the server's text too.
+            let (level, data) = (
+                crate::text::escape_controls(level),
+                crate::text::escape_controls(&data),
+            );
+            tracing::info!(target: "agenvoy_mcp::server", server = %shared.server, level = %level, "log: {data}");
         }
         _ => {}
     }

@@ -95,10 +95,10 @@ pub struct HttpConfig {
 
 impl std::fmt::Debug for HttpConfig {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        // Header values are secrets more often than not: names only.
+        // Header values are secrets more often than not: names only; so are query values.
         let names: Vec<&str> = self.headers.iter().map(|(k, _)| k.as_str()).collect();
         f.debug_struct("HttpConfig")
-            .field("url", &self.url)
+            .field("url", &crate::text::redact_url(&self.url))
             .field("headers", &names)
             .field("connect_timeout", &self.connect_timeout)
             .field("header_timeout", &self.header_timeout)
@@ -118,6 +118,18 @@ impl HttpConfig {
             authorizer: None,
         }
     }
+}
+
+/// `url` without `user:password@`: it is never sent (HTTP sends credentials in headers), and
+/// kept it would show in the connection pool's logs.
+fn without_userinfo(server: &str, url: Uri) -> Uri {
+    let Some(host) = url.authority().and_then(|a| a.as_str().rsplit_once('@')) else {
+        return url;
+    };
+    tracing::warn!(server = %server, "the URL's user:password@ is not sent; give credentials in \"headers\" (Authorization)");
+    let mut parts = url.clone().into_parts();
+    parts.authority = host.1.parse().ok();
+    Uri::from_parts(parts).unwrap_or(url)
 }
 
 /// The hyper client every HTTP exchange of this crate uses: HTTP/1.1 and HTTP/2, rustls with
@@ -226,6 +238,7 @@ impl HttpTransport {
                 config.url
             )));
         }
+        let url = without_userinfo(server, url);
         let headers = configured_headers(&config.headers).map_err(usage)?;
         let client = https_client(server, config.connect_timeout);
         let (tx, rx) = mpsc::channel(64);

@@ -155,7 +155,7 @@ impl Assembler {
                 tracing::warn!(
                     server = %server,
                     "skipping a message that is not JSON-RPC ({e}): {}",
-                    text.trim()
+                    crate::text::escape_controls(text.trim())
                 );
                 None
             }

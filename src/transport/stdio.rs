@@ -1,5 +1,9 @@
 //! The stdio transport: the server is a child process speaking newline-delimited JSON-RPC.
 //!
+//! The child gets [`DEFAULT_ENV`] from this process's environment plus its config's `env`,
+//! not the whole environment (unless [`StdioConfig::inherit_env`]). Its stderr lines go to
+//! the log (target `agenvoy_mcp::server`, level info), control characters escaped.
+//!
 //! The child runs in a process group of its own, so closing reaches everything it started
 //! (npx-style launchers start node). Closing is: close stdin, wait 2 s, SIGTERM the group,
 //! wait 2 s, SIGKILL the group. Dropping the transport without closing does the same on a
@@ -33,17 +37,74 @@ pub const GRACE: Duration = Duration::from_secs(2);
 /// Longest stderr line forwarded to the log; the rest is cut.
 pub const STDERR_LINE_MAX: usize = 4096;
 
+/// The variables a server inherits from this process unless its config says
+/// [`StdioConfig::inherit_env`]: what programs need to find themselves, their home, the
+/// terminal and the locale (`LC_*` too), on Unix and on Windows. Nothing else: a server never
+/// sees the secrets meant for others (cloud keys, other servers' tokens).
+pub const DEFAULT_ENV: &[&str] = &[
+    "PATH",
+    "HOME",
+    "USER",
+    "LOGNAME",
+    "SHELL",
+    "TERM",
+    "LANG",
+    "TMPDIR",
+    "TZ",
+    // Windows
+    "SYSTEMROOT",
+    "SYSTEMDRIVE",
+    "WINDIR",
+    "COMSPEC",
+    "PATHEXT",
+    "USERPROFILE",
+    "APPDATA",
+    "LOCALAPPDATA",
+    "TEMP",
+    "TMP",
+    "PROGRAMDATA",
+    "PROGRAMFILES",
+    "PROGRAMFILES(X86)",
+    "HOMEDRIVE",
+    "HOMEPATH",
+    "USERNAME",
+];
+
+/// Whether the variable `name` is passed to a server by default (see [`DEFAULT_ENV`]).
+pub fn is_default_env(name: &str) -> bool {
+    // Windows names are case-insensitive (`Path`); on Unix no one spells these otherwise.
+    DEFAULT_ENV.iter().any(|d| d.eq_ignore_ascii_case(name)) || name.starts_with("LC_")
+}
+
 /// How to start a stdio server.
-#[derive(Debug, Clone, Default)]
+#[derive(Clone, Default)]
 pub struct StdioConfig {
     /// The program to run, found on `PATH` if it has no slash.
     pub command: String,
     /// Its arguments.
     pub args: Vec<String>,
-    /// Variables set over the inherited environment.
+    /// Variables set for it, over the ones it inherits.
     pub env: HashMap<String, String>,
+    /// Whether it inherits this process's whole environment; by default it gets only
+    /// [`DEFAULT_ENV`] (plus `env`).
+    pub inherit_env: bool,
     /// The working directory; the current one if `None`.
     pub cwd: Option<std::path::PathBuf>,
+}
+
+impl std::fmt::Debug for StdioConfig {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        // Arguments and variable values are expanded from the environment: secrets, often.
+        let mut names: Vec<&str> = self.env.keys().map(String::as_str).collect();
+        names.sort_unstable();
+        f.debug_struct("StdioConfig")
+            .field("command", &self.command)
+            .field("args", &format_args!("[{} hidden]", self.args.len()))
+            .field("env", &names)
+            .field("inherit_env", &self.inherit_env)
+            .field("cwd", &self.cwd)
+            .finish()
+    }
 }
 
 /// Messages waiting for the writer; past this many, `send` waits (within its caller's
@@ -76,6 +137,10 @@ impl StdioTransport {
         limits: Limits,
     ) -> Result<(StdioTransport, mpsc::Receiver<Inbound>)> {
         let mut cmd = Command::new(&config.command);
+        if !config.inherit_env {
+            cmd.env_clear()
+                .envs(std::env::vars_os().filter(|(k, _)| k.to_str().is_some_and(is_default_env)));
+        }
         cmd.args(&config.args)
             .envs(&config.env)
             .stdin(Stdio::piped())
@@ -363,7 +428,7 @@ async fn forward_stderr(server: String, stderr: tokio::process::ChildStderr) {
             }
         }
         let text = String::from_utf8_lossy(&line);
-        let text = text.trim_end();
+        let text = crate::text::escape_controls(text.trim_end());
         if cut {
             tracing::info!(target: "agenvoy_mcp::server", server = %server, "stderr: {text}…");
         } else if !text.is_empty() {
