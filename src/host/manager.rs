@@ -504,6 +504,17 @@ impl Manager {
         &self.inner.gate
     }
 
+    /// Where the manager keeps OAuth tokens: [`ManagerOptions::token_store`], else the
+    /// process's [`super::oauth::token_store`].
+    #[cfg(feature = "oauth")]
+    pub fn token_store(&self) -> Arc<dyn crate::auth::TokenStore> {
+        self.inner
+            .options
+            .token_store
+            .clone()
+            .unwrap_or_else(super::oauth::token_store)
+    }
+
     fn slots(&self) -> std::sync::MutexGuard<'_, BTreeMap<String, Slot>> {
         self.inner.slots.lock().expect("slots lock")
     }
