@@ -11,6 +11,7 @@
 //! - [`host`]: Agenvoy's runtime: config file, [`host::Manager`], tool registry, confirm gate.
 //! - [`api`] (feature `api`): the management API of `agenvoy-mcp serve`, HTTP on loopback,
 //!   locked to its owner.
+//! - [`tui`] (feature `tui`): the `/mcp` terminal panel, on ratatui and crossterm.
 //!
 //! ```no_run
 //! # async fn demo() -> agenvoy_mcp::Result<()> {
@@ -35,6 +36,8 @@ mod files;
 pub mod host;
 pub mod protocol;
 pub mod transport;
+#[cfg(feature = "tui")]
+pub mod tui;
 pub mod wire;
 
 pub use client::{Client, ClientOptions};

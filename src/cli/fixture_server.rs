@@ -35,6 +35,11 @@ use std::time::Duration;
 pub const INSTRUCTIONS: &str =
     "The agenvoy fixture server: use echo to repeat text, add to sum two numbers.";
 
+/// What `--mode hostile-text` puts in its instructions and in a tool's description: terminal
+/// escape sequences, a bell and a bidirectional override.
+pub const HOSTILE_TEXT: &str =
+    "red \x1b[31mRED\x1b[0m title \x1b]0;pwned\x07 clear \x1b[2J bidi \u{202e}desrever";
+
 /// A fault mode of the fixture server.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Mode {
@@ -70,6 +75,9 @@ pub enum Mode {
     StopReading,
     /// Once initialized, stops reading stdin and sends pings without end.
     Flood,
+    /// Instructions and a tool description (of the extra tool `hostile`) full of escape
+    /// sequences: [`HOSTILE_TEXT`].
+    HostileText,
 }
 
 impl std::str::FromStr for Mode {
@@ -90,6 +98,7 @@ impl std::str::FromStr for Mode {
             "no-list-changed" => Mode::NoListChanged,
             "stop-reading" => Mode::StopReading,
             "flood" => Mode::Flood,
+            "hostile-text" => Mode::HostileText,
             _ => {
                 if let Some(v) = s.strip_prefix("version=") {
                     Mode::Version(v.to_string())
@@ -295,7 +304,7 @@ fn handle(server: &Arc<Server>, request: Request, out: Arc<dyn Output>) {
                     "protocolVersion": version,
                     "capabilities": {"tools": {"listChanged": server.mode != Mode::NoListChanged}},
                     "serverInfo": {"name": "agenvoy-fixture", "version": env!("CARGO_PKG_VERSION")},
-                    "instructions": INSTRUCTIONS,
+                    "instructions": if server.mode == Mode::HostileText { HOSTILE_TEXT } else { INSTRUCTIONS },
                 })),
             );
         }
@@ -388,6 +397,9 @@ fn tool_definitions(server: &Server) -> Vec<Value> {
         json!({"name": "env", "description": "Returns the value of an environment variable.",
                "inputSchema": schema(json!({"name": {"type": "string"}}), &["name"])}),
     ];
+    if server.mode == Mode::HostileText {
+        all.push(json!({"name": "hostile", "description": HOSTILE_TEXT, "inputSchema": schema(json!({}), &[])}));
+    }
     all.extend(added);
     all
 }

@@ -8,6 +8,7 @@ pub mod login;
 pub mod probe;
 pub mod serve;
 pub mod tools;
+pub mod tui;
 
 use agenvoy_mcp::ClientOptions;
 use agenvoy_mcp::host::config::{self, Config, ConfigError};
@@ -41,12 +42,9 @@ pub fn describe_source(config: &Config, path: &std::path::Path) -> String {
     }
 }
 
-/// Reads the config file (or the embedded default when there is none) and connects every
-/// server. Returns the manager and where its config came from.
-pub async fn start_manager(
-    args: &HostArgs,
-    options: ManagerOptions,
-) -> Result<(Manager, String), ConfigError> {
+/// Reads the config file, or the embedded default when there is none. Returns it and where
+/// it came from.
+pub fn load_config(args: &HostArgs) -> Result<(Config, String), ConfigError> {
     let path = args.config_path();
     let mut loaded = Config::load(&path)?;
     let source = describe_source(&loaded, &path);
@@ -54,12 +52,29 @@ pub async fn start_manager(
         let program = std::env::current_exe().unwrap_or_else(|_| PathBuf::from("agenvoy-mcp"));
         loaded = Config::embedded_default(&program);
     }
-    let options = ManagerOptions {
+    Ok((loaded, source))
+}
+
+/// `options` with the clients' timeout of `--timeout`.
+pub fn with_timeout(args: &HostArgs, options: ManagerOptions) -> ManagerOptions {
+    ManagerOptions {
         client: ClientOptions {
             timeout: args.timeout,
             ..options.client
         },
         ..options
-    };
-    Ok((Manager::new(loaded, options).await, source))
+    }
+}
+
+/// Reads the config file (or the embedded default when there is none) and connects every
+/// server. Returns the manager and where its config came from.
+pub async fn start_manager(
+    args: &HostArgs,
+    options: ManagerOptions,
+) -> Result<(Manager, String), ConfigError> {
+    let (config, source) = load_config(args)?;
+    Ok((
+        Manager::new(config, with_timeout(args, options)).await,
+        source,
+    ))
 }

@@ -238,3 +238,35 @@ pub async fn tool_names(client: &Client) -> Vec<String> {
         .map(|t| t.name)
         .collect()
 }
+
+/// The strict OAuth authorization and MCP server of `fixtures/oauth/server.py`, if its venv
+/// is installed (see [`installed`]); it says where its MCP endpoint is.
+pub fn oauth_fixture() -> Option<Listening> {
+    let python = installed("venv/bin/python")?;
+    let mut command = std::process::Command::new(python);
+    command
+        .arg(std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("fixtures/oauth/server.py"));
+    Some(Listening::start(command))
+}
+
+/// A browser that goes as far as the authorization server's redirect: the URL it ends on
+/// (the one a user pastes back).
+pub fn redirect_of(authorization_url: &str) -> String {
+    use std::io::{Read, Write};
+    let rest = authorization_url
+        .strip_prefix("http://")
+        .expect("an http:// URL");
+    let (authority, target) = rest.split_at(rest.find('/').unwrap());
+    let mut stream = std::net::TcpStream::connect(authority).unwrap();
+    write!(stream, "GET {target} HTTP/1.0\r\nHost: {authority}\r\n\r\n").unwrap();
+    let mut response = String::new();
+    stream.read_to_string(&mut response).unwrap();
+    response
+        .lines()
+        .find_map(|l| {
+            let (name, value) = l.split_once(':')?;
+            name.eq_ignore_ascii_case("location")
+                .then(|| value.trim().to_string())
+        })
+        .unwrap_or_else(|| panic!("no redirect: {response}"))
+}
