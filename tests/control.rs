@@ -14,11 +14,6 @@ use std::process::Command;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-/// A config entry that runs the fixture server.
-fn fixture_entry() -> Value {
-    json!({"command": binary(), "args": ["fixture-server"]})
-}
-
 /// A manager over `config` (also written as mcp.json) with its files in `dir`.
 async fn control_in(dir: &Path, config: Value) -> Control {
     agenvoy_mcp::transport::stdio::become_subreaper();
@@ -38,15 +33,11 @@ fn entry(name: &str, value: Value) -> ServerConfig {
     ServerConfig::from_value(name, &value).unwrap()
 }
 
-fn read(dir: &Path, name: &str) -> String {
-    std::fs::read_to_string(dir.join(name)).unwrap_or_default()
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn errors_say_their_kind_and_change_nothing() {
     let dir = tempfile::tempdir().unwrap();
-    let control = control_in(dir.path(), json!({"servers": {"fx": fixture_entry()}})).await;
-    let before = read(dir.path(), "mcp.json");
+    let control = control_in(dir.path(), json!({"servers": {"fx": fixture_entry(&[])}})).await;
+    let before = read_in(dir.path(), "mcp.json");
     let remote = entry("x", json!({"url": "http://127.0.0.1:9/mcp"}));
     let taken = control.add_server("fx", remote.clone()).await.unwrap_err();
     assert!(
@@ -71,15 +62,15 @@ async fn errors_say_their_kind_and_change_nothing() {
         matches!(&plain, ControlError::Invalid(m) if m.contains("not an OAuth server")),
         "{plain:?}"
     );
-    assert_eq!(read(dir.path(), "mcp.json"), before);
-    assert_eq!(read(dir.path(), "allow_tool"), "");
+    assert_eq!(read_in(dir.path(), "mcp.json"), before);
+    assert_eq!(read_in(dir.path(), "allow_tool"), "");
     control.manager().close().await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_panel_toggles_rewrite_only_that_servers_entries() {
     let dir = tempfile::tempdir().unwrap();
-    let control = control_in(dir.path(), json!({"servers": {"fx": fixture_entry()}})).await;
+    let control = control_in(dir.path(), json!({"servers": {"fx": fixture_entry(&[])}})).await;
     std::fs::write(
         dir.path().join("allow_tool"),
         "# mine\nbash\nmcp__other__*\n",
@@ -88,13 +79,13 @@ async fn the_panel_toggles_rewrite_only_that_servers_entries() {
     let list = control.toggle_tool("mcp__fx__echo").await.unwrap();
     assert!(list.allows("mcp__fx__echo") && !list.allows("mcp__fx__add"));
     assert_eq!(
-        read(dir.path(), "allow_tool"),
+        read_in(dir.path(), "allow_tool"),
         "# mine\nbash\nmcp__other__*\nmcp__fx__echo\n"
     );
     // The whole server: its entries replaced by the wildcard, then none.
     control.toggle_server("fx").await.unwrap();
     assert_eq!(
-        read(dir.path(), "allow_tool"),
+        read_in(dir.path(), "allow_tool"),
         "# mine\nbash\nmcp__other__*\nmcp__fx__*\n"
     );
     // One tool off under the wildcard: every other tool of the server stays approved.
@@ -111,11 +102,11 @@ async fn the_panel_toggles_rewrite_only_that_servers_entries() {
     for tool in tools.iter().filter(|t| *t != "mcp__fx__echo") {
         assert!(list.allows(tool), "{tool}");
     }
-    assert!(!read(dir.path(), "allow_tool").contains("mcp__fx__*"));
+    assert!(!read_in(dir.path(), "allow_tool").contains("mcp__fx__*"));
     control.toggle_server("fx").await.unwrap();
     control.toggle_server("fx").await.unwrap();
     assert_eq!(
-        read(dir.path(), "allow_tool"),
+        read_in(dir.path(), "allow_tool"),
         "# mine\nbash\nmcp__other__*\n"
     );
     // A tool approved by an entry outside the server's own cannot be turned off here.
@@ -125,7 +116,7 @@ async fn the_panel_toggles_rewrite_only_that_servers_entries() {
         matches!(&outside, ControlError::Conflict(m) if m.contains("outside")),
         "{outside:?}"
     );
-    assert_eq!(read(dir.path(), "allow_tool"), "mcp__*\n");
+    assert_eq!(read_in(dir.path(), "allow_tool"), "mcp__*\n");
     control.manager().close().await;
 }
 
@@ -168,8 +159,8 @@ async fn a_change_waits_for_another_process_holding_the_lock() {
         );
         holder.wait().unwrap();
     }
-    assert!(read(dir.path(), "mcp.json").contains("\"r\""));
-    assert_eq!(read(dir.path(), "allow_tool"), "mcp__r__*\n");
+    assert!(read_in(dir.path(), "mcp.json").contains("\"r\""));
+    assert_eq!(read_in(dir.path(), "allow_tool"), "mcp__r__*\n");
     control.manager().close().await;
 }
 
@@ -186,7 +177,7 @@ async fn a_daemon_and_a_panel_at_once_lose_no_change() {
         .env("AGENVOY_CONFIG_DIR", dir.path());
     let daemon = Listening::start(daemon);
     let authority = daemon.url.trim_start_matches("http://").to_string();
-    let token = read(dir.path(), "api-token");
+    let token = read_in(dir.path(), "api-token");
     let post = move |path: &str, body: Value| {
         use std::io::{Read, Write};
         let body = body.to_string();
@@ -237,8 +228,8 @@ async fn a_daemon_and_a_panel_at_once_lose_no_change() {
     let config = Config::load(&dir.path().join("mcp.json")).unwrap();
     let names = config.server_names();
     assert_eq!(names.len(), 12, "{names:?}");
-    assert!(read(dir.path(), "mcp.json").contains("\"theme\": \"dark\""));
-    let allowlist = read(dir.path(), "allow_tool");
+    assert!(read_in(dir.path(), "mcp.json").contains("\"theme\": \"dark\""));
+    let allowlist = read_in(dir.path(), "allow_tool");
     for i in 0..6 {
         for side in ["d", "p"] {
             assert!(

@@ -22,13 +22,6 @@ use std::time::{Duration, Instant};
 /// How long a background job may take in these tests.
 const PATIENCE: Duration = Duration::from_secs(30);
 
-/// A config entry that runs the fixture server with `flags`.
-fn fixture_entry(flags: &[&str]) -> Value {
-    let mut args = vec!["fixture-server".to_string()];
-    args.extend(flags.iter().map(|f| f.to_string()));
-    json!({"command": binary(), "args": args})
-}
-
 /// An entry whose server never answers (nothing listens on port 9).
 fn unreachable_entry(oauth: bool) -> Value {
     let mut entry = json!({"url": "http://127.0.0.1:9/mcp"});
@@ -84,9 +77,10 @@ impl Harness {
     }
 
     fn read(&self, name: &str) -> String {
-        std::fs::read_to_string(self.path(name)).unwrap_or_default()
+        read_in(self.dir.path(), name)
     }
 
+    /// mcp.json as it is now.
     fn config(&self) -> Value {
         serde_json::from_str(&self.read("mcp.json")).unwrap()
     }
@@ -144,20 +138,10 @@ impl Harness {
         self.key(KeyCode::Enter);
     }
 
-    /// Draws until the screen shows `needle` (background results applied as they come).
-    async fn wait_for(&mut self, needle: &str) -> String {
-        let started = Instant::now();
-        loop {
-            let screen = self.screen();
-            if screen.contains(needle) {
-                return screen;
-            }
-            assert!(
-                started.elapsed() < PATIENCE,
-                "{needle:?} never showed:\n{screen}"
-            );
-            let _ = tokio::time::timeout(Duration::from_millis(50), self.panel.changed()).await;
-        }
+    /// Draws until the screen shows `needle` (each draw applies the background results that
+    /// came).
+    fn wait_for(&mut self, needle: &str) -> String {
+        until_shown(needle, || self.screen())
     }
 
     async fn settle(&mut self) {
@@ -170,13 +154,6 @@ impl Harness {
     async fn close(self) {
         self.panel.control().manager().close().await;
     }
-}
-
-/// The pid of the one running server whose command line has `marker`.
-fn pid_with(marker: &str) -> u32 {
-    let pids = processes_with_arg(marker);
-    assert_eq!(pids.len(), 1, "one process with {marker}: {pids:?}");
-    pids[0]
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -278,7 +255,7 @@ async fn the_server_screen_and_its_actions() {
     assert!(h.screen().contains("reconnecting"));
     h.char('r');
     assert!(h.screen().contains("fx is busy (reconnecting)"));
-    h.wait_for("fx reconnected: 9 tools").await;
+    h.wait_for("fx reconnected: 9 tools");
     h.settle().await;
     let after = pid_with("6101");
     assert_ne!(before, after);
@@ -294,7 +271,7 @@ async fn the_server_screen_and_its_actions() {
     h.enter();
     assert!(h.screen().contains("oauth login required"));
     h.char('l');
-    let screen = h.wait_for("The login failed").await;
+    let screen = h.wait_for("The login failed");
     assert!(screen.contains("cannot reach the server"), "{screen}");
     assert!(screen.contains("Enter/Esc back"));
     h.enter();
@@ -448,7 +425,7 @@ async fn the_add_wizard_saves_connects_and_refuses_bad_input() {
     assert!(!screen.contains("supersecret") && !screen.contains("pasted-secret"));
     h.enter();
     // Back on the list at once, the new server connecting, selected.
-    let screen = h.wait_for("two connected: 9 tools").await;
+    let screen = h.wait_for("two connected: 9 tools");
     assert!(screen.contains("› two"), "{screen}");
     let config = h.config();
     assert_eq!(config["theme"], "dark");
@@ -493,7 +470,7 @@ async fn the_add_wizard_saves_connects_and_refuses_bad_input() {
     config["servers"]["web"] = json!({"url": "http://127.0.0.1:9/other"});
     std::fs::write(h.path("mcp.json"), config.to_string()).unwrap();
     h.enter();
-    let screen = h.wait_for("already in the config").await;
+    let screen = h.wait_for("already in the config");
     assert!(screen.contains("/mcp · add a server"), "{screen}");
     assert_eq!(h.config(), config);
     h.key(KeyCode::Esc);
@@ -512,7 +489,7 @@ async fn the_add_wizard_saves_connects_and_refuses_bad_input() {
     h.key(KeyCode::Down);
     h.enter();
     h.enter();
-    h.wait_for("web needs a login").await;
+    h.wait_for("web needs a login");
     assert_eq!(
         h.config()["servers"]["web"],
         json!({"url": "http://127.0.0.1:9/mcp", "auth": "oauth"})
@@ -543,7 +520,7 @@ async fn delete_asks_first() {
     h.char('d');
     h.char('y');
     assert!(h.screen().contains("removing a"));
-    h.wait_for("a removed").await;
+    h.wait_for("a removed");
     h.settle().await;
     assert!(h.config()["servers"].get("a").is_none());
     assert!(h.config()["servers"].get("b").is_some());
@@ -585,12 +562,12 @@ async fn the_client_form_keeps_the_secret_out_of_the_file_and_off_the_screen() {
         .handle_key(KeyEvent::new(KeyCode::Char('u'), KeyModifiers::CONTROL));
     h.text("https://evil.test/cb");
     h.enter();
-    h.wait_for("is not http://localhost:PORT/PATH").await;
+    h.wait_for("is not http://localhost:PORT/PATH");
     h.panel
         .handle_key(KeyEvent::new(KeyCode::Char('u'), KeyModifiers::CONTROL));
     h.text("http://127.0.0.1:17999/cb");
     h.enter();
-    let screen = h.wait_for("the OAuth client of login is saved").await;
+    let screen = h.wait_for("the OAuth client of login is saved");
     assert!(
         screen.contains("pre-registered client client-1"),
         "{screen}"
@@ -697,15 +674,15 @@ async fn login_shows_the_url_and_takes_the_pasted_redirect() {
     h.enter();
     // Esc cancels a login in progress; another can start.
     h.char('l');
-    h.wait_for("Open this URL").await;
+    h.wait_for("Open this URL");
     h.key(KeyCode::Esc);
     assert!(h.screen().contains("the login to py was cancelled"));
     let started = Instant::now();
     let url = loop {
         h.char('l');
-        let screen = h.wait_for("/mcp · py · login").await;
+        let screen = h.wait_for("/mcp · py · login");
         if !screen.contains("already in progress") {
-            let screen = h.wait_for("Open this URL").await;
+            let screen = h.wait_for("Open this URL");
             let line = screen
                 .lines()
                 .find(|l| l.contains("code_challenge"))
@@ -731,14 +708,14 @@ async fn login_shows_the_url_and_takes_the_pasted_redirect() {
     assert!(h.screen().contains("Enter send the URL  Esc stop pasting"));
     h.text("http://localhost:17988/callback");
     h.enter();
-    h.wait_for("no code= or error=").await;
+    h.wait_for("no code= or error=");
     let location = tokio::task::spawn_blocking(move || redirect_of(&url))
         .await
         .unwrap();
     h.char('p');
     h.panel.handle_event(&Event::Paste(location));
     h.enter();
-    h.wait_for("Logged in to py.").await;
+    h.wait_for("Logged in to py.");
     h.enter();
     h.settle().await;
     let screen = h.screen();

@@ -13,7 +13,10 @@ use common::*;
 use serde_json::{Value, json};
 use std::path::{Path, PathBuf};
 use std::process::Command;
-use std::time::{Duration, Instant};
+use std::time::Duration;
+
+/// How long a step may take.
+const PATIENCE: Duration = Duration::from_secs(30);
 
 /// A tmux server of its own (its socket in the test's folder), killed when dropped.
 struct Tmux {
@@ -68,18 +71,7 @@ impl Tmux {
 
     /// Waits until the screen shows `needle`; the screen then.
     fn wait_for(&self, needle: &str) -> String {
-        let started = Instant::now();
-        loop {
-            let screen = self.screen();
-            if screen.contains(needle) {
-                return screen;
-            }
-            assert!(
-                started.elapsed() < Duration::from_secs(30),
-                "{needle:?} never showed:\n{screen}"
-            );
-            std::thread::sleep(Duration::from_millis(50));
-        }
+        until_shown(needle, || self.screen())
     }
 }
 
@@ -89,21 +81,15 @@ impl Drop for Tmux {
     }
 }
 
-fn read(dir: &Path, name: &str) -> String {
-    std::fs::read_to_string(dir.join(name)).unwrap_or_default()
-}
-
 fn config(dir: &Path) -> Value {
-    serde_json::from_str(&read(dir, "mcp.json")).unwrap()
+    serde_json::from_str(&read_in(dir, "mcp.json")).unwrap()
 }
 
 /// Waits until `check` holds, or fails saying `what`.
 fn eventually(what: &str, check: impl Fn() -> bool) {
-    let started = Instant::now();
-    while !check() {
-        assert!(started.elapsed() < Duration::from_secs(30), "{what}");
-        std::thread::sleep(Duration::from_millis(50));
-    }
+    wait_until(what, PATIENCE, || {
+        if check() { Ok(()) } else { Err(String::new()) }
+    });
 }
 
 fn quoted(path: &Path) -> String {
@@ -140,8 +126,8 @@ fn the_panel_in_a_real_terminal() {
     assert!(screen.contains("↑/↓ move  Enter open  a add  d delete  q quit"));
     let row = screen.lines().find(|l| l.contains(" fx ")).unwrap();
     assert!(row.contains("stdio") && row.contains('9'), "{row}");
-    let before = read(dir, "mcp.json");
-    assert_eq!(read(dir, "allow_tool"), "");
+    let before = read_in(dir, "mcp.json");
+    assert_eq!(read_in(dir, "allow_tool"), "");
 
     // Open it, then its tools; Space approves the first tool, in the file at once.
     tmux.keys(&["Enter"]);
@@ -151,9 +137,9 @@ fn the_panel_in_a_real_terminal() {
     tmux.keys(&["Space"]);
     tmux.wait_for("[x] mcp__fx__add ");
     eventually("allow_tool has the tool", || {
-        read(dir, "allow_tool") == "mcp__fx__add\n"
+        read_in(dir, "allow_tool") == "mcp__fx__add\n"
     });
-    assert_eq!(read(dir, "mcp.json"), before);
+    assert_eq!(read_in(dir, "mcp.json"), before);
 
     // Back to the list; add a server through the wizard.
     tmux.keys(&["Escape", "Escape"]);
@@ -176,7 +162,11 @@ fn the_panel_in_a_real_terminal() {
     assert!(!screen.contains("never-drawn"), "{screen}");
     tmux.keys(&["Enter", "Enter"]);
     tmux.wait_for("Enter save and connect");
-    assert_eq!(read(dir, "mcp.json"), before, "nothing saved before Enter");
+    assert_eq!(
+        read_in(dir, "mcp.json"),
+        before,
+        "nothing saved before Enter"
+    );
     tmux.keys(&["Enter"]);
     let screen = tmux.wait_for("two connected: 9 tools");
     assert!(!screen.contains("never-drawn"));
@@ -195,16 +185,16 @@ fn the_panel_in_a_real_terminal() {
     tmux.wait_for("two removed");
     assert!(config(dir)["servers"].get("two").is_none());
     assert!(config(dir)["servers"].get("fx").is_some());
-    assert_eq!(read(dir, "allow_tool"), "mcp__fx__add\n");
+    assert_eq!(read_in(dir, "allow_tool"), "mcp__fx__add\n");
     eventually("the deleted server's process is gone", || {
         processes_with_arg("7102").is_empty()
     });
 
     // q: exit status 0, the terminal as it was, no server left.
     tmux.keys(&["q"]);
-    eventually("the panel exited", || !read(dir, "stty").is_empty());
-    assert_eq!(read(dir, "exit").trim(), "0");
-    let stty = read(dir, "stty");
+    eventually("the panel exited", || !read_in(dir, "stty").is_empty());
+    assert_eq!(read_in(dir, "exit").trim(), "0");
+    let stty = read_in(dir, "stty");
     let modes: Vec<&str> = stty.split_whitespace().collect();
     for mode in ["icanon", "echo", "isig"] {
         assert!(modes.contains(&mode), "{mode} is back on: {stty}");

@@ -11,9 +11,11 @@ pub mod tools;
 pub mod tui;
 
 use agenvoy_mcp::ClientOptions;
+use agenvoy_mcp::auth::{FileStore, TokenStore};
 use agenvoy_mcp::host::config::{self, Config, ConfigError};
 use agenvoy_mcp::host::{Manager, ManagerOptions};
 use std::path::PathBuf;
+use std::sync::Arc;
 use std::time::Duration;
 
 /// Options every config-reading command takes.
@@ -55,6 +57,20 @@ pub fn load_config(args: &HostArgs) -> Result<(Config, String), ConfigError> {
     Ok((loaded, source))
 }
 
+/// The OAuth token store (`--token-file FILE`, else the keychain or its 0600 file) and
+/// manager options that use it.
+pub fn token_store(token_file: Option<&std::path::Path>) -> (Arc<dyn TokenStore>, ManagerOptions) {
+    let store: Arc<dyn TokenStore> = match token_file {
+        Some(path) => Arc::new(FileStore::new(path)),
+        None => agenvoy_mcp::host::oauth::token_store(),
+    };
+    let options = ManagerOptions {
+        token_store: Some(store.clone()),
+        ..ManagerOptions::default()
+    };
+    (store, options)
+}
+
 /// `options` with the clients' timeout of `--timeout`.
 pub fn with_timeout(args: &HostArgs, options: ManagerOptions) -> ManagerOptions {
     ManagerOptions {
@@ -77,4 +93,21 @@ pub async fn start_manager(
         Manager::new(config, with_timeout(args, options)).await,
         source,
     ))
+}
+
+/// How long closing the servers may take when a command ends (the stdio close sequence takes
+/// at most 4 s: 2 s for the server to exit, 2 s after SIGTERM, then SIGKILL).
+const CLOSE_LIMIT: Duration = Duration::from_millis(4500);
+
+/// Closes every server of `manager`, waiting at most [`CLOSE_LIMIT`] (with a warning after).
+pub async fn close_servers(manager: &Manager) {
+    if tokio::time::timeout(CLOSE_LIMIT, manager.close())
+        .await
+        .is_err()
+    {
+        eprintln!(
+            "warning: some servers had not closed after {} ms",
+            CLOSE_LIMIT.as_millis()
+        );
+    }
 }

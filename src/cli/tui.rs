@@ -11,8 +11,7 @@
 //! (`agenvoy-mcp tui 2>panel.log`, with `AGENVOY_LOG=debug` for more).
 
 use super::HostArgs;
-use agenvoy_mcp::auth::{FileStore, TokenStore};
-use agenvoy_mcp::host::{Control, Manager, ManagerOptions, oauth};
+use agenvoy_mcp::host::{Control, Manager};
 use agenvoy_mcp::tui::{Flow, Panel};
 use crossterm::event::{self, DisableBracketedPaste, EnableBracketedPaste, Event};
 use crossterm::execute;
@@ -28,10 +27,6 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 use tokio::sync::mpsc;
-
-/// How long closing the servers may take when the panel quits (the stdio close sequence
-/// takes at most 4 s).
-const CLOSE_LIMIT: Duration = Duration::from_millis(4500);
 
 /// How often the panel reads the manager and the files again and turns its spinner.
 const TICK: Duration = Duration::from_millis(200);
@@ -59,14 +54,7 @@ pub async fn run(args: TuiArgs) -> ExitCode {
             return ExitCode::from(1);
         }
     };
-    let store: Arc<dyn TokenStore> = match &args.token_file {
-        Some(path) => Arc::new(FileStore::new(path)),
-        None => oauth::token_store(),
-    };
-    let options = ManagerOptions {
-        token_store: Some(store.clone()),
-        ..ManagerOptions::default()
-    };
+    let (store, options) = super::token_store(args.token_file.as_deref());
     let manager = Manager::start(config, super::with_timeout(&args.host, options));
     manager.register_all();
     manager.watch();
@@ -83,15 +71,7 @@ pub async fn run(args: TuiArgs) -> ExitCode {
         }
         Err(e) => Err(e),
     };
-    if tokio::time::timeout(CLOSE_LIMIT, manager.close())
-        .await
-        .is_err()
-    {
-        eprintln!(
-            "warning: some servers had not closed after {} ms",
-            CLOSE_LIMIT.as_millis()
-        );
-    }
+    super::close_servers(&manager).await;
     match shown {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {

@@ -271,3 +271,55 @@ pub fn redirect_of(authorization_url: &str) -> String {
         })
         .unwrap_or_else(|| panic!("no redirect: {response}"))
 }
+
+/// A config entry that runs the fixture server with `flags`.
+pub fn fixture_entry(flags: &[&str]) -> serde_json::Value {
+    let mut args = vec!["fixture-server".to_string()];
+    args.extend(flags.iter().map(|f| f.to_string()));
+    serde_json::json!({"command": binary(), "args": args})
+}
+
+/// The pid of the one running process whose command line has `marker`.
+pub fn pid_with(marker: &str) -> u32 {
+    let pids = processes_with_arg(marker);
+    assert_eq!(pids.len(), 1, "one process with {marker}: {pids:?}");
+    pids[0]
+}
+
+/// The text of the file `name` in `dir` (empty if there is none).
+pub fn read_in(dir: &std::path::Path, name: &str) -> String {
+    std::fs::read_to_string(dir.join(name)).unwrap_or_default()
+}
+
+/// Tries `attempt` every 50 ms until it gives a value, for at most `limit`; fails saying
+/// `what` (and what the last attempt saw) after that.
+pub fn wait_until<T>(
+    what: &str,
+    limit: Duration,
+    mut attempt: impl FnMut() -> Result<T, String>,
+) -> T {
+    let started = Instant::now();
+    loop {
+        match attempt() {
+            Ok(value) => return value,
+            Err(seen) => assert!(
+                started.elapsed() < limit,
+                "{what} did not happen in {limit:?}:\n{seen}"
+            ),
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+/// Draws `screen` until it shows `needle` (at most 30 s); the screen then.
+pub fn until_shown(needle: &str, mut screen: impl FnMut() -> String) -> String {
+    let what = format!("showing {needle:?}");
+    wait_until(&what, Duration::from_secs(30), || {
+        let now = screen();
+        if now.contains(needle) {
+            Ok(now)
+        } else {
+            Err(now)
+        }
+    })
+}
