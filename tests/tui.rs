@@ -726,3 +726,10 @@ async fn login_shows_the_url_and_takes_the_pasted_redirect() {
     assert!(h.store.load("tokens:py").unwrap().is_some());
     h.close().await;
 }
+
+#[test]
+fn a_panel_can_move_to_a_task() {
+    fn send<T: Send + 'static>() {}
+    send::<Panel>();
+    send::<Control>();
+}

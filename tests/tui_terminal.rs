@@ -96,17 +96,10 @@ fn quoted(path: &Path) -> String {
     format!("'{}'", path.display().to_string().replace('\'', "'\\''"))
 }
 
-#[test]
-fn the_panel_in_a_real_terminal() {
-    let dir = tempfile::tempdir().unwrap();
-    let dir = dir.path();
-    let fixture = json!({"command": binary(), "args": ["fixture-server", "--page-size", "7101"]});
-    std::fs::write(
-        dir.join("mcp.json"),
-        json!({"theme": "dark", "servers": {"fx": fixture}}).to_string(),
-    )
-    .unwrap();
-    // After the panel: its exit status and the terminal's modes.
+/// Starts `agenvoy-mcp tui` on `config` (written to mcp.json in `dir`) in tmux; after it
+/// ends, its exit status goes to `exit` and the terminal's modes (`stty -a`) to `stty`.
+fn start_panel(dir: &Path, config: &Value) -> Option<Tmux> {
+    std::fs::write(dir.join("mcp.json"), config.to_string()).unwrap();
     let command = format!(
         "env AGENVOY_CONFIG_DIR={dir} {binary} tui --no-browser --config {config} --token-file {tokens}; echo $? > {exit}; stty -a > {stty}; sleep 60",
         dir = quoted(dir),
@@ -116,7 +109,32 @@ fn the_panel_in_a_real_terminal() {
         exit = quoted(&dir.join("exit")),
         stty = quoted(&dir.join("stty")),
     );
-    let Some(tmux) = Tmux::start(dir, &command) else {
+    Tmux::start(dir, &command)
+}
+
+/// Waits for the panel to end; fails unless it exited 0 with the terminal's modes back
+/// (not raw) and the alternate screen gone.
+fn assert_ended_cleanly(dir: &Path, tmux: &Tmux) {
+    eventually("the panel exited", || !read_in(dir, "stty").is_empty());
+    assert_eq!(read_in(dir, "exit").trim(), "0");
+    let stty = read_in(dir, "stty");
+    let modes: Vec<&str> = stty.split_whitespace().collect();
+    for mode in ["icanon", "echo", "isig"] {
+        assert!(modes.contains(&mode), "{mode} is back on: {stty}");
+    }
+    let screen = tmux.screen();
+    assert!(
+        !screen.contains("/mcp"),
+        "the alternate screen is gone:\n{screen}"
+    );
+}
+
+#[test]
+fn the_panel_in_a_real_terminal() {
+    let dir = tempfile::tempdir().unwrap();
+    let dir = dir.path();
+    let fx = fixture_entry(&["--page-size", "7101"]);
+    let Some(tmux) = start_panel(dir, &json!({"theme": "dark", "servers": {"fx": fx}})) else {
         return;
     };
 
@@ -192,17 +210,27 @@ fn the_panel_in_a_real_terminal() {
 
     // q: exit status 0, the terminal as it was, no server left.
     tmux.keys(&["q"]);
-    eventually("the panel exited", || !read_in(dir, "stty").is_empty());
-    assert_eq!(read_in(dir, "exit").trim(), "0");
-    let stty = read_in(dir, "stty");
-    let modes: Vec<&str> = stty.split_whitespace().collect();
-    for mode in ["icanon", "echo", "isig"] {
-        assert!(modes.contains(&mode), "{mode} is back on: {stty}");
-    }
-    let screen = tmux.screen();
-    assert!(
-        !screen.contains("/mcp"),
-        "the alternate screen is gone:\n{screen}"
-    );
+    assert_ended_cleanly(dir, &tmux);
     eventually("fx is closed", || processes_with_arg("7101").is_empty());
+}
+
+#[test]
+fn sigterm_ends_the_panel_as_q_does() {
+    let dir = tempfile::tempdir().unwrap();
+    let dir = dir.path();
+    let fx = fixture_entry(&["--page-size", "7201"]);
+    let Some(tmux) = start_panel(dir, &json!({"servers": {"fx": fx}})) else {
+        return;
+    };
+    tmux.wait_for("connected");
+    tmux.keys(&["Enter"]);
+    tmux.wait_for("r reconnect");
+    let panel = pid_with(&dir.join("mcp.json").display().to_string());
+    let killed = Command::new("kill")
+        .args(["-TERM", &panel.to_string()])
+        .status()
+        .unwrap();
+    assert!(killed.success());
+    assert_ended_cleanly(dir, &tmux);
+    eventually("fx is closed", || processes_with_arg("7201").is_empty());
 }

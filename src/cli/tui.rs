@@ -4,8 +4,8 @@
 //! Starts every configured server in the background (the embedded default when there is no
 //! config file), registers their tools and follows them, and shows the panel
 //! (`agenvoy_mcp::tui`) on the alternate screen, in raw mode, with bracketed paste. `q` on
-//! the list (or Ctrl-C) closes every server, restores the terminal and exits 0; a panic
-//! restores the terminal too. Exit code 1 if it cannot start (config, not a terminal).
+//! the list (or Ctrl-C, SIGTERM, SIGHUP) closes every server, restores the terminal and
+//! exits 0; a panic restores the terminal too. Exit code 1 if it cannot start (config, not a terminal).
 //!
 //! Logs would garble the screen: they are written only when stderr is not a terminal
 //! (`agenvoy-mcp tui 2>panel.log`, with `AGENVOY_LOG=debug` for more).
@@ -86,6 +86,10 @@ async fn show(
     terminal: &mut Terminal<CrosstermBackend<Stdout>>,
     mut panel: Panel,
 ) -> std::io::Result<()> {
+    use tokio::signal::unix::{SignalKind, signal};
+    // SIGTERM and SIGHUP (the terminal went away) end the panel as `q` does.
+    let mut terminate = signal(SignalKind::terminate())?;
+    let mut hangup = signal(SignalKind::hangup())?;
     let (events, mut keys) = mpsc::channel::<std::io::Result<Event>>(64);
     let stop = Arc::new(AtomicBool::new(false));
     let reader = read_events(events, stop.clone());
@@ -103,6 +107,8 @@ async fn show(
             },
             () = panel.changed() => {}
             _ = ticker.tick() => {}
+            _ = terminate.recv() => break Ok(()),
+            _ = hangup.recv() => break Ok(()),
         }
     };
     stop.store(true, Ordering::SeqCst);

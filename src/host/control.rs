@@ -233,11 +233,6 @@ impl Control {
             .map_err(|e| ControlError::Failed(e.to_string()))
     }
 
-    /// Whether the config file or the manager has a server by this name.
-    pub fn has_server(&self, name: &str) -> Result<bool, ControlError> {
-        Ok(self.config()?.server_value(name).is_some() || self.is_running(name))
-    }
-
     fn is_running(&self, name: &str) -> bool {
         self.manager().status().iter().any(|s| s.name == name)
     }
@@ -288,7 +283,10 @@ impl Control {
             let mut config = self.config()?;
             let in_file = config.remove_server(name);
             if !in_file && !self.is_running(name) {
-                return Err(ControlError::NotFound(format!("no server named {name:?}")));
+                return Err(ControlError::NotFound(format!(
+                    "no server named {name:?} in {} or running; check the name",
+                    self.config_path().display()
+                )));
             }
             if in_file {
                 self.save_config(&config)?;
@@ -542,7 +540,9 @@ mod oauth_ops {
     /// it is not one that logs in.
     fn oauth_server(config: &Config, name: &str) -> Result<HttpServer, ControlError> {
         if config.server(name).is_none() {
-            return Err(ControlError::NotFound(format!("no server named {name:?}")));
+            return Err(ControlError::NotFound(format!(
+                "no server named {name:?} in the config; add it first"
+            )));
         }
         oauth::oauth_entry(config, name).map_err(|e| ControlError::Invalid(e.to_string()))
     }
@@ -723,7 +723,9 @@ mod oauth_ops {
             let (paste, mut done) = {
                 let logins = self.inner.oauth.logins.lock().expect("logins lock");
                 let pending = logins.get(name).ok_or_else(|| {
-                    ControlError::NotFound(format!("no login to {name} is in progress"))
+                    ControlError::NotFound(format!(
+                        "no login to {name} is in progress; start one first (/mcp → {name} → login)"
+                    ))
                 })?;
                 (pending.paste.clone(), pending.done.clone())
             };

@@ -1001,4 +1001,113 @@ mod tests {
         assert!(app.handle_key(key(KeyCode::Char('r'))).is_empty());
         assert!(app.notice.as_ref().unwrap().text.contains("too much"));
     }
+
+    #[test]
+    fn login_screen_keys() {
+        let mut app = app_with(&["py"]);
+        app.data.oauth.insert("py".into(), OAuthInfo::default());
+        app.handle_key(key(KeyCode::Enter));
+        assert_eq!(
+            app.handle_key(key(KeyCode::Char('l'))),
+            [Effect::Login("py".into())]
+        );
+        app.apply(Update::LoginUrl(
+            "py".into(),
+            "http://as.test/authorize?x=1".into(),
+        ));
+        assert!(matches!(&app.screen, Screen::Login { url: Some(u), .. } if u.contains("as.test")));
+        // p opens the paste field; Esc closes it, the login goes on.
+        app.handle_key(key(KeyCode::Char('p')));
+        typed(&mut app, "half");
+        app.handle_key(key(KeyCode::Esc));
+        assert!(matches!(
+            &app.screen,
+            Screen::Login {
+                paste: None,
+                state: LoginState::Waiting,
+                ..
+            }
+        ));
+        app.handle_key(key(KeyCode::Char('p')));
+        app.handle_paste("http://localhost:17988/callback?code=c&state=s");
+        assert_eq!(
+            app.handle_key(key(KeyCode::Enter)),
+            [Effect::Paste {
+                name: "py".into(),
+                url: "http://localhost:17988/callback?code=c&state=s".into()
+            }]
+        );
+        app.apply(Update::PasteRefused("py".into(), "no code=".into()));
+        assert!(matches!(&app.screen, Screen::Login { error: Some(e), .. } if e == "no code="));
+        // Esc while waiting cancels; the job ends with it.
+        assert_eq!(
+            app.handle_key(key(KeyCode::Esc)),
+            [Effect::CancelLogin("py".into())]
+        );
+        assert!(matches!(&app.screen, Screen::Server(n) if n == "py"));
+        // A login that ends: Enter goes back; a release of a key does nothing.
+        app.jobs.clear();
+        app.handle_key(key(KeyCode::Char('l')));
+        app.apply(Update::LoginDone("py".into(), Ok(())));
+        assert!(app.jobs.is_empty());
+        let mut release = key(KeyCode::Enter);
+        release.kind = KeyEventKind::Release;
+        assert!(app.handle_key(release).is_empty());
+        assert!(matches!(
+            &app.screen,
+            Screen::Login {
+                state: LoginState::Done(Ok(())),
+                ..
+            }
+        ));
+        app.handle_key(key(KeyCode::Enter));
+        assert!(matches!(&app.screen, Screen::Server(n) if n == "py"));
+    }
+
+    #[test]
+    fn instructions_scroll_and_the_client_form_sends_what_was_typed() {
+        let mut app = app_with(&["py"]);
+        app.data.oauth.insert("py".into(), OAuthInfo::default());
+        app.handle_key(key(KeyCode::Enter));
+        app.handle_key(key(KeyCode::Char('i')));
+        for (code, scroll) in [
+            (KeyCode::Down, 1),
+            (KeyCode::Char('j'), 2),
+            (KeyCode::PageDown, 12),
+            (KeyCode::PageUp, 2),
+            (KeyCode::Char('k'), 1),
+            (KeyCode::Up, 0),
+            (KeyCode::Up, 0),
+        ] {
+            app.handle_key(key(code));
+            assert!(
+                matches!(app.screen, Screen::Instructions { scroll: s, .. } if s == scroll),
+                "{code:?}"
+            );
+        }
+        app.handle_key(key(KeyCode::Esc));
+        app.handle_key(key(KeyCode::Char('c')));
+        typed(&mut app, "id-1");
+        app.handle_key(key(KeyCode::Enter));
+        app.handle_paste("s3cret");
+        app.handle_key(key(KeyCode::Enter));
+        let effects = app.handle_key(key(KeyCode::Enter));
+        assert_eq!(
+            effects,
+            [Effect::SetClient {
+                name: "py".into(),
+                client: OAuthClient {
+                    client_id: "id-1".into(),
+                    client_secret: Some("s3cret".into()),
+                    redirect_uri: None,
+                },
+            }]
+        );
+        // Keys wait while it saves; a refusal shows on the form.
+        assert!(app.handle_key(key(KeyCode::Enter)).is_empty());
+        app.apply(Update::ClientSaved("py".into(), Err("bad uri".into())));
+        assert!(
+            matches!(&app.screen, Screen::Client { form, .. } if form.error.as_deref() == Some("bad uri") && !form.saving)
+        );
+    }
 }
