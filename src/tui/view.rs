@@ -162,22 +162,7 @@ pub(crate) fn draw(app: &App, frame: &mut Frame, area: Rect) {
         }
         Screen::Add(wizard) => draw_wizard(app, frame, area, wizard),
         Screen::Client { server, form } => draw_client(app, frame, area, server, form),
-        Screen::Login {
-            server,
-            url,
-            state,
-            paste,
-            error,
-        } => draw_login(
-            app,
-            frame,
-            area,
-            server,
-            url.as_deref(),
-            state,
-            paste,
-            error,
-        ),
+        Screen::Login { .. } => draw_login(app, frame, area),
     }
     draw_status(app, frame, status);
     frame.render_widget(
@@ -546,17 +531,17 @@ fn draw_client(
     draw_input(frame, area, &mut lines, &form.input, form.error.as_deref());
 }
 
-#[allow(clippy::too_many_arguments)]
-fn draw_login(
-    app: &App,
-    frame: &mut Frame,
-    area: Rect,
-    server: &str,
-    url: Option<&str>,
-    state: &LoginState,
-    paste: &Option<super::input::Input>,
-    error: &Option<String>,
-) {
+fn draw_login(app: &App, frame: &mut Frame, area: Rect) {
+    let Screen::Login {
+        server,
+        url,
+        state,
+        paste,
+        error,
+    } = &app.screen
+    else {
+        return;
+    };
     let server = clean_line(server);
     let mut lines = vec![match state {
         LoginState::Waiting => Line::from(format!(
@@ -571,12 +556,10 @@ fn draw_login(
     }];
     if *state == LoginState::Waiting {
         lines.push(Line::default());
-        match url {
+        match url.as_deref() {
             None => lines.push(Line::from("Finding the authorization server…")),
             Some(url) => {
-                lines.push(Line::from(
-                    "Open this URL to log in (the browser was asked to open it):",
-                ));
+                lines.push(Line::from("Open this URL to log in:"));
                 lines.push(Line::from(clean_line(url)).style(Style::new().fg(Color::Cyan)));
                 lines.push(Line::default());
                 lines.push(Line::from(
