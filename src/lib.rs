@@ -12,6 +12,7 @@
 //! - [`api`] (feature `api`): the management API of `agenvoy-mcp serve`, HTTP on loopback,
 //!   locked to its owner.
 //! - [`text`]: server text escaped for a terminal, URLs with their secrets hidden.
+//! - [`tui`] (feature `tui`): the `/mcp` terminal panel, on ratatui and crossterm.
 //!
 //! ```no_run
 //! # async fn demo() -> agenvoy_mcp::Result<()> {
@@ -37,6 +38,8 @@ pub mod host;
 pub mod protocol;
 pub mod text;
 pub mod transport;
+#[cfg(feature = "tui")]
+pub mod tui;
 pub mod wire;
 
 pub use client::{Client, ClientOptions};

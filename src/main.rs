@@ -1,4 +1,4 @@
-//! The `agenvoy-mcp` binary: the daemon and its management API, list and call the tools of
+//! The `agenvoy-mcp` binary: the daemon and its management API, the `/mcp` panel, list and call the tools of
 //! the configured MCP servers, probe one server, and run the bundled fixture server.
 
 mod cli;
@@ -64,6 +64,19 @@ enum Command {
         /// keychain.
         #[arg(long, value_name = "FILE")]
         token_file: Option<std::path::PathBuf>,
+    },
+    /// The /mcp panel: servers, tools and their auto-approve marks, logins, from the
+    /// keyboard (keys in the README). Logs go to stderr only when it is not a terminal.
+    Tui {
+        #[command(flatten)]
+        host: HostOptions,
+        /// Keep OAuth tokens and client secrets in this file (mode 0600) instead of the OS
+        /// keychain.
+        #[arg(long, value_name = "FILE")]
+        token_file: Option<std::path::PathBuf>,
+        /// Logins show the URL only; no browser is started.
+        #[arg(long)]
+        no_browser: bool,
     },
     /// Connect every configured server; print each server's status, then every tool.
     Tools {
@@ -135,9 +148,10 @@ enum Command {
     FixtureServer {
         /// Fault mode. Over stdio: normal, crash-mid-call, hang, junk-stdout,
         /// no-init-response, version=<v>, spawn-grandchild, ignore-sigterm, cursor-repeat,
-        /// cursor-empty, endless-pages, crash-at-start, slow-start=<secs>, no-list-changed.
+        /// cursor-empty, endless-pages, crash-at-start, slow-start=<secs>, no-list-changed,
+        /// stop-reading, flood, hostile.
         /// Over HTTP: json, sse, stateless, cut-stream, expire-session, expire-mid-stream, rate-limit,
-        /// slow-headers, junk-sse, legacy, redirect.
+        /// slow-headers, junk-sse, legacy, redirect, retry-zero.
         #[arg(long, default_value = "normal")]
         mode: String,
         /// Serve streamable HTTP on this address (e.g. 127.0.0.1:0) instead of stdio.
@@ -215,6 +229,26 @@ fn main() -> ExitCode {
                 token_file,
             })
         }),
+        Command::Tui {
+            host,
+            token_file,
+            no_browser,
+        } => {
+            let host = match host.into_args() {
+                Ok(h) => h,
+                Err(code) => return code,
+            };
+            use std::io::IsTerminal;
+            if !std::io::stderr().is_terminal() {
+                init_logging();
+            }
+            agenvoy_mcp::transport::stdio::become_subreaper();
+            runtime().block_on(cli::tui::run(cli::tui::TuiArgs {
+                host,
+                token_file,
+                no_browser,
+            }))
+        }
         Command::Tools { host, json } => run_with_servers(host, |host| {
             cli::tools::run(cli::tools::ToolsArgs { host, json })
         }),

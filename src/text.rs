@@ -22,10 +22,11 @@ pub fn escape_controls_keep_lines(s: &str) -> Cow<'_, str> {
 }
 
 /// Whether `c` does something to a terminal besides showing a glyph: a control character
-/// (C0, DEL, C1) or a bidirectional formatting character (Unicode's Bidi_Control set).
+/// (C0, DEL, C1), a bidirectional formatting character (Unicode's Bidi_Control set), or a
+/// zero-width one that hides text (U+200B to U+200D, U+FEFF).
 pub fn drives_terminal(c: char) -> bool {
     c.is_control()
-        || matches!(c, '\u{061c}' | '\u{200e}' | '\u{200f}' | '\u{202a}'..='\u{202e}' | '\u{2066}'..='\u{2069}')
+        || matches!(c, '\u{061c}' | '\u{200b}'..='\u{200f}' | '\u{202a}'..='\u{202e}' | '\u{2066}'..='\u{2069}' | '\u{feff}')
 }
 
 fn escape_where(s: &str, escape: impl Fn(char) -> bool) -> Cow<'_, str> {

@@ -32,9 +32,11 @@
 //! request (its work goes on when it passes, so a server being added is never left half
 //! added), and a login stream's own deadline.
 //!
-//! Changes to the config file and to the allowlist are read-modify-write under one lock
-//! each, the file read again every time, and saved atomically (mode 0600): concurrent
-//! requests never lose a change, and members this crate does not know survive.
+//! The routes are a thin layer over [`Control`], which the `/mcp` panel drives too: changes
+//! to the config file and to the allowlist are read-modify-write under one lock each (in
+//! this process and across processes), the file read again every time, and saved
+//! atomically (mode 0600): concurrent requests never lose a change, and members this crate
+//! does not know survive. A [`ControlError`] is 400, 409, 404 or 500 by its kind.
 
 mod guard;
 mod login;
@@ -43,8 +45,7 @@ mod servers;
 pub use guard::{ApiToken, TOKEN_FILE, token_path};
 
 use crate::auth::TokenStore;
-use crate::host::Manager;
-use crate::host::config::Config;
+use crate::host::{Control, ControlError, Manager};
 use bytes::Bytes;
 use http_body_util::{BodyExt, Full, Limited, combinators::BoxBody};
 use hyper::body::{Frame, Incoming};
@@ -52,7 +53,6 @@ use hyper::header::{CACHE_CONTROL, CONTENT_LENGTH, CONTENT_TYPE, HeaderValue};
 use hyper::http::request::Parts;
 use hyper::{Method, Request, Response, StatusCode};
 use serde_json::{Map, Value, json};
-use std::collections::HashMap;
 use std::convert::Infallible;
 use std::future::Future;
 use std::path::PathBuf;
@@ -137,13 +137,15 @@ pub async fn serve(
         ));
     }
     let permits = Arc::new(Semaphore::new(options.limits.max_connections.max(1)));
-    let state = Arc::new(State {
+    let control = Control::with_token_store(
         manager,
+        options.config_path.clone(),
+        options.token_store.clone(),
+    );
+    let state = Arc::new(State {
+        control,
         port: address.port(),
         options,
-        config_lock: tokio::sync::Mutex::new(()),
-        allowlist_lock: tokio::sync::Mutex::new(()),
-        logins: std::sync::Mutex::new(HashMap::new()),
     });
     let mut connections = tokio::task::JoinSet::new();
     tokio::pin!(shutdown);
@@ -195,35 +197,10 @@ async fn serve_connection(stream: tokio::net::TcpStream, state: Arc<State>) {
 
 /// What every route shares.
 pub(crate) struct State {
-    manager: Manager,
+    /// The operations every surface shares (the files, the manager, OAuth).
+    control: Control,
     options: ApiOptions,
     port: u16,
-    /// Serializes read-modify-write of the config file.
-    config_lock: tokio::sync::Mutex<()>,
-    /// Serializes read-modify-write of the allowlist.
-    allowlist_lock: tokio::sync::Mutex<()>,
-    /// Logins in progress, by server.
-    logins: std::sync::Mutex<HashMap<String, login::Pending>>,
-}
-
-impl State {
-    /// The config file as it is now; when there is none, the config the manager started
-    /// with (the embedded default, say), which the first change then writes.
-    fn read_config(&self) -> Result<Config, ApiError> {
-        let config = Config::load(&self.options.config_path)
-            .map_err(|e| ApiError::internal(format!("{e}; fix the file, then try again")))?;
-        Ok(if config.found() {
-            config
-        } else {
-            self.manager.config().clone()
-        })
-    }
-
-    fn save_config(&self, config: &Config) -> Result<(), ApiError> {
-        config
-            .save(&self.options.config_path)
-            .map_err(|e| ApiError::internal(e.to_string()))
-    }
 }
 
 /// The body of every response.
@@ -284,6 +261,21 @@ impl ApiError {
             headers.insert("allow", HeaderValue::from_static(allow));
         }
         response
+    }
+}
+
+impl From<ControlError> for ApiError {
+    fn from(e: ControlError) -> Self {
+        let message = e.message().to_string();
+        match e {
+            ControlError::Invalid(_) => ApiError::bad_request(message),
+            ControlError::Conflict(_) => ApiError::conflict(message),
+            ControlError::NotFound(_) => ApiError::not_found(message),
+            ControlError::LoginFailed(_) => {
+                ApiError::new(StatusCode::BAD_REQUEST, "login_failed", message)
+            }
+            _ => ApiError::internal(message),
+        }
     }
 }
 

@@ -4,11 +4,10 @@ use super::{
     ApiError, Body, State, json_response, ok, only_members, optional_string, required_string,
 };
 use crate::error::ErrorKind;
-use crate::host::config::{ServerConfig, is_valid_server_name};
+use crate::host::CallError;
+use crate::host::config::ServerConfig;
 use crate::host::expand::is_pure_reference;
-use crate::host::gate::{Allowlist, PermissionMode};
-use crate::host::registry::PREFIX;
-use crate::host::{AddError, CallError};
+use crate::host::gate::PermissionMode;
 use hyper::{Response, StatusCode};
 use serde_json::{Value, json};
 
@@ -52,7 +51,7 @@ fn redact(entry: &Value) -> Value {
 
 /// `GET /v1/mcp`.
 pub(super) fn list(state: &State) -> Answer {
-    let config = state.read_config()?;
+    let config = state.control.config()?;
     let servers: serde_json::Map<String, Value> = config
         .server_names()
         .into_iter()
@@ -62,20 +61,13 @@ pub(super) fn list(state: &State) -> Answer {
         })
         .collect();
     ok(json!({
-        "path": state.options.config_path.display().to_string(),
+        "path": state.control.config_path().display().to_string(),
         "servers": servers,
     }))
 }
 
 /// What `POST /v1/mcp` takes besides `name`.
 const ENTRY_MEMBERS: [&str; 7] = ["name", "command", "args", "env", "url", "headers", "auth"];
-
-fn add_error(e: AddError) -> ApiError {
-    match e {
-        AddError::InvalidName(_) => ApiError::bad_request(e.to_string()),
-        _ => ApiError::conflict(e.to_string()),
-    }
-}
 
 /// `POST /v1/mcp`: checked, saved, then connected and registered.
 pub(super) async fn add(state: &State, body: Value) -> Answer {
@@ -87,30 +79,10 @@ pub(super) async fn add(state: &State, body: Value) -> Answer {
     }
     let server = ServerConfig::from_value(&name, &entry)
         .map_err(|e| ApiError::bad_request(e.to_string()))?;
-    let pending = {
-        let _file = state.config_lock.lock().await;
-        let mut config = state.read_config()?;
-        if config.server_value(&name).is_some() {
-            return Err(ApiError::conflict(format!(
-                "a server named {name:?} is already in the config; remove it first or pick another name"
-            )));
-        }
-        let pending = state
-            .manager
-            .begin_add(&name, server.clone())
-            .map_err(add_error)?;
-        config
-            .set_server(&name, &server)
-            .map_err(|e| ApiError::bad_request(e.to_string()))?;
-        if let Err(e) = state.save_config(&config) {
-            state.manager.detach(&name);
-            return Err(e);
-        }
-        pending
-    };
-    let status = pending.connect().await.map_err(add_error)?;
-    let collisions: Vec<String> = state
-        .manager
+    let control = &state.control;
+    let status = control.add_server(&name, server).await?;
+    let collisions: Vec<String> = control
+        .manager()
         .registry()
         .collisions()
         .into_iter()
@@ -128,33 +100,13 @@ pub(super) async fn add(state: &State, body: Value) -> Answer {
 pub(super) async fn remove(state: &State, body: Value) -> Answer {
     let name = required_string(&body, "name")?;
     only_members(&body, &["name"])?;
-    let client = {
-        let _file = state.config_lock.lock().await;
-        let mut config = state.read_config()?;
-        let in_file = config.remove_server(&name);
-        let running = state.manager.status().iter().any(|s| s.name == name);
-        if !in_file && !running {
-            return Err(ApiError::not_found(format!(
-                "no server named {name:?}; GET /v1/mcp lists them"
-            )));
-        }
-        if in_file {
-            state.save_config(&config)?;
-        }
-        state.manager.detach(&name)
-    };
-    if let Some(client) = client {
-        state.manager.close_detached(&name, client).await;
-    }
-    if let Err(e) = crate::host::oauth::forget_server(state.options.token_store.as_ref(), &name) {
-        tracing::warn!(server = %name, "removed, but its OAuth tokens could not be forgotten: {e}");
-    }
+    state.control.remove_server(&name).await?;
     ok(json!({"removed": name}))
 }
 
 /// `GET /v1/mcp/status`.
 pub(super) fn status(state: &State) -> Answer {
-    ok(json!({"servers": state.manager.status()}))
+    ok(json!({"servers": state.control.manager().status()}))
 }
 
 /// `POST /v1/mcp/reconnect`: every server, or `{"name"}`.
@@ -164,17 +116,18 @@ pub(super) async fn reconnect(state: &State, body: Value) -> Answer {
         None | Some(Value::Null) => None,
         Some(_) => Some(required_string(&body, "name")?),
     };
+    let manager = state.control.manager();
     let outcomes = match one {
         Some(name) => {
-            if !state.manager.status().iter().any(|s| s.name == name) {
+            if !manager.status().iter().any(|s| s.name == name) {
                 return Err(ApiError::not_found(format!(
                     "no server named {name:?}; GET /v1/mcp/status lists them"
                 )));
             }
-            let outcome = state.manager.reconnect_server(&name).await;
+            let outcome = manager.reconnect_server(&name).await;
             vec![(name, outcome)]
         }
-        None => state.manager.reconnect().await,
+        None => manager.reconnect().await,
     };
     let results: Vec<Value> = outcomes
         .into_iter()
@@ -188,9 +141,10 @@ pub(super) async fn reconnect(state: &State, body: Value) -> Answer {
 
 /// `GET /v1/mcp/tools`.
 pub(super) fn tools(state: &State) -> Answer {
-    let allowlist = read_allowlist(state)?;
+    let allowlist = state.control.allowlist()?;
     let tools: Vec<Value> = state
-        .manager
+        .control
+        .manager()
         .registry()
         .tools()
         .map(|t| {
@@ -220,7 +174,7 @@ pub(super) async fn call(state: &State, body: Value) -> Answer {
         None => PermissionMode::Confirm,
         Some(m) => m.parse().map_err(ApiError::bad_request)?,
     };
-    match state.manager.call(&name, arguments, mode).await {
+    match state.control.manager().call(&name, arguments, mode).await {
         Ok(output) => ok(json!({
             "text": output.text,
             "isError": output.is_error,
@@ -242,15 +196,9 @@ pub(super) async fn call(state: &State, body: Value) -> Answer {
     }
 }
 
-fn read_allowlist(state: &State) -> Result<Allowlist, ApiError> {
-    let path = state.manager.gate().allowlist_path();
-    Allowlist::load(path)
-        .map_err(|e| ApiError::internal(format!("cannot read {}: {e}", path.display())))
-}
-
 /// `GET /v1/allowlist`.
 pub(super) fn allowlist(state: &State) -> Answer {
-    ok(json!({"entries": read_allowlist(state)?.entries()}))
+    ok(json!({"entries": state.control.allowlist()?.entries()}))
 }
 
 /// `POST /v1/allowlist`: `{"tool": {"prefix": "mcp__x__", "entries": [...]}}` replaces the
@@ -265,15 +213,6 @@ pub(super) async fn set_allowlist(state: &State, body: Value) -> Answer {
         .ok_or_else(|| ApiError::bad_request(shape))?;
     only_members(tool, &["prefix", "entries"])?;
     let prefix = required_string(tool, "prefix")?;
-    let server = prefix
-        .strip_prefix(PREFIX)
-        .and_then(|rest| rest.strip_suffix("__"))
-        .filter(|server| is_valid_server_name(server));
-    if server.is_none() {
-        return Err(ApiError::bad_request(format!(
-            "prefix {prefix:?} is not mcp__<server>__; {shape}"
-        )));
-    }
     let entries: Vec<String> = match tool.get("entries") {
         Some(Value::Array(items)) => items
             .iter()
@@ -282,13 +221,7 @@ pub(super) async fn set_allowlist(state: &State, body: Value) -> Answer {
             .ok_or_else(|| ApiError::bad_request("\"entries\" must be an array of strings"))?,
         _ => return Err(ApiError::bad_request(shape)),
     };
-    let path = state.manager.gate().allowlist_path();
-    let _file = state.allowlist_lock.lock().await;
-    let mut list = read_allowlist(state)?;
-    list.replace_prefix(&prefix, &entries)
-        .map_err(|e| ApiError::bad_request(e.to_string()))?;
-    list.save(path)
-        .map_err(|e| ApiError::internal(format!("cannot save {}: {e}", path.display())))?;
+    let list = state.control.set_allowed(&prefix, &entries).await?;
     ok(json!({"entries": list.entries()}))
 }
 

@@ -8,11 +8,14 @@ pub mod login;
 pub mod probe;
 pub mod serve;
 pub mod tools;
+pub mod tui;
 
 use agenvoy_mcp::ClientOptions;
+use agenvoy_mcp::auth::{FileStore, TokenStore};
 use agenvoy_mcp::host::config::{self, Config, ConfigError};
 use agenvoy_mcp::host::{Manager, ManagerOptions};
 use std::path::PathBuf;
+use std::sync::Arc;
 use std::time::Duration;
 
 /// Options every config-reading command takes.
@@ -58,12 +61,9 @@ pub fn describe_source(config: &Config, path: &std::path::Path) -> String {
     }
 }
 
-/// Reads the config file (or the embedded default when there is none) and connects every
-/// server. Returns the manager and where its config came from.
-pub async fn start_manager(
-    args: &HostArgs,
-    options: ManagerOptions,
-) -> Result<(Manager, String), ConfigError> {
+/// Reads the config file, or the embedded default when there is none. Returns it and where
+/// it came from.
+pub fn load_config(args: &HostArgs) -> Result<(Config, String), ConfigError> {
     let path = args.config_path();
     let mut loaded = Config::load(&path)?;
     let source = describe_source(&loaded, &path);
@@ -71,12 +71,60 @@ pub async fn start_manager(
         let program = std::env::current_exe().unwrap_or_else(|_| PathBuf::from("agenvoy-mcp"));
         loaded = Config::embedded_default(&program);
     }
+    Ok((loaded, source))
+}
+
+/// The OAuth token store (`--token-file FILE`, else the keychain or its 0600 file) and
+/// manager options that use it.
+pub fn token_store(token_file: Option<&std::path::Path>) -> (Arc<dyn TokenStore>, ManagerOptions) {
+    let store: Arc<dyn TokenStore> = match token_file {
+        Some(path) => Arc::new(FileStore::new(path)),
+        None => agenvoy_mcp::host::oauth::token_store(),
+    };
     let options = ManagerOptions {
+        token_store: Some(store.clone()),
+        ..ManagerOptions::default()
+    };
+    (store, options)
+}
+
+/// `options` with the clients' timeout of `--timeout`.
+pub fn with_timeout(args: &HostArgs, options: ManagerOptions) -> ManagerOptions {
+    ManagerOptions {
         client: ClientOptions {
             timeout: args.timeout,
             ..options.client
         },
         ..options
-    };
-    Ok((Manager::new(loaded, options).await, source))
+    }
+}
+
+/// Reads the config file (or the embedded default when there is none) and connects every
+/// server. Returns the manager and where its config came from.
+pub async fn start_manager(
+    args: &HostArgs,
+    options: ManagerOptions,
+) -> Result<(Manager, String), ConfigError> {
+    let (config, source) = load_config(args)?;
+    Ok((
+        Manager::new(config, with_timeout(args, options)).await,
+        source,
+    ))
+}
+
+/// How long closing the servers may take when a command ends (the stdio close sequence takes
+/// at most 4 s: 2 s for the server to exit, 2 s after SIGTERM, then SIGKILL).
+const CLOSE_LIMIT: Duration = Duration::from_millis(4500);
+
+/// Closes every server of `manager`, waiting at most [`CLOSE_LIMIT`] (with a warning after).
+pub async fn close_servers(manager: &Manager) {
+    if tokio::time::timeout(CLOSE_LIMIT, manager.close())
+        .await
+        .is_err()
+    {
+        eprintln!(
+            "warning: some servers had not closed after {} ms",
+            CLOSE_LIMIT.as_millis()
+        );
+    }
 }

@@ -14,21 +14,14 @@
 
 use super::HostArgs;
 use agenvoy_mcp::api::{self, ApiOptions, ApiToken, Limits};
-use agenvoy_mcp::auth::{FileStore, TokenStore};
-use agenvoy_mcp::host::{ManagerOptions, oauth};
 use std::io::Write;
 use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::process::ExitCode;
-use std::sync::Arc;
 use std::time::Duration;
 
 /// The default address of the API.
 pub const DEFAULT_LISTEN: &str = "127.0.0.1:17989";
-
-/// How long closing the servers may take at shutdown (the stdio close sequence takes at
-/// most 4 s: 2 s for the server to exit, 2 s after SIGTERM, then SIGKILL).
-const CLOSE_LIMIT: Duration = Duration::from_millis(4500);
 
 /// What `serve` was asked to do.
 pub struct ServeArgs {
@@ -70,14 +63,7 @@ pub async fn run(args: ServeArgs) -> ExitCode {
         Ok(a) => a,
         Err(e) => return failed(format!("cannot listen on {}: {e}", args.listen)),
     };
-    let store: Arc<dyn TokenStore> = match &args.token_file {
-        Some(path) => Arc::new(FileStore::new(path)),
-        None => oauth::token_store(),
-    };
-    let options = ManagerOptions {
-        token_store: Some(store.clone()),
-        ..ManagerOptions::default()
-    };
+    let (store, options) = super::token_store(args.token_file.as_deref());
     let (manager, source) = match super::start_manager(&args.host, options).await {
         Ok(m) => m,
         Err(e) => return failed(e.to_string()),
@@ -105,15 +91,7 @@ pub async fn run(args: ServeArgs) -> ExitCode {
         },
     };
     let served = api::serve(listener, manager.clone(), options, shutdown.wait()).await;
-    if tokio::time::timeout(CLOSE_LIMIT, manager.close())
-        .await
-        .is_err()
-    {
-        eprintln!(
-            "warning: some servers had not closed after {} ms",
-            CLOSE_LIMIT.as_millis()
-        );
-    }
+    super::close_servers(&manager).await;
     match served {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => failed(e.to_string()),

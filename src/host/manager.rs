@@ -456,18 +456,36 @@ impl Manager {
     /// failed. Failures are logged and recorded in [`Manager::status`]; they never fail the
     /// whole.
     pub async fn new(config: Config, options: ManagerOptions) -> Manager {
+        let (manager, connects) = Manager::prepare(config, options);
+        let mut connecting = tokio::task::JoinSet::new();
+        for pending in connects {
+            connecting.spawn(pending.connect());
+        }
+        while connecting.join_next().await.is_some() {}
+        manager
+    }
+
+    /// [`Manager::new`] that returns at once: every server shows `connecting` until its
+    /// connect ends, in the background (what a panel wants: it draws while servers start).
+    /// Must be called within a tokio runtime.
+    pub fn start(config: Config, options: ManagerOptions) -> Manager {
+        let (manager, connects) = Manager::prepare(config, options);
+        for pending in connects {
+            tokio::spawn(pending.connect());
+        }
+        manager
+    }
+
+    /// A manager with a slot for every server of `config` (an invalid entry failed), and
+    /// the connects to run, each holding its server's lock so that a reconnect or a remove
+    /// waits for it.
+    fn prepare(config: Config, options: ManagerOptions) -> (Manager, Vec<PendingAdd>) {
         let gate = Gate::new(options.allowlist_path.clone(), options.confirm.clone());
         let mut slots = BTreeMap::new();
-        let mut connecting = tokio::task::JoinSet::new();
+        let mut to_connect = Vec::new();
         for (name, entry) in config.servers() {
             match &entry {
-                Ok(server) => {
-                    let (name, server, options) = (name.clone(), server.clone(), options.clone());
-                    connecting.spawn(async move {
-                        let result = connect_and_list(name.clone(), server, &options).await;
-                        (name, result)
-                    });
-                }
+                Ok(server) => to_connect.push((name.clone(), server.clone())),
                 Err(e) => tracing::warn!(server = %name, "skipping the server: {e}"),
             }
             slots.insert(name, Slot::new(entry));
@@ -484,13 +502,19 @@ impl Manager {
                 reconnect_locks: Mutex::new(HashMap::new()),
             }),
         };
-        while let Some(joined) = connecting.join_next().await {
-            match joined {
-                Ok((name, result)) => manager.apply_connect(&name, result),
-                Err(e) => tracing::warn!("a server's connect task failed: {e}"),
-            }
-        }
-        manager
+        let connects = to_connect
+            .into_iter()
+            .map(|(name, config)| PendingAdd {
+                _held: manager
+                    .reconnect_lock(&name)
+                    .try_lock_owned()
+                    .expect("a new manager's locks are free"),
+                manager: manager.clone(),
+                name,
+                config,
+            })
+            .collect();
+        (manager, connects)
     }
 
     /// The config the manager was made from (servers added or removed since are not in it:
@@ -502,6 +526,17 @@ impl Manager {
     /// The gate every call passes.
     pub fn gate(&self) -> &Gate {
         &self.inner.gate
+    }
+
+    /// Where the manager keeps OAuth tokens: [`ManagerOptions::token_store`], else the
+    /// process's [`super::oauth::token_store`].
+    #[cfg(feature = "oauth")]
+    pub fn token_store(&self) -> Arc<dyn crate::auth::TokenStore> {
+        self.inner
+            .options
+            .token_store
+            .clone()
+            .unwrap_or_else(super::oauth::token_store)
     }
 
     fn slots(&self) -> std::sync::MutexGuard<'_, BTreeMap<String, Slot>> {

@@ -1,6 +1,9 @@
 //! Agenvoy's runtime around the client: what an agent host embeds.
 //!
 //! - [`config`]: the config file (`~/.config/agenvoy/mcp.json`), its schema and validation.
+//! - [`control`]: [`Control`], the management operations the API and the panel share
+//!   (add and remove servers, the allowlist, OAuth clients, logins), each file change locked
+//!   in this process and across processes.
 //! - [`expand`]: `$VAR` and `${VAR}` expansion with Go's `os.Expand` semantics.
 //! - [`manager`]: [`Manager`], every configured server connected at once, live refresh,
 //!   reconnect, status, calls.
@@ -26,7 +29,9 @@
 //! ```
 
 pub mod config;
+pub mod control;
 pub mod expand;
+mod filelock;
 pub mod gate;
 pub mod instructions;
 pub mod manager;
@@ -35,6 +40,7 @@ pub mod oauth;
 pub mod registry;
 
 pub use config::{Config, ConfigError, ServerConfig};
+pub use control::{Control, ControlError};
 pub use gate::{Allowlist, ConfirmCallback, Gate, PermissionMode};
 pub use manager::{AddError, CallError, Manager, ManagerOptions, ServerState, ServerStatus};
 pub use registry::{Registry, ToolDefinition};

@@ -184,7 +184,6 @@ impl HttpFixture {
 /// there. `.ci/install` installs the real servers; without them a test says so and passes,
 /// unless `AGENVOY_REQUIRE_INTEROP=1` (as `.ci/run` sets), where a missing one fails it.
 pub fn installed(relative: &str) -> Option<std::path::PathBuf> {
-    use std::io::Write;
     let dir = std::env::var_os("AGENVOY_INTEROP_DIR")
         .map(std::path::PathBuf::from)
         .unwrap_or_else(|| std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR")).join(".ci/peers"));
@@ -192,12 +191,16 @@ pub fn installed(relative: &str) -> Option<std::path::PathBuf> {
     if path.exists() {
         return Some(path);
     }
+    not_installed(&path.display().to_string());
+    None
+}
+
+/// Says that the test skips because `what` (which `.ci/install` installs) is missing; fails
+/// instead under `AGENVOY_REQUIRE_INTEROP=1` (as `.ci/run` sets).
+pub fn not_installed(what: &str) {
+    use std::io::Write;
     let required = std::env::var("AGENVOY_REQUIRE_INTEROP").is_ok_and(|v| v == "1");
-    assert!(
-        !required,
-        "{} is not installed: run .ci/install",
-        path.display()
-    );
+    assert!(!required, "{what} is not installed: run .ci/install");
     // Written to stderr itself, not through `eprintln!`, which the test harness captures and
     // hides for a test that passes: a skip must be seen.
     let test = std::thread::current()
@@ -206,10 +209,8 @@ pub fn installed(relative: &str) -> Option<std::path::PathBuf> {
         .to_string();
     let _ = writeln!(
         std::io::stderr(),
-        "SKIPPED {test}: {} is not installed (run .ci/install; AGENVOY_REQUIRE_INTEROP=1 fails instead)",
-        path.display()
+        "SKIPPED {test}: {what} is not installed (run .ci/install; AGENVOY_REQUIRE_INTEROP=1 fails instead)"
     );
-    None
 }
 
 /// Runs `probe --json` with `args` (flags, then the server: a URL or `-- CMD ARGS...`),
@@ -237,4 +238,88 @@ pub async fn tool_names(client: &Client) -> Vec<String> {
         .into_iter()
         .map(|t| t.name)
         .collect()
+}
+
+/// The strict OAuth authorization and MCP server of `fixtures/oauth/server.py`, if its venv
+/// is installed (see [`installed`]); it says where its MCP endpoint is.
+pub fn oauth_fixture() -> Option<Listening> {
+    let python = installed("venv/bin/python")?;
+    let mut command = std::process::Command::new(python);
+    command
+        .arg(std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("fixtures/oauth/server.py"));
+    Some(Listening::start(command))
+}
+
+/// A browser that goes as far as the authorization server's redirect: the URL it ends on
+/// (the one a user pastes back).
+pub fn redirect_of(authorization_url: &str) -> String {
+    use std::io::{Read, Write};
+    let rest = authorization_url
+        .strip_prefix("http://")
+        .expect("an http:// URL");
+    let (authority, target) = rest.split_at(rest.find('/').unwrap());
+    let mut stream = std::net::TcpStream::connect(authority).unwrap();
+    write!(stream, "GET {target} HTTP/1.0\r\nHost: {authority}\r\n\r\n").unwrap();
+    let mut response = String::new();
+    stream.read_to_string(&mut response).unwrap();
+    response
+        .lines()
+        .find_map(|l| {
+            let (name, value) = l.split_once(':')?;
+            name.eq_ignore_ascii_case("location")
+                .then(|| value.trim().to_string())
+        })
+        .unwrap_or_else(|| panic!("no redirect: {response}"))
+}
+
+/// A config entry that runs the fixture server with `flags`.
+pub fn fixture_entry(flags: &[&str]) -> serde_json::Value {
+    let mut args = vec!["fixture-server".to_string()];
+    args.extend(flags.iter().map(|f| f.to_string()));
+    serde_json::json!({"command": binary(), "args": args})
+}
+
+/// The pid of the one running process whose command line has `marker`.
+pub fn pid_with(marker: &str) -> u32 {
+    let pids = processes_with_arg(marker);
+    assert_eq!(pids.len(), 1, "one process with {marker}: {pids:?}");
+    pids[0]
+}
+
+/// The text of the file `name` in `dir` (empty if there is none).
+pub fn read_in(dir: &std::path::Path, name: &str) -> String {
+    std::fs::read_to_string(dir.join(name)).unwrap_or_default()
+}
+
+/// Tries `attempt` every 50 ms until it gives a value, for at most `limit`; fails saying
+/// `what` (and what the last attempt saw) after that.
+pub fn wait_until<T>(
+    what: &str,
+    limit: Duration,
+    mut attempt: impl FnMut() -> Result<T, String>,
+) -> T {
+    let started = Instant::now();
+    loop {
+        match attempt() {
+            Ok(value) => return value,
+            Err(seen) => assert!(
+                started.elapsed() < limit,
+                "{what} did not happen in {limit:?}:\n{seen}"
+            ),
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+/// Draws `screen` until it shows `needle` (at most 30 s); the screen then.
+pub fn until_shown(needle: &str, mut screen: impl FnMut() -> String) -> String {
+    let what = format!("showing {needle:?}");
+    wait_until(&what, Duration::from_secs(30), || {
+        let now = screen();
+        if now.contains(needle) {
+            Ok(now)
+        } else {
+            Err(now)
+        }
+    })
 }

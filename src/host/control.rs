@@ -1,0 +1,761 @@
+//! [`Control`]: the management operations every surface shares (the API of `agenvoy-mcp
+//! serve`, the `/mcp` panel, an embedder's own), over one [`Manager`], its config file, its
+//! allowlist and its OAuth token store, so that the surfaces never disagree.
+//!
+//! Each change of a file is a read-modify-write under two locks: an in-process one (one
+//! change at a time in this process) and, inside it, an advisory lock file shared with other
+//! processes (a daemon and a panel may run at once; see `filelock`). The file is read again
+//! every time, so no change made elsewhere is lost, and members this crate does not know
+//! survive. When there is no config file, the config the manager started with (the embedded
+//! default, say) stands for it, and the first change writes it.
+//!
+//! Adding a server saves the file and takes the name in the manager under the lock, then
+//! connects outside it ([`Control::begin_add_server`], [`AddingServer::connect`]), so a slow
+//! server holds up no other change; a save that fails gives the name back. Removing saves the
+//! file and takes the server out under the lock, then closes it outside.
+//!
+//! Errors are [`ControlError`]s: bad input, a conflict, something not found, a failed login,
+//! or a file that could not be read or saved; each says what to do.
+
+use super::config::{Config, ServerConfig, is_valid_server_name};
+use super::filelock::{self, LOCK_WAIT};
+use super::gate::Allowlist;
+use super::manager::{AddError, Manager, PendingAdd, ServerStatus};
+use super::registry::PREFIX;
+use std::fmt;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+#[cfg(feature = "oauth")]
+pub use self::oauth_ops::{Login, LoginEvent, LoginOptions, OAuthClient};
+
+/// Why a management operation did nothing.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum ControlError {
+    /// The input is wrong (a name, an entry, an allowlist entry): fix it and try again.
+    Invalid(String),
+    /// It clashes with what is there (a taken name, a login already running).
+    Conflict(String),
+    /// No such server (or no login in progress).
+    NotFound(String),
+    /// The login ended without tokens.
+    LoginFailed(String),
+    /// A file could not be read or saved, or a lock not taken.
+    Failed(String),
+}
+
+impl ControlError {
+    /// What went wrong and what to do.
+    pub fn message(&self) -> &str {
+        match self {
+            ControlError::Invalid(m)
+            | ControlError::Conflict(m)
+            | ControlError::NotFound(m)
+            | ControlError::LoginFailed(m)
+            | ControlError::Failed(m) => m,
+        }
+    }
+}
+
+impl fmt::Display for ControlError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.message())
+    }
+}
+
+impl std::error::Error for ControlError {}
+
+impl From<AddError> for ControlError {
+    fn from(e: AddError) -> Self {
+        match e {
+            AddError::InvalidName(_) => ControlError::Invalid(e.to_string()),
+            _ => ControlError::Conflict(e.to_string()),
+        }
+    }
+}
+
+/// One file's read-modify-write lock: in this process, then across processes.
+struct FileGuard {
+    path: PathBuf,
+    local: tokio::sync::Mutex<()>,
+}
+
+/// Both locks of a [`FileGuard`], held.
+struct Held<'a> {
+    _local: tokio::sync::MutexGuard<'a, ()>,
+    _file: filelock::FileLock,
+}
+
+impl FileGuard {
+    fn new(path: PathBuf) -> FileGuard {
+        FileGuard {
+            path,
+            local: tokio::sync::Mutex::new(()),
+        }
+    }
+
+    async fn hold(&self) -> Result<Held<'_>, ControlError> {
+        let local = self.local.lock().await;
+        let file = filelock::lock(&self.path, LOCK_WAIT).await.map_err(|e| {
+            ControlError::Failed(format!("cannot lock {}: {e}", self.path.display()))
+        })?;
+        Ok(Held {
+            _local: local,
+            _file: file,
+        })
+    }
+}
+
+struct Inner {
+    manager: Manager,
+    config: FileGuard,
+    allowlist: FileGuard,
+    #[cfg(feature = "oauth")]
+    oauth: oauth_ops::OAuthState,
+}
+
+/// The management operations over one manager, its config file, allowlist and token store.
+/// Cloning shares it (and its locks and logins in progress).
+#[derive(Clone)]
+pub struct Control {
+    inner: Arc<Inner>,
+}
+
+impl fmt::Debug for Control {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Control")
+            .field("config_path", &self.inner.config.path)
+            .field("allowlist_path", &self.inner.allowlist.path)
+            .finish_non_exhaustive()
+    }
+}
+
+/// A server whose entry is saved and whose name the manager holds, not connected yet.
+pub struct AddingServer {
+    name: String,
+    pending: PendingAdd,
+}
+
+impl fmt::Debug for AddingServer {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("AddingServer")
+            .field("name", &self.name)
+            .finish_non_exhaustive()
+    }
+}
+
+impl AddingServer {
+    /// The server's name.
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+
+    /// Connects the server and lists its tools; returns its status (a server that cannot
+    /// connect is still added, and shown failed). Fails only if it was removed meanwhile.
+    pub async fn connect(self) -> Result<ServerStatus, ControlError> {
+        Ok(self.pending.connect().await?)
+    }
+}
+
+impl Control {
+    /// Control over `manager`, whose config file is `config_path` (it need not exist yet);
+    /// the allowlist is the manager's gate's, the token store the manager's.
+    pub fn new(manager: Manager, config_path: PathBuf) -> Control {
+        #[cfg(feature = "oauth")]
+        let store = manager.token_store();
+        Control::build(
+            manager,
+            config_path,
+            #[cfg(feature = "oauth")]
+            store,
+        )
+    }
+
+    /// [`Control::new`] with OAuth tokens and client secrets kept in `store` (which should be
+    /// the one the manager connects with).
+    #[cfg(feature = "oauth")]
+    pub fn with_token_store(
+        manager: Manager,
+        config_path: PathBuf,
+        store: Arc<dyn crate::auth::TokenStore>,
+    ) -> Control {
+        Control::build(manager, config_path, store)
+    }
+
+    fn build(
+        manager: Manager,
+        config_path: PathBuf,
+        #[cfg(feature = "oauth")] store: Arc<dyn crate::auth::TokenStore>,
+    ) -> Control {
+        let allowlist = manager.gate().allowlist_path().to_path_buf();
+        Control {
+            inner: Arc::new(Inner {
+                manager,
+                config: FileGuard::new(config_path),
+                allowlist: FileGuard::new(allowlist),
+                #[cfg(feature = "oauth")]
+                oauth: oauth_ops::OAuthState::new(store),
+            }),
+        }
+    }
+
+    /// The manager.
+    pub fn manager(&self) -> &Manager {
+        &self.inner.manager
+    }
+
+    /// The config file.
+    pub fn config_path(&self) -> &Path {
+        &self.inner.config.path
+    }
+
+    /// The allowlist file.
+    pub fn allowlist_path(&self) -> &Path {
+        &self.inner.allowlist.path
+    }
+
+    /// The config file as it is now; when there is none, the config the manager started
+    /// with, which the first change then writes.
+    pub fn config(&self) -> Result<Config, ControlError> {
+        let config = Config::load(self.config_path())
+            .map_err(|e| ControlError::Failed(format!("{e}; fix the file, then try again")))?;
+        Ok(if config.found() {
+            config
+        } else {
+            self.manager().config().clone()
+        })
+    }
+
+    fn save_config(&self, config: &Config) -> Result<(), ControlError> {
+        config
+            .save(self.config_path())
+            .map_err(|e| ControlError::Failed(e.to_string()))
+    }
+
+    fn is_running(&self, name: &str) -> bool {
+        self.manager().status().iter().any(|s| s.name == name)
+    }
+
+    /// Adds a server: saved, then connected and registered; returns its status.
+    pub async fn add_server(
+        &self,
+        name: &str,
+        server: ServerConfig,
+    ) -> Result<ServerStatus, ControlError> {
+        self.begin_add_server(name, server).await?.connect().await
+    }
+
+    /// The first half of [`Control::add_server`]: the name is checked and taken in the
+    /// manager (the server shows as `connecting`) and the entry saved; nothing is saved when
+    /// this fails.
+    pub async fn begin_add_server(
+        &self,
+        name: &str,
+        server: ServerConfig,
+    ) -> Result<AddingServer, ControlError> {
+        let _held = self.inner.config.hold().await?;
+        let mut config = self.config()?;
+        if config.server_value(name).is_some() {
+            return Err(ControlError::Conflict(format!(
+                "a server named {name:?} is already in the config; remove it first or pick another name"
+            )));
+        }
+        let pending = self.manager().begin_add(name, server.clone())?;
+        config
+            .set_server(name, &server)
+            .map_err(|e| ControlError::Invalid(e.to_string()))?;
+        if let Err(e) = self.save_config(&config) {
+            self.manager().detach(name);
+            return Err(e);
+        }
+        Ok(AddingServer {
+            name: name.to_string(),
+            pending,
+        })
+    }
+
+    /// Removes a server: out of the file, closed and unregistered; its OAuth tokens and
+    /// client secret are forgotten.
+    pub async fn remove_server(&self, name: &str) -> Result<(), ControlError> {
+        let client = {
+            let _held = self.inner.config.hold().await?;
+            let mut config = self.config()?;
+            let in_file = config.remove_server(name);
+            if !in_file && !self.is_running(name) {
+                return Err(ControlError::NotFound(format!(
+                    "no server named {name:?} in {} or running; check the name",
+                    self.config_path().display()
+                )));
+            }
+            if in_file {
+                self.save_config(&config)?;
+            }
+            self.manager().detach(name)
+        };
+        if let Some(client) = client {
+            self.manager().close_detached(name, client).await;
+        }
+        #[cfg(feature = "oauth")]
+        if let Err(e) = super::oauth::forget_server(self.inner.oauth.store.as_ref(), name) {
+            tracing::warn!(server = %name, "removed, but its OAuth tokens could not be forgotten: {e}");
+        }
+        Ok(())
+    }
+
+    /// The allowlist as it is in the file now.
+    pub fn allowlist(&self) -> Result<Allowlist, ControlError> {
+        let path = self.allowlist_path();
+        Allowlist::load(path)
+            .map_err(|e| ControlError::Failed(format!("cannot read {}: {e}", path.display())))
+    }
+
+    /// Replaces the allowlist entries of one server, `prefix` `mcp__<server>__`, with
+    /// `entries` (each starting with it); every other entry stays. Returns the new list.
+    pub async fn set_allowed(
+        &self,
+        prefix: &str,
+        entries: &[String],
+    ) -> Result<Allowlist, ControlError> {
+        let server = prefix
+            .strip_prefix(PREFIX)
+            .and_then(|rest| rest.strip_suffix("__"))
+            .filter(|server| is_valid_server_name(server));
+        if server.is_none() {
+            return Err(ControlError::Invalid(format!(
+                "prefix {prefix:?} is not mcp__<server>__"
+            )));
+        }
+        self.edit_allowed(prefix, |_| Ok(entries.to_vec())).await
+    }
+
+    /// Toggles whether the registered tool `name` (`mcp__<server>__<tool>`) is approved
+    /// without asking. Turning it off where a `mcp__<server>__*` (or narrower `*`) entry
+    /// approved it keeps the server's other tools that entry approved, one entry each.
+    /// Returns the new list.
+    pub async fn toggle_tool(&self, name: &str) -> Result<Allowlist, ControlError> {
+        let registry = self.manager().registry();
+        let server = registry
+            .resolve(name)
+            .map(|(server, _)| server.to_string())
+            .ok_or_else(|| {
+                ControlError::NotFound(format!("no MCP tool named {name} is registered"))
+            })?;
+        let name = name.to_string();
+        let others: Vec<String> = registry
+            .server_tools(&server)
+            .into_iter()
+            .map(|t| t.definition.name.clone())
+            .filter(|n| *n != name)
+            .collect();
+        let prefix = server_prefix(&server)?;
+        self.edit_allowed(&prefix, |list| {
+            let mine = prefix_entries(list, &prefix);
+            if !list.allows(&name, Some(&server)) {
+                return Ok(mine.into_iter().chain([name.clone()]).collect());
+            }
+            let (removed, mut kept): (Vec<String>, Vec<String>) = mine
+                .into_iter()
+                .partition(|e| Allowlist::parse(e).allows(&name, Some(&server)));
+            let before = Allowlist::parse(&removed.join("\n"));
+            for other in &others {
+                if before.allows(other, Some(&server)) && !kept.contains(other) {
+                    kept.push(other.clone());
+                }
+            }
+            // Only this server's own entries can approve its tools (see `gate`), so the
+            // tool is off now.
+            Ok(kept)
+        })
+        .await
+    }
+
+    /// Toggles `mcp__<server>__*`: on, it replaces the server's entries; off, the server has
+    /// none. Returns the new list.
+    pub async fn toggle_server(&self, server: &str) -> Result<Allowlist, ControlError> {
+        let prefix = server_prefix(server)?;
+        let all = format!("{prefix}*");
+        self.edit_allowed(&prefix, |list| {
+            let on = prefix_entries(list, &prefix).contains(&all);
+            Ok(if on { Vec::new() } else { vec![all.clone()] })
+        })
+        .await
+    }
+
+    /// The one read-modify-write of the allowlist: `change` gets the list as it is in the
+    /// file now and gives `prefix`'s new entries.
+    async fn edit_allowed(
+        &self,
+        prefix: &str,
+        change: impl FnOnce(&Allowlist) -> Result<Vec<String>, ControlError>,
+    ) -> Result<Allowlist, ControlError> {
+        let path = self.allowlist_path();
+        let _held = self.inner.allowlist.hold().await?;
+        let mut list = self.allowlist()?;
+        let entries = change(&list)?;
+        list.replace_prefix(prefix, &entries)
+            .map_err(|e| ControlError::Invalid(e.to_string()))?;
+        list.save(path)
+            .map_err(|e| ControlError::Failed(format!("cannot save {}: {e}", path.display())))?;
+        Ok(list)
+    }
+}
+
+/// `mcp__<server>__`, for a valid server name.
+fn server_prefix(server: &str) -> Result<String, ControlError> {
+    if !is_valid_server_name(server) {
+        return Err(ControlError::Invalid(format!(
+            "server name {server:?} is not valid: use letters, digits, '_' or '-'"
+        )));
+    }
+    Ok(format!("{PREFIX}{server}__"))
+}
+
+fn prefix_entries(list: &Allowlist, prefix: &str) -> Vec<String> {
+    list.entries()
+        .into_iter()
+        .filter(|e| e.starts_with(prefix))
+        .map(str::to_string)
+        .collect()
+}
+
+#[cfg(feature = "oauth")]
+mod oauth_ops {
+    //! OAuth: a pre-registered client, logout, and logins with paste-back.
+
+    use super::{Control, ControlError};
+    use crate::auth::TokenStore;
+    use crate::auth::callback::{
+        CallbackParams, DEFAULT_REDIRECT_URI, LOGIN_TIMEOUT, LoopbackAgent,
+    };
+    use crate::host::config::{Config, HttpServer, ServerConfig};
+    use crate::host::manager::ServerState;
+    use crate::host::oauth;
+    use std::collections::HashMap;
+    use std::sync::{Arc, Mutex};
+    use std::time::Duration;
+    use tokio::sync::{mpsc, oneshot, watch};
+
+    /// How a login ended: `Err` carries the reason.
+    type Outcome = Option<Result<(), String>>;
+
+    /// A login in progress, as the paste-back finds it.
+    struct Pending {
+        paste: mpsc::Sender<String>,
+        done: watch::Receiver<Outcome>,
+    }
+
+    pub(super) struct OAuthState {
+        pub(super) store: Arc<dyn TokenStore>,
+        /// Logins in progress, by server.
+        logins: Mutex<HashMap<String, Pending>>,
+    }
+
+    impl OAuthState {
+        pub(super) fn new(store: Arc<dyn TokenStore>) -> Self {
+            OAuthState {
+                store,
+                logins: Mutex::new(HashMap::new()),
+            }
+        }
+    }
+
+    /// A pre-registered OAuth client (one registered by hand with the authorization server).
+    #[derive(Clone, Default, PartialEq, Eq)]
+    pub struct OAuthClient {
+        /// Its id.
+        pub client_id: String,
+        /// Its secret, if it has one: kept in the token store, never in the config file.
+        pub client_secret: Option<String>,
+        /// Its exact redirect URI; `None` is `http://localhost:17988/callback`.
+        pub redirect_uri: Option<String>,
+    }
+
+    impl std::fmt::Debug for OAuthClient {
+        fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+            f.debug_struct("OAuthClient")
+                .field("client_id", &self.client_id)
+                .field("client_secret", &self.client_secret.is_some())
+                .field("redirect_uri", &self.redirect_uri)
+                .finish()
+        }
+    }
+
+    /// How a login runs.
+    #[derive(Debug, Clone)]
+    pub struct LoginOptions {
+        /// Open the system browser on the authorization URL (it is always given as a
+        /// [`LoginEvent::Url`] too).
+        pub open_browser: bool,
+        /// How long to wait for the user.
+        pub timeout: Duration,
+    }
+
+    impl Default for LoginOptions {
+        fn default() -> Self {
+            LoginOptions {
+                open_browser: true,
+                timeout: LOGIN_TIMEOUT,
+            }
+        }
+    }
+
+    /// What a login in progress tells.
+    #[derive(Debug, Clone, PartialEq, Eq)]
+    pub enum LoginEvent {
+        /// The authorization URL to open (from the server's metadata: show it escaped).
+        Url(String),
+        /// The login ended (the server was reconnected first): `Err` says why it failed.
+        Done(Result<(), String>),
+    }
+
+    /// A login in progress ([`Control::begin_login`]). Dropping it cancels the login.
+    #[derive(Debug)]
+    pub struct Login {
+        events: mpsc::Receiver<LoginEvent>,
+        _cancel: oneshot::Sender<()>,
+    }
+
+    impl Login {
+        /// The next event; `None` after [`LoginEvent::Done`].
+        pub async fn next(&mut self) -> Option<LoginEvent> {
+            self.events.recv().await
+        }
+    }
+
+    /// The `"auth": "oauth"` entry `name`: not found if there is no such server, invalid if
+    /// it is not one that logs in.
+    fn oauth_server(config: &Config, name: &str) -> Result<HttpServer, ControlError> {
+        if config.server(name).is_none() {
+            return Err(ControlError::NotFound(format!(
+                "no server named {name:?} in the config; add it first"
+            )));
+        }
+        oauth::oauth_entry(config, name).map_err(|e| ControlError::Invalid(e.to_string()))
+    }
+
+    /// Whether a redirect URI is one the loopback listener can serve.
+    pub(crate) fn is_loopback_redirect(uri: &str) -> bool {
+        uri.strip_prefix("http://localhost:")
+            .or_else(|| uri.strip_prefix("http://127.0.0.1:"))
+            .and_then(|rest| {
+                let (port, path) = rest.split_at(rest.find('/')?);
+                Some(port.parse::<u16>().is_ok() && path.starts_with('/'))
+            })
+            .unwrap_or(false)
+    }
+
+    impl Control {
+        /// The token store.
+        pub fn token_store(&self) -> &Arc<dyn TokenStore> {
+            &self.inner.oauth.store
+        }
+
+        /// Sets the pre-registered OAuth client of the `"auth": "oauth"` server `name`: the
+        /// id and redirect URI go to its entry, the secret to the token store. Returns the
+        /// redirect URI in force.
+        pub async fn set_oauth_client(
+            &self,
+            name: &str,
+            client: &OAuthClient,
+        ) -> Result<String, ControlError> {
+            if client.client_id.is_empty() {
+                return Err(ControlError::Invalid(
+                    "the client id is empty; give the id the authorization server issued".into(),
+                ));
+            }
+            let redirect_uri = client
+                .redirect_uri
+                .clone()
+                .unwrap_or_else(|| DEFAULT_REDIRECT_URI.to_string());
+            if !is_loopback_redirect(&redirect_uri) {
+                return Err(ControlError::Invalid(format!(
+                    "redirect_uri {redirect_uri:?} is not http://localhost:PORT/PATH or http://127.0.0.1:PORT/PATH, which the login listener serves"
+                )));
+            }
+            let _held = self.inner.config.hold().await?;
+            let mut config = self.config()?;
+            let mut http = oauth_server(&config, name)?;
+            oauth::save_client_secret(
+                self.token_store().as_ref(),
+                name,
+                &http.url,
+                &client.client_id,
+                client.client_secret.as_deref(),
+            )
+            .map_err(|e| ControlError::Failed(format!("cannot keep the client secret: {e}")))?;
+            http.oauth_client_id = Some(client.client_id.clone());
+            http.oauth_client_secret = None;
+            http.oauth_redirect_uri = client.redirect_uri.clone();
+            config
+                .set_server(name, &ServerConfig::Http(http))
+                .map_err(|e| ControlError::Invalid(e.to_string()))?;
+            self.save_config(&config)?;
+            Ok(redirect_uri)
+        }
+
+        /// Forgets the tokens of the `"auth": "oauth"` server `name` and reconnects it, so
+        /// it shows `needs login`; returns its state (`None` if the manager does not run it).
+        pub async fn logout(&self, name: &str) -> Result<Option<ServerState>, ControlError> {
+            let http = oauth_server(&self.config()?, name)?;
+            oauth::server_oauth(name, &http, self.token_store().clone())
+                .logout()
+                .await
+                .map_err(|e| ControlError::Failed(e.to_string()))?;
+            let manager = self.manager();
+            if self.is_running(name)
+                && let Err(e) = manager.reconnect_server(name).await
+            {
+                tracing::info!(server = %name, "logged out: {e}");
+            }
+            Ok(manager
+                .status()
+                .into_iter()
+                .find(|s| s.name == name)
+                .map(|s| s.state))
+        }
+
+        /// Starts an OAuth login to the `"auth": "oauth"` server `name` on a task of its own:
+        /// a loopback listener (and the browser, if `options` say so) plus paste-back through
+        /// [`Control::complete_login_by_paste`]. Its events come through the [`Login`]; a
+        /// successful login reconnects the server before it says so. One login per server at
+        /// a time; dropping the [`Login`] cancels it. Must be called within a tokio runtime.
+        pub fn begin_login(
+            &self,
+            name: &str,
+            options: LoginOptions,
+        ) -> Result<Login, ControlError> {
+            let config = self.config()?;
+            oauth_server(&config, name)?;
+            let (paste_tx, paste_rx) = mpsc::channel(4);
+            let (done_tx, done_rx) = watch::channel(None);
+            {
+                let mut logins = self.inner.oauth.logins.lock().expect("logins lock");
+                if logins.contains_key(name) {
+                    return Err(ControlError::Conflict(format!(
+                        "a login to {name} is already in progress; finish or cancel it first"
+                    )));
+                }
+                logins.insert(
+                    name.to_string(),
+                    Pending {
+                        paste: paste_tx,
+                        done: done_rx,
+                    },
+                );
+            }
+            let (events, events_rx) = mpsc::channel(8);
+            let (cancel_tx, mut cancel_rx) = oneshot::channel::<()>();
+            let shown = events.clone();
+            let mut agent = LoopbackAgent::new().with_paste(paste_rx);
+            agent.open_browser = options.open_browser;
+            agent.timeout = options.timeout;
+            agent.show_url = Arc::new(move |url| {
+                let _ = shown.try_send(LoginEvent::Url(url.to_string()));
+            });
+            let control = self.clone();
+            let name = name.to_string();
+            tokio::spawn(async move {
+                let store = control.token_store().clone();
+                let login = oauth::login(&config, &name, store, &agent);
+                let outcome = tokio::select! {
+                    r = tokio::time::timeout(options.timeout + Duration::from_secs(5), login) => match r {
+                        Ok(Ok(())) => Ok(()),
+                        Ok(Err(e)) => Err(e.to_string()),
+                        Err(_) => Err(format!("no login within {} s; start it again", options.timeout.as_secs())),
+                    },
+                    _ = &mut cancel_rx => Err("the login was cancelled before it ended".to_string()),
+                };
+                drop(agent);
+                control
+                    .inner
+                    .oauth
+                    .logins
+                    .lock()
+                    .expect("logins lock")
+                    .remove(&name);
+                if outcome.is_ok()
+                    && control.is_running(&name)
+                    && let Err(e) = control.manager().reconnect_server(&name).await
+                {
+                    tracing::warn!(server = %name, "logged in, but the reconnect failed: {e}");
+                }
+                let _ = done_tx.send(Some(outcome.clone()));
+                let _ = tokio::time::timeout(
+                    Duration::from_secs(5),
+                    events.send(LoginEvent::Done(outcome)),
+                )
+                .await;
+            });
+            Ok(Login {
+                events: events_rx,
+                _cancel: cancel_tx,
+            })
+        }
+
+        /// Completes the login to `name` in progress with the URL the browser ended on (it
+        /// must carry `code=` or `error=`); returns once the login has ended.
+        pub async fn complete_login_by_paste(
+            &self,
+            name: &str,
+            url: &str,
+        ) -> Result<(), ControlError> {
+            let params = CallbackParams::parse(url);
+            if params.code.is_none() && params.error.is_none() {
+                return Err(ControlError::Invalid(
+                    "the URL has no code= or error=; paste the whole URL the browser ended on"
+                        .into(),
+                ));
+            }
+            let (paste, mut done) = {
+                let logins = self.inner.oauth.logins.lock().expect("logins lock");
+                let pending = logins.get(name).ok_or_else(|| {
+                    ControlError::NotFound(format!(
+                        "no login to {name} is in progress; start one first (/mcp → {name} → login)"
+                    ))
+                })?;
+                (pending.paste.clone(), pending.done.clone())
+            };
+            if paste.send(url.trim().to_string()).await.is_err() {
+                return Err(ControlError::Conflict(format!(
+                    "the login to {name} ended before the URL arrived; start it again"
+                )));
+            }
+            let outcome = done
+                .wait_for(Option::is_some)
+                .await
+                .map_err(|_| ControlError::Failed("the login ended without an outcome".into()))?
+                .clone();
+            match outcome {
+                Some(Ok(())) => Ok(()),
+                Some(Err(e)) => Err(ControlError::LoginFailed(e)),
+                None => unreachable!("waited for an outcome"),
+            }
+        }
+    }
+
+    #[cfg(test)]
+    mod tests {
+        use super::*;
+
+        #[test]
+        fn redirect_uris() {
+            for ok in [
+                DEFAULT_REDIRECT_URI,
+                "http://127.0.0.1:9/cb",
+                "http://localhost:1/",
+            ] {
+                assert!(is_loopback_redirect(ok), "{ok}");
+            }
+            for bad in [
+                "https://localhost:1/cb",
+                "http://localhost/cb",
+                "http://localhost:x/cb",
+                "http://evil.test:1/cb",
+                "http://localhost:1",
+            ] {
+                assert!(!is_loopback_redirect(bad), "{bad}");
+            }
+        }
+    }
+}

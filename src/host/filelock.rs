@@ -1,0 +1,122 @@
+//! An advisory lock across processes for a read-modify-write of one file (the config file,
+//! the allowlist): the daemon and a panel may change the same file at once.
+//!
+//! The lock is `flock(2)` on a lock file beside the file (`mcp.lock` beside `mcp.json`,
+//! `allow_tool.lock` beside `allow_tool`), never on the file itself: saves rename a new file
+//! over the old one, so a lock on the old one would guard nothing. It is taken after the
+//! in-process lock and let go when the [`FileLock`] is dropped (closing the descriptor), so
+//! a process that dies holding it frees it. Only programs that take it are held off; an
+//! editor is not.
+//!
+//! Unix only, and only with the `stdio` feature (which brings `libc`); elsewhere [`lock`]
+//! takes no lock and only the in-process lock guards the file.
+
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+/// How long another process may hold a lock before [`lock`] gives up.
+pub(crate) const LOCK_WAIT: Duration = Duration::from_secs(10);
+
+/// A held lock; dropping it lets go.
+#[derive(Debug)]
+pub(crate) struct FileLock {
+    #[cfg(all(unix, feature = "stdio"))]
+    _file: std::fs::File,
+}
+
+/// The lock file of `path`: its stem with `.lock` (`mcp.json` → `mcp.lock`), or its name
+/// with `.lock` when that would be the file itself.
+#[cfg_attr(not(all(unix, feature = "stdio")), allow(dead_code))]
+pub(crate) fn lock_path(path: &Path) -> PathBuf {
+    let name = path
+        .file_name()
+        .map_or_else(|| "file".to_string(), |n| n.to_string_lossy().into_owned());
+    let stem = path
+        .file_stem()
+        .map_or_else(|| name.clone(), |s| s.to_string_lossy().into_owned());
+    let mut lock = format!("{stem}.lock");
+    if lock == name {
+        lock = format!("{name}.lock");
+    }
+    path.with_file_name(lock)
+}
+
+/// Takes the lock of `path` (see [`lock_path`]), waiting up to `limit` for another process
+/// to let it go.
+#[cfg(all(unix, feature = "stdio"))]
+pub(crate) async fn lock(path: &Path, limit: Duration) -> std::io::Result<FileLock> {
+    use std::os::unix::fs::OpenOptionsExt;
+    use std::os::unix::io::AsRawFd;
+    let lock_file = lock_path(path);
+    if let Some(dir) = lock_file.parent().filter(|d| !d.as_os_str().is_empty()) {
+        std::fs::create_dir_all(dir)?;
+    }
+    let file = std::fs::OpenOptions::new()
+        .read(true)
+        .write(true)
+        .create(true)
+        .truncate(false)
+        .mode(0o600)
+        .open(&lock_file)?;
+    let started = tokio::time::Instant::now();
+    loop {
+        // SAFETY: flock on a descriptor this function owns; no memory is passed.
+        if unsafe { libc::flock(file.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) } == 0 {
+            return Ok(FileLock { _file: file });
+        }
+        let error = std::io::Error::last_os_error();
+        match error.kind() {
+            std::io::ErrorKind::WouldBlock | std::io::ErrorKind::Interrupted => {}
+            _ => return Err(error),
+        }
+        if started.elapsed() >= limit {
+            return Err(std::io::Error::new(
+                std::io::ErrorKind::TimedOut,
+                format!(
+                    "another process has held {} for over {} s; try again, or end the other agenvoy-mcp",
+                    lock_file.display(),
+                    limit.as_secs()
+                ),
+            ));
+        }
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+}
+
+/// Takes no lock: this build has no `flock` (see the module doc).
+#[cfg(not(all(unix, feature = "stdio")))]
+pub(crate) async fn lock(_path: &Path, _limit: Duration) -> std::io::Result<FileLock> {
+    Ok(FileLock {})
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn lock_files_sit_beside_and_are_never_the_file() {
+        let table = [
+            ("/c/mcp.json", "/c/mcp.lock"),
+            ("/c/allow_tool", "/c/allow_tool.lock"),
+            ("/c/x.lock", "/c/x.lock.lock"),
+            ("rel.json", "rel.lock"),
+        ];
+        for (file, lock) in table {
+            assert_eq!(lock_path(Path::new(file)), Path::new(lock), "{file}");
+        }
+    }
+
+    #[cfg(all(unix, feature = "stdio"))]
+    #[tokio::test]
+    async fn a_second_holder_waits_then_gives_up_with_the_reason() {
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("mcp.json");
+        let held = lock(&file, LOCK_WAIT).await.unwrap();
+        // A second open file description conflicts as another process's would.
+        let waited = lock(&file, Duration::from_millis(100)).await.unwrap_err();
+        assert_eq!(waited.kind(), std::io::ErrorKind::TimedOut);
+        assert!(waited.to_string().contains("mcp.lock"), "{waited}");
+        drop(held);
+        lock(&file, Duration::from_millis(100)).await.unwrap();
+    }
+}

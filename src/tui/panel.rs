@@ -1,0 +1,418 @@
+//! [`Panel`]: the state machine wired to a [`Control`]: keys become background jobs, whose
+//! results come back over a channel and are applied at the next [`Panel::tick`].
+
+use super::app::{App, Effect, Job, OAuthInfo, Snapshot, ToolRow, Update};
+use super::view;
+use crate::host::config::ServerConfig;
+use crate::host::control::{Control, ControlError, LoginEvent, LoginOptions};
+use crate::host::gate::Allowlist;
+use crate::host::manager::ServerState;
+use crossterm::event::{Event, KeyEvent, KeyEventKind};
+use ratatui::Frame;
+use ratatui::layout::Rect;
+use std::collections::HashMap;
+use std::time::Duration;
+use tokio::sync::mpsc;
+use tokio::task::AbortHandle;
+
+/// What the host of the panel does next.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Flow {
+    /// Keep showing the panel.
+    Continue,
+    /// The user left the panel (`q` on the list, or Ctrl-C).
+    Quit,
+}
+
+/// How many background results wait to be applied at most (a job waits to send more).
+const UPDATES: usize = 64;
+/// How many allowlist changes wait to be saved at most (more are refused, with a notice).
+const ALLOW_CHANGES: usize = 16;
+
+/// An allowlist change, saved in the order the keys came.
+enum AllowChange {
+    Tool(String),
+    Server(String),
+}
+
+/// The `/mcp` panel over one [`Control`]: feed it keys ([`Panel::handle_event`]), call
+/// [`Panel::tick`] now and then (a few times a second: it applies background results,
+/// reads the files and the manager again, and turns the spinner) and draw it
+/// ([`Panel::draw`]). Connecting, reconnecting, saving and logging in run on tasks of their
+/// own, so no key waits for them.
+pub struct Panel {
+    app: App,
+    control: Control,
+    updates_tx: mpsc::Sender<Update>,
+    updates: mpsc::Receiver<Update>,
+    allow_tx: mpsc::Sender<AllowChange>,
+    /// Allowlist changes sent and not yet answered.
+    allow_pending: usize,
+    /// The tasks that follow logins in progress, by server; aborting one cancels its login.
+    logins: HashMap<String, AbortHandle>,
+    login_options: LoginOptions,
+}
+
+impl std::fmt::Debug for Panel {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Panel")
+            .field("control", &self.control)
+            .finish_non_exhaustive()
+    }
+}
+
+/// What the panel shows, read from the manager and the files now.
+fn snapshot(control: &Control) -> Snapshot {
+    let manager = control.manager();
+    let servers = manager.status();
+    let mut tools: Vec<ToolRow> = manager
+        .registry()
+        .tools()
+        .map(|t| ToolRow {
+            name: t.definition.name.clone(),
+            server: t.server.clone(),
+            description: t.definition.description.clone(),
+        })
+        .collect();
+    tools.sort_by(|a, b| a.name.cmp(&b.name));
+    let instructions = servers
+        .iter()
+        .filter(|s| s.has_instructions)
+        .filter_map(|s| {
+            let text = manager.client(&s.name)?.details().instructions.clone()?;
+            Some((s.name.clone(), text))
+        })
+        .collect();
+    let mut problems = Vec::new();
+    let allowlist = control.allowlist().unwrap_or_else(|e| {
+        problems.push(e.to_string());
+        Allowlist::default()
+    });
+    let (configured, oauth) = match control.config() {
+        Ok(config) => {
+            let oauth = config
+                .servers()
+                .into_iter()
+                .filter_map(|(name, entry)| match entry {
+                    Ok(ServerConfig::Http(h)) if h.auth.as_deref() == Some("oauth") => Some((
+                        name,
+                        OAuthInfo {
+                            client_id: h.oauth_client_id,
+                            redirect_uri: h.oauth_redirect_uri,
+                        },
+                    )),
+                    _ => None,
+                })
+                .collect();
+            (config.server_names().into_iter().collect(), oauth)
+        }
+        Err(e) => {
+            problems.push(e.to_string());
+            Default::default()
+        }
+    };
+    Snapshot {
+        servers,
+        tools,
+        allowlist,
+        configured,
+        oauth,
+        instructions,
+        problem: (!problems.is_empty()).then(|| problems.join("; ")),
+    }
+}
+
+/// How an added server's first connect went, for the status line.
+fn connected(name: &str, status: crate::host::ServerStatus) -> Result<String, String> {
+    match status.state {
+        ServerState::Connected => Ok(format!("{name} connected: {} tools", status.tool_count)),
+        ServerState::NeedsLogin => Ok(format!("{name} needs a login: open it and press l")),
+        state => Err(format!(
+            "{name} {state}: {}",
+            status.last_error.unwrap_or_default()
+        )),
+    }
+}
+
+impl Panel {
+    /// A panel over `control`, showing the list of servers. Must be called within a tokio
+    /// runtime (its background jobs run there).
+    pub fn new(control: Control) -> Panel {
+        let (updates_tx, updates) = mpsc::channel(UPDATES);
+        let (allow_tx, mut allow_rx) = mpsc::channel::<AllowChange>(ALLOW_CHANGES);
+        let (worker, results) = (control.clone(), updates_tx.clone());
+        // One worker saves allowlist changes, so they land in the order of the keys.
+        tokio::spawn(async move {
+            while let Some(change) = allow_rx.recv().await {
+                let saved = match change {
+                    AllowChange::Tool(name) => worker.toggle_tool(&name).await,
+                    AllowChange::Server(server) => worker.toggle_server(&server).await,
+                };
+                let update = Update::Allowlist(saved.map_err(|e| e.to_string()));
+                if results.send(update).await.is_err() {
+                    break;
+                }
+            }
+        });
+        let app = App::new(snapshot(&control));
+        Panel {
+            app,
+            control,
+            updates_tx,
+            updates,
+            allow_tx,
+            allow_pending: 0,
+            logins: HashMap::new(),
+            login_options: LoginOptions::default(),
+        }
+    }
+
+    /// Whether a login opens the system browser (it does by default; the URL is always
+    /// shown).
+    pub fn open_browser(mut self, open: bool) -> Panel {
+        self.login_options.open_browser = open;
+        self
+    }
+
+    /// The control the panel drives.
+    pub fn control(&self) -> &Control {
+        &self.control
+    }
+
+    /// A terminal event: keys go to the screen, pasted text to the field being edited
+    /// (with bracketed paste on); a resize needs only a redraw.
+    pub fn handle_event(&mut self, event: &Event) -> Flow {
+        match event {
+            Event::Key(key) => self.handle_key(*key),
+            Event::Paste(text) => {
+                self.app.handle_paste(text);
+                Flow::Continue
+            }
+            _ => Flow::Continue,
+        }
+    }
+
+    /// A key press (releases and repeats of other kinds are ignored).
+    pub fn handle_key(&mut self, key: KeyEvent) -> Flow {
+        if key.kind == KeyEventKind::Release {
+            return Flow::Continue;
+        }
+        for effect in self.app.handle_key(key) {
+            self.run(effect);
+        }
+        if self.app.quit {
+            Flow::Quit
+        } else {
+            Flow::Continue
+        }
+    }
+
+    /// Applies every background result that has come, reads the manager and the files
+    /// again, and turns the spinner.
+    pub fn tick(&mut self) {
+        while let Ok(update) = self.updates.try_recv() {
+            self.apply(update);
+        }
+        self.app.refresh(snapshot(&self.control));
+        self.app.frame = self.app.frame.wrapping_add(1);
+    }
+
+    /// Waits for the next background result and applies it (cancel-safe: use it in a
+    /// `select!` beside the terminal's events, then draw).
+    pub async fn changed(&mut self) {
+        if let Some(update) = self.updates.recv().await {
+            self.apply(update);
+        }
+    }
+
+    /// Waits until no background work is in flight (no server connecting, no job, no
+    /// allowlist change unsaved; a login waiting for its browser counts as work), at most
+    /// `limit`, applying results as they come; then [`Panel::tick`]s. Returns whether it is
+    /// all done.
+    pub async fn settle(&mut self, limit: Duration) -> bool {
+        let deadline = tokio::time::Instant::now() + limit;
+        while !self.is_idle() && tokio::time::Instant::now() < deadline {
+            // Connects the manager started send no result: look again now and then.
+            let _ = tokio::time::timeout(Duration::from_millis(50), self.changed()).await;
+        }
+        self.tick();
+        self.is_idle()
+    }
+
+    /// Whether no background work is in flight (see [`Panel::settle`]).
+    pub fn is_idle(&self) -> bool {
+        self.app.jobs.is_empty()
+            && self.allow_pending == 0
+            && !self
+                .control
+                .manager()
+                .status()
+                .iter()
+                .any(|s| s.state == ServerState::Connecting)
+    }
+
+    /// Draws the panel into `area` of `frame` (the whole frame: `frame.area()`).
+    pub fn draw(&self, frame: &mut Frame, area: Rect) {
+        view::draw(&self.app, frame, area);
+    }
+
+    fn apply(&mut self, update: Update) {
+        match &update {
+            Update::Allowlist(_) => self.allow_pending = self.allow_pending.saturating_sub(1),
+            Update::LoginDone(name, _) => {
+                self.logins.remove(name);
+            }
+            _ => {}
+        }
+        self.app.apply(update);
+    }
+
+    /// Sends `update` from a background job (waiting while the queue is full).
+    fn spawn_job(
+        &self,
+        job: impl std::future::Future<Output = Option<Update>> + Send + 'static,
+    ) -> AbortHandle {
+        let updates = self.updates_tx.clone();
+        tokio::spawn(async move {
+            if let Some(update) = job.await {
+                let _ = updates.send(update).await;
+            }
+        })
+        .abort_handle()
+    }
+
+    fn run(&mut self, effect: Effect) {
+        let control = self.control.clone();
+        match effect {
+            Effect::Quit => {}
+            Effect::Add { name, server } => {
+                let updates = self.updates_tx.clone();
+                self.spawn_job(async move {
+                    let finished = |job, outcome| Update::Finished {
+                        server: name.clone(),
+                        job,
+                        outcome,
+                    };
+                    let adding = match control.begin_add_server(&name, server).await {
+                        Ok(adding) => adding,
+                        Err(e) => return Some(finished(Job::Saving, Err(e.to_string()))),
+                    };
+                    let saved = format!(
+                        "{name} saved to {}; connecting…",
+                        control.config_path().display()
+                    );
+                    let _ = updates.send(finished(Job::Saving, Ok(saved))).await;
+                    let outcome = match adding.connect().await {
+                        Ok(status) => connected(&name, status),
+                        Err(e) => Err(e.to_string()),
+                    };
+                    Some(finished(Job::Connecting, outcome))
+                });
+            }
+            Effect::Remove(name) => {
+                self.spawn_job(async move {
+                    let outcome = control
+                        .remove_server(&name)
+                        .await
+                        .map(|()| format!("{name} removed"))
+                        .map_err(|e| e.to_string());
+                    Some(Update::Finished {
+                        server: name,
+                        job: Job::Removing,
+                        outcome,
+                    })
+                });
+            }
+            Effect::Reconnect(name) => {
+                self.spawn_job(async move {
+                    let outcome = match control.manager().reconnect_server(&name).await {
+                        Ok(()) => {
+                            let status = control
+                                .manager()
+                                .status()
+                                .into_iter()
+                                .find(|s| s.name == name);
+                            let tools = status.map_or(0, |s| s.tool_count);
+                            Ok(format!("{name} reconnected: {tools} tools"))
+                        }
+                        Err(e) => Err(e.to_string()),
+                    };
+                    Some(Update::Finished {
+                        server: name,
+                        job: Job::Reconnecting,
+                        outcome,
+                    })
+                });
+            }
+            Effect::ToggleTool(name) => self.change_allowlist(AllowChange::Tool(name)),
+            Effect::ToggleServer(server) => self.change_allowlist(AllowChange::Server(server)),
+            Effect::SetClient { name, client } => {
+                self.spawn_job(async move {
+                    let outcome = control
+                        .set_oauth_client(&name, &client)
+                        .await
+                        .map_err(|e| e.to_string());
+                    Some(Update::ClientSaved(name, outcome))
+                });
+            }
+            Effect::Login(name) => {
+                let mut login = match control.begin_login(&name, self.login_options.clone()) {
+                    Ok(login) => login,
+                    Err(e) => return self.apply(Update::LoginDone(name, Err(e.to_string()))),
+                };
+                let updates = self.updates_tx.clone();
+                let server = name.clone();
+                let follower = self.spawn_job(async move {
+                    while let Some(event) = login.next().await {
+                        let update = match event {
+                            LoginEvent::Url(url) => Update::LoginUrl(server.clone(), url),
+                            LoginEvent::Done(outcome) => {
+                                return Some(Update::LoginDone(server, outcome));
+                            }
+                        };
+                        let _ = updates.send(update).await;
+                    }
+                    Some(Update::LoginDone(
+                        server,
+                        Err("the login ended without an outcome".into()),
+                    ))
+                });
+                self.logins.insert(name, follower);
+            }
+            Effect::CancelLogin(name) => {
+                if let Some(follower) = self.logins.remove(&name) {
+                    // Dropping the follower's `Login` cancels the login.
+                    follower.abort();
+                }
+                self.app.jobs.remove(&name);
+            }
+            Effect::Paste { name, url } => {
+                self.spawn_job(async move {
+                    match control.complete_login_by_paste(&name, &url).await {
+                        // The login's own end says how it went.
+                        Ok(()) | Err(ControlError::LoginFailed(_)) => None,
+                        Err(e) => Some(Update::PasteRefused(name, e.to_string())),
+                    }
+                });
+            }
+        }
+    }
+
+    fn change_allowlist(&mut self, change: AllowChange) {
+        match self.allow_tx.try_send(change) {
+            Ok(()) => self.allow_pending += 1,
+            Err(_) => self.app.apply(Update::Allowlist(Err(
+                "too many allowlist changes at once; wait a moment".into(),
+            ))),
+        }
+    }
+}
+
+impl Drop for Panel {
+    fn drop(&mut self) {
+        // Logins in progress end with the panel.
+        for (_, follower) in self.logins.drain() {
+            follower.abort();
+        }
+    }
+}

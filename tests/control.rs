@@ -1,0 +1,239 @@
+//! `host::Control`, the operations the API and the panel share: typed errors, the
+//! allowlist toggles of the panel, and the lock across processes (a daemon and a panel
+//! changing the same files at once).
+#![cfg(feature = "cli")]
+
+mod common;
+
+use agenvoy_mcp::auth::MemoryStore;
+use agenvoy_mcp::host::{Config, Control, ControlError, Manager, ManagerOptions, ServerConfig};
+use common::*;
+use serde_json::{Value, json};
+use std::path::Path;
+use std::process::Command;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+/// A manager over `config` (also written as mcp.json) with its files in `dir`.
+async fn control_in(dir: &Path, config: Value) -> Control {
+    agenvoy_mcp::transport::stdio::become_subreaper();
+    let path = dir.join("mcp.json");
+    std::fs::write(&path, config.to_string()).unwrap();
+    let options = ManagerOptions {
+        allowlist_path: dir.join("allow_tool"),
+        token_store: Some(Arc::new(MemoryStore::new())),
+        ..Default::default()
+    };
+    let manager = Manager::load(&path, options).await.unwrap();
+    manager.register_all();
+    Control::new(manager, path)
+}
+
+fn entry(name: &str, value: Value) -> ServerConfig {
+    ServerConfig::from_value(name, &value).unwrap()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn errors_say_their_kind_and_change_nothing() {
+    let dir = tempfile::tempdir().unwrap();
+    let control = control_in(dir.path(), json!({"servers": {"fx": fixture_entry(&[])}})).await;
+    let before = read_in(dir.path(), "mcp.json");
+    let remote = entry("x", json!({"url": "http://127.0.0.1:9/mcp"}));
+    let taken = control.add_server("fx", remote.clone()).await.unwrap_err();
+    assert!(
+        matches!(&taken, ControlError::Conflict(m) if m.contains("already")),
+        "{taken:?}"
+    );
+    let bad = control.add_server("a b", remote).await.unwrap_err();
+    assert!(matches!(bad, ControlError::Invalid(_)), "{bad:?}");
+    let missing = control.remove_server("nope").await.unwrap_err();
+    assert!(matches!(missing, ControlError::NotFound(_)), "{missing:?}");
+    let prefix = control.set_allowed("bash", &[]).await.unwrap_err();
+    assert!(matches!(prefix, ControlError::Invalid(_)), "{prefix:?}");
+    let entries = control
+        .set_allowed("mcp__fx__", &["bash".into()])
+        .await
+        .unwrap_err();
+    assert!(matches!(entries, ControlError::Invalid(_)), "{entries:?}");
+    let unknown = control.toggle_tool("mcp__fx__nothing").await.unwrap_err();
+    assert!(matches!(unknown, ControlError::NotFound(_)), "{unknown:?}");
+    let plain = control.logout("fx").await.unwrap_err();
+    assert!(
+        matches!(&plain, ControlError::Invalid(m) if m.contains("not an OAuth server")),
+        "{plain:?}"
+    );
+    assert_eq!(read_in(dir.path(), "mcp.json"), before);
+    assert_eq!(read_in(dir.path(), "allow_tool"), "");
+    control.manager().close().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_panel_toggles_rewrite_only_that_servers_entries() {
+    let dir = tempfile::tempdir().unwrap();
+    let control = control_in(dir.path(), json!({"servers": {"fx": fixture_entry(&[])}})).await;
+    std::fs::write(
+        dir.path().join("allow_tool"),
+        "# mine\nbash\nmcp__other__*\n",
+    )
+    .unwrap();
+    let list = control.toggle_tool("mcp__fx__echo").await.unwrap();
+    assert!(list.allows("mcp__fx__echo", Some("fx")) && !list.allows("mcp__fx__add", Some("fx")));
+    assert_eq!(
+        read_in(dir.path(), "allow_tool"),
+        "# mine\nbash\nmcp__other__*\nmcp__fx__echo\n"
+    );
+    // The whole server: its entries replaced by the wildcard, then none.
+    control.toggle_server("fx").await.unwrap();
+    assert_eq!(
+        read_in(dir.path(), "allow_tool"),
+        "# mine\nbash\nmcp__other__*\nmcp__fx__*\n"
+    );
+    // One tool off under the wildcard: every other tool of the server stays approved.
+    let list = control.toggle_tool("mcp__fx__echo").await.unwrap();
+    assert!(!list.allows("mcp__fx__echo", Some("fx")));
+    let tools: Vec<String> = control
+        .manager()
+        .registry()
+        .server_tools("fx")
+        .into_iter()
+        .map(|t| t.definition.name.clone())
+        .collect();
+    assert_eq!(tools.len(), 9);
+    for tool in tools.iter().filter(|t| *t != "mcp__fx__echo") {
+        assert!(list.allows(tool, Some("fx")), "{tool}");
+    }
+    assert!(!read_in(dir.path(), "allow_tool").contains("mcp__fx__*"));
+    control.toggle_server("fx").await.unwrap();
+    control.toggle_server("fx").await.unwrap();
+    assert_eq!(
+        read_in(dir.path(), "allow_tool"),
+        "# mine\nbash\nmcp__other__*\n"
+    );
+    // An entry of several servers approves none of them, and is left as it is.
+    std::fs::write(dir.path().join("allow_tool"), "mcp__*\n").unwrap();
+    let list = control.toggle_tool("mcp__fx__add").await.unwrap();
+    assert!(list.allows("mcp__fx__add", Some("fx")));
+    assert_eq!(read_in(dir.path(), "allow_tool"), "mcp__*\nmcp__fx__add\n");
+    control.manager().close().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_change_waits_for_another_process_holding_the_lock() {
+    let dir = tempfile::tempdir().unwrap();
+    let control = control_in(dir.path(), json!({"servers": {}})).await;
+    for (lock, change) in [("mcp.lock", "config"), ("allow_tool.lock", "allowlist")] {
+        // Another process (flock(1)) holds the lock for a second.
+        let mut holder = Command::new("flock")
+            .arg(dir.path().join(lock))
+            .args(["-c", "echo held; sleep 1"])
+            .stdout(std::process::Stdio::piped())
+            .spawn()
+            .expect("flock(1) from util-linux");
+        let mut line = String::new();
+        std::io::BufRead::read_line(
+            &mut std::io::BufReader::new(holder.stdout.take().unwrap()),
+            &mut line,
+        )
+        .unwrap();
+        assert_eq!(line, "held\n");
+        let started = Instant::now();
+        match change {
+            "config" => {
+                let remote = entry("r", json!({"url": "http://127.0.0.1:9/mcp"}));
+                control.begin_add_server("r", remote).await.unwrap();
+            }
+            _ => {
+                control
+                    .set_allowed("mcp__r__", &["mcp__r__*".into()])
+                    .await
+                    .unwrap();
+            }
+        }
+        let waited = started.elapsed();
+        assert!(
+            waited >= Duration::from_millis(700),
+            "{change}: saved after {waited:?}, while another process held the lock"
+        );
+        holder.wait().unwrap();
+    }
+    assert!(read_in(dir.path(), "mcp.json").contains("\"r\""));
+    assert_eq!(read_in(dir.path(), "allow_tool"), "mcp__r__*\n");
+    control.manager().close().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_daemon_and_a_panel_at_once_lose_no_change() {
+    let dir = tempfile::tempdir().unwrap();
+    let control = control_in(dir.path(), json!({"theme": "dark", "servers": {}})).await;
+    let mut daemon = Command::new(binary());
+    daemon
+        .args(["serve", "--listen", "127.0.0.1:0", "--config"])
+        .arg(dir.path().join("mcp.json"))
+        .arg("--token-file")
+        .arg(dir.path().join("oauth-tokens.json"))
+        .env("AGENVOY_CONFIG_DIR", dir.path());
+    let daemon = Listening::start(daemon);
+    let authority = daemon.url.trim_start_matches("http://").to_string();
+    let token = read_in(dir.path(), "api-token");
+    let post = move |path: &str, body: Value| {
+        use std::io::{Read, Write};
+        let body = body.to_string();
+        let mut stream = std::net::TcpStream::connect(&authority).unwrap();
+        write!(
+            stream,
+            "POST {path} HTTP/1.1\r\nHost: {authority}\r\nAuthorization: Bearer {token}\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
+            body.len()
+        )
+        .unwrap();
+        let mut answer = String::new();
+        stream.read_to_string(&mut answer).unwrap();
+        answer
+    };
+    let remote = json!({"url": "http://127.0.0.1:9/mcp"});
+    let mut threads = Vec::new();
+    for i in 0..6 {
+        let add = post.clone();
+        let body = json!({"name": format!("d{i}"), "url": "http://127.0.0.1:9/mcp"});
+        threads.push(std::thread::spawn(move || add("/v1/mcp", body)));
+        let post = post.clone();
+        let prefix = format!("mcp__d{i}__");
+        let body = json!({"tool": {"prefix": prefix, "entries": [format!("{prefix}*")]}});
+        threads.push(std::thread::spawn(move || post("/v1/allowlist", body)));
+    }
+    let mut here = tokio::task::JoinSet::new();
+    for i in 0..6 {
+        let control = control.clone();
+        let remote = entry(&format!("p{i}"), remote.clone());
+        here.spawn(async move {
+            control
+                .begin_add_server(&format!("p{i}"), remote)
+                .await
+                .unwrap();
+            control.toggle_server(&format!("p{i}")).await.unwrap();
+        });
+    }
+    while let Some(done) = here.join_next().await {
+        done.unwrap();
+    }
+    for t in threads {
+        let answer = t.join().unwrap();
+        assert!(
+            answer.starts_with("HTTP/1.1 200") || answer.starts_with("HTTP/1.1 201"),
+            "{answer}"
+        );
+    }
+    let config = Config::load(&dir.path().join("mcp.json")).unwrap();
+    let names = config.server_names();
+    assert_eq!(names.len(), 12, "{names:?}");
+    assert!(read_in(dir.path(), "mcp.json").contains("\"theme\": \"dark\""));
+    let allowlist = read_in(dir.path(), "allow_tool");
+    for i in 0..6 {
+        for side in ["d", "p"] {
+            assert!(
+                allowlist.contains(&format!("mcp__{side}{i}__*\n")),
+                "{allowlist}"
+            );
+        }
+    }
+    control.manager().close().await;
+}

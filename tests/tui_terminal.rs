@@ -1,0 +1,236 @@
+//! `agenvoy-mcp tui` in a real terminal (tmux, 80x24): a server connected, opened, a tool
+//! toggled, a server added through the wizard and deleted, then `q`: exit status 0, the
+//! terminal restored, no server left running; `mcp.json` and `allow_tool` checked after each
+//! step.
+//!
+//! Needs tmux (`.ci/install` installs it); skipped without it unless
+//! `AGENVOY_REQUIRE_INTEROP=1` (as `.ci/run` sets).
+#![cfg(feature = "cli")]
+
+mod common;
+
+use common::*;
+use serde_json::{Value, json};
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::time::Duration;
+
+/// How long a step may take.
+const PATIENCE: Duration = Duration::from_secs(30);
+
+/// A tmux server of its own (its socket in the test's folder), killed when dropped.
+struct Tmux {
+    socket: PathBuf,
+}
+
+impl Tmux {
+    /// Starts `command` (a shell line) in a detached 80x24 session.
+    fn start(dir: &Path, command: &str) -> Option<Tmux> {
+        if Command::new("tmux").arg("-V").output().is_err() {
+            not_installed("tmux");
+            return None;
+        }
+        let tmux = Tmux {
+            socket: dir.join("tmux.sock"),
+        };
+        let started = tmux
+            .run(&["new-session", "-d", "-x", "80", "-y", "24", command])
+            .status
+            .success();
+        assert!(started, "tmux started");
+        Some(tmux)
+    }
+
+    fn run(&self, args: &[&str]) -> std::process::Output {
+        Command::new("tmux")
+            .arg("-S")
+            .arg(&self.socket)
+            .args(args)
+            .output()
+            .expect("tmux runs")
+    }
+
+    fn screen(&self) -> String {
+        String::from_utf8_lossy(&self.run(&["capture-pane", "-p"]).stdout).into_owned()
+    }
+
+    /// Sends keys by tmux's names (`Enter`, `Escape`, `Space`, `q`), each after a short
+    /// pause, so that Escape and the next key are not read as one Alt key.
+    fn keys(&self, keys: &[&str]) {
+        for key in keys {
+            std::thread::sleep(Duration::from_millis(150));
+            self.run(&["send-keys", key]);
+        }
+    }
+
+    /// Types `text` as it is.
+    fn type_text(&self, text: &str) {
+        std::thread::sleep(Duration::from_millis(150));
+        self.run(&["send-keys", "-l", text]);
+    }
+
+    /// Waits until the screen shows `needle`; the screen then.
+    fn wait_for(&self, needle: &str) -> String {
+        until_shown(needle, || self.screen())
+    }
+}
+
+impl Drop for Tmux {
+    fn drop(&mut self) {
+        let _ = self.run(&["kill-server"]);
+    }
+}
+
+fn config(dir: &Path) -> Value {
+    serde_json::from_str(&read_in(dir, "mcp.json")).unwrap()
+}
+
+/// Waits until `check` holds, or fails saying `what`.
+fn eventually(what: &str, check: impl Fn() -> bool) {
+    wait_until(what, PATIENCE, || {
+        if check() { Ok(()) } else { Err(String::new()) }
+    });
+}
+
+fn quoted(path: &Path) -> String {
+    format!("'{}'", path.display().to_string().replace('\'', "'\\''"))
+}
+
+/// Starts `agenvoy-mcp tui` on `config` (written to mcp.json in `dir`) in tmux; after it
+/// ends, its exit status goes to `exit` and the terminal's modes (`stty -a`) to `stty`.
+fn start_panel(dir: &Path, config: &Value) -> Option<Tmux> {
+    std::fs::write(dir.join("mcp.json"), config.to_string()).unwrap();
+    let command = format!(
+        "env AGENVOY_CONFIG_DIR={dir} {binary} tui --no-browser --config {config} --token-file {tokens}; echo $? > {exit}; stty -a > {stty}; sleep 60",
+        dir = quoted(dir),
+        binary = quoted(Path::new(&binary())),
+        config = quoted(&dir.join("mcp.json")),
+        tokens = quoted(&dir.join("tokens.json")),
+        exit = quoted(&dir.join("exit")),
+        stty = quoted(&dir.join("stty")),
+    );
+    Tmux::start(dir, &command)
+}
+
+/// Waits for the panel to end; fails unless it exited 0 with the terminal's modes back
+/// (not raw) and the alternate screen gone.
+fn assert_ended_cleanly(dir: &Path, tmux: &Tmux) {
+    eventually("the panel exited", || !read_in(dir, "stty").is_empty());
+    assert_eq!(read_in(dir, "exit").trim(), "0");
+    let stty = read_in(dir, "stty");
+    let modes: Vec<&str> = stty.split_whitespace().collect();
+    for mode in ["icanon", "echo", "isig"] {
+        assert!(modes.contains(&mode), "{mode} is back on: {stty}");
+    }
+    let screen = tmux.screen();
+    assert!(
+        !screen.contains("/mcp"),
+        "the alternate screen is gone:\n{screen}"
+    );
+}
+
+#[test]
+fn the_panel_in_a_real_terminal() {
+    let dir = tempfile::tempdir().unwrap();
+    let dir = dir.path();
+    let fx = fixture_entry(&["--page-size", "7101"]);
+    let Some(tmux) = start_panel(dir, &json!({"theme": "dark", "servers": {"fx": fx}})) else {
+        return;
+    };
+
+    // The list: fx connected.
+    let screen = tmux.wait_for("connected");
+    assert!(screen.contains("/mcp · servers"), "{screen}");
+    assert!(screen.contains("↑/↓ move  Enter open  a add  d delete  q quit"));
+    let row = screen.lines().find(|l| l.contains(" fx ")).unwrap();
+    assert!(row.contains("stdio") && row.contains('9'), "{row}");
+    let before = read_in(dir, "mcp.json");
+    assert_eq!(read_in(dir, "allow_tool"), "");
+
+    // Open it, then its tools; Space approves the first tool, in the file at once.
+    tmux.keys(&["Enter"]);
+    tmux.wait_for("r reconnect");
+    tmux.keys(&["t"]);
+    tmux.wait_for("[ ] mcp__fx__add ");
+    tmux.keys(&["Space"]);
+    tmux.wait_for("[x] mcp__fx__add ");
+    eventually("allow_tool has the tool", || {
+        read_in(dir, "allow_tool") == "mcp__fx__add\n"
+    });
+    assert_eq!(read_in(dir, "mcp.json"), before);
+
+    // Back to the list; add a server through the wizard.
+    tmux.keys(&["Escape", "Escape"]);
+    tmux.wait_for("a add");
+    tmux.keys(&["a"]);
+    tmux.wait_for("Name (");
+    tmux.type_text("two");
+    tmux.keys(&["Enter"]);
+    tmux.wait_for("› Local stdio");
+    tmux.keys(&["Enter"]);
+    tmux.wait_for("Command (");
+    tmux.type_text(&binary());
+    tmux.keys(&["Enter"]);
+    tmux.wait_for("Arguments (");
+    tmux.type_text("fixture-server --page-size 7102");
+    tmux.keys(&["Enter"]);
+    tmux.wait_for("Environment");
+    tmux.type_text("TOKEN=never-drawn");
+    let screen = tmux.wait_for("TOKEN=•");
+    assert!(!screen.contains("never-drawn"), "{screen}");
+    tmux.keys(&["Enter", "Enter"]);
+    tmux.wait_for("Enter save and connect");
+    assert_eq!(
+        read_in(dir, "mcp.json"),
+        before,
+        "nothing saved before Enter"
+    );
+    tmux.keys(&["Enter"]);
+    let screen = tmux.wait_for("two connected: 9 tools");
+    assert!(!screen.contains("never-drawn"));
+    let saved = config(dir);
+    assert_eq!(saved["theme"], "dark");
+    assert_eq!(
+        saved["servers"]["two"],
+        json!({"command": binary(), "args": ["fixture-server", "--page-size", "7102"], "env": {"TOKEN": "never-drawn"}})
+    );
+    assert_eq!(processes_with_arg("7102").len(), 1);
+
+    // Delete it (it is selected): `d`, then `y`.
+    tmux.keys(&["d"]);
+    tmux.wait_for("Delete two?");
+    tmux.keys(&["y"]);
+    tmux.wait_for("two removed");
+    assert!(config(dir)["servers"].get("two").is_none());
+    assert!(config(dir)["servers"].get("fx").is_some());
+    assert_eq!(read_in(dir, "allow_tool"), "mcp__fx__add\n");
+    eventually("the deleted server's process is gone", || {
+        processes_with_arg("7102").is_empty()
+    });
+
+    // q: exit status 0, the terminal as it was, no server left.
+    tmux.keys(&["q"]);
+    assert_ended_cleanly(dir, &tmux);
+    eventually("fx is closed", || processes_with_arg("7101").is_empty());
+}
+
+#[test]
+fn sigterm_ends_the_panel_as_q_does() {
+    let dir = tempfile::tempdir().unwrap();
+    let dir = dir.path();
+    let fx = fixture_entry(&["--page-size", "7201"]);
+    let Some(tmux) = start_panel(dir, &json!({"servers": {"fx": fx}})) else {
+        return;
+    };
+    tmux.wait_for("connected");
+    tmux.keys(&["Enter"]);
+    tmux.wait_for("r reconnect");
+    let panel = pid_with(&dir.join("mcp.json").display().to_string());
+    let killed = Command::new("kill")
+        .args(["-TERM", &panel.to_string()])
+        .status()
+        .unwrap();
+    assert!(killed.success());
+    assert_ended_cleanly(dir, &tmux);
+    eventually("fx is closed", || processes_with_arg("7201").is_empty());
+}
