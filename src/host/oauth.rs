@@ -39,7 +39,7 @@ pub fn oauth_config(name: &str, http: &HttpServer) -> OAuthConfig {
                 .map(expand_env)
                 .filter(|s| !s.is_empty()),
             redirect_uri: http.oauth_redirect_uri.clone(),
-            private_key_pem: None,
+            private_key: None,
         });
     }
     config.client_metadata_url = http.oauth_client_metadata_url.clone();
@@ -104,10 +104,11 @@ fn stored_client_secret(store: &dyn TokenStore, name: &str, http: &HttpServer) -
         .then_some(stored.client_secret)
 }
 
-/// Forgets everything `store` holds for server `name`: its tokens and its client secret
-/// (a server added later under the same name starts clean).
+/// Forgets everything `store` holds for server `name`: its tokens, their DPoP key and its
+/// client secret (a server added later under the same name starts clean).
 pub fn forget_server(store: &dyn TokenStore, name: &str) -> std::result::Result<(), String> {
     store.delete(&crate::auth::store::tokens_key(name))?;
+    store.delete(&crate::auth::dpop_key_name(name))?;
     store.delete(&client_secret_key(name))
 }
 
