@@ -27,20 +27,22 @@ use hyper::Uri;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-/// The parameters of a `Bearer` challenge (`WWW-Authenticate`, RFC 6750 and RFC 9728).
+/// The parameters of a `Bearer` or `DPoP` challenge (`WWW-Authenticate`, RFC 6750, RFC 9449
+/// section 7.1 and RFC 9728).
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Challenge {
     /// `resource_metadata`: where the protected resource metadata is.
     pub resource_metadata: Option<String>,
     /// `scope`: the scopes the request needs, space-separated.
     pub scope: Option<String>,
-    /// `error`, e.g. `invalid_token` or `insufficient_scope`.
+    /// `error`, e.g. `invalid_token`, `insufficient_scope` or (DPoP) `use_dpop_nonce`.
     pub error: Option<String>,
 }
 
 impl Challenge {
-    /// Reads the `Bearer` challenge of a `WWW-Authenticate` value; other schemes and
-    /// unknown parameters are ignored.
+    /// Reads the `Bearer` and `DPoP` challenges of a `WWW-Authenticate` value (a server that
+    /// takes both sends both, with the same parameters); other schemes and unknown parameters
+    /// are ignored.
     pub fn parse(header: &str) -> Challenge {
         let mut challenge = Challenge::default();
         let mut in_bearer = false;
@@ -89,7 +91,8 @@ impl Challenge {
                 rest = remaining;
             } else {
                 if !token.is_empty() {
-                    in_bearer = token.eq_ignore_ascii_case("bearer");
+                    in_bearer =
+                        token.eq_ignore_ascii_case("bearer") || token.eq_ignore_ascii_case("dpop");
                 }
                 rest = if end == 0 {
                     &rest[rest.chars().next().map_or(0, char::len_utf8)..]
@@ -164,6 +167,10 @@ pub struct AuthServerMetadata {
     /// RFC 9207: the authorization response carries `iss`.
     #[serde(default)]
     pub authorization_response_iss_parameter_supported: Option<bool>,
+    /// RFC 9449 section 5.1: the DPoP proof algorithms the server takes (it issues
+    /// DPoP-bound tokens).
+    #[serde(default)]
+    pub dpop_signing_alg_values_supported: Option<Vec<String>>,
 }
 
 impl AuthServerMetadata {
@@ -181,6 +188,14 @@ impl AuthServerMetadata {
         self.code_challenge_methods_supported
             .as_ref()
             .is_some_and(|m| m.iter().any(|m| m == "S256"))
+    }
+
+    /// Whether the server binds tokens to DPoP proofs signed with ES256, the one algorithm
+    /// this client signs with.
+    pub fn offers_dpop_es256(&self) -> bool {
+        self.dpop_signing_alg_values_supported
+            .as_ref()
+            .is_some_and(|algs| algs.iter().any(|a| a == "ES256"))
     }
 
     /// Whether the token endpoint accepts `method` (RFC 8414: `client_secret_basic` when the
@@ -504,6 +519,17 @@ mod tests {
         let c = Challenge::parse(r#"Basic realm="x", scope="no""#);
         assert_eq!(c, Challenge::default());
         assert_eq!(Challenge::parse("Bearer"), Challenge::default());
+        // RFC 9449 section 7.1: the DPoP scheme, as the conformance suite's server sends it.
+        let c = Challenge::parse(
+            r#"DPoP error="use_dpop_nonce", resource_metadata="http://h/.well-known/oauth-protected-resource/mcp""#,
+        );
+        assert_eq!(c.error.as_deref(), Some("use_dpop_nonce"));
+        assert_eq!(
+            c.resource_metadata.as_deref(),
+            Some("http://h/.well-known/oauth-protected-resource/mcp")
+        );
+        let c = Challenge::parse(r#"Basic realm="x", DPoP algs="ES256", scope="s""#);
+        assert_eq!(c.scope.as_deref(), Some("s"));
     }
 
     #[test]

@@ -29,6 +29,8 @@ pub struct Answer {
     pub www_authenticate: Option<String>,
     /// `Content-Type`, if any.
     pub content_type: Option<String>,
+    /// `DPoP-Nonce` (RFC 9449 section 8), if any.
+    pub dpop_nonce: Option<String>,
     /// The body (at most 1 MiB).
     pub body: Vec<u8>,
 }
@@ -43,6 +45,7 @@ impl std::fmt::Debug for Answer {
                 &self.location.as_deref().map(crate::text::redact_url),
             )
             .field("www_authenticate", &self.www_authenticate.is_some())
+            .field("dpop_nonce", &self.dpop_nonce.is_some())
             .field("body", &format_args!("[{} bytes]", self.body.len()))
             .finish()
     }
@@ -82,6 +85,11 @@ impl Answer {
         let error = v.get("error").and_then(Value::as_str)?;
         let description = v.get("error_description").and_then(Value::as_str);
         Some((short(error, 80), description.map(|d| short(d, 300))))
+    }
+
+    /// The OAuth `error` code of an error answer, if it has one.
+    pub fn oauth_error_code(&self) -> Option<String> {
+        self.oauth_error().map(|(code, _)| code)
     }
 
     /// Whether the server refused the request the OAuth way: a 4xx answer with an OAuth
@@ -163,7 +171,8 @@ pub enum Basic<'a> {
     Credentials(&'a str, &'a str),
 }
 
-/// Sends one request; errors are the reason in words (never a header value).
+/// Sends one request, with a DPoP proof (RFC 9449) when `dpop` has one; errors are the
+/// reason in words (never a header value).
 pub async fn send(
     client: &Client,
     method: Method,
@@ -171,6 +180,7 @@ pub async fn send(
     content_type: Option<&str>,
     body: Vec<u8>,
     basic: Basic<'_>,
+    dpop: Option<&str>,
 ) -> Result<Answer, String> {
     let uri = check_url("the OAuth URL", url)?;
     let mut request = Request::new(Full::new(Bytes::from(body)));
@@ -197,6 +207,11 @@ pub async fn send(
         v.set_sensitive(true);
         headers.insert(header::AUTHORIZATION, v);
     }
+    if let Some(proof) = dpop {
+        let mut v = HeaderValue::from_str(proof).map_err(|_| "bad DPoP proof")?;
+        v.set_sensitive(true);
+        headers.insert("dpop", v);
+    }
     let exchange = async {
         let response = client.request(request).await.map_err(|e| {
             let mut why = e.to_string();
@@ -218,6 +233,7 @@ pub async fn send(
         let location = get(header::LOCATION);
         let www_authenticate = get(header::WWW_AUTHENTICATE);
         let content_type = get(header::CONTENT_TYPE);
+        let dpop_nonce = get(header::HeaderName::from_static("dpop-nonce"));
         let mut body = response.into_body();
         let mut bytes = Vec::new();
         while let Some(frame) = body.frame().await {
@@ -234,6 +250,7 @@ pub async fn send(
             location,
             www_authenticate,
             content_type,
+            dpop_nonce,
             body: bytes,
         })
     };
@@ -244,15 +261,25 @@ pub async fn send(
 
 /// GET `url` expecting JSON.
 pub async fn get(client: &Client, url: &str) -> Result<Answer, String> {
-    send(client, Method::GET, url, None, Vec::new(), Basic::None).await
+    send(
+        client,
+        Method::GET,
+        url,
+        None,
+        Vec::new(),
+        Basic::None,
+        None,
+    )
+    .await
 }
 
-/// POST a form.
+/// POST a form (with a DPoP proof when `dpop` has one).
 pub async fn post_form(
     client: &Client,
     url: &str,
     pairs: &[(&str, &str)],
     basic: Basic<'_>,
+    dpop: Option<&str>,
 ) -> Result<Answer, String> {
     let body = super::pkce::form(pairs).into_bytes();
     send(
@@ -262,6 +289,7 @@ pub async fn post_form(
         Some("application/x-www-form-urlencoded"),
         body,
         basic,
+        dpop,
     )
     .await
 }
@@ -275,6 +303,7 @@ pub async fn post_json(client: &Client, url: &str, body: &Value) -> Result<Answe
         Some("application/json"),
         body.to_string().into_bytes(),
         Basic::None,
+        None,
     )
     .await
 }

@@ -23,8 +23,18 @@
 //!    none; `offline_access` is added when the authorization server lists it.
 //! 4. The tokens go to the [`TokenStore`] under `tokens:<server>`.
 //!
-//! The [`Grant::ClientCredentials`] and [`Grant::IdentityAssertion`] grants (MCP extensions,
-//! for machines rather than people) need no user agent.
+//! The [`Grant::ClientCredentials`], [`Grant::IdentityAssertion`] and
+//! [`Grant::WorkloadIdentity`] grants (MCP extensions, for machines rather than people) need
+//! no user agent. A pre-registered client authenticates with its secret
+//! (`client_secret_basic` or `client_secret_post`) or with an ES256 `private_key_jwt`
+//! assertion ([`PreRegistered::private_key`]).
+//!
+//! When the authorization server offers DPoP with ES256 (`dpop_signing_alg_values_supported`,
+//! RFC 9449), every token request carries a proof from a key pair made for this server and
+//! kept in the store beside the tokens (`dpop:<server>`); a DPoP-bound token is then sent
+//! with the `DPoP` scheme and a fresh proof per request (`htm`, `htu`, `iat`, `jti`, `ath`).
+//! A `use_dpop_nonce` answer, from the token endpoint or the MCP server, is retried once with
+//! the nonce it names, and only when the nonce is new.
 //!
 //! What is checked, since every server and web page is hostile input: every URL fetched or
 //! opened is https (http only on a loopback host); an issuer matches where its metadata came
@@ -37,7 +47,6 @@
 pub mod callback;
 pub mod discovery;
 mod fetch;
-#[cfg(feature = "es256")]
 pub mod jwt;
 pub mod pkce;
 pub mod store;
@@ -56,11 +65,17 @@ use crate::error::{Error, ErrorKind, Result};
 use crate::text::escape_controls;
 use crate::transport::BoxFuture;
 use crate::transport::http::{Authorizer, Client, https_client};
+pub use crate::transport::http::{Credentials, Refusal};
+use base64::Engine;
+use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 use discovery::{split_scopes, str_member};
 use fetch::Basic;
+use jwt::Es256Key;
+use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 use std::collections::{BTreeSet, HashMap};
-use std::sync::Arc;
+use std::path::PathBuf;
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 /// A token this close to its expiry is refreshed before it is sent.
@@ -70,6 +85,68 @@ pub const MAX_AUTHORIZATIONS_PER_SCOPE: u32 = 3;
 /// After a refresh failed for want of an answer, a token still valid is sent as it is for
 /// this long before the next refresh is tried.
 const REFRESH_PAUSE: Duration = Duration::from_secs(10);
+/// Token requests sent again after `use_dpop_nonce` answers, each with a new nonce.
+const NONCE_RETRIES: u32 = 2;
+/// The RFC 7523 JWT bearer grant type.
+const JWT_BEARER: &str = "urn:ietf:params:oauth:grant-type:jwt-bearer";
+
+/// A secret the grants read when they need it: given as it is, or read from an environment
+/// variable or a file each time (a workload's token file is rotated under a running process).
+#[derive(Clone)]
+pub enum SecretSource {
+    /// The secret itself.
+    Value(String),
+    /// The environment variable of this process that holds it.
+    Env(String),
+    /// The file that holds it.
+    File(PathBuf),
+}
+
+impl std::fmt::Debug for SecretSource {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            SecretSource::Value(_) => f.write_str("Value(..)"),
+            SecretSource::Env(name) => f.debug_tuple("Env").field(name).finish(),
+            SecretSource::File(path) => f.debug_tuple("File").field(path).finish(),
+        }
+    }
+}
+
+impl SecretSource {
+    /// Where it comes from, in words (never the secret).
+    pub fn describe(&self) -> String {
+        match self {
+            SecretSource::Value(_) => "the value given".into(),
+            SecretSource::Env(name) => format!("the environment variable {name}"),
+            SecretSource::File(path) => format!("the file {}", path.display()),
+        }
+    }
+
+    /// The secret's bytes; an error names the source and what went wrong, and an empty
+    /// secret is one.
+    pub fn read(&self) -> std::result::Result<Vec<u8>, String> {
+        let bytes = match self {
+            SecretSource::Value(v) => v.clone().into_bytes(),
+            SecretSource::Env(name) => std::env::var_os(name)
+                .map(|v| v.into_encoded_bytes())
+                .unwrap_or_default(),
+            SecretSource::File(path) => std::fs::read(path)
+                .map_err(|e| format!("{} cannot be read: {e}", self.describe()))?,
+        };
+        if bytes.iter().all(u8::is_ascii_whitespace) {
+            return Err(format!("{} is empty or unset", self.describe()));
+        }
+        Ok(bytes)
+    }
+
+    /// The secret as text without surrounding whitespace (a JWT).
+    pub fn read_text(&self) -> std::result::Result<String, String> {
+        let bytes = self.read()?;
+        String::from_utf8(bytes)
+            .map(|t| t.trim().to_string())
+            .map_err(|_| format!("{} is not UTF-8 text", self.describe()))
+    }
+}
 
 /// A client registered out of band (from the config, the API or the panel).
 #[derive(Clone, Default)]
@@ -80,8 +157,9 @@ pub struct PreRegistered {
     pub client_secret: Option<String>,
     /// The exact redirect URI registered (default [`DEFAULT_REDIRECT_URI`]).
     pub redirect_uri: Option<String>,
-    /// A PKCS#8 PEM private key for `private_key_jwt` (ES256; feature `es256`).
-    pub private_key_pem: Option<String>,
+    /// An ES256 (P-256) private key for `private_key_jwt` client authentication: PKCS#8 or
+    /// SEC1, PEM or DER, with its public key inside. With it, no client secret is sent.
+    pub private_key: Option<SecretSource>,
 }
 
 impl std::fmt::Debug for PreRegistered {
@@ -90,7 +168,7 @@ impl std::fmt::Debug for PreRegistered {
             .field("client_id", &self.client_id)
             .field("client_secret", &self.client_secret.is_some())
             .field("redirect_uri", &self.redirect_uri)
-            .field("private_key_pem", &self.private_key_pem.is_some())
+            .field("private_key", &self.private_key)
             .finish()
     }
 }
@@ -116,6 +194,16 @@ pub enum Grant {
         /// The client id at the identity provider.
         idp_client_id: Option<String>,
     },
+    /// Workload identity federation (SEP-1933, the extension
+    /// `io.modelcontextprotocol/auth/wif`): a JWT the workload's platform issued (a
+    /// Kubernetes service account token, a cloud identity token) is the RFC 7523 JWT bearer
+    /// grant's assertion. [`OAuthConfig::client`] is optional (its id is sent when given). A
+    /// refusal (`invalid_grant`, `invalid_scope`, `unauthorized_client`) is reported as it is:
+    /// no retry, no other grant.
+    WorkloadIdentity {
+        /// Where the JWT is, read at each grant.
+        assertion: SecretSource,
+    },
 }
 
 impl std::fmt::Debug for Grant {
@@ -129,6 +217,10 @@ impl std::fmt::Debug for Grant {
                 .debug_struct("IdentityAssertion")
                 .field("idp_token_endpoint", idp_token_endpoint)
                 .finish_non_exhaustive(),
+            Grant::WorkloadIdentity { assertion } => f
+                .debug_struct("WorkloadIdentity")
+                .field("assertion", assertion)
+                .finish(),
         }
     }
 }
@@ -188,6 +280,31 @@ struct Runtime {
     bounces: u32,
     /// Authorizations made per requested scope set.
     attempts: HashMap<String, u32>,
+    /// The key the tokens are bound to (RFC 9449), when they are DPoP-bound.
+    dpop: Option<Arc<Es256Key>>,
+}
+
+/// The DPoP nonces the servers gave last (RFC 9449 sections 8 and 9).
+#[derive(Default)]
+struct Nonces {
+    /// The authorization server's, for token requests.
+    authorization_server: Option<String>,
+    /// The MCP server's, for its requests.
+    resource: Option<String>,
+}
+
+/// A DPoP key as kept in the store under `dpop:<server>`: the server URL it belongs to and
+/// the key as PKCS#8 DER, base64url. It is there exactly while the stored tokens are bound
+/// to it.
+#[derive(Serialize, Deserialize)]
+struct StoredDpopKey {
+    server_url: String,
+    pkcs8: String,
+}
+
+/// The store key of a server's DPoP key.
+pub fn dpop_key_name(server: &str) -> String {
+    format!("dpop:{server}")
 }
 
 /// One server's OAuth: login, token storage and the transport's [`Authorizer`].
@@ -197,6 +314,8 @@ pub struct OAuth {
     http: Client,
     agent: Option<Arc<dyn UserAgent>>,
     runtime: tokio::sync::Mutex<Runtime>,
+    /// Held only to read or replace a nonce, never across an await.
+    nonces: Mutex<Nonces>,
 }
 
 impl std::fmt::Debug for OAuth {
@@ -215,13 +334,15 @@ struct TokenAnswer {
     refresh_token: Option<String>,
     expires_in: Option<u64>,
     scope: Option<String>,
+    /// `token_type` is `DPoP`: the token is bound to the proof's key.
+    dpop_bound: bool,
 }
 
 /// Why a token request brought no tokens; each says what happened, without a secret.
 enum TokenFailure {
     /// The authorization server refused the grant: an OAuth error answer (`invalid_grant`
-    /// and the like). A refresh refused so ends the tokens.
-    Refused(String),
+    /// and the like), with its `error` code. A refresh refused so ends the tokens.
+    Refused(String, String),
     /// No answer, or the server failing (connection, timeout, 408, 429, 5xx): worth trying
     /// again later; the tokens stay.
     Unreachable(String),
@@ -232,11 +353,69 @@ enum TokenFailure {
 impl TokenFailure {
     fn why(self) -> String {
         match self {
-            TokenFailure::Refused(w) | TokenFailure::Unreachable(w) | TokenFailure::Unusable(w) => {
-                w
-            }
+            TokenFailure::Refused(w, _)
+            | TokenFailure::Unreachable(w)
+            | TokenFailure::Unusable(w) => w,
         }
     }
+}
+
+/// The form of a machine grant's token request: `grant_type`, the grant's own `pairs`, the
+/// RFC 8707 `resource`, and `scope` unless it is empty.
+fn grant_form(
+    grant_type: &str,
+    pairs: Vec<(&'static str, String)>,
+    found: &Discovery,
+    scope: &str,
+) -> Vec<(&'static str, String)> {
+    let mut form = vec![("grant_type", grant_type.to_string())];
+    form.extend(pairs);
+    form.push(("resource", found.resource.clone()));
+    if !scope.is_empty() {
+        form.push(("scope", scope.to_string()));
+    }
+    form
+}
+
+/// Reads a token endpoint's answer. A `DPoP` token is taken only when the request carried a
+/// proof (`proof_sent`); a Bearer token is taken either way (RFC 9449 section 5 lets the
+/// server choose).
+fn read_token_answer(
+    endpoint: &str,
+    answer: &fetch::Answer,
+    proof_sent: bool,
+) -> std::result::Result<TokenAnswer, TokenFailure> {
+    let v = answer.json_with(&[200], "access_token").map_err(|why| {
+        let why = format!("the token endpoint {endpoint} answered {why}");
+        match answer.oauth_error_code() {
+            Some(code) if answer.is_oauth_refusal() => TokenFailure::Refused(why, code),
+            _ if matches!(answer.status, 408 | 429 | 500..=599) => TokenFailure::Unreachable(why),
+            _ => TokenFailure::Unusable(why),
+        }
+    })?;
+    let dpop_bound = match str_member(&v, "token_type") {
+        None => false,
+        Some(t) if t.eq_ignore_ascii_case("bearer") => false,
+        Some(t) if t.eq_ignore_ascii_case("dpop") && proof_sent => true,
+        Some(t) => {
+            return Err(TokenFailure::Unusable(format!(
+                "the token endpoint issued a token of type {:?}; only Bearer tokens, and DPoP tokens after a DPoP proof, are supported",
+                escape_controls(&t.chars().take(40).collect::<String>())
+            )));
+        }
+    };
+    Ok(TokenAnswer {
+        access_token: str_member(&v, "access_token")
+            .unwrap_or_default()
+            .to_string(),
+        refresh_token: str_member(&v, "refresh_token").map(str::to_string),
+        expires_in: v.get("expires_in").and_then(|e| {
+            e.as_u64()
+                .or_else(|| e.as_str().and_then(|s| s.parse().ok()))
+        }),
+        scope: str_member(&v, "scope").map(str::to_string),
+        dpop_bound,
+    })
 }
 
 fn now_secs() -> u64 {
@@ -261,6 +440,7 @@ impl OAuth {
             http,
             agent: None,
             runtime: tokio::sync::Mutex::new(Runtime::default()),
+            nonces: Mutex::new(Nonces::default()),
         }
     }
 
@@ -291,7 +471,14 @@ impl OAuth {
 
     /// Whether tokens can be had without a person (a user agent, or a machine grant).
     fn can_obtain(&self) -> bool {
-        self.agent.is_some() || !matches!(self.config.grant, Grant::AuthorizationCode)
+        self.agent.is_some() || self.is_machine_grant()
+    }
+
+    /// Whether the grant needs no person: client credentials, identity assertion, workload
+    /// identity. Such a server is connected without stored tokens; it gets them at its
+    /// first 401.
+    pub fn is_machine_grant(&self) -> bool {
+        !matches!(self.config.grant, Grant::AuthorizationCode)
     }
 
     /// The stored tokens for this server and URL, if any.
@@ -310,13 +497,15 @@ impl OAuth {
         matches!(self.stored_tokens(), Ok(Some(_)))
     }
 
-    /// Forgets this server's tokens (the registered client is kept).
+    /// Forgets this server's tokens and their DPoP key (the registered client is kept).
     pub async fn logout(&self) -> Result<()> {
         let mut rt = self.runtime.lock().await;
         rt.tokens = None;
+        rt.dpop = None;
         rt.loaded = true;
         self.store
             .delete(&store::tokens_key(&self.config.server))
+            .and_then(|()| self.store.delete(&dpop_key_name(&self.config.server)))
             .map_err(|e| self.auth_error(format!("deleting the tokens: {e}")))
     }
 
@@ -361,6 +550,7 @@ impl OAuth {
             Some("application/json"),
             body.to_string().into_bytes(),
             Basic::None,
+            None,
         )
         .await?;
         Ok((answer.status == 401).then(|| {
@@ -380,26 +570,64 @@ impl OAuth {
             Ok(t) => rt.tokens = t,
             Err(e) => tracing::warn!(server = %self.config.server, "{e}"),
         }
+        rt.dpop = rt.tokens.as_ref().and_then(|_| self.stored_dpop_key());
         rt.loaded = true;
     }
 
-    fn save(&self, rt: &mut Runtime, tokens: StoredTokens) -> Result<()> {
-        let text = serde_json::to_string(&tokens).expect("tokens serialize");
-        if let Err(e) = self
+    /// The DPoP key stored for this server and URL, if any (a key that cannot be read is
+    /// none: its tokens then go as Bearer, are refused, and a new login makes a new key).
+    fn stored_dpop_key(&self) -> Option<Arc<Es256Key>> {
+        let text = self
             .store
-            .save(&store::tokens_key(&self.config.server), &text)
-        {
-            tracing::warn!(server = %self.config.server, "the tokens could not be stored ({e}); they last until this process ends");
+            .load(&dpop_key_name(&self.config.server))
+            .ok()??;
+        let stored: StoredDpopKey = serde_json::from_str(&text).ok()?;
+        if stored.server_url != self.config.url {
+            return None;
+        }
+        let der = URL_SAFE_NO_PAD.decode(stored.pkcs8).ok()?;
+        match Es256Key::from_stored(&der) {
+            Ok(key) => Some(Arc::new(key)),
+            Err(e) => {
+                tracing::warn!(server = %self.config.server, "the stored DPoP key is unusable: {e}");
+                None
+            }
+        }
+    }
+
+    /// Keeps `tokens`, bound to `dpop` when it is given; the key goes to the store first,
+    /// so stored tokens never lack the key they are bound to.
+    fn save(&self, rt: &mut Runtime, tokens: StoredTokens, dpop: Option<Arc<Es256Key>>) {
+        let server = &self.config.server;
+        let kept = match &dpop {
+            Some(key) => {
+                let stored = StoredDpopKey {
+                    server_url: self.config.url.clone(),
+                    pkcs8: URL_SAFE_NO_PAD.encode(key.pkcs8()),
+                };
+                let text = serde_json::to_string(&stored).expect("the key serializes");
+                self.store.save(&dpop_key_name(server), &text)
+            }
+            None => self.store.delete(&dpop_key_name(server)),
+        };
+        let kept = kept.and_then(|()| {
+            let text = serde_json::to_string(&tokens).expect("tokens serialize");
+            self.store.save(&store::tokens_key(server), &text)
+        });
+        if let Err(e) = kept {
+            tracing::warn!(server = %server, "the tokens could not be stored ({e}); they last until this process ends");
         }
         rt.tokens = Some(tokens);
+        rt.dpop = dpop;
         rt.obtained_at = Some(Instant::now());
         rt.bounces = 0;
-        Ok(())
     }
 
     fn drop_tokens(&self, rt: &mut Runtime) {
         rt.tokens = None;
+        rt.dpop = None;
         let _ = self.store.delete(&store::tokens_key(&self.config.server));
+        let _ = self.store.delete(&dpop_key_name(&self.config.server));
     }
 
     /// Gets tokens with the configured grant; `extra` scopes are added (step-up).
@@ -434,7 +662,17 @@ impl OAuth {
             )));
         }
         *n += 1;
-        let tokens = match &self.config.grant {
+        // RFC 9449: when the authorization server binds tokens to a key, the key of the
+        // tokens being replaced, else a new one for this server.
+        let dpop = match (found.server.offers_dpop_es256(), rt.dpop.clone()) {
+            (false, _) => None,
+            (true, Some(key)) => Some(key),
+            (true, None) => Some(Arc::new(
+                Es256Key::generate().map_err(|e| self.auth_error(e))?,
+            )),
+        };
+        let key = dpop.as_deref();
+        let (answer, scope) = match &self.config.grant {
             Grant::AuthorizationCode => {
                 let agent = agent.ok_or_else(|| self.error(ErrorKind::LoginRequired))?;
                 if found.server.supports_scope("offline_access")
@@ -442,9 +680,9 @@ impl OAuth {
                 {
                     scopes.push("offline_access".into());
                 }
-                self.authorization_code(&found, &scopes, agent).await?
+                self.authorization_code(&found, &scopes, agent, key).await?
             }
-            Grant::ClientCredentials => self.client_credentials(&found, &scopes).await?,
+            Grant::ClientCredentials => self.client_credentials(&found, &scopes, key).await?,
             Grant::IdentityAssertion {
                 id_token,
                 idp_token_endpoint,
@@ -456,11 +694,19 @@ impl OAuth {
                     id_token,
                     idp_token_endpoint,
                     idp_client_id.as_deref(),
+                    key,
                 )
                 .await?
             }
+            Grant::WorkloadIdentity { assertion } => {
+                self.workload_identity(&found, &scopes, assertion, key)
+                    .await?
+            }
         };
-        self.save(rt, tokens)
+        let bound = if answer.dpop_bound { dpop } else { None };
+        let tokens = self.tokens_from(&found, answer, &scope);
+        self.save(rt, tokens, bound);
+        Ok(())
     }
 
     /// The client to use with this authorization server, registering one if needed.
@@ -548,7 +794,7 @@ impl OAuth {
     }
 
     fn pre_registered(&self, pre: &PreRegistered, meta: &AuthServerMetadata) -> StoredClient {
-        let method = if pre.private_key_pem.is_some() {
+        let method = if pre.private_key.is_some() {
             "private_key_jwt"
         } else if pre.client_secret.is_none() {
             "none"
@@ -581,7 +827,8 @@ impl OAuth {
         found: &Discovery,
         scopes: &[String],
         agent: &dyn UserAgent,
-    ) -> Result<StoredTokens> {
+        dpop: Option<&Es256Key>,
+    ) -> Result<(TokenAnswer, String)> {
         let meta = &found.server;
         let authorize = meta.authorization_endpoint.as_deref().ok_or_else(|| {
             self.auth_error(format!(
@@ -674,19 +921,18 @@ impl OAuth {
                     ("code_verifier", pkce.verifier.clone()),
                     ("resource", found.resource.clone()),
                 ],
+                dpop,
             )
             .await?;
-        Ok(self.tokens_from(found, &client, answer, &scope))
+        Ok((answer, scope))
     }
 
     fn tokens_from(
         &self,
         found: &Discovery,
-        client: &StoredClient,
         answer: TokenAnswer,
         requested_scope: &str,
     ) -> StoredTokens {
-        let _ = client;
         StoredTokens {
             server_url: self.config.url.clone(),
             access_token: answer.access_token,
@@ -707,20 +953,25 @@ impl OAuth {
         &self,
         found: &Discovery,
         client: &StoredClient,
-        pairs: Vec<(&str, String)>,
+        pairs: Vec<(&'static str, String)>,
+        dpop: Option<&Es256Key>,
     ) -> Result<TokenAnswer> {
         let endpoint = found.server.token_endpoint.clone().unwrap_or_default();
-        self.post_token(&endpoint, &found.server.issuer, client, pairs)
+        self.post_token(&endpoint, &found.server.issuer, client, pairs, dpop)
             .await
             .map_err(|f| self.auth_error(f.why()))
     }
 
+    /// POSTs a token request: `pairs`, the client's authentication and, with `dpop`, a proof.
+    /// A `use_dpop_nonce` answer that names a new nonce is sent again with it (at most
+    /// [`NONCE_RETRIES`] times: the request was refused, not served).
     async fn post_token(
         &self,
         endpoint: &str,
         issuer: &str,
         client: &StoredClient,
-        mut pairs: Vec<(&str, String)>,
+        pairs: Vec<(&'static str, String)>,
+        dpop: Option<&Es256Key>,
     ) -> std::result::Result<TokenAnswer, TokenFailure> {
         let method = client.token_endpoint_auth_method.as_str();
         if method != "none" && client.token_endpoint != endpoint {
@@ -730,83 +981,114 @@ impl OAuth {
                 client.token_endpoint
             )));
         }
-        let secret = client.client_secret.clone().unwrap_or_default();
-        let mut basic = Basic::None;
-        match method {
+        let mut retries = 0;
+        loop {
+            let sent_nonce = self.nonce(|n| &mut n.authorization_server);
+            let proof = dpop
+                .map(|key| jwt::dpop_proof(key, "POST", endpoint, None, sent_nonce.as_deref()))
+                .transpose()
+                .map_err(TokenFailure::Unusable)?;
+            let mut form = pairs.clone();
+            let basic = self.client_authentication(client, issuer, &mut form)?;
+            let borrowed: Vec<(&str, &str)> = form.iter().map(|(k, v)| (*k, v.as_str())).collect();
+            let answer = fetch::post_form(&self.http, endpoint, &borrowed, basic, proof.as_deref())
+                .await
+                .map_err(|e| TokenFailure::Unreachable(format!("the token request failed: {e}")))?;
+            let fresh = dpop.is_some()
+                && self.keep_nonce(
+                    |n| &mut n.authorization_server,
+                    &answer.dpop_nonce,
+                    &sent_nonce,
+                );
+            if fresh
+                && answer.status == 400
+                && answer.oauth_error_code().as_deref() == Some("use_dpop_nonce")
+                && retries < NONCE_RETRIES
+            {
+                retries += 1;
+                continue;
+            }
+            return read_token_answer(endpoint, &answer, proof.is_some());
+        }
+    }
+
+    /// The last nonce of one server (`which` picks it).
+    fn nonce(&self, which: impl FnOnce(&mut Nonces) -> &mut Option<String>) -> Option<String> {
+        which(&mut self.nonces.lock().expect("nonce lock")).clone()
+    }
+
+    /// Keeps the nonce an answer named; whether it is another than the one `sent`.
+    fn keep_nonce(
+        &self,
+        which: impl FnOnce(&mut Nonces) -> &mut Option<String>,
+        given: &Option<String>,
+        sent: &Option<String>,
+    ) -> bool {
+        let Some(nonce) = given.as_ref().filter(|n| Some(*n) != sent.as_ref()) else {
+            return false;
+        };
+        *which(&mut self.nonces.lock().expect("nonce lock")) = Some(nonce.clone());
+        true
+    }
+
+    /// Adds `client`'s authentication to a token request's `form`; returns the Basic header
+    /// to send. A `private_key_jwt` assertion is made for each request (its `jti` is new).
+    fn client_authentication<'c>(
+        &self,
+        client: &'c StoredClient,
+        issuer: &str,
+        form: &mut Vec<(&'static str, String)>,
+    ) -> std::result::Result<Basic<'c>, TokenFailure> {
+        let id = client.client_id.clone();
+        match client.token_endpoint_auth_method.as_str() {
             "client_secret_basic" => {
                 // The id in the body too: it is no second authentication, and some servers
                 // (the Python SDK's) look the client up by it.
-                basic = Basic::Credentials(&client.client_id, &secret);
-                pairs.push(("client_id", client.client_id.clone()));
+                form.push(("client_id", id));
+                let secret = client.client_secret.as_deref().unwrap_or_default();
+                return Ok(Basic::Credentials(&client.client_id, secret));
             }
             "client_secret_post" => {
-                pairs.push(("client_id", client.client_id.clone()));
-                pairs.push(("client_secret", secret.clone()));
+                form.push(("client_id", id));
+                let secret = client.client_secret.clone().unwrap_or_default();
+                form.push(("client_secret", secret));
             }
             "private_key_jwt" => {
                 let assertion = self
                     .client_assertion(client, issuer)
                     .map_err(|e| TokenFailure::Unusable(e.kind_text()))?;
-                pairs.push(("client_id", client.client_id.clone()));
-                pairs.push((
+                form.push(("client_id", id));
+                form.push((
                     "client_assertion_type",
                     "urn:ietf:params:oauth:client-assertion-type:jwt-bearer".into(),
                 ));
-                pairs.push(("client_assertion", assertion));
+                form.push(("client_assertion", assertion));
             }
-            _ => pairs.push(("client_id", client.client_id.clone())),
+            // A public client; a grant without any client (workload identity) sends no id.
+            _ if !id.is_empty() => form.push(("client_id", id)),
+            _ => {}
         }
-        let borrowed: Vec<(&str, &str)> = pairs.iter().map(|(k, v)| (*k, v.as_str())).collect();
-        let answer = fetch::post_form(&self.http, endpoint, &borrowed, basic)
-            .await
-            .map_err(|e| TokenFailure::Unreachable(format!("the token request failed: {e}")))?;
-        let v = answer.json_with(&[200], "access_token").map_err(|why| {
-            let why = format!("the token endpoint {endpoint} answered {why}");
-            if answer.is_oauth_refusal() {
-                TokenFailure::Refused(why)
-            } else if matches!(answer.status, 408 | 429 | 500..=599) {
-                TokenFailure::Unreachable(why)
-            } else {
-                TokenFailure::Unusable(why)
-            }
-        })?;
-        if let Some(t) = str_member(&v, "token_type")
-            && !t.eq_ignore_ascii_case("bearer")
-        {
-            return Err(TokenFailure::Unusable(format!(
-                "the token endpoint issued a token of type {:?}; only Bearer tokens are supported",
-                escape_controls(&t.chars().take(40).collect::<String>())
-            )));
-        }
-        Ok(TokenAnswer {
-            access_token: str_member(&v, "access_token")
-                .unwrap_or_default()
-                .to_string(),
-            refresh_token: str_member(&v, "refresh_token").map(str::to_string),
-            expires_in: v.get("expires_in").and_then(|e| {
-                e.as_u64()
-                    .or_else(|| e.as_str().and_then(|s| s.parse().ok()))
-            }),
-            scope: str_member(&v, "scope").map(str::to_string),
-        })
+        Ok(Basic::None)
     }
 
-    #[cfg(feature = "es256")]
+    /// An RFC 7523 client assertion signed with the configured private key.
     fn client_assertion(&self, client: &StoredClient, issuer: &str) -> Result<String> {
-        let pem = self
+        let source = self
             .config
             .client
             .as_ref()
-            .and_then(|c| c.private_key_pem.as_deref())
+            .and_then(|c| c.private_key.as_ref())
             .ok_or_else(|| self.auth_error("private_key_jwt needs a private key"))?;
-        jwt::client_assertion(pem, &client.client_id, issuer).map_err(|e| self.auth_error(e))
-    }
-
-    #[cfg(not(feature = "es256"))]
-    fn client_assertion(&self, _client: &StoredClient, _issuer: &str) -> Result<String> {
-        Err(self.auth_error(
-            "private_key_jwt client authentication needs a build with the \"es256\" feature",
-        ))
+        let key = source
+            .read()
+            .and_then(|bytes| Es256Key::from_bytes(&bytes))
+            .map_err(|e| {
+                self.auth_error(format!(
+                    "the client's private key ({}): {e}",
+                    source.describe()
+                ))
+            })?;
+        jwt::client_assertion(&key, &client.client_id, issuer).map_err(|e| self.auth_error(e))
     }
 
     /// The client credentials grant.
@@ -814,21 +1096,16 @@ impl OAuth {
         &self,
         found: &Discovery,
         scopes: &[String],
-    ) -> Result<StoredTokens> {
+        dpop: Option<&Es256Key>,
+    ) -> Result<(TokenAnswer, String)> {
         let pre = self.config.client.as_ref().ok_or_else(|| {
             self.auth_error("the client credentials grant needs a configured client_id")
         })?;
         let client = self.pre_registered(pre, &found.server);
         let scope = scopes.join(" ");
-        let mut pairs = vec![
-            ("grant_type", "client_credentials".to_string()),
-            ("resource", found.resource.clone()),
-        ];
-        if !scope.is_empty() {
-            pairs.push(("scope", scope.clone()));
-        }
-        let answer = self.token_request(found, &client, pairs).await?;
-        Ok(self.tokens_from(found, &client, answer, &scope))
+        let form = grant_form("client_credentials", Vec::new(), found, &scope);
+        let answer = self.token_request(found, &client, form, dpop).await?;
+        Ok((answer, scope))
     }
 
     /// SEP-990: ID token → ID-JAG at the identity provider → access token.
@@ -839,7 +1116,8 @@ impl OAuth {
         id_token: &str,
         idp_token_endpoint: &str,
         idp_client_id: Option<&str>,
-    ) -> Result<StoredTokens> {
+        dpop: Option<&Es256Key>,
+    ) -> Result<(TokenAnswer, String)> {
         let pre = self.config.client.as_ref().ok_or_else(|| {
             self.auth_error("the identity assertion grant needs a configured client_id")
         })?;
@@ -867,7 +1145,7 @@ impl OAuth {
         if !scope.is_empty() {
             pairs.push(("scope", scope.as_str()));
         }
-        let answer = fetch::post_form(&self.http, idp_token_endpoint, &pairs, Basic::None)
+        let answer = fetch::post_form(&self.http, idp_token_endpoint, &pairs, Basic::None, None)
             .await
             .map_err(|e| self.auth_error(format!("the token exchange failed: {e}")))?;
         let jag = answer
@@ -882,19 +1160,62 @@ impl OAuth {
         if client.token_endpoint_auth_method == "none" {
             client.token_endpoint_auth_method = "client_secret_basic".into();
         }
-        let mut pairs = vec![
-            (
-                "grant_type",
-                "urn:ietf:params:oauth:grant-type:jwt-bearer".to_string(),
-            ),
-            ("assertion", jag),
-            ("resource", found.resource.clone()),
-        ];
-        if !scope.is_empty() {
-            pairs.push(("scope", scope.clone()));
-        }
-        let answer = self.token_request(found, &client, pairs).await?;
-        Ok(self.tokens_from(found, &client, answer, &scope))
+        let form = grant_form(JWT_BEARER, vec![("assertion", jag)], found, &scope);
+        let answer = self.token_request(found, &client, form, dpop).await?;
+        Ok((answer, scope))
+    }
+
+    /// Workload identity: the workload's JWT as an RFC 7523 JWT bearer grant. A refusal is
+    /// the login's error, saying what the OAuth error means here; nothing is retried and no
+    /// other grant is tried.
+    async fn workload_identity(
+        &self,
+        found: &Discovery,
+        scopes: &[String],
+        assertion: &SecretSource,
+        dpop: Option<&Es256Key>,
+    ) -> Result<(TokenAnswer, String)> {
+        let jwt = assertion.read_text().map_err(|e| {
+            self.auth_error(format!(
+                "the workload identity token cannot be had: {e}; point the entry at the token your platform issues"
+            ))
+        })?;
+        let client = match &self.config.client {
+            Some(pre) => self.pre_registered(pre, &found.server),
+            None => StoredClient {
+                issuer: found.server.issuer.clone(),
+                token_endpoint_auth_method: "none".into(),
+                ..Default::default()
+            },
+        };
+        let scope = scopes.join(" ");
+        let form = grant_form(JWT_BEARER, vec![("assertion", jwt)], found, &scope);
+        let endpoint = found.server.token_endpoint.clone().unwrap_or_default();
+        let answer = self
+            .post_token(&endpoint, &found.server.issuer, &client, form, dpop)
+            .await
+            .map_err(|failure| {
+                let meaning = match &failure {
+                    TokenFailure::Refused(_, code) => match code.as_str() {
+                        "invalid_grant" => format!(
+                            "the authorization server refused the workload's token from {} (invalid_grant: expired, made for another audience, or from an issuer it does not trust); give the workload a fresh token for {}",
+                            assertion.describe(),
+                            found.server.issuer
+                        ),
+                        "invalid_scope" => format!(
+                            "the authorization server does not grant scope {scope:?} to this workload (invalid_scope); ask its operator to allow it"
+                        ),
+                        "unauthorized_client" => format!(
+                            "this client may not use the JWT bearer grant at {} (unauthorized_client); ask the authorization server's operator to allow it",
+                            found.server.issuer
+                        ),
+                        _ => "the workload identity grant was refused".into(),
+                    },
+                    _ => "the workload identity grant failed".into(),
+                };
+                self.auth_error(format!("{meaning} ({}); not retried", failure.why()))
+            })?;
+        Ok((answer, scope))
     }
 
     /// The client to refresh with: the configured one, the stored registration, or a public
@@ -938,8 +1259,15 @@ impl OAuth {
             ("refresh_token", refresh_token.clone()),
             ("resource", tokens.resource.clone()),
         ];
+        let key = rt.dpop.clone();
         match self
-            .post_token(&tokens.token_endpoint, &tokens.issuer, &client, pairs)
+            .post_token(
+                &tokens.token_endpoint,
+                &tokens.issuer,
+                &client,
+                pairs,
+                key.as_deref(),
+            )
             .await
         {
             Ok(answer) => {
@@ -951,12 +1279,13 @@ impl OAuth {
                     scope: answer.scope.or(tokens.scope.clone()),
                     ..tokens
                 };
-                self.save(rt, fresh)?;
+                let key = if answer.dpop_bound { key } else { None };
+                self.save(rt, fresh, key);
                 rt.refreshed_at = Some(Instant::now());
                 rt.refresh_failed_at = None;
                 Ok(true)
             }
-            Err(TokenFailure::Refused(why)) => {
+            Err(TokenFailure::Refused(why, _)) => {
                 tracing::warn!(server = %self.config.server, "the refresh token was refused ({why}); the tokens are dropped");
                 self.drop_tokens(rt);
                 Ok(false)
@@ -982,7 +1311,9 @@ impl OAuth {
         }
     }
 
-    async fn header(&self) -> Result<Option<String>> {
+    /// The credentials of one request, `method` to `url`: the token (refreshed first when it
+    /// is about to expire) and, for a DPoP-bound one, a proof made for this request.
+    async fn credentials(&self, method: &str, url: &str) -> Result<Credentials> {
         let mut rt = self.runtime.lock().await;
         self.load(&mut rt);
         let now = now_secs();
@@ -1006,19 +1337,52 @@ impl OAuth {
                 return Err(e);
             }
         }
-        match &rt.tokens {
-            Some(t) => Ok(Some(format!("Bearer {}", t.access_token))),
-            None if self.can_obtain() => Ok(None),
-            None => Err(self.error(ErrorKind::LoginRequired)),
-        }
+        let Some(tokens) = &rt.tokens else {
+            if self.can_obtain() {
+                return Ok(Credentials::default());
+            }
+            return Err(self.error(ErrorKind::LoginRequired));
+        };
+        let token = &tokens.access_token;
+        let Some(key) = &rt.dpop else {
+            return Ok(Credentials {
+                authorization: Some(format!("Bearer {token}")),
+                dpop: None,
+            });
+        };
+        let nonce = self.nonce(|n| &mut n.resource);
+        let proof = jwt::dpop_proof(key, method, url, Some(token), nonce.as_deref())
+            .map_err(|e| self.auth_error(e))?;
+        Ok(Credentials {
+            authorization: Some(format!("DPoP {token}")),
+            dpop: Some(proof),
+        })
     }
 
-    async fn answer_challenge(&self, status: u16, www: Option<String>) -> Result<bool> {
-        let challenge = www.as_deref().map(Challenge::parse).unwrap_or_default();
+    async fn answer_challenge(&self, refusal: Refusal) -> Result<bool> {
+        let challenge = refusal
+            .www_authenticate
+            .as_deref()
+            .map(Challenge::parse)
+            .unwrap_or_default();
         let mut rt = self.runtime.lock().await;
         self.load(&mut rt);
         let agent = self.agent.clone();
-        match status {
+        if rt.dpop.is_some() {
+            // RFC 9449 section 9: a nonce the proof lacked is worth one more try; the same
+            // nonce again means the server refuses the proof itself.
+            let sent = refusal.sent.dpop.as_deref().and_then(jwt::proof_nonce);
+            let fresh = self.keep_nonce(|n| &mut n.resource, &refusal.dpop_nonce, &sent);
+            if refusal.status == 401 && challenge.error.as_deref() == Some("use_dpop_nonce") {
+                if fresh {
+                    return Ok(true);
+                }
+                return Err(self.auth_error(
+                    "the server keeps asking for a DPoP nonce (use_dpop_nonce) without giving a new one in DPoP-Nonce; it is not sent again",
+                ));
+            }
+        }
+        match refusal.status {
             401 => {
                 if rt.tokens.is_some()
                     && rt.bounces < 2
@@ -1065,16 +1429,16 @@ impl OAuth {
 }
 
 impl Authorizer for OAuth {
-    fn authorization(&self) -> BoxFuture<'_, Result<Option<String>>> {
-        Box::pin(self.header())
+    fn authorization<'a>(
+        &'a self,
+        method: &'a str,
+        url: &'a str,
+    ) -> BoxFuture<'a, Result<Credentials>> {
+        Box::pin(self.credentials(method, url))
     }
 
-    fn challenge(
-        &self,
-        status: u16,
-        www_authenticate: Option<String>,
-    ) -> BoxFuture<'_, Result<bool>> {
-        Box::pin(self.answer_challenge(status, www_authenticate))
+    fn challenge(&self, refusal: Refusal) -> BoxFuture<'_, Result<bool>> {
+        Box::pin(self.answer_challenge(refusal))
     }
 }
 
@@ -1105,6 +1469,14 @@ mod tests {
             json!({"access_token": format!("AT{n}"), "token_type": "bearer",
                 "expires_in": 3600, "refresh_token": format!("RT{n}")}),
         )
+    }
+
+    /// The `Authorization` value the transport would send with a POST to the server.
+    async fn header_of(oauth: &OAuth) -> Result<Option<String>> {
+        oauth
+            .authorization("POST", "http://127.0.0.1:9/mcp")
+            .await
+            .map(|c| c.authorization)
     }
 
     fn oauth_with(tokens: Option<StoredTokens>) -> (OAuth, Arc<MemoryStore>) {
@@ -1216,23 +1588,28 @@ mod tests {
     #[tokio::test]
     async fn without_a_token_the_error_says_how_to_log_in() {
         let (oauth, _) = oauth_with(None);
-        let err = oauth.authorization().await.unwrap_err();
+        let err = header_of(&oauth).await.unwrap_err();
         assert!(err.needs_login());
         assert_eq!(
             err.to_string(),
             "mcp server \"s\": oauth login required, run /mcp → s → login"
         );
-        let err = oauth.challenge(401, None).await.unwrap_err();
+        let err = oauth.challenge(Refusal::new(401, None)).await.unwrap_err();
         assert!(err.needs_login());
         let err = oauth
-            .challenge(
+            .challenge(Refusal::new(
                 403,
                 Some(r#"Bearer error="insufficient_scope", scope="x""#.into()),
-            )
+            ))
             .await
             .unwrap_err();
         assert!(err.to_string().ends_with("run /mcp → s → login"), "{err}");
-        assert!(!oauth.challenge(403, Some("Bearer".into())).await.unwrap());
+        assert!(
+            !oauth
+                .challenge(Refusal::new(403, Some("Bearer".into())))
+                .await
+                .unwrap()
+        );
     }
 
     #[tokio::test]
@@ -1241,7 +1618,7 @@ mod tests {
         let endpoint = format!("{}/token", server.base);
         let (oauth, store) = oauth_with(Some(tokens(&endpoint, now_secs() + 10)));
         assert_eq!(
-            oauth.authorization().await.unwrap().as_deref(),
+            header_of(&oauth).await.unwrap().as_deref(),
             Some("Bearer AT1")
         );
         let body = server.seen()[0].body.clone();
@@ -1251,7 +1628,7 @@ mod tests {
         assert_eq!(stored.scope.as_deref(), Some("a b"), "kept");
         // Fresh now: sent as it is.
         assert_eq!(
-            oauth.authorization().await.unwrap().as_deref(),
+            header_of(&oauth).await.unwrap().as_deref(),
             Some("Bearer AT1")
         );
         assert_eq!(server.seen().len(), 1);
@@ -1263,16 +1640,19 @@ mod tests {
         let endpoint = format!("{}/token", server.base);
         let (oauth, store) = oauth_with(Some(tokens(&endpoint, now_secs() + 3600)));
         assert_eq!(
-            oauth.authorization().await.unwrap().as_deref(),
+            header_of(&oauth).await.unwrap().as_deref(),
             Some("Bearer AT0")
         );
-        assert!(oauth.challenge(401, None).await.unwrap(), "refreshed");
+        assert!(
+            oauth.challenge(Refusal::new(401, None)).await.unwrap(),
+            "refreshed"
+        );
         assert_eq!(server.seen().len(), 1);
         // The new token is refused too: two retries in case another request raced it,
         // then no second refresh, and the tokens are gone.
-        assert!(oauth.challenge(401, None).await.unwrap());
-        assert!(oauth.challenge(401, None).await.unwrap());
-        let err = oauth.challenge(401, None).await.unwrap_err();
+        assert!(oauth.challenge(Refusal::new(401, None)).await.unwrap());
+        assert!(oauth.challenge(Refusal::new(401, None)).await.unwrap());
+        let err = oauth.challenge(Refusal::new(401, None)).await.unwrap_err();
         assert!(err.needs_login(), "{err}");
         assert_eq!(server.seen().len(), 1, "one refresh only");
         assert!(store.load("tokens:s").unwrap().is_none());
@@ -1289,10 +1669,10 @@ mod tests {
         let (oauth, store) = oauth_with(Some(tokens(&endpoint, now_secs() + 10)));
         // About to expire, not expired: sent as it is while the refresh gets no answer.
         assert_eq!(
-            oauth.authorization().await.unwrap().as_deref(),
+            header_of(&oauth).await.unwrap().as_deref(),
             Some("Bearer AT0")
         );
-        let err = oauth.challenge(401, None).await.unwrap_err();
+        let err = oauth.challenge(Refusal::new(401, None)).await.unwrap_err();
         assert!(
             matches!(err.kind, ErrorKind::Http { status: None, .. }),
             "a retryable error: {err:?}"
@@ -1314,7 +1694,7 @@ mod tests {
             }
         })
         .await;
-        let err = oauth.challenge(401, None).await.unwrap_err();
+        let err = oauth.challenge(Refusal::new(401, None)).await.unwrap_err();
         assert!(
             matches!(err.kind, ErrorKind::Http { status: None, .. }),
             "{err:?}"
@@ -1322,9 +1702,12 @@ mod tests {
         assert!(err.to_string().contains("HTTP 503 (text/plain)"), "{err}");
         assert_eq!(stored_tokens(&store).unwrap().access_token, "AT0", "kept");
         working.store(true, Ordering::Relaxed);
-        assert!(oauth.challenge(401, None).await.unwrap(), "refreshed");
+        assert!(
+            oauth.challenge(Refusal::new(401, None)).await.unwrap(),
+            "refreshed"
+        );
         assert_eq!(
-            oauth.authorization().await.unwrap().as_deref(),
+            header_of(&oauth).await.unwrap().as_deref(),
             Some("Bearer AT1")
         );
         assert_eq!(stored_tokens(&store).unwrap().access_token, "AT1");
@@ -1338,8 +1721,8 @@ mod tests {
                 TestServer::start(move |_, _| Reply::json(status, json!({"error": error}))).await;
             let endpoint = format!("{}/token", server.base);
             let (oauth, store) = oauth_with(Some(tokens(&endpoint, now_secs() + 3600)));
-            oauth.authorization().await.unwrap();
-            let err = oauth.challenge(401, None).await.unwrap_err();
+            header_of(&oauth).await.unwrap();
+            let err = oauth.challenge(Refusal::new(401, None)).await.unwrap_err();
             assert!(err.needs_login(), "{err}");
             assert!(store.load("tokens:s").unwrap().is_none(), "dropped");
         }
@@ -1347,8 +1730,8 @@ mod tests {
         let server = TestServer::start(|_, _| Reply::text(404, "<html>gone</html>")).await;
         let endpoint = format!("{}/token", server.base);
         let (oauth, store) = oauth_with(Some(tokens(&endpoint, now_secs() + 3600)));
-        oauth.authorization().await.unwrap();
-        let err = oauth.challenge(401, None).await.unwrap_err();
+        header_of(&oauth).await.unwrap();
+        let err = oauth.challenge(Refusal::new(401, None)).await.unwrap_err();
         assert!(matches!(err.kind, ErrorKind::Auth(_)), "{err:?}");
         assert!(err.to_string().contains("HTTP 404 (text/plain)"), "{err}");
         assert!(store.load("tokens:s").unwrap().is_some(), "kept");
@@ -1422,7 +1805,7 @@ mod tests {
             "https://elsewhere.example/token",
             "OTHER-SECRET",
         );
-        oauth.authorization().await.unwrap();
+        header_of(&oauth).await.unwrap();
         let refresh = server.seen_at("/token").pop().unwrap();
         assert_eq!(refresh.method, "POST");
         assert_eq!(
@@ -1626,5 +2009,459 @@ mod tests {
             "{err}"
         );
         assert!(!err.chars().any(char::is_control), "{err:?}");
+    }
+
+    /// A JSON-RPC answer to an MCP request body (initialize, tools/list), or 202 for a
+    /// notification.
+    fn mcp_answer(body: &str) -> Reply {
+        let request: Value = serde_json::from_str(body).unwrap_or_default();
+        let Some(id) = request.get("id").cloned() else {
+            return Reply {
+                status: 202,
+                headers: Vec::new(),
+                body: String::new(),
+            };
+        };
+        let result = match request["method"].as_str() {
+            Some("initialize") => {
+                json!({"protocolVersion": "2025-11-25", "capabilities": {"tools": {}},
+                "serverInfo": {"name": "dpop-test", "version": "1"}})
+            }
+            _ => json!({"tools": [{"name": "t", "inputSchema": {"type": "object"}}]}),
+        };
+        Reply::json(200, json!({"jsonrpc": "2.0", "id": id, "result": result}))
+    }
+
+    /// Why a DPoP request is not acceptable (RFC 9449 section 4.3), or `None`: the proof
+    /// verifies with its own key, names this method and URL (no query), carries `ath` for
+    /// `token` and the `nonce` the server wants.
+    fn proof_problem(
+        r: &Seen,
+        htu: &str,
+        token: Option<&str>,
+        nonce: &str,
+    ) -> Option<&'static str> {
+        let Some((header, claims)) = r.header("dpop").and_then(jwt::verified_proof) else {
+            return Some("no verifiable proof");
+        };
+        if header["typ"] != "dpop+jwt"
+            || header["alg"] != "ES256"
+            || header["jwk"].get("d").is_some()
+        {
+            return Some("bad header");
+        }
+        if claims["htm"] != r.method.as_str() || claims["htu"] != htu || !claims["jti"].is_string()
+        {
+            return Some("not this request");
+        }
+        if claims["ath"] != json!(token.map(|t| pkce::sha256_b64(t.as_bytes()))) && token.is_some()
+        {
+            return Some("wrong ath");
+        }
+        (claims["nonce"] != nonce).then_some("use_dpop_nonce")
+    }
+
+    /// The MCP server and its authorization server in one: DPoP with ES256 offered, the
+    /// workload identity grant, and a nonce demanded by both (`as-n1`, `rs-n1`).
+    fn dpop_server(r: &Seen, base: &str) -> Reply {
+        let nonce_wanted = |nonce: &str, status: u16, error: Reply| -> Reply {
+            let mut reply = error;
+            reply.status = status;
+            reply.headers.push(("DPoP-Nonce", nonce.into()));
+            reply
+        };
+        match r.path() {
+            "/.well-known/oauth-authorization-server" => Reply::json(
+                200,
+                json!({"issuer": base, "token_endpoint": format!("{base}/token"),
+                    "grant_types_supported": [JWT_BEARER],
+                    "dpop_signing_alg_values_supported": ["RS256", "ES256"]}),
+            ),
+            "/token" => match proof_problem(r, &format!("{base}/token"), None, "as-n1") {
+                Some("use_dpop_nonce") => nonce_wanted(
+                    "as-n1",
+                    400,
+                    Reply::json(400, json!({"error": "use_dpop_nonce"})),
+                ),
+                Some(problem) => Reply::json(
+                    400,
+                    json!({"error": "invalid_dpop_proof", "error_description": problem}),
+                ),
+                None => Reply::json(
+                    200,
+                    json!({"access_token": "AT-DPOP", "token_type": "DPoP", "expires_in": 3600}),
+                ),
+            },
+            "/mcp" if r.header("authorization").is_none() => Reply {
+                status: 401,
+                headers: vec![("WWW-Authenticate", "DPoP algs=\"ES256\"".into())],
+                body: String::new(),
+            },
+            "/mcp" => {
+                let problem = if r.header("authorization") != Some("DPoP AT-DPOP") {
+                    Some("not the DPoP scheme")
+                } else {
+                    proof_problem(r, &format!("{base}/mcp"), Some("AT-DPOP"), "rs-n1")
+                };
+                match problem {
+                    Some("use_dpop_nonce") => nonce_wanted(
+                        "rs-n1",
+                        401,
+                        Reply {
+                            status: 401,
+                            headers: vec![(
+                                "WWW-Authenticate",
+                                "DPoP error=\"use_dpop_nonce\"".into(),
+                            )],
+                            body: String::new(),
+                        },
+                    ),
+                    Some(problem) => Reply::text(400, problem),
+                    None if r.method == "POST" => mcp_answer(&r.body),
+                    None => Reply::text(405, "no stream here"),
+                }
+            }
+            _ => Reply::text(404, "not found"),
+        }
+    }
+
+    /// RFC 9449 end to end over the real transport: the token request carries a proof and
+    /// follows the authorization server's nonce; every MCP request carries the DPoP scheme
+    /// and a fresh proof for its method and URL with `ath`, following the MCP server's nonce;
+    /// the key is the token's (the same thumbprint) and lives in the store beside it.
+    #[tokio::test]
+    async fn dpop_bound_tokens_carry_a_fresh_proof_per_request_and_follow_nonces() {
+        let server = TestServer::start(dpop_server).await;
+        let url = format!("{}/mcp", server.base);
+        let store = Arc::new(MemoryStore::new());
+        let mut config = OAuthConfig::new("s", &url);
+        config.grant = Grant::WorkloadIdentity {
+            assertion: SecretSource::Value("workload.jwt.here".into()),
+        };
+        let oauth = Arc::new(OAuth::new(config, store.clone()));
+        let mut http = crate::transport::http::HttpConfig::new(&url);
+        http.authorizer = Some(oauth.clone());
+        let options = crate::ClientOptions {
+            era: crate::protocol::era::EraPreference::Handshake,
+            ..Default::default()
+        };
+        let client = crate::Client::connect_http("s", &http, options)
+            .await
+            .unwrap();
+        assert_eq!(client.list_tools().await.unwrap().len(), 1);
+        client.close().await;
+
+        let thumbprint = |r: &Seen| {
+            let (header, _) = jwt::verified_proof(r.header("dpop").unwrap()).unwrap();
+            pkce::sha256_b64(serde_json::to_string(&header["jwk"]).unwrap().as_bytes())
+        };
+        let token = server.seen_at("/token");
+        assert_eq!(token.len(), 2, "one retry, with the nonce");
+        assert_eq!(token[0].param("grant_type").as_deref(), Some(JWT_BEARER));
+        let nonce_of = |r: &Seen| jwt::proof_nonce(r.header("dpop").unwrap());
+        assert_eq!(nonce_of(&token[0]), None);
+        assert_eq!(nonce_of(&token[1]).as_deref(), Some("as-n1"));
+        let key = thumbprint(&token[0]);
+        assert_eq!(thumbprint(&token[1]), key);
+        let mcp: Vec<Seen> = server
+            .seen_at("/mcp")
+            .into_iter()
+            .filter(|r| r.header("authorization").is_some())
+            .collect();
+        assert!(
+            mcp.len() >= 4,
+            "initialize twice, initialized, tools/list: {mcp:?}"
+        );
+        assert!(
+            mcp.iter()
+                .all(|r| r.header("authorization") == Some("DPoP AT-DPOP"))
+        );
+        assert!(mcp.iter().all(|r| thumbprint(r) == key), "the token's key");
+        let nonces: Vec<Option<String>> = mcp.iter().map(nonce_of).collect();
+        assert_eq!(nonces[0], None);
+        assert!(
+            nonces[1..].iter().all(|n| n.as_deref() == Some("rs-n1")),
+            "{nonces:?}"
+        );
+        let mut jtis: Vec<String> = mcp
+            .iter()
+            .chain(&token)
+            .map(|r| jwt::verified_proof(r.header("dpop").unwrap()).unwrap().1["jti"].to_string())
+            .collect();
+        jtis.sort();
+        jtis.dedup();
+        assert_eq!(
+            jtis.len(),
+            mcp.len() + token.len(),
+            "a fresh proof for every request"
+        );
+        // Every request the server refused was for a nonce, once.
+        let refused = server.seen_at("/mcp").len() - mcp.len();
+        assert_eq!(refused, 1, "the first, unauthenticated initialize");
+
+        // The key is kept with the tokens: another process uses it with them.
+        let stored: Value = serde_json::from_str(&store.load("dpop:s").unwrap().unwrap()).unwrap();
+        assert_eq!(stored["server_url"], url.as_str());
+        let again = OAuth::new(OAuthConfig::new("s", &url), store.clone());
+        let credentials = again
+            .authorization("GET", &format!("{url}?a=1"))
+            .await
+            .unwrap();
+        assert_eq!(credentials.authorization.as_deref(), Some("DPoP AT-DPOP"));
+        let (header, claims) = jwt::verified_proof(credentials.dpop.as_deref().unwrap()).unwrap();
+        assert_eq!(
+            pkce::sha256_b64(serde_json::to_string(&header["jwk"]).unwrap().as_bytes()),
+            key
+        );
+        assert_eq!(claims["htm"], "GET");
+        assert_eq!(claims["htu"], url.as_str());
+        // Nothing secret in what Debug shows.
+        let shown = format!("{credentials:?} {again:?} {:?}", again.config());
+        assert!(!shown.contains("AT-DPOP") && !shown.contains(stored["pkcs8"].as_str().unwrap()));
+        // Logging out forgets the key too.
+        again.logout().await.unwrap();
+        assert!(store.keys().is_empty(), "{:?}", store.keys());
+    }
+
+    /// One retry per new nonce: a server that names the nonce the proof already carried (or
+    /// none) gets the request no more, at the MCP server and at the token endpoint alike.
+    #[tokio::test]
+    async fn a_nonce_that_is_not_new_is_not_retried() {
+        // The token endpoint always wants a nonce, always the same one.
+        let server = TestServer::start(|r, base| match r.path() {
+            "/token" => Reply {
+                status: 400,
+                headers: vec![
+                    ("Content-Type", "application/json".into()),
+                    ("DPoP-Nonce", "stuck".into()),
+                ],
+                body: json!({"error": "use_dpop_nonce"}).to_string(),
+            },
+            _ => dpop_server(r, base),
+        })
+        .await;
+        let mut config = OAuthConfig::new("s", &format!("{}/mcp", server.base));
+        config.grant = Grant::WorkloadIdentity {
+            assertion: SecretSource::Value("workload.jwt.here".into()),
+        };
+        let oauth = OAuth::new(config, Arc::new(MemoryStore::new()));
+        let err = oauth.login_with(None).await.unwrap_err().to_string();
+        assert!(err.contains("use_dpop_nonce"), "{err}");
+        assert_eq!(
+            server.seen_at("/token").len(),
+            2,
+            "the first, and one with the nonce"
+        );
+
+        // At the MCP server: bound tokens, and the nonce the refused proof carried.
+        let server = TestServer::start(dpop_server).await;
+        let store = Arc::new(MemoryStore::new());
+        let mut config = OAuthConfig::new("s", &format!("{}/mcp", server.base));
+        config.grant = Grant::WorkloadIdentity {
+            assertion: SecretSource::Value("workload.jwt.here".into()),
+        };
+        let oauth = OAuth::new(config, store);
+        oauth.login_with(None).await.unwrap();
+        let url = format!("{}/mcp", server.base);
+        let www = Some(r#"DPoP error="use_dpop_nonce""#.to_string());
+        let mut refusal = Refusal::new(401, www.clone());
+        refusal.sent = oauth.authorization("POST", &url).await.unwrap();
+        refusal.dpop_nonce = Some("n1".into());
+        assert!(
+            oauth.challenge(refusal).await.unwrap(),
+            "a new nonce: once more"
+        );
+        let sent = oauth.authorization("POST", &url).await.unwrap();
+        assert_eq!(
+            jwt::proof_nonce(sent.dpop.as_deref().unwrap()).as_deref(),
+            Some("n1")
+        );
+        for nonce in [Some("n1"), None] {
+            let mut refusal = Refusal::new(401, www.clone());
+            refusal.sent = sent.clone();
+            refusal.dpop_nonce = nonce.map(str::to_string);
+            let err = oauth.challenge(refusal).await.unwrap_err().to_string();
+            assert!(err.contains("keeps asking for a DPoP nonce"), "{err}");
+        }
+    }
+
+    /// The workload identity grant's refusals (the conformance suite's
+    /// `auth/wif-jwt-bearer`): each is the login's error, saying what it means, after exactly
+    /// one JWT bearer request; no authorization code, no registration, no second try. The
+    /// assertion is read from its file at each grant and never shown.
+    #[tokio::test]
+    async fn workload_identity_refusals_are_reported_once_without_another_grant() {
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("token");
+        std::fs::write(&file, "eyJ.WORKLOAD-SECRET.sig\n").unwrap();
+        for (code, says) in [
+            (
+                "invalid_grant",
+                "refused the workload's token from the file",
+            ),
+            (
+                "invalid_scope",
+                "does not grant scope \"mcp:read\" to this workload",
+            ),
+            ("unauthorized_client", "may not use the JWT bearer grant"),
+        ] {
+            let metadata = json!({"issuer": "BASE", "token_endpoint": "BASE/token",
+                "authorization_endpoint": "BASE/authorize", "registration_endpoint": "BASE/register",
+                "code_challenge_methods_supported": ["S256"], "grant_types_supported": [JWT_BEARER]})
+            .to_string();
+            let server = TestServer::start(move |r, base| match r.path() {
+                "/mcp" => Reply {
+                    status: 401,
+                    headers: vec![("WWW-Authenticate", r#"Bearer scope="mcp:read""#.into())],
+                    body: String::new(),
+                },
+                "/token" => Reply::json(
+                    400,
+                    json!({"error": code, "error_description": "refused by the test"}),
+                ),
+                _ => own_as(r, base, Some(&metadata)),
+            })
+            .await;
+            let mut config = OAuthConfig::new("s", &format!("{}/mcp", server.base));
+            config.grant = Grant::WorkloadIdentity {
+                assertion: SecretSource::File(file.clone()),
+            };
+            config.client = Some(PreRegistered {
+                client_id: "workload-client".into(),
+                ..Default::default()
+            });
+            let store = Arc::new(MemoryStore::new());
+            let oauth = OAuth::new(config, store.clone());
+            let agent = HeadlessAgent::new(oauth.http_client());
+            let oauth = oauth.with_user_agent(Arc::new(agent));
+            // At the server's 401, as the transport asks.
+            let err = oauth
+                .challenge(Refusal::new(401, Some(r#"Bearer scope="mcp:read""#.into())))
+                .await
+                .unwrap_err();
+            let text = format!("{err} {err:?}");
+            assert!(matches!(err.kind, ErrorKind::Auth(_)), "{err:?}");
+            assert!(!err.needs_login(), "a login would not help: {err}");
+            assert!(
+                text.contains(says) && text.contains(&format!("OAuth error \"{code}\"")),
+                "{text}"
+            );
+            assert!(
+                text.contains("refused by the test") && text.contains("not retried"),
+                "{text}"
+            );
+            assert!(!text.contains("WORKLOAD-SECRET"), "{text}");
+            let token = server.seen_at("/token");
+            assert_eq!(token.len(), 1, "{code}: no retry");
+            assert_eq!(token[0].param("grant_type").as_deref(), Some(JWT_BEARER));
+            assert_eq!(
+                token[0].param("assertion").as_deref(),
+                Some("eyJ.WORKLOAD-SECRET.sig")
+            );
+            assert_eq!(token[0].param("scope").as_deref(), Some("mcp:read"));
+            assert_eq!(
+                token[0].param("client_id").as_deref(),
+                Some("workload-client")
+            );
+            assert!(
+                server.seen_at("/authorize").is_empty() && server.seen_at("/register").is_empty()
+            );
+            assert!(store.keys().is_empty());
+        }
+        // Accepted, with a rotated token read afresh; no client configured: no client_id.
+        std::fs::write(&file, "eyJ.ROTATED.sig").unwrap();
+        let server = TestServer::start(|r, base| own_as(r, base, Some(OWN_METADATA))).await;
+        let mut config = OAuthConfig::new("s", &format!("{}/mcp", server.base));
+        config.grant = Grant::WorkloadIdentity {
+            assertion: SecretSource::File(file.clone()),
+        };
+        let oauth = OAuth::new(config, Arc::new(MemoryStore::new()));
+        assert!(oauth.is_machine_grant());
+        assert_eq!(
+            header_of(&oauth).await.unwrap(),
+            None,
+            "no token yet, none needed"
+        );
+        assert!(oauth.challenge(Refusal::new(401, None)).await.unwrap());
+        assert_eq!(
+            header_of(&oauth).await.unwrap().as_deref(),
+            Some("Bearer AT1")
+        );
+        let token = &server.seen_at("/token")[0];
+        assert_eq!(token.param("assertion").as_deref(), Some("eyJ.ROTATED.sig"));
+        assert_eq!(token.param("client_id"), None);
+        // A missing file is said as such.
+        std::fs::remove_file(&file).unwrap();
+        let err = oauth.login_with(None).await.unwrap_err().to_string();
+        assert!(
+            err.contains("cannot be read") && err.contains("token"),
+            "{err}"
+        );
+    }
+
+    /// `private_key_jwt`: a pre-registered client with a key file (PKCS#8 PEM) and no secret
+    /// signs an assertion for the issuer, verified here with ring; a fresh one per request.
+    #[tokio::test]
+    async fn private_key_jwt_assertions_are_signed_for_the_issuer() {
+        let key = Es256Key::generate().unwrap();
+        let pem = format!(
+            "-----BEGIN PRIVATE KEY-----\n{}\n-----END PRIVATE KEY-----\n",
+            base64::engine::general_purpose::STANDARD.encode(key.pkcs8())
+        );
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("key.pem");
+        std::fs::write(&file, &pem).unwrap();
+        let server = TestServer::start(|r, base| own_as(r, base, Some(OWN_METADATA))).await;
+        let mut config = OAuthConfig::new("s", &format!("{}/mcp", server.base));
+        config.grant = Grant::ClientCredentials;
+        config.client = Some(PreRegistered {
+            client_id: "machine".into(),
+            private_key: Some(SecretSource::File(file.clone())),
+            ..Default::default()
+        });
+        let oauth = OAuth::new(config, Arc::new(MemoryStore::new()));
+        oauth.login_with(None).await.unwrap();
+        oauth.login_with(None).await.unwrap();
+        let token = server.seen_at("/token");
+        let public = jwt::point(&key.public_jwk());
+        let mut jtis = Vec::new();
+        for request in &token {
+            assert_eq!(
+                request.param("grant_type").as_deref(),
+                Some("client_credentials")
+            );
+            assert_eq!(
+                request.param("client_assertion_type").as_deref(),
+                Some("urn:ietf:params:oauth:client-assertion-type:jwt-bearer")
+            );
+            assert!(
+                request.header("authorization").is_none()
+                    && request.param("client_secret").is_none()
+            );
+            let (_, claims, ok) = jwt::verify(&request.param("client_assertion").unwrap(), &public);
+            assert!(ok, "signed with the configured key");
+            assert_eq!(
+                (claims["iss"].as_str(), claims["sub"].as_str()),
+                (Some("machine"), Some("machine"))
+            );
+            assert_eq!(claims["aud"], server.base.as_str());
+            jtis.push(claims["jti"].to_string());
+        }
+        assert_eq!(token.len(), 2);
+        assert_ne!(jtis[0], jtis[1]);
+        // A key file that is no key: said without quoting it, and nothing sent.
+        std::fs::write(
+            &file,
+            "-----BEGIN PRIVATE KEY-----\nTk9UQUtFWQ==\n-----END PRIVATE KEY-----\n",
+        )
+        .unwrap();
+        let err = oauth.login_with(None).await.unwrap_err().to_string();
+        assert!(
+            err.contains("the client's private key (the file")
+                && err.contains("is not a P-256 key"),
+            "{err}"
+        );
+        assert!(!err.contains("Tk9UQUtFWQ"), "{err}");
+        assert_eq!(server.seen_at("/token").len(), 2);
     }
 }

@@ -3,13 +3,20 @@
 
 use base64::Engine;
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
-use sha2::{Digest, Sha256};
+use ring::rand::SecureRandom;
 
 /// `n` random bytes from the OS, base64url without padding.
 pub fn random_token(n: usize) -> String {
     let mut bytes = vec![0u8; n];
-    getrandom::getrandom(&mut bytes).expect("the OS random source works");
+    ring::rand::SystemRandom::new()
+        .fill(&mut bytes)
+        .expect("the OS random source works");
     URL_SAFE_NO_PAD.encode(bytes)
+}
+
+/// `BASE64URL(SHA256(text))`: PKCE's S256, DPoP's `ath`, JWK thumbprints.
+pub fn sha256_b64(text: &[u8]) -> String {
+    URL_SAFE_NO_PAD.encode(ring::digest::digest(&ring::digest::SHA256, text))
 }
 
 /// A PKCE pair: the verifier kept by the client, the S256 challenge sent with the
@@ -48,7 +55,7 @@ impl Default for Pkce {
 
 /// The S256 code challenge of `verifier`.
 pub fn s256(verifier: &str) -> String {
-    URL_SAFE_NO_PAD.encode(Sha256::digest(verifier.as_bytes()))
+    sha256_b64(verifier.as_bytes())
 }
 
 /// Percent-encodes everything but RFC 3986 unreserved characters.

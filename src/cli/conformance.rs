@@ -10,13 +10,15 @@
 //! Every run carries an OAuth authorizer that logs in headlessly (the suite's authorization
 //! server redirects at once: the authorization URL is fetched without following the redirect
 //! and the code taken from `Location`). The context supplies a pre-registered client
-//! (`client_id`, `client_secret`, `private_key_pem`) and, for enterprise-managed
-//! authorization, the identity provider's `idp_id_token` and `idp_token_endpoint`; the
-//! `auth/client-credentials-*` scenarios use the client credentials grant. The Client ID
-//! Metadata Document URL is the one the suite expects.
+//! (`client_id`, `client_secret`, `private_key_pem` for `private_key_jwt`), for
+//! enterprise-managed authorization the identity provider's `idp_id_token` and
+//! `idp_token_endpoint`, and for workload identity the workload's `valid_jwt`; the
+//! `auth/client-credentials-*` scenarios use the client credentials grant. DPoP needs nothing
+//! from the context: the authorization server's metadata offers it. The Client ID Metadata
+//! Document URL is the one the suite expects.
 
 use agenvoy_mcp::auth::{
-    Grant, HeadlessAgent, MemoryStore, OAuth, OAuthConfig, PreRegistered, json_str,
+    Grant, HeadlessAgent, MemoryStore, OAuth, OAuthConfig, PreRegistered, SecretSource, json_str,
 };
 use agenvoy_mcp::protocol::era::EraPreference;
 use agenvoy_mcp::protocol::session::{Handlers, RequestHandler, RequestOptions};
@@ -91,7 +93,7 @@ pub fn authorizer(url: &str, scenario: &str, context: &Value) -> OAuth {
             client_id,
             client_secret: json_str(context, "client_secret"),
             redirect_uri: None,
-            private_key_pem: json_str(context, "private_key_pem"),
+            private_key: json_str(context, "private_key_pem").map(SecretSource::Value),
         });
     }
     if let (Some(id_token), Some(endpoint)) = (
@@ -102,6 +104,10 @@ pub fn authorizer(url: &str, scenario: &str, context: &Value) -> OAuth {
             id_token,
             idp_token_endpoint: endpoint,
             idp_client_id: json_str(context, "idp_client_id"),
+        };
+    } else if let Some(jwt) = json_str(context, "valid_jwt") {
+        config.grant = Grant::WorkloadIdentity {
+            assertion: SecretSource::Value(jwt),
         };
     } else if scenario.starts_with("auth/client-credentials") {
         config.grant = Grant::ClientCredentials;

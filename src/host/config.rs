@@ -12,8 +12,10 @@
 //! `inherit_env`: `true` passes it this process's whole environment instead of the small
 //! default set, see [`crate::transport::stdio::DEFAULT_ENV`]) or remote
 //! (`url`, `headers`, `auth`, `oauth_client_name`, and for a client registered by hand
-//! `oauth_client_id`, `oauth_client_secret`, `oauth_redirect_uri`; `oauth_client_metadata_url`
-//! names a Client ID Metadata Document), never both. Names match `[A-Za-z0-9_-]+`.
+//! `oauth_client_id`, `oauth_client_secret` or `oauth_client_private_key`,
+//! `oauth_redirect_uri`; `oauth_client_metadata_url` names a Client ID Metadata Document;
+//! `oauth_grant` and `oauth_workload_assertion` pick a machine grant: see [`HttpServer`]),
+//! never both. Names match `[A-Za-z0-9_-]+`.
 //! `$VAR` and `${VAR}` in `args`, `env`, `headers` and `oauth_client_secret` are expanded when the server is
 //! connected (see [`super::expand`]), never when the file is read or saved, so secrets stay
 //! references in the file.
@@ -160,6 +162,16 @@ pub struct HttpServer {
     /// The URL of this client's Client ID Metadata Document, used where the authorization
     /// server supports them.
     pub oauth_client_metadata_url: Option<String>,
+    /// `authorization_code` (the default: a person logs in) or `client_credentials` (the
+    /// client itself, with `oauth_client_id` and its secret or private key).
+    pub oauth_grant: Option<String>,
+    /// The ES256 private key of the client registered by hand, for `private_key_jwt`: a
+    /// reference, `$VAR` (the variable holds the PEM) or a file path (PEM or DER, PKCS#8 or
+    /// SEC1, `$VAR` expanded in it).
+    pub oauth_client_private_key: Option<String>,
+    /// Workload identity (RFC 7523 JWT bearer grant): where the workload's JWT is, `$VAR` or
+    /// a file path (read at each grant, so a rotated token file is followed).
+    pub oauth_workload_assertion: Option<String>,
 }
 
 impl fmt::Debug for HttpServer {
@@ -174,7 +186,63 @@ impl fmt::Debug for HttpServer {
             .field("oauth_client_secret", &hidden(&self.oauth_client_secret))
             .field("oauth_redirect_uri", &self.oauth_redirect_uri)
             .field("oauth_client_metadata_url", &self.oauth_client_metadata_url)
+            .field("oauth_grant", &self.oauth_grant)
+            .field("oauth_client_private_key", &self.oauth_client_private_key)
+            .field("oauth_workload_assertion", &self.oauth_workload_assertion)
             .finish()
+    }
+}
+
+impl HttpServer {
+    /// What is wrong with the entry's choice of grant, if anything.
+    fn grant_problem(&self) -> Option<String> {
+        let client_credentials = match self.oauth_grant.as_deref() {
+            None | Some("authorization_code") => false,
+            Some("client_credentials") => true,
+            Some(other) => {
+                return Some(format!(
+                    "\"oauth_grant\" is {other:?}; it is \"authorization_code\" (the default) or \"client_credentials\" (for workload identity set \"oauth_workload_assertion\" instead)"
+                ));
+            }
+        };
+        if client_credentials && self.oauth_workload_assertion.is_some() {
+            return Some(
+                "has both \"oauth_grant\": \"client_credentials\" and \"oauth_workload_assertion\"; keep the one grant it uses".into(),
+            );
+        }
+        let no_client_credential =
+            self.oauth_client_secret.is_none() && self.oauth_client_private_key.is_none();
+        if client_credentials && (self.oauth_client_id.is_none() || no_client_credential) {
+            return Some(
+                "\"oauth_grant\": \"client_credentials\" needs \"oauth_client_id\" and \"oauth_client_secret\" or \"oauth_client_private_key\"".into(),
+            );
+        }
+        // References only: a key or a token written into the file would be shown wherever the
+        // entry is (the API lists entries), and a path made of it would land in errors.
+        if self
+            .oauth_client_private_key
+            .as_deref()
+            .is_some_and(|k| k.contains("-----BEGIN") || k.contains('\n'))
+        {
+            return Some(
+                "\"oauth_client_private_key\" holds a key; put the key in a file (mode 0600) or a variable and give its path or $VAR".into(),
+            );
+        }
+        if self
+            .oauth_workload_assertion
+            .as_deref()
+            .is_some_and(|a| a.starts_with("eyJ"))
+        {
+            return Some(
+                "\"oauth_workload_assertion\" holds a token; give the path of the file your platform keeps it in, or $VAR".into(),
+            );
+        }
+        if self.oauth_client_private_key.is_some() && self.oauth_client_id.is_none() {
+            return Some(
+                "\"oauth_client_private_key\" belongs to a client registered by hand; set its \"oauth_client_id\" too".into(),
+            );
+        }
+        None
     }
 }
 
@@ -233,7 +301,7 @@ impl ServerConfig {
                         "\"auth\" is {a:?}; the only value is \"oauth\" (or leave it out)"
                     ));
                 }
-                Ok(ServerConfig::Http(HttpServer {
+                let http = HttpServer {
                     url,
                     headers: string_map(name, entry, "headers")?,
                     auth,
@@ -246,7 +314,22 @@ impl ServerConfig {
                         entry,
                         "oauth_client_metadata_url",
                     )?,
-                }))
+                    oauth_grant: optional_string(name, entry, "oauth_grant")?,
+                    oauth_client_private_key: optional_string(
+                        name,
+                        entry,
+                        "oauth_client_private_key",
+                    )?,
+                    oauth_workload_assertion: optional_string(
+                        name,
+                        entry,
+                        "oauth_workload_assertion",
+                    )?,
+                };
+                match http.grant_problem() {
+                    Some(why) => bad(why),
+                    None => Ok(ServerConfig::Http(http)),
+                }
             }
         }
     }
@@ -281,6 +364,9 @@ impl ServerConfig {
                     ("oauth_client_secret", &h.oauth_client_secret),
                     ("oauth_redirect_uri", &h.oauth_redirect_uri),
                     ("oauth_client_metadata_url", &h.oauth_client_metadata_url),
+                    ("oauth_grant", &h.oauth_grant),
+                    ("oauth_client_private_key", &h.oauth_client_private_key),
+                    ("oauth_workload_assertion", &h.oauth_workload_assertion),
                 ] {
                     if let Some(v) = value {
                         entry.insert(key.into(), json!(v));
@@ -572,6 +658,9 @@ impl Config {
             "oauth_client_secret",
             "oauth_redirect_uri",
             "oauth_client_metadata_url",
+            "oauth_grant",
+            "oauth_client_private_key",
+            "oauth_workload_assertion",
         ] {
             entry.remove(key);
         }
@@ -680,6 +769,27 @@ mod tests {
                     ..Default::default()
                 }),
             ),
+            (
+                json!({"url": "https://h/mcp", "auth": "oauth", "oauth_grant": "client_credentials",
+                       "oauth_client_id": "c1", "oauth_client_private_key": "/etc/agenvoy/key.pem"}),
+                ServerConfig::Http(HttpServer {
+                    url: "https://h/mcp".into(),
+                    auth: Some("oauth".into()),
+                    oauth_client_id: Some("c1".into()),
+                    oauth_grant: Some("client_credentials".into()),
+                    oauth_client_private_key: Some("/etc/agenvoy/key.pem".into()),
+                    ..Default::default()
+                }),
+            ),
+            (
+                json!({"url": "https://h/mcp", "auth": "oauth", "oauth_workload_assertion": "$K8S_TOKEN"}),
+                ServerConfig::Http(HttpServer {
+                    url: "https://h/mcp".into(),
+                    auth: Some("oauth".into()),
+                    oauth_workload_assertion: Some("$K8S_TOKEN".into()),
+                    ..Default::default()
+                }),
+            ),
         ];
         for (entry, want) in ok {
             assert_eq!(&one(entry.clone()).unwrap(), want, "{entry}");
@@ -726,6 +836,32 @@ mod tests {
             (
                 json!({"url": "https://h", "auth": "basic"}),
                 "the only value is \"oauth\"",
+            ),
+            (
+                json!({"url": "https://h", "oauth_grant": "password"}),
+                "\"oauth_grant\" is \"password\"; it is \"authorization_code\"",
+            ),
+            (
+                json!({"url": "https://h", "oauth_grant": "client_credentials", "oauth_client_id": "c"}),
+                "needs \"oauth_client_id\" and \"oauth_client_secret\" or \"oauth_client_private_key\"",
+            ),
+            (
+                json!({"url": "https://h", "oauth_grant": "client_credentials", "oauth_client_id": "c",
+                       "oauth_client_secret": "s", "oauth_workload_assertion": "/t"}),
+                "keep the one grant it uses",
+            ),
+            (
+                json!({"url": "https://h", "oauth_client_private_key": "/k.pem"}),
+                "set its \"oauth_client_id\" too",
+            ),
+            (
+                json!({"url": "https://h", "oauth_client_id": "c",
+                       "oauth_client_private_key": "-----BEGIN PRIVATE KEY-----\nMIGH\n-----END PRIVATE KEY-----"}),
+                "holds a key; put the key in a file",
+            ),
+            (
+                json!({"url": "https://h", "oauth_workload_assertion": "eyJhbGciOi.eyJzdWIi.c2ln"}),
+                "holds a token; give the path",
             ),
         ];
         for (entry, want) in bad {

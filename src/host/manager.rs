@@ -220,7 +220,8 @@ impl std::error::Error for AddError {}
 /// HTTP with their headers expanded; `"auth": "oauth"` entries carry the server's
 /// [`crate::auth::OAuth`] as the transport's authorizer, with the tokens of
 /// [`super::oauth::token_store`], and fail with "oauth login required, run /mcp → NAME →
-/// login" (state `needs login`) while there is no token.
+/// login" (state `needs login`) while there is no token, unless their grant needs no person
+/// (client credentials, workload identity: tokens come at the server's first 401).
 pub async fn connect_server(
     name: &str,
     config: &ServerConfig,
@@ -248,7 +249,8 @@ pub async fn connect_server_with_store(
         && http.auth.as_deref() == Some("oauth")
     {
         let oauth = super::oauth::server_oauth(name, http, store);
-        if !oauth.has_tokens() {
+        // A machine grant gets its tokens at the first 401; a person must log in first.
+        if !oauth.has_tokens() && !oauth.is_machine_grant() {
             return Err(Error::new(name, ErrorKind::LoginRequired));
         }
         let mut config = crate::transport::http::HttpConfig::new(&http.url);

@@ -5,10 +5,15 @@
 //! `${VAR}` reference) or, when given through the management API, kept in the token store
 //! under `client_secret:<server>` together with the server URL and client id it belongs to:
 //! it is used only while the entry still names that URL and client id.
+//!
+//! The grant: `oauth_workload_assertion` (a `$VAR` or file path holding the workload's JWT)
+//! makes it workload identity; `"oauth_grant": "client_credentials"` the client credentials
+//! grant; else a person logs in (authorization code). `oauth_client_private_key` (a `$VAR` or
+//! file path) makes the pre-registered client authenticate with an ES256 `private_key_jwt`.
 
 use super::config::{Config, HttpServer, ServerConfig, config_dir};
 use super::expand::expand_env;
-use crate::auth::{OAuth, OAuthConfig, PreRegistered, TokenStore, UserAgent};
+use crate::auth::{Grant, OAuth, OAuthConfig, PreRegistered, SecretSource, TokenStore, UserAgent};
 use crate::error::{Error, ErrorKind, Result};
 use serde::{Deserialize, Serialize};
 use std::sync::{Arc, OnceLock};
@@ -39,11 +44,35 @@ pub fn oauth_config(name: &str, http: &HttpServer) -> OAuthConfig {
                 .map(expand_env)
                 .filter(|s| !s.is_empty()),
             redirect_uri: http.oauth_redirect_uri.clone(),
-            private_key_pem: None,
+            private_key: http
+                .oauth_client_private_key
+                .as_deref()
+                .map(secret_reference),
         });
     }
     config.client_metadata_url = http.oauth_client_metadata_url.clone();
+    if let Some(assertion) = &http.oauth_workload_assertion {
+        config.grant = Grant::WorkloadIdentity {
+            assertion: secret_reference(assertion),
+        };
+    } else if http.oauth_grant.as_deref() == Some("client_credentials") {
+        config.grant = Grant::ClientCredentials;
+    }
     config
+}
+
+/// Where a secret an entry names is: `$VAR` or `${VAR}` alone is an environment variable;
+/// any other value is a file path, with `$VAR` expanded in it. Both are read when needed.
+pub fn secret_reference(value: &str) -> SecretSource {
+    let variable = value
+        .strip_prefix("${")
+        .and_then(|v| v.strip_suffix('}'))
+        .or_else(|| value.strip_prefix('$'))
+        .filter(|n| !n.is_empty() && n.chars().all(|c| c.is_ascii_alphanumeric() || c == '_'));
+    match variable {
+        Some(name) => SecretSource::Env(name.to_string()),
+        None => SecretSource::File(expand_env(value).into()),
+    }
 }
 
 /// The OAuth of one entry, with its tokens in `store` (and the client secret, when the
@@ -104,10 +133,11 @@ fn stored_client_secret(store: &dyn TokenStore, name: &str, http: &HttpServer) -
         .then_some(stored.client_secret)
 }
 
-/// Forgets everything `store` holds for server `name`: its tokens and its client secret
-/// (a server added later under the same name starts clean).
+/// Forgets everything `store` holds for server `name`: its tokens, their DPoP key and its
+/// client secret (a server added later under the same name starts clean).
 pub fn forget_server(store: &dyn TokenStore, name: &str) -> std::result::Result<(), String> {
     store.delete(&crate::auth::store::tokens_key(name))?;
+    store.delete(&crate::auth::dpop_key_name(name))?;
     store.delete(&client_secret_key(name))
 }
 
@@ -178,5 +208,39 @@ mod tests {
         assert_eq!(secret_of(&in_file).as_deref(), Some("from-file"));
         forget_server(store.as_ref(), "s").unwrap();
         assert_eq!(secret_of(&entry), None);
+    }
+
+    #[test]
+    fn entries_pick_their_grant_and_secret_references() {
+        let entry =
+            |v: serde_json::Value| match crate::host::config::ServerConfig::from_value("s", &v) {
+                Ok(ServerConfig::Http(h)) => oauth_config("s", &h),
+                other => panic!("{other:?}"),
+            };
+        let config = entry(serde_json::json!({"url": "https://h/mcp", "auth": "oauth"}));
+        assert!(matches!(config.grant, Grant::AuthorizationCode));
+        let config = entry(serde_json::json!({"url": "https://h/mcp", "auth": "oauth",
+            "oauth_grant": "client_credentials", "oauth_client_id": "c",
+            "oauth_client_private_key": "${KEY_PEM}"}));
+        assert!(matches!(config.grant, Grant::ClientCredentials));
+        let key = config.client.unwrap().private_key.unwrap();
+        assert!(
+            matches!(&key, SecretSource::Env(n) if n == "KEY_PEM"),
+            "{key:?}"
+        );
+        let config = entry(serde_json::json!({"url": "https://h/mcp", "auth": "oauth",
+            "oauth_workload_assertion": "/var/run/secrets/tokens/mcp"}));
+        let Grant::WorkloadIdentity { assertion } = config.grant else {
+            panic!("{:?}", config.grant)
+        };
+        assert!(
+            matches!(&assertion, SecretSource::File(p) if p.to_str() == Some("/var/run/secrets/tokens/mcp")),
+            "{assertion:?}"
+        );
+        assert!(matches!(secret_reference("$TOKEN"), SecretSource::Env(n) if n == "TOKEN"));
+        let home = std::env::var("HOME").unwrap_or_default();
+        assert!(
+            matches!(secret_reference("$HOME/t"), SecretSource::File(p) if p.to_str() == Some(&format!("{home}/t")))
+        );
     }
 }

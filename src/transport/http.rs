@@ -60,19 +60,69 @@ const RESUME_ATTEMPTS: u32 = 5;
 const MIN_RETRY: Duration = Duration::from_millis(100);
 const SEEN_EVENTS: usize = 4096;
 
-/// Supplies the bearer token of every request and answers the server's 401 and 403
+/// Supplies the credentials of every request and answers the server's 401 and 403
 /// challenges; the OAuth layer implements it, an embedder may bring its own.
 pub trait Authorizer: Send + Sync {
-    /// The `Authorization` header value for the next request (e.g. `Bearer <token>`), if any.
-    /// An error (say, no token and no way to get one) fails the request with it.
-    fn authorization(&self) -> BoxFuture<'_, Result<Option<String>>>;
-    /// The server answered `status` (401 or 403) with this `WWW-Authenticate` header. Returns
-    /// whether the request should be sent again (the credentials changed), or an error.
-    fn challenge(
-        &self,
-        status: u16,
-        www_authenticate: Option<String>,
-    ) -> BoxFuture<'_, Result<bool>>;
+    /// The credentials for the next request, `method` to `url` (a DPoP proof is made for
+    /// exactly that request). An error (say, no token and no way to get one) fails the
+    /// request with it.
+    fn authorization<'a>(
+        &'a self,
+        method: &'a str,
+        url: &'a str,
+    ) -> BoxFuture<'a, Result<Credentials>>;
+    /// The server refused a request (401 or 403). Returns whether the request should be sent
+    /// again (the credentials changed), or an error.
+    fn challenge(&self, refusal: Refusal) -> BoxFuture<'_, Result<bool>>;
+}
+
+/// What an [`Authorizer`] adds to one request.
+#[derive(Clone, Default, PartialEq, Eq)]
+pub struct Credentials {
+    /// The `Authorization` value: `Bearer <token>`, or `DPoP <token>` for a DPoP-bound one.
+    pub authorization: Option<String>,
+    /// The `DPoP` proof (RFC 9449) made for this request.
+    pub dpop: Option<String>,
+}
+
+impl std::fmt::Debug for Credentials {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        // Both are secrets (a proof carries the token's hash and lives a few minutes).
+        let scheme = self
+            .authorization
+            .as_deref()
+            .map(|a| a.split(' ').next().unwrap_or(""));
+        f.debug_struct("Credentials")
+            .field("scheme", &scheme)
+            .field("dpop", &self.dpop.is_some())
+            .finish()
+    }
+}
+
+/// A 401 or 403 answer, as an [`Authorizer`] sees it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct Refusal {
+    /// The status, 401 or 403.
+    pub status: u16,
+    /// The `WWW-Authenticate` header, if any.
+    pub www_authenticate: Option<String>,
+    /// The `DPoP-Nonce` header (RFC 9449 section 9), if any.
+    pub dpop_nonce: Option<String>,
+    /// The credentials the refused request carried.
+    pub sent: Credentials,
+}
+
+impl Refusal {
+    /// A refusal with `status` and `WWW-Authenticate` value, no nonce.
+    pub fn new(status: u16, www_authenticate: Option<String>) -> Self {
+        Refusal {
+            status,
+            www_authenticate,
+            dpop_nonce: None,
+            sent: Credentials::default(),
+        }
+    }
 }
 
 /// How many times one request may be re-sent after an auth challenge.
@@ -89,7 +139,7 @@ pub struct HttpConfig {
     pub connect_timeout: Duration,
     /// Longest wait for the response headers of one request.
     pub header_timeout: Duration,
-    /// Bearer tokens and challenges (OAuth); `None` sends only the configured headers.
+    /// Tokens, DPoP proofs and challenges (OAuth); `None` sends only the configured headers.
     pub authorizer: Option<Arc<dyn Authorizer>>,
 }
 
@@ -930,19 +980,22 @@ impl Inner {
             for (name, value) in extra {
                 request.headers_mut().insert(name.clone(), value.clone());
             }
+            let mut sent = Credentials::default();
             if let Some(authorizer) = self.authorizer.as_ref().filter(|_| credentials) {
-                match authorizer.authorization().await {
-                    Ok(Some(value)) => {
-                        let mut value = HeaderValue::from_str(&value).map_err(|_| {
-                            Failure::Unreachable(
-                                "the authorizer gave an invalid header value".into(),
-                            )
-                        })?;
-                        value.set_sensitive(true);
-                        request.headers_mut().insert(header::AUTHORIZATION, value);
-                    }
-                    Ok(None) => {}
-                    Err(e) => return Err(Failure::Auth(e)),
+                sent = authorizer
+                    .authorization(method.as_str(), &uri.to_string())
+                    .await
+                    .map_err(Failure::Auth)?;
+                for (name, value) in [
+                    (header::AUTHORIZATION, &sent.authorization),
+                    (HeaderName::from_static("dpop"), &sent.dpop),
+                ] {
+                    let Some(value) = value else { continue };
+                    let mut value = HeaderValue::from_str(value).map_err(|_| {
+                        Failure::Unreachable("the authorizer gave an invalid header value".into())
+                    })?;
+                    value.set_sensitive(true);
+                    request.headers_mut().insert(name, value);
                 }
             }
             let response =
@@ -1011,12 +1064,20 @@ impl Inner {
                 && matches!(status.as_u16(), 401 | 403)
                 && challenges < AUTH_RETRIES
             {
-                let www = response
-                    .headers()
-                    .get(header::WWW_AUTHENTICATE)
-                    .and_then(|v| v.to_str().ok())
-                    .map(str::to_string);
-                match authorizer.challenge(status.as_u16(), www).await {
+                let read = |name: &str| {
+                    response
+                        .headers()
+                        .get(name)
+                        .and_then(|v| v.to_str().ok())
+                        .map(str::to_string)
+                };
+                let refusal = Refusal {
+                    status: status.as_u16(),
+                    www_authenticate: read("www-authenticate"),
+                    dpop_nonce: read("dpop-nonce"),
+                    sent,
+                };
+                match authorizer.challenge(refusal).await {
                     Ok(true) => {
                         challenges += 1;
                         continue;
