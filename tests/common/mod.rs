@@ -1,6 +1,8 @@
 //! Helpers shared by the integration tests.
 #![allow(dead_code)]
 
+pub mod py_oauth;
+
 use agenvoy_mcp::transport::stdio::StdioConfig;
 use agenvoy_mcp::{Client, ClientOptions};
 use std::time::{Duration, Instant};
@@ -184,7 +186,6 @@ impl HttpFixture {
 /// there. `.ci/install` installs the real servers; without them a test says so and passes,
 /// unless `AGENVOY_REQUIRE_INTEROP=1` (as `.ci/run` sets), where a missing one fails it.
 pub fn installed(relative: &str) -> Option<std::path::PathBuf> {
-    use std::io::Write;
     let dir = std::env::var_os("AGENVOY_INTEROP_DIR")
         .map(std::path::PathBuf::from)
         .unwrap_or_else(|| std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR")).join(".ci/peers"));
@@ -192,12 +193,16 @@ pub fn installed(relative: &str) -> Option<std::path::PathBuf> {
     if path.exists() {
         return Some(path);
     }
+    not_installed(&path.display().to_string());
+    None
+}
+
+/// Says that `what` is missing: fails the test when `AGENVOY_REQUIRE_INTEROP=1` (as `.ci/run`
+/// sets), else prints `SKIPPED <test>: <what> is not installed` for the test to pass.
+pub fn not_installed(what: &str) {
+    use std::io::Write;
     let required = std::env::var("AGENVOY_REQUIRE_INTEROP").is_ok_and(|v| v == "1");
-    assert!(
-        !required,
-        "{} is not installed: run .ci/install",
-        path.display()
-    );
+    assert!(!required, "{what} is not installed: run .ci/install");
     // Written to stderr itself, not through `eprintln!`, which the test harness captures and
     // hides for a test that passes: a skip must be seen.
     let test = std::thread::current()
@@ -206,10 +211,8 @@ pub fn installed(relative: &str) -> Option<std::path::PathBuf> {
         .to_string();
     let _ = writeln!(
         std::io::stderr(),
-        "SKIPPED {test}: {} is not installed (run .ci/install; AGENVOY_REQUIRE_INTEROP=1 fails instead)",
-        path.display()
+        "SKIPPED {test}: {what} is not installed (run .ci/install; AGENVOY_REQUIRE_INTEROP=1 fails instead)"
     );
-    None
 }
 
 /// Runs `probe --json` with `args` (flags, then the server: a URL or `-- CMD ARGS...`),
