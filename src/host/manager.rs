@@ -248,7 +248,8 @@ pub async fn connect_server_with_store(
         && http.auth.as_deref() == Some("oauth")
     {
         let oauth = super::oauth::server_oauth(name, http, store);
-        if !oauth.has_tokens() {
+        // A store that cannot be read (a locked keyring) says so, rather than "log in".
+        if oauth.stored_tokens()?.is_none() {
             return Err(Error::new(name, ErrorKind::LoginRequired));
         }
         let mut config = crate::transport::http::HttpConfig::new(&http.url);
