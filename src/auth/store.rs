@@ -1,9 +1,10 @@
 //! Where tokens and client credentials live: the [`TokenStore`] trait (embedders bring their
 //! own), [`MemoryStore`] for tests, [`FileStore`] (one JSON file, mode 0600, written
-//! atomically) and, with the `keychain` feature, [`KeychainStore`] (the OS keychain through
-//! the `keyring` crate, service `agenvoy`). [`default_store`] picks the keychain when one
-//! answers and the file otherwise, at its first use, and warns about the file once, when a
-//! token or client secret is actually kept in it or read from it.
+//! atomically) and, with the `keychain` feature, `KeychainStore` (the OS keychain, service
+//! `agenvoy`: the macOS Keychain, the Windows Credential Manager, the Secret Service on Linux
+//! and the BSDs). [`default_store`] picks the keychain when one answers and the file
+//! otherwise, at its first use, and warns about the file once, when a token or client secret
+//! is actually kept in it or read from it.
 //!
 //! Values are JSON text under string keys: `tokens:<server>` for a server's tokens,
 //! `client:<issuer>` for the client registered with an authorization server (used only with
@@ -140,70 +141,115 @@ impl TokenStore for FileStore {
     }
 }
 
-/// The OS keychain through `keyring`: service `agenvoy`, the key as the account name.
+/// The OS keychain, service `agenvoy`, the key naming the entry: the macOS Keychain and the
+/// Windows Credential Manager through the `keyring` crate; the Secret Service (GNOME
+/// Keyring, KWallet) on Linux and the BSDs, over the session bus with a deadline on every
+/// call. (The Linux kernel keyring is no store: it is emptied at every reboot.)
 #[cfg(feature = "keychain")]
 #[derive(Default)]
 pub struct KeychainStore;
 
 #[cfg(feature = "keychain")]
 impl KeychainStore {
-    /// Whether a keychain answers here: writes, reads back and deletes a probe entry.
+    /// Whether a keychain answers here.
     pub fn available() -> bool {
-        let store = KeychainStore;
-        let key = format!("probe:{}", super::pkce::random_token(6));
-        let ok = store.save(&key, "probe").is_ok()
-            && matches!(store.load(&key), Ok(Some(v)) if v == "probe");
-        let _ = store.delete(&key);
-        ok
-    }
-
-    fn entry(key: &str) -> Result<keyring::Entry, String> {
-        keyring::Entry::new(SERVICE, key).map_err(|e| format!("keychain: {}", describe_keyring(&e)))
-    }
-}
-
-/// A keyring error in words that carry no secret.
-#[cfg(feature = "keychain")]
-fn describe_keyring(e: &keyring::Error) -> String {
-    match e {
-        keyring::Error::NoStorageAccess(_) => "no access to the keychain".into(),
-        keyring::Error::PlatformFailure(_) => "the keychain failed".into(),
-        keyring::Error::NoEntry => "no such entry".into(),
-        keyring::Error::TooLong(what, max) => format!("{what} is over {max} bytes"),
-        _ => "the keychain refused the operation".into(),
+        os_keychain::probe().is_ok()
     }
 }
 
 #[cfg(feature = "keychain")]
 impl TokenStore for KeychainStore {
     fn load(&self, key: &str) -> Result<Option<String>, String> {
-        match Self::entry(key)?.get_password() {
-            Ok(v) => Ok(Some(v)),
-            Err(keyring::Error::NoEntry) => Ok(None),
-            Err(e) => Err(format!("keychain: {}", describe_keyring(&e))),
-        }
+        os_keychain::load(key)
     }
     fn save(&self, key: &str, value: &str) -> Result<(), String> {
-        Self::entry(key)?
-            .set_password(value)
-            .map_err(|e| format!("keychain: {}", describe_keyring(&e)))
+        os_keychain::save(key, value)
     }
     fn delete(&self, key: &str) -> Result<(), String> {
-        match Self::entry(key)?.delete_credential() {
-            Ok(()) | Err(keyring::Error::NoEntry) => Ok(()),
-            Err(e) => Err(format!("keychain: {}", describe_keyring(&e))),
-        }
+        os_keychain::delete(key)
     }
     fn describe(&self) -> String {
-        "keychain".into()
+        os_keychain::NAME.into()
     }
 }
 
-/// The store the host uses: the OS keychain when one answers (feature `keychain`), else
-/// [`TOKEN_FILE`] in `config_dir` (mode 0600). Nothing is probed until the store is first
-/// used, and the warning that no keychain is reachable comes once, when a token or client
-/// secret is actually stored in the file or read from it: a process with no OAuth server says
-/// nothing.
+// The OS keychain of this build, one module under one name: the Secret Service on Linux and
+// the BSDs, `keyring`'s native stores on macOS and Windows, none elsewhere.
+#[cfg(all(
+    feature = "keychain",
+    unix,
+    not(any(target_os = "macos", target_os = "ios"))
+))]
+#[path = "store/secret_service.rs"]
+mod os_keychain;
+#[cfg(all(
+    feature = "keychain",
+    any(target_os = "macos", target_os = "ios", windows)
+))]
+#[path = "store/native.rs"]
+mod os_keychain;
+
+/// Elsewhere: no keychain.
+#[cfg(all(feature = "keychain", not(any(unix, windows))))]
+mod os_keychain {
+    pub(super) const NAME: &str = "keychain";
+    const NONE: &str = "this system has no keychain this crate can use";
+    pub(super) fn probe() -> Result<(), String> {
+        Err(NONE.into())
+    }
+    pub(super) fn load(_: &str) -> Result<Option<String>, String> {
+        Err(NONE.into())
+    }
+    pub(super) fn save(_: &str, _: &str) -> Result<(), String> {
+        Err(NONE.into())
+    }
+    pub(super) fn delete(_: &str) -> Result<(), String> {
+        Err(NONE.into())
+    }
+}
+
+/// The keychains [`default_store`] knows.
+#[cfg(feature = "keychain")]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Keychain {
+    /// The macOS (or iOS) Keychain.
+    Apple,
+    /// The Windows Credential Manager.
+    Windows,
+    /// The freedesktop.org Secret Service.
+    SecretService,
+}
+
+/// The keychain [`default_store`] uses on `os` (a value of `std::env::consts::OS`), when
+/// `probe` reaches it; else why the file is used instead.
+#[cfg(feature = "keychain")]
+fn pick(os: &str, probe: impl FnOnce() -> Result<(), String>) -> Result<Keychain, String> {
+    let keychain = match os {
+        "macos" | "ios" => Keychain::Apple,
+        "windows" => Keychain::Windows,
+        "linux" | "freebsd" | "openbsd" | "netbsd" | "dragonfly" => Keychain::SecretService,
+        _ => return Err(format!("no keychain is supported on {os}")),
+    };
+    probe().map(|()| keychain)
+}
+
+/// The OS keychain when it answers here, else why not.
+#[cfg(feature = "keychain")]
+fn reachable_keychain() -> Result<Arc<dyn TokenStore>, String> {
+    pick(std::env::consts::OS, os_keychain::probe).map(|_| Arc::new(KeychainStore) as _)
+}
+
+/// Without the `keychain` feature there is none.
+#[cfg(not(feature = "keychain"))]
+fn reachable_keychain() -> Result<Arc<dyn TokenStore>, String> {
+    Err("built without the `keychain` feature".into())
+}
+
+/// The store the host uses: the OS keychain when one answers (feature `keychain`: see
+/// `KeychainStore`), else [`TOKEN_FILE`] in `config_dir` (mode 0600). Nothing is probed
+/// until the store is first used, and the warning that no keychain is reachable comes once,
+/// when a token or client secret is actually stored in the file or read from it: a process
+/// with no OAuth server says nothing.
 pub fn default_store(config_dir: &Path) -> Arc<dyn TokenStore> {
     Arc::new(DefaultStore {
         dir: config_dir.to_path_buf(),
@@ -221,33 +267,32 @@ struct DefaultStore {
 
 struct Chosen {
     store: Arc<dyn TokenStore>,
-    /// The file, for want of a keychain.
-    fallback: bool,
+    /// Why the file is used, for want of a keychain.
+    fallback: Option<String>,
 }
 
 impl DefaultStore {
     fn chosen(&self) -> &Chosen {
-        self.chosen.get_or_init(|| {
-            #[cfg(feature = "keychain")]
-            if KeychainStore::available() {
-                return Chosen {
-                    store: Arc::new(KeychainStore),
-                    fallback: false,
-                };
-            }
-            Chosen {
+        self.chosen.get_or_init(|| match reachable_keychain() {
+            Ok(store) => Chosen {
+                store,
+                fallback: None,
+            },
+            Err(why) => Chosen {
                 store: Arc::new(FileStore::new(self.dir.join(TOKEN_FILE))),
-                fallback: true,
-            }
+                fallback: Some(why),
+            },
         })
     }
 
     /// A secret was just kept or read: say once where, when it is the fallback file.
     fn note_secret(&self) {
         let chosen = self.chosen();
-        if chosen.fallback && !self.warned.swap(true, Ordering::Relaxed) {
+        if let Some(why) = &chosen.fallback
+            && !self.warned.swap(true, Ordering::Relaxed)
+        {
             tracing::warn!(
-                "no OS keychain is reachable; OAuth tokens and client secrets are kept in {} (mode 0600)",
+                "no OS keychain is reachable ({why}); OAuth tokens and client secrets are kept in {} (mode 0600)",
                 chosen.store.describe()
             );
         }
@@ -414,7 +459,7 @@ mod tests {
         };
         let _ = store.chosen.set(Chosen {
             store: Arc::new(FileStore::new(dir.join(TOKEN_FILE))),
-            fallback: true,
+            fallback: Some("no keychain in this test".into()),
         });
         store
     }
@@ -431,6 +476,61 @@ mod tests {
         let again = without_keychain(dir.path());
         assert_eq!(again.load("tokens:a").unwrap().as_deref(), Some("t"));
         assert!(again.warned.load(Ordering::Relaxed), "a secret read");
+    }
+
+    #[cfg(feature = "keychain")]
+    fn reached() -> Result<(), String> {
+        Ok(())
+    }
+
+    #[cfg(feature = "keychain")]
+    #[test]
+    fn macos_uses_its_keychain() {
+        assert_eq!(pick("macos", reached), Ok(Keychain::Apple));
+    }
+
+    #[cfg(feature = "keychain")]
+    #[test]
+    fn windows_uses_its_credential_manager() {
+        assert_eq!(pick("windows", reached), Ok(Keychain::Windows));
+    }
+
+    #[cfg(feature = "keychain")]
+    #[test]
+    fn linux_and_the_bsds_use_the_secret_service() {
+        for os in ["linux", "freebsd", "openbsd"] {
+            assert_eq!(pick(os, reached), Ok(Keychain::SecretService), "{os}");
+        }
+    }
+
+    #[cfg(feature = "keychain")]
+    #[test]
+    fn a_keychain_that_does_not_answer_leaves_the_file() {
+        let why = "no Secret Service on the session bus";
+        assert_eq!(pick("linux", || Err(why.into())), Err(why.into()));
+    }
+
+    #[cfg(feature = "keychain")]
+    #[test]
+    fn an_os_without_a_known_keychain_uses_the_file_unprobed() {
+        let probe = || -> Result<(), String> { panic!("nothing to probe") };
+        assert_eq!(
+            pick("haiku", probe),
+            Err("no keychain is supported on haiku".into())
+        );
+    }
+
+    #[cfg(not(feature = "keychain"))]
+    #[test]
+    fn without_the_keychain_feature_the_file_is_used() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = default_store(dir.path());
+        store.save("tokens:a", "t").unwrap();
+        assert_eq!(
+            store.describe(),
+            dir.path().join(TOKEN_FILE).display().to_string()
+        );
+        assert!(dir.path().join(TOKEN_FILE).is_file());
     }
 
     #[test]

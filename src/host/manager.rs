@@ -249,8 +249,9 @@ pub async fn connect_server_with_store(
         && http.auth.as_deref() == Some("oauth")
     {
         let oauth = super::oauth::server_oauth(name, http, store);
-        // A machine grant gets its tokens at the first 401; a person must log in first.
-        if !oauth.has_tokens() && !oauth.is_machine_grant() {
+        // A store that cannot be read (a locked keyring) says so, rather than "log in". A
+        // machine grant gets its tokens at the first 401; a person must log in first.
+        if oauth.stored_tokens()?.is_none() && !oauth.is_machine_grant() {
             return Err(Error::new(name, ErrorKind::LoginRequired));
         }
         let mut config = crate::transport::http::HttpConfig::new(&http.url);

@@ -1,6 +1,8 @@
 //! Helpers shared by the integration tests.
 #![allow(dead_code)]
 
+pub mod py_oauth;
+
 use agenvoy_mcp::transport::stdio::StdioConfig;
 use agenvoy_mcp::{Client, ClientOptions};
 use std::time::{Duration, Instant};
@@ -195,8 +197,8 @@ pub fn installed(relative: &str) -> Option<std::path::PathBuf> {
     None
 }
 
-/// Says that the test skips because `what` (which `.ci/install` installs) is missing; fails
-/// instead under `AGENVOY_REQUIRE_INTEROP=1` (as `.ci/run` sets).
+/// Says that `what` is missing: fails the test when `AGENVOY_REQUIRE_INTEROP=1` (as `.ci/run`
+/// sets), else prints `SKIPPED <test>: <what> is not installed` for the test to pass.
 pub fn not_installed(what: &str) {
     use std::io::Write;
     let required = std::env::var("AGENVOY_REQUIRE_INTEROP").is_ok_and(|v| v == "1");

@@ -1,0 +1,56 @@
+//! The macOS Keychain and the Windows Credential Manager, through the `keyring` crate.
+
+use super::SERVICE;
+
+/// What the store calls itself in messages.
+pub(super) const NAME: &str = if cfg!(windows) {
+    "Windows Credential Manager"
+} else {
+    "macOS Keychain"
+};
+
+/// Writes, reads back and deletes a probe entry.
+pub(super) fn probe() -> Result<(), String> {
+    let key = format!("probe:{}", crate::auth::pkce::random_token(6));
+    let result = save(&key, "probe").and_then(|()| match load(&key)? {
+        Some(v) if v == "probe" => Ok(()),
+        _ => Err("keychain: the probe entry did not read back".into()),
+    });
+    let _ = delete(&key);
+    result
+}
+
+pub(super) fn load(key: &str) -> Result<Option<String>, String> {
+    match entry(key)?.get_password() {
+        Ok(v) => Ok(Some(v)),
+        Err(keyring::Error::NoEntry) => Ok(None),
+        Err(e) => Err(describe(&e)),
+    }
+}
+
+pub(super) fn save(key: &str, value: &str) -> Result<(), String> {
+    entry(key)?.set_password(value).map_err(|e| describe(&e))
+}
+
+pub(super) fn delete(key: &str) -> Result<(), String> {
+    match entry(key)?.delete_credential() {
+        Ok(()) | Err(keyring::Error::NoEntry) => Ok(()),
+        Err(e) => Err(describe(&e)),
+    }
+}
+
+fn entry(key: &str) -> Result<keyring::Entry, String> {
+    keyring::Entry::new(SERVICE, key).map_err(|e| describe(&e))
+}
+
+/// A keyring error in words that carry no secret.
+fn describe(e: &keyring::Error) -> String {
+    let what = match e {
+        keyring::Error::NoStorageAccess(_) => "no access to the keychain".into(),
+        keyring::Error::PlatformFailure(_) => "the keychain failed".into(),
+        keyring::Error::NoEntry => "no such entry".into(),
+        keyring::Error::TooLong(what, max) => format!("{what} is over {max} bytes"),
+        _ => "the keychain refused the operation".into(),
+    };
+    format!("keychain: {what}")
+}
