@@ -414,7 +414,7 @@ fn server_prefix(server: &str) -> Result<String, ControlError> {
 fn prefix_entries(list: &Allowlist, prefix: &str) -> Vec<String> {
     list.entries()
         .into_iter()
-        .filter(|e| e.starts_with(prefix))
+        .filter(|e| crate::host::gate::belongs_to(e, prefix))
         .map(str::to_string)
         .collect()
 }

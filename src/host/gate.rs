@@ -148,6 +148,20 @@ pub fn whole_server(entry: &str) -> Option<&str> {
         .filter(|server| is_valid_server_name(server))
 }
 
+/// Whether `entry` is one of `prefix`'s (`mcp__<server>__`): it starts with the prefix and, if
+/// it approves a whole server, that server is the prefix's (`mcp__gh___*` starts with
+/// `mcp__gh__` but is server `gh_`'s). An exact entry that starts with the prefix counts as the
+/// prefix's: `mcp__gh__x__t` may be a tool of `gh` or of `gh__x`, which only the registry knows.
+pub fn belongs_to(entry: &str, prefix: &str) -> bool {
+    entry.starts_with(prefix)
+        && whole_server(entry).is_none_or(|server| {
+            prefix
+                .strip_prefix(PREFIX)
+                .and_then(|p| p.strip_suffix("__"))
+                == Some(server)
+        })
+}
+
 /// Whether one entry approves a call of `name`, a tool of `server` (`None`: a built-in tool).
 fn entry_allows(entry: &str, name: &str, server: Option<&str>) -> bool {
     let Some(prefix) = entry.strip_suffix('*') else {
@@ -220,8 +234,8 @@ impl Allowlist {
         self.lines.len() != before
     }
 
-    /// Replaces every entry that starts with `prefix` (say `mcp__github__`) with `entries`;
-    /// every other entry stays as it is. Each new entry must start with `prefix`.
+    /// Replaces the entries of `prefix` (say `mcp__github__`; see [`belongs_to`]) with
+    /// `entries`; every other entry stays as it is. Each new entry must start with `prefix`.
     pub fn replace_prefix(
         &mut self,
         prefix: &str,
@@ -241,7 +255,7 @@ impl Allowlist {
             }
         }
         self.lines
-            .retain(|l| l.starts_with('#') || !l.starts_with(prefix));
+            .retain(|l| l.starts_with('#') || !belongs_to(l, prefix));
         for entry in entries {
             if !self.lines.contains(entry) {
                 self.lines.push(entry.clone());
@@ -456,13 +470,13 @@ mod tests {
     #[test]
     fn replacing_one_prefix_leaves_every_other_rule() {
         let mut list = Allowlist::parse(
-            "# keep\nbash\nmcp__github__*\nmcp__time__now\nmcp__github__search\nmcp__githubx__a\n",
+            "# keep\nbash\nmcp__github__*\nmcp__time__now\nmcp__github__search\nmcp__githubx__a\nmcp__github___*\n",
         );
         list.replace_prefix("mcp__github__", &["mcp__github__list".into()])
             .unwrap();
         assert_eq!(
             list.to_text(),
-            "# keep\nbash\nmcp__time__now\nmcp__githubx__a\nmcp__github__list\n"
+            "# keep\nbash\nmcp__time__now\nmcp__githubx__a\nmcp__github___*\nmcp__github__list\n"
         );
         let err = list
             .replace_prefix("mcp__github__", &["mcp__time__now".into()])
@@ -474,8 +488,9 @@ mod tests {
         list.replace_prefix("mcp__github__", &[]).unwrap();
         assert_eq!(
             list.to_text(),
-            "# keep\nbash\nmcp__time__now\nmcp__githubx__a\n"
+            "# keep\nbash\nmcp__time__now\nmcp__githubx__a\nmcp__github___*\n"
         );
+        list.remove("mcp__github___*");
         list.add("mcp__time__*").unwrap();
         list.add("mcp__time__*").unwrap();
         assert!(list.add("a b").is_err());
