@@ -44,9 +44,7 @@ fn options(dir: &Path) -> ManagerOptions {
 
 async fn start(servers: Value, options: ManagerOptions) -> Manager {
     agenvoy_mcp::transport::stdio::become_subreaper();
-    let manager = Manager::new(config(servers), options).await;
-    manager.register_all();
-    manager
+    Manager::new(config(servers), options).await
 }
 
 fn status_of(manager: &Manager, name: &str) -> ServerStatus {

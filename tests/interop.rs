@@ -33,7 +33,7 @@ async fn connect_real(name: &str, config: &StdioConfig, options: ClientOptions) 
 
 async fn text(client: &Client, tool: &str, args: Value) -> String {
     let out = client
-        .call_tool(tool, args, RequestOptions::default())
+        .call_tool(tool, args)
         .await
         .expect("the call succeeds");
     assert!(!out.is_error, "{tool} reported an error: {}", out.text);
@@ -84,7 +84,7 @@ async fn server_everything_over_stdio() {
     };
     let args = json!({"duration": 1, "steps": 3});
     let out = client
-        .call_tool("trigger-long-running-operation", args, options)
+        .call_tool_with("trigger-long-running-operation", args, options)
         .await
         .unwrap();
     assert!(!out.is_error, "{}", out.text);

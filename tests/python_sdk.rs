@@ -11,7 +11,7 @@ mod common;
 
 use agenvoy_mcp::host::{Config, Manager, ManagerOptions, PermissionMode};
 use agenvoy_mcp::protocol::era::EraPreference;
-use agenvoy_mcp::protocol::session::{Handlers, RequestHandler, RequestOptions};
+use agenvoy_mcp::protocol::session::{Handlers, RequestHandler};
 use agenvoy_mcp::transport::http::HttpConfig;
 use agenvoy_mcp::transport::stdio::StdioConfig;
 use agenvoy_mcp::{Client, ClientOptions};
@@ -119,7 +119,7 @@ fn options_with_elicitation(era: EraPreference) -> (ClientOptions, Arc<Mutex<Vec
 
 async fn text(client: &Client, tool: &str, args: Value) -> String {
     let out = client
-        .call_tool(tool, args, RequestOptions::default())
+        .call_tool(tool, args)
         .await
         .unwrap_or_else(|e| panic!("{tool}: {e}"));
     assert!(!out.is_error, "{tool} reported an error: {}", out.text);
@@ -148,7 +148,7 @@ async fn exercise(client: &Client, mode: Mode, asked: &Mutex<Vec<Value>>) {
         // The initialize era asks with a standalone request, which a server without
         // sessions has no way to send (an SDK limit, not the client's): a clear RPC error.
         let refused = client
-            .call_tool("greet", json!({}), RequestOptions::default())
+            .call_tool("greet", json!({}))
             .await
             .expect_err("the SDK cannot elicit over stateless HTTP in the initialize era");
         assert!(refused.to_string().contains("back-channel"), "{refused}");

@@ -213,15 +213,10 @@ pub async fn send(
         headers.insert("dpop", v);
     }
     let exchange = async {
-        let response = client.request(request).await.map_err(|e| {
-            let mut why = e.to_string();
-            let mut source = std::error::Error::source(&e);
-            while let Some(s) = source {
-                why = format!("{why}: {s}");
-                source = s.source();
-            }
-            format!("{url}: {why}")
-        })?;
+        let response = client
+            .request(request)
+            .await
+            .map_err(|e| format!("{url}: {}", crate::error::chain_text(&e)))?;
         let get = |name: header::HeaderName| {
             response
                 .headers()

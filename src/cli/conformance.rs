@@ -149,11 +149,7 @@ async fn exercise(client: &Client, scenario: &str, context: &Value) -> agenvoy_m
             .collect(),
     };
     for (name, arguments) in calls {
-        let output = tolerate(
-            client
-                .call_tool(&name, arguments, RequestOptions::default())
-                .await,
-        )?;
+        let output = tolerate(client.call_tool(&name, arguments).await)?;
         if let Some(output) = output {
             eprintln!("conformance {scenario}: {name} -> {}", output.text);
         }

@@ -4,8 +4,8 @@
 //!   slowest server, not the sum. A server that fails to start or to list its tools is logged
 //!   as a warning, marked failed with its error, and skipped; it never blocks the others. So
 //!   is an invalid entry of the config file.
-//! - [`Manager::register_all`] puts every connected server's tools into the registry as
-//!   `mcp__<server>__<tool>`.
+//!   Every connected server's tools are then in the registry as `mcp__<server>__<tool>`
+//!   ([`Manager::register_all`] does it again, returning the name collisions).
 //! - [`Manager::watch`] follows each server's `notifications/tools/list_changed` and
 //!   re-registers that one server's tools, debounced; servers that do not declare
 //!   `tools.listChanged` are polled slowly instead. The subscription to a server's
@@ -254,8 +254,7 @@ pub async fn connect_server_with_store(
         if oauth.stored_tokens()?.is_none() && !oauth.is_machine_grant() {
             return Err(Error::new(name, ErrorKind::LoginRequired));
         }
-        let mut config = crate::transport::http::HttpConfig::new(&http.url);
-        config.headers = http.expanded_headers().into_iter().collect();
+        let mut config = http.http_config();
         config.authorizer = Some(Arc::new(oauth));
         return Client::connect_http(name, &config, options.clone()).await;
     }
@@ -290,9 +289,7 @@ async fn connect_entry(
         )),
         #[cfg(feature = "http")]
         ServerConfig::Http(http) => {
-            let mut config = crate::transport::http::HttpConfig::new(&http.url);
-            config.headers = http.expanded_headers().into_iter().collect();
-            Client::connect_http(name, &config, options.clone()).await
+            Client::connect_http(name, &http.http_config(), options.clone()).await
         }
         #[cfg(not(feature = "http"))]
         ServerConfig::Http(_) => Err(Error::new(
@@ -455,9 +452,10 @@ impl Manager {
         Ok(Manager::new(config, options).await)
     }
 
-    /// Connects every server of `config` at once and waits until each is connected or
-    /// failed. Failures are logged and recorded in [`Manager::status`]; they never fail the
-    /// whole.
+    /// Connects every server of `config` at once, waits until each is connected or failed,
+    /// and registers the tools of those connected (as [`Manager::register_all`]: name
+    /// collisions are logged). Failures are logged and recorded in [`Manager::status`]; they
+    /// never fail the whole.
     pub async fn new(config: Config, options: ManagerOptions) -> Manager {
         let (manager, connects) = Manager::prepare(config, options);
         let mut connecting = tokio::task::JoinSet::new();
@@ -465,14 +463,18 @@ impl Manager {
             connecting.spawn(pending.connect());
         }
         while connecting.join_next().await.is_some() {}
+        manager.register_all();
         manager
     }
 
     /// [`Manager::new`] that returns at once: every server shows `connecting` until its
     /// connect ends, in the background (what a panel wants: it draws while servers start).
+    /// Each server's tools are registered as it connects, so a name collision goes to the
+    /// first one connected; [`Manager::register_all`] registers them again in name order.
     /// Must be called within a tokio runtime.
     pub fn start(config: Config, options: ManagerOptions) -> Manager {
         let (manager, connects) = Manager::prepare(config, options);
+        manager.inner.registered.store(true, Ordering::SeqCst);
         for pending in connects {
             tokio::spawn(pending.connect());
         }
@@ -546,9 +548,9 @@ impl Manager {
         self.inner.slots.lock().expect("slots lock")
     }
 
-    /// Records the outcome of connecting `name`, registers its tools (once
-    /// [`Manager::register_all`] has run) and starts its watcher (once [`Manager::watch`]
-    /// has run).
+    /// Records the outcome of connecting `name`, registers its tools (unless the manager is
+    /// still in [`Manager::new`], which registers all at the end) and starts its watcher
+    /// (once [`Manager::watch`] has run).
     fn apply_connect(&self, name: &str, result: Result<Connected>) {
         let mut slots = self.slots();
         let Some(slot) = slots.get_mut(name) else {
@@ -600,9 +602,10 @@ impl Manager {
         collisions
     }
 
-    /// Registers every connected server's tools as `mcp__<server>__<tool>`, servers in name
-    /// order, and returns the name collisions found (each also logged). From now on,
-    /// refreshes and reconnects re-register their server.
+    /// Registers every connected server's tools again as `mcp__<server>__<tool>`, servers in
+    /// name order, and returns the name collisions found (each also logged). [`Manager::new`]
+    /// and [`Manager::start`] register already; refreshes and reconnects re-register their
+    /// server.
     pub fn register_all(&self) -> Vec<Collision> {
         self.inner.registered.store(true, Ordering::SeqCst);
         let slots = self.slots();
@@ -810,7 +813,9 @@ impl Manager {
         self.inner.registry.read().expect("registry lock").clone()
     }
 
-    /// Every registered tool's definition, sorted by name: what to give the LLM API.
+    /// Every registered tool's definition, sorted by name: what to give the LLM API. Every
+    /// connected server's tools are in it from [`Manager::new`] on (with
+    /// [`Manager::start`], each server's once it has connected).
     pub fn tool_definitions(&self) -> Vec<ToolDefinition> {
         self.inner
             .registry
@@ -880,7 +885,7 @@ impl Manager {
         };
         loop {
             match client
-                .call_tool(&tool, arguments.clone(), options.clone())
+                .call_tool_with(&tool, arguments.clone(), options.clone())
                 .await
             {
                 Ok(output) => return Ok(output),

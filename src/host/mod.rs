@@ -16,7 +16,6 @@
 //! # async fn demo() -> Result<(), Box<dyn std::error::Error>> {
 //! use agenvoy_mcp::host::{Manager, ManagerOptions, PermissionMode, config};
 //! let manager = Manager::load(&config::default_config_path(), ManagerOptions::default()).await?;
-//! manager.register_all();
 //! manager.watch();
 //! let tools = manager.tool_definitions(); // give these to the model
 //! let system_prompt_part = manager.instructions();

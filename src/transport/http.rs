@@ -1,6 +1,9 @@
 //! The streamable HTTP transport (protocol revisions 2025-03-26 to 2025-11-25), with the
 //! HTTP+SSE transport of 2024-11-05 as its fallback.
 //!
+//! The session hands each message over as an [`Outbound`]: the request's id and method come
+//! with its bytes, which are never parsed again here.
+//!
 //! Every message is a POST to the server URL. A request's answer comes back as one JSON body
 //! or as an SSE stream; each request runs on a task of its own, so a slow answer never holds
 //! up the session, and a failure reaches the session as [`Inbound::Failed`]. Notifications and
@@ -17,7 +20,9 @@
 //!   doubles (to 30 s) with each stream in a row that failed or brought no message.
 //! - Session expiry: 404 (or a 400 whose body speaks of the session) on a request that carried
 //!   a session id re-initializes once and replays that request once; other requests whose
-//!   streams die with the session fail with an error.
+//!   streams die with the session fail with an error. This lives here, not in the protocol
+//!   session: streamable HTTP ties the `Mcp-Session-Id` to the transport, and only the
+//!   transport sees the 404 and can replay the exact bytes of `initialize` and of the request.
 //! - 429 and 503 (the request was not served), and for a GET also 502 and 504: up to 3
 //!   retries, after `Retry-After` (seconds or a date, at most 30 s) or 0.5 s, 1 s, 2 s. A POST
 //!   answered 502 or 504 may have been acted on behind the gateway, so it is not sent again.
@@ -29,7 +34,7 @@
 //!   a JSON-RPC error, the server is taken for an HTTP+SSE one: GET the URL, wait for the
 //!   `endpoint` event, and POST every message there; answers arrive on that SSE stream.
 
-use super::{Assembler, BoxFuture, Inbound, Limits, Transport};
+use super::{Assembler, BoxFuture, Inbound, Limits, Outbound, Transport};
 use crate::error::{Error, ErrorKind, Result};
 use crate::wire::decode::Decoded;
 use crate::wire::jsonrpc::{Id, Message};
@@ -224,8 +229,8 @@ pub fn https_client(server: &str, connect_timeout: Duration) -> Client {
 enum Failure {
     /// The server answered with an error status; `body` is the start of its body.
     Status { status: StatusCode, body: String },
-    /// No answer: connection, TLS or timeout.
-    Unreachable(String),
+    /// No answer: connection, TLS or timeout; the HTTP client's error, when it gave one.
+    Unreachable(String, Option<crate::error::Cause>),
     /// The authorizer could not supply credentials.
     Auth(Error),
 }
@@ -234,8 +239,8 @@ enum Failure {
 struct State {
     session_id: Option<String>,
     protocol_version: Option<String>,
-    /// The bytes of our `initialize` request, to start a new session after expiry.
-    initialize: Option<Bytes>,
+    /// Our `initialize` request's id and bytes, to start a new session after expiry.
+    initialize: Option<(Id, Bytes)>,
     /// Where to POST in the HTTP+SSE fallback; `None` for streamable HTTP.
     legacy_endpoint: Option<Uri>,
 }
@@ -358,25 +363,23 @@ fn configured_headers(pairs: &[(String, String)]) -> std::result::Result<HeaderM
 }
 
 impl Transport for HttpTransport {
-    fn send(&self, message: Vec<u8>) -> BoxFuture<'_, Result<()>> {
-        self.send_request(message, Vec::new())
-    }
-
-    fn send_request(
-        &self,
-        message: Vec<u8>,
-        headers: Vec<(String, String)>,
-    ) -> BoxFuture<'_, Result<()>> {
+    fn send(&self, message: Outbound) -> BoxFuture<'_, Result<()>> {
         Box::pin(async move {
             let inner = &self.inner;
             if inner.closed.load(Ordering::Relaxed) {
                 return Err(inner.error(ErrorKind::Closed("the transport was closed".into())));
             }
-            let body = Bytes::from(message);
-            match Message::parse(&body) {
-                Ok(Message::Request(request)) => {
+            let Outbound {
+                message,
+                bytes,
+                headers,
+            } = message;
+            let body = Bytes::from(bytes);
+            match message {
+                Message::Request(request) => {
                     if request.method == "initialize" {
-                        inner.state.lock().expect("state lock").initialize = Some(body.clone());
+                        inner.state.lock().expect("state lock").initialize =
+                            Some((request.id.clone(), body.clone()));
                     }
                     let modern = modern_headers(&request, &headers);
                     let cancels_by_closing = modern.is_some();
@@ -394,7 +397,7 @@ impl Transport for HttpTransport {
                     }
                     Ok(())
                 }
-                Ok(Message::Notification(n)) => {
+                Message::Notification(n) => {
                     inner
                         .post_one_way(body)
                         .await
@@ -404,10 +407,7 @@ impl Transport for HttpTransport {
                     }
                     Ok(())
                 }
-                Ok(Message::Response(_)) => inner.post_one_way(body).await,
-                Err(e) => {
-                    Err(inner.error(ErrorKind::Usage(format!("not a JSON-RPC message: {e}"))))
-                }
+                Message::Response(_) => inner.post_one_way(body).await,
             }
         })
     }
@@ -452,11 +452,8 @@ impl Transport for HttpTransport {
                 // Stateless era: cancelling is closing the request's own stream.
                 Some((handle, true)) => handle.abort(),
                 _ => {
-                    let message = Message::Notification(crate::wire::jsonrpc::Notification {
-                        method: "notifications/cancelled".into(),
-                        params: Some(serde_json::json!({"requestId": id, "reason": reason})),
-                    });
-                    let _ = self.send(message.to_bytes()).await;
+                    let message = crate::protocol::cancelled(id, &reason);
+                    let _ = self.send(Outbound::new(message)).await;
                 }
             }
         })
@@ -763,7 +760,8 @@ fn modern_headers(
 ) -> Option<Vec<(HeaderName, HeaderValue)>> {
     let params = request.params.as_ref()?;
     let version = params
-        .pointer("/_meta/io.modelcontextprotocol~1protocolVersion")?
+        .get("_meta")?
+        .get(crate::protocol::META_PROTOCOL_VERSION)?
         .as_str()?;
     let mut pairs = vec![
         ("mcp-protocol-version".to_string(), version.to_string()),
@@ -862,7 +860,7 @@ impl Inner {
         match failure {
             Failure::Status { status, body } => {
                 if let Some(rpc) = jsonrpc_error(&body) {
-                    return self.error(ErrorKind::Rpc(rpc));
+                    return self.error(ErrorKind::Rpc(Box::new(rpc)));
                 }
                 let detail = if body.is_empty() {
                     status.canonical_reason().unwrap_or("").to_string()
@@ -874,10 +872,12 @@ impl Inner {
                     detail,
                 })
             }
-            Failure::Unreachable(detail) => self.error(ErrorKind::Http {
-                status: None,
-                detail,
-            }),
+            Failure::Unreachable(detail, cause) => self
+                .error(ErrorKind::Http {
+                    status: None,
+                    detail,
+                })
+                .with_cause(cause),
             Failure::Auth(e) => e,
         }
     }
@@ -992,7 +992,10 @@ impl Inner {
                 ] {
                     let Some(value) = value else { continue };
                     let mut value = HeaderValue::from_str(value).map_err(|_| {
-                        Failure::Unreachable("the authorizer gave an invalid header value".into())
+                        Failure::Unreachable(
+                            "the authorizer gave an invalid header value".into(),
+                            None,
+                        )
                     })?;
                     value.set_sensitive(true);
                     request.headers_mut().insert(name, value);
@@ -1003,9 +1006,10 @@ impl Inner {
                 {
                     Err(_) => {
                         let secs = self.header_timeout.as_secs_f64();
-                        return Err(Failure::Unreachable(format!(
-                            "no response headers from {uri} within {secs:.1} s"
-                        )));
+                        return Err(Failure::Unreachable(
+                            format!("no response headers from {uri} within {secs:.1} s"),
+                            None,
+                        ));
                     }
                     Ok(Err(e)) => {
                         if stale_connection(&e, &method) && retries < MAX_RETRIES {
@@ -1014,13 +1018,11 @@ impl Inner {
                             retries += 1;
                             continue;
                         }
-                        let mut why = e.to_string();
-                        let mut source = std::error::Error::source(&e);
-                        while let Some(s) = source {
-                            why = format!("{why}: {s}");
-                            source = s.source();
-                        }
-                        return Err(Failure::Unreachable(format!("{uri}: {why}")));
+                        let why = crate::error::chain_text(&e);
+                        return Err(Failure::Unreachable(
+                            format!("{uri}: {why}"),
+                            Some(std::sync::Arc::new(e)),
+                        ));
                     }
                     Ok(Ok(r)) => r,
                 };
@@ -1372,14 +1374,7 @@ impl Inner {
                 "the session expired before it was initialized".into(),
             ))
         })?;
-        let init_id = match Message::parse(&initialize) {
-            Ok(Message::Request(r)) => r.id,
-            _ => {
-                return Err(self.error(ErrorKind::Protocol(
-                    "the saved initialize request is unreadable".into(),
-                )));
-            }
-        };
+        let (init_id, initialize) = initialize;
         let failed = |e: Error| {
             self.error(ErrorKind::Closed(format!(
                 "the session expired and starting a new one failed: {}",
