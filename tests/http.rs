@@ -3,8 +3,8 @@
 
 mod common;
 
-use agenvoy_mcp::protocol::session::RequestOptions;
-use agenvoy_mcp::transport::http::HttpConfig;
+use agenvoy_mcp::__private::protocol::session::RequestOptions;
+use agenvoy_mcp::__private::transport::http::HttpConfig;
 use agenvoy_mcp::{Client, ClientOptions, ErrorKind};
 use common::HttpFixture;
 use serde_json::{Value, json};

@@ -3,9 +3,9 @@
 
 mod common;
 
-use agenvoy_mcp::protocol::session::{Handlers, RequestOptions};
-use agenvoy_mcp::protocol::types::{Progress, Root};
-use agenvoy_mcp::wire::jsonrpc::ErrorObject;
+use agenvoy_mcp::__private::protocol::session::{Handlers, RequestOptions};
+use agenvoy_mcp::__private::protocol::types::{Progress, Root};
+use agenvoy_mcp::__private::wire::jsonrpc::ErrorObject;
 use agenvoy_mcp::{Client, ClientOptions, ErrorKind};
 use common::*;
 use serde_json::{Value, json};
@@ -18,7 +18,7 @@ async fn call(
     client: &Client,
     tool: &str,
     args: Value,
-) -> agenvoy_mcp::protocol::types::ToolOutput {
+) -> agenvoy_mcp::__private::protocol::types::ToolOutput {
     client
         .call_tool(tool, args)
         .await
@@ -94,7 +94,7 @@ async fn tools_list_follows_every_page() {
 
 #[tokio::test]
 async fn tools_list_stops_at_a_repeated_or_empty_cursor_and_at_the_page_limit() {
-    let names = |tools: Vec<agenvoy_mcp::protocol::types::Tool>| {
+    let names = |tools: Vec<agenvoy_mcp::__private::protocol::types::Tool>| {
         tools.into_iter().map(|t| t.name).collect::<Vec<_>>()
     };
     let client = connect(
@@ -116,7 +116,7 @@ async fn tools_list_stops_at_a_repeated_or_empty_cursor_and_at_the_page_limit() 
     client.close().await;
     let client = connect(&["--mode", "endless-pages"], ClientOptions::default()).await;
     let tools = names(client.list_tools().await.unwrap());
-    assert_eq!(tools.len(), agenvoy_mcp::client::MAX_TOOL_PAGES);
+    assert_eq!(tools.len(), agenvoy_mcp::__private::client::MAX_TOOL_PAGES);
     assert_eq!(tools.last().unwrap(), "tool_999");
     client.close().await;
 }
@@ -406,7 +406,7 @@ async fn a_hanging_server_times_out_and_is_stopped() {
 
 #[tokio::test]
 async fn no_initialize_response_times_out_and_leaves_nothing() {
-    agenvoy_mcp::transport::stdio::become_subreaper();
+    agenvoy_mcp::__private::transport::stdio::become_subreaper();
     let options = ClientOptions {
         timeout: Duration::from_millis(500),
         ..Default::default()
@@ -473,7 +473,7 @@ async fn dropping_the_client_stops_the_server() {
 
 #[tokio::test]
 async fn a_missing_command_is_a_start_error() {
-    let config = agenvoy_mcp::transport::stdio::StdioConfig {
+    let config = agenvoy_mcp::__private::transport::stdio::StdioConfig {
         command: "/nonexistent/mcp-server".into(),
         ..Default::default()
     };

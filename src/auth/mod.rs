@@ -44,18 +44,26 @@
 //! secret or a token or registration answer. A refresh the authorization server refuses
 //! drops the tokens; one that gets no answer keeps them and fails with a retryable error.
 
+// The submodules are not part of the API (they serve the `agenvoy-mcp` binary and may change
+// in any release): embedders use what is exported here.
+#[doc(hidden)]
 pub mod callback;
+#[doc(hidden)]
 pub mod discovery;
 mod fetch;
+#[doc(hidden)]
 pub mod jwt;
+#[doc(hidden)]
 pub mod pkce;
+#[doc(hidden)]
 pub mod store;
 #[cfg(test)]
 mod test_server;
 
-pub use callback::{
-    CALLBACK_PORT, CallbackParams, DEFAULT_REDIRECT_URI, HeadlessAgent, LoopbackAgent, UserAgent,
-};
+#[doc(hidden)]
+pub use callback::{CALLBACK_PORT, DEFAULT_REDIRECT_URI};
+pub use callback::{CallbackParams, HeadlessAgent, LoopbackAgent, UserAgent};
+#[doc(hidden)]
 pub use discovery::{AuthServerMetadata, Challenge, Discovery, ProtectedResource};
 #[cfg(feature = "keychain")]
 pub use store::KeychainStore;
@@ -64,7 +72,7 @@ pub use store::{FileStore, MemoryStore, StoredClient, StoredTokens, TokenStore, 
 use crate::error::{Error, ErrorKind, Result};
 use crate::text::escape_controls;
 use crate::transport::BoxFuture;
-use crate::transport::http::{Authorizer, Client, https_client};
+use crate::transport::http::{Authorizer, HttpsClient, https_client};
 pub use crate::transport::http::{Credentials, Refusal};
 use base64::Engine;
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
@@ -79,9 +87,9 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 /// A token this close to its expiry is refreshed before it is sent.
-pub const REFRESH_MARGIN: Duration = Duration::from_secs(60);
+pub(crate) const REFRESH_MARGIN: Duration = Duration::from_secs(60);
 /// At most this many authorizations ask for one set of scopes (step-up loops end here).
-pub const MAX_AUTHORIZATIONS_PER_SCOPE: u32 = 3;
+pub(crate) const MAX_AUTHORIZATIONS_PER_SCOPE: u32 = 3;
 /// After a refresh failed for want of an answer, a token still valid is sent as it is for
 /// this long before the next refresh is tried.
 const REFRESH_PAUSE: Duration = Duration::from_secs(10);
@@ -303,7 +311,7 @@ struct StoredDpopKey {
 }
 
 /// The store key of a server's DPoP key.
-pub fn dpop_key_name(server: &str) -> String {
+pub(crate) fn dpop_key_name(server: &str) -> String {
     format!("dpop:{server}")
 }
 
@@ -311,7 +319,7 @@ pub fn dpop_key_name(server: &str) -> String {
 pub struct OAuth {
     config: OAuthConfig,
     store: Arc<dyn TokenStore>,
-    http: Client,
+    http: HttpsClient,
     agent: Option<Arc<dyn UserAgent>>,
     runtime: tokio::sync::Mutex<Runtime>,
     /// Held only to read or replace a nonce, never across an await.
@@ -457,7 +465,7 @@ impl OAuth {
     }
 
     /// The hyper client it uses (for a [`HeadlessAgent`], say).
-    pub fn http_client(&self) -> Client {
+    pub fn http_client(&self) -> HttpsClient {
         self.http.clone()
     }
 
@@ -1443,6 +1451,7 @@ impl Authorizer for OAuth {
 }
 
 /// Reads a JSON value's string member (for callers decoding scenario context and the like).
+#[doc(hidden)] // The conformance command's; not part of the API.
 pub fn json_str(v: &Value, key: &str) -> Option<String> {
     str_member(v, key).map(str::to_string)
 }

@@ -189,10 +189,10 @@ fn without_userinfo(server: &str, url: Uri) -> Uri {
 
 /// The hyper client every HTTP exchange of this crate uses: HTTP/1.1 and HTTP/2, rustls with
 /// the ring provider and the OS trust store; it follows no redirect by itself.
-pub type Client = HyperClient<hyper_rustls::HttpsConnector<HttpConnector>, Full<Bytes>>;
+pub type HttpsClient = HyperClient<hyper_rustls::HttpsConnector<HttpConnector>, Full<Bytes>>;
 
-/// Builds a [`Client`]; `server` names the server in the warning when no OS trust store is found.
-pub fn https_client(server: &str, connect_timeout: Duration) -> Client {
+/// Builds a [`HttpsClient`]; `server` names the server in the warning when no OS trust store is found.
+pub fn https_client(server: &str, connect_timeout: Duration) -> HttpsClient {
     let mut http = HttpConnector::new();
     http.set_connect_timeout(Some(connect_timeout));
     // Small requests and answers must not wait for a delayed ACK.
@@ -254,7 +254,7 @@ struct Seen {
 
 struct Inner {
     server: String,
-    client: Client,
+    client: HttpsClient,
     url: Uri,
     headers: HeaderMap,
     header_timeout: Duration,
