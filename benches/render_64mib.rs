@@ -1,8 +1,8 @@
 //! A 64 MiB tool result of one big text block: the streaming decoder (fed in 64 KiB chunks)
 //! beside its baselines in the same run: `render_reference` (serde_json on the whole message)
 //! and a plain memchr2 scan of the same bytes for `"` and `\`.
-use agenvoy_mcp::wire::decode::MessageDecoder;
-use agenvoy_mcp::wire::render::{DEFAULT_CAP, render_reference};
+use agenvoy_mcp::__private::wire::decode::MessageDecoder;
+use agenvoy_mcp::__private::wire::render::{DEFAULT_CAP, render_reference};
 use criterion::{Criterion, Throughput, criterion_group, criterion_main};
 use std::hint::black_box;
 use std::time::Duration;

@@ -1,6 +1,6 @@
 //! One 8 MiB SSE event, fed in 64 KiB chunks: our decoder beside eventsource-stream in the same
 //! run.
-use agenvoy_mcp::wire::sse::{SseDecoder, SsePiece};
+use agenvoy_mcp::__private::wire::sse::{SseDecoder, SsePiece};
 use criterion::{Criterion, Throughput, criterion_group, criterion_main};
 use futures::StreamExt;
 use std::hint::black_box;

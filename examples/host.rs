@@ -24,7 +24,6 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         ..Default::default()
     };
     let manager = Manager::new(config, options).await;
-    manager.register_all();
     for status in manager.status() {
         println!(
             "{}: {} ({} tools)",

@@ -4,8 +4,7 @@
 //! cargo build && cargo run --example list_tools -- target/debug/agenvoy-mcp fixture-server
 //! ```
 
-use agenvoy_mcp::transport::stdio::StdioConfig;
-use agenvoy_mcp::{Client, ClientOptions};
+use agenvoy_mcp::{Client, ClientOptions, StdioConfig};
 
 #[tokio::main]
 async fn main() -> Result<(), Box<dyn std::error::Error>> {

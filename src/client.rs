@@ -65,9 +65,6 @@ impl Default for ClientOptions {
 /// One `x-mcp-header` annotation: the header name and the path of the argument it mirrors.
 pub type HeaderParam = (String, Vec<String>);
 
-/// The stateless era's answer to headers that do not match the body.
-const HEADER_MISMATCH: i64 = -32020;
-
 /// A tool list kept while the server says it stays fresh.
 struct ToolCache {
     tools: Vec<Tool>,
@@ -271,6 +268,7 @@ impl Client {
                     "tools/list",
                     ErrorKind::Protocol(format!("invalid tools: {e}")),
                 )
+                .caused_by(e)
             })?;
             tools.extend(page);
             let page_ttl = result.get("ttlMs").and_then(Value::as_u64).unwrap_or(0);
@@ -345,10 +343,17 @@ impl Client {
             .collect()
     }
 
-    /// Calls a tool and returns what the model sees: the rendered result, capped.
-    /// A result with `isError: true` is an `Ok` output with `is_error` set. A stateless
-    /// server's `HeaderMismatch` refreshes the tool list and sends the call once more.
-    pub async fn call_tool(
+    /// Calls a tool with the client's default timeout and returns what the model sees: the
+    /// rendered result, capped. A result with `isError: true` is an `Ok` output with
+    /// `is_error` set. A stateless server's `HeaderMismatch` refreshes the tool list and sends
+    /// the call once more. [`call_tool_with`](Self::call_tool_with) takes per-call options.
+    pub async fn call_tool(&self, tool: &str, arguments: Value) -> Result<ToolOutput> {
+        self.call_tool_with(tool, arguments, RequestOptions::default())
+            .await
+    }
+
+    /// [`call_tool`](Self::call_tool) with per-call options: a timeout, progress, headers.
+    pub async fn call_tool_with(
         &self,
         tool: &str,
         arguments: Value,
@@ -367,7 +372,7 @@ impl Client {
             kind: ErrorKind::Rpc(e),
             ..
         }) = &reply
-            && e.code == HEADER_MISMATCH
+            && e.code == crate::protocol::HEADER_MISMATCH
         {
             *self.tools.lock().expect("tools lock") = None;
             self.list_tools().await?;
@@ -392,7 +397,7 @@ impl Client {
                 is_error: r.is_error,
                 total_bytes: r.total,
             }),
-            Err(RenderError::Rpc(e)) => Err(self.error("tools/call", ErrorKind::Rpc(e))),
+            Err(RenderError::Rpc(e)) => Err(self.error("tools/call", ErrorKind::Rpc(Box::new(e)))),
             Err(e @ RenderError::Invalid(_)) => {
                 Err(self.error("tools/call", ErrorKind::Protocol(e.to_string())))
             }

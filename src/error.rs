@@ -7,7 +7,11 @@
 
 use crate::wire::jsonrpc::ErrorObject;
 use std::fmt;
+use std::sync::Arc;
 use std::time::Duration;
+
+/// The underlying failure an [`Error`] keeps: an I/O, HTTP or JSON error.
+pub(crate) type Cause = Arc<dyn std::error::Error + Send + Sync + 'static>;
 
 /// A failure talking to one MCP server. Its `Display` and `Debug` are safe to show (see the
 /// module docs); its fields hold the text as it came.
@@ -19,10 +23,14 @@ pub struct Error {
     pub method: Option<String>,
     /// What went wrong.
     pub kind: ErrorKind,
+    /// The I/O, HTTP or JSON error behind it, if any: [`std::error::Error::source`].
+    cause: Option<Cause>,
 }
 
-/// What went wrong, with the details a caller may act on.
+/// What went wrong, with the details a caller may act on. New kinds may come in a minor
+/// release: match with a `_` arm.
 #[derive(Debug, Clone)]
+#[non_exhaustive]
 pub enum ErrorKind {
     /// The server process could not be started.
     Spawn(String),
@@ -34,8 +42,8 @@ pub enum ErrorKind {
     Interrupted(String),
     /// No response within the time allowed.
     Timeout(Duration),
-    /// The server answered with a JSON-RPC error.
-    Rpc(ErrorObject),
+    /// The server answered with a JSON-RPC error (boxed: it keeps the error small).
+    Rpc(Box<ErrorObject>),
     /// An HTTP exchange failed: a status other than success (`status`), or no answer at all.
     Http {
         /// The HTTP status, when the server answered.
@@ -60,7 +68,24 @@ impl Error {
             server: server.to_string(),
             method: None,
             kind,
+            cause: None,
         }
+    }
+
+    /// The same error, keeping `cause` as its [`source`](std::error::Error::source).
+    pub(crate) fn caused_by(
+        mut self,
+        cause: impl std::error::Error + Send + Sync + 'static,
+    ) -> Self {
+        self.cause = Some(Arc::new(cause));
+        self
+    }
+
+    /// The same error, keeping a cause already shared.
+    #[cfg(feature = "http")]
+    pub(crate) fn with_cause(mut self, cause: Option<Cause>) -> Self {
+        self.cause = cause;
+        self
     }
 
     /// The same error, tied to `method`.
@@ -69,21 +94,42 @@ impl Error {
         self
     }
 
-    /// The text of the error kind alone, without the server and method.
+    /// The text of the error kind alone, without the server and method, made safe to show
+    /// like the whole error's.
     pub fn kind_text(&self) -> String {
-        let whole = Error {
-            server: self.server.clone(),
-            method: None,
-            kind: self.kind.clone(),
-        }
-        .to_string();
-        let prefix = format!("mcp server \"{}\": ", self.server);
-        whole.strip_prefix(&prefix).unwrap_or(&whole).to_string()
+        safe(&KindText(self).to_string())
     }
 
     /// Whether the server needs an OAuth login before it can be used.
     pub fn needs_login(&self) -> bool {
         matches!(self.kind, ErrorKind::LoginRequired)
+    }
+
+    /// Whether the server or its authorization server refused or failed an OAuth step
+    /// (a login is needed, or discovery, registration or a token request failed).
+    pub fn is_auth(&self) -> bool {
+        matches!(self.kind, ErrorKind::LoginRequired | ErrorKind::Auth(_))
+    }
+
+    /// Whether no answer came within the time allowed (the request was cancelled).
+    pub fn is_timeout(&self) -> bool {
+        matches!(self.kind, ErrorKind::Timeout(_))
+    }
+
+    /// The HTTP status the server answered with, when the failure is one.
+    pub fn http_status(&self) -> Option<u16> {
+        match self.kind {
+            ErrorKind::Http { status, .. } => status,
+            _ => None,
+        }
+    }
+
+    /// The JSON-RPC error the server answered with, when the failure is one.
+    pub fn rpc_error(&self) -> Option<&ErrorObject> {
+        match &self.kind {
+            ErrorKind::Rpc(e) => Some(e),
+            _ => None,
+        }
     }
 
     /// Whether the connection is gone, so a reconnect is the only way on.
@@ -101,11 +147,26 @@ impl Error {
 impl fmt::Display for Error {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         // Server text and URLs reach here from many places: made safe once, here.
-        let text = Unsafe(self).to_string();
-        f.write_str(&crate::text::escape_controls(&crate::text::redact_urls(
-            &text,
-        )))
+        f.write_str(&safe(&Unsafe(self).to_string()))
     }
+}
+
+/// `text` with its control characters escaped and the secrets of its URLs hidden.
+fn safe(text: &str) -> String {
+    crate::text::escape_controls(&crate::text::redact_urls(text)).into_owned()
+}
+
+/// The text of `error` and of each of its sources, joined by `": "`: for a library error
+/// (hyper's, for one) whose own text leaves out the reason below it.
+#[cfg(feature = "http")]
+pub(crate) fn chain_text(error: &dyn std::error::Error) -> String {
+    let mut text = error.to_string();
+    let mut source = error.source();
+    while let Some(s) = source {
+        text = format!("{text}: {s}");
+        source = s.source();
+    }
+    text
 }
 
 impl fmt::Debug for Error {
@@ -116,6 +177,14 @@ impl fmt::Debug for Error {
             .field("server", &self.server)
             .field("method", &self.method)
             .field("kind", &format_args!("{}", crate::text::redact_urls(&kind)))
+            .field(
+                "cause",
+                &self
+                    .cause
+                    .as_ref()
+                    .map(|c| safe(&c.to_string()))
+                    .unwrap_or_default(),
+            )
             .finish()
     }
 }
@@ -130,45 +199,61 @@ impl fmt::Display for Unsafe<'_> {
         if let Some(m) = &error.method {
             write!(f, ", {m}")?;
         }
+        write!(f, ": {}", KindText(error))
+    }
+}
+
+/// The text of an error's kind, before it is made safe to show.
+struct KindText<'a>(&'a Error);
+
+impl fmt::Display for KindText<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let error = self.0;
         match &error.kind {
             ErrorKind::Spawn(why) => {
                 write!(
                     f,
-                    ": could not start the server: {why}; check its command and args"
+                    "could not start the server: {why}; check its command and args"
                 )
             }
-            ErrorKind::Closed(why) => write!(f, ": connection closed: {why}; reconnect the server"),
+            ErrorKind::Closed(why) => write!(f, "connection closed: {why}; reconnect the server"),
             ErrorKind::Interrupted(why) => write!(
                 f,
-                ": the connection ended during the request ({why}); the server may or may not have carried it out, so check before sending it again"
+                "the connection ended during the request ({why}); the server may or may not have carried it out, so check before sending it again"
             ),
             ErrorKind::Timeout(d) => write!(
                 f,
-                ": no response after {:.1} s; the request was cancelled (raise the timeout if the tool is slow)",
+                "no response after {:.1} s; the request was cancelled (raise the timeout if the tool is slow)",
                 d.as_secs_f64()
             ),
-            ErrorKind::Rpc(e) => write!(f, ": server returned an error: {e}"),
+            ErrorKind::Rpc(e) => write!(f, "server returned an error: {e}"),
             ErrorKind::Http {
                 status: Some(s),
                 detail,
-            } => write!(f, ": HTTP {s}: {detail}"),
+            } => write!(f, "HTTP {s}: {detail}"),
             ErrorKind::Http {
                 status: None,
                 detail,
-            } => write!(f, ": HTTP request failed: {detail}"),
-            ErrorKind::Protocol(why) => write!(f, ": protocol error: {why}"),
-            ErrorKind::Usage(why) => write!(f, ": {why}"),
+            } => write!(f, "HTTP request failed: {detail}"),
+            ErrorKind::Protocol(why) => write!(f, "protocol error: {why}"),
+            ErrorKind::Usage(why) => write!(f, "{why}"),
             ErrorKind::LoginRequired => write!(
                 f,
-                ": oauth login required, run /mcp → {} → login",
+                "oauth login required, run /mcp → {} → login",
                 error.server
             ),
-            ErrorKind::Auth(why) => write!(f, ": oauth: {why}"),
+            ErrorKind::Auth(why) => write!(f, "oauth: {why}"),
         }
     }
 }
 
-impl std::error::Error for Error {}
+impl std::error::Error for Error {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        self.cause
+            .as_deref()
+            .map(|c| c as &(dyn std::error::Error + 'static))
+    }
+}
 
 /// The crate's result type.
 pub type Result<T, E = Error> = std::result::Result<T, E>;

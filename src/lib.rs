@@ -1,22 +1,25 @@
 //! agenvoy-mcp: a hand-written MCP (Model Context Protocol) client.
 //!
-//! Layers, each depending only on the ones before it:
-//! - [`wire`]: JSON-RPC messages, framing, rendering and the output cap; no I/O.
-//! - [`transport`]: moving messages to and from a server (a child process over stdio).
-//! - [`protocol`]: MCP types, the session (ids, timeouts, cancellation, progress, server
-//!   requests) and how a session starts (the era).
-//! - [`client`]: [`Client`], one connected server.
-//! - [`auth`] (feature `oauth`): OAuth 2.1: discovery, registration, PKCE, loopback login,
-//!   token store, refresh, step-up.
-//! - [`host`]: Agenvoy's runtime: config file, [`host::Manager`], tool registry, confirm gate.
-//! - [`api`] (feature `api`): the management API of `agenvoy-mcp serve`, HTTP on loopback,
-//!   locked to its owner.
-//! - [`text`]: server text escaped for a terminal, URLs with their secrets hidden.
-//! - [`tui`] (feature `tui`): the `/mcp` terminal panel, on ratatui and crossterm.
+//! What an embedder uses:
+//! - at the root: [`Client`] (one connected server, over stdio with [`StdioConfig`] or
+//!   streamable HTTP with [`HttpConfig`]), its options and results, and [`Error`];
+//! - [`host`]: Agenvoy's runtime: the config file, [`host::Manager`] (every configured
+//!   server, its tools registered for the model), the confirm gate, [`host::Control`];
+//! - [`auth`] (feature `oauth`): OAuth 2.1 for HTTP servers, and the token stores;
+//! - [`api`] (feature `api`): the management API of `agenvoy-mcp serve`;
+//! - [`tui`] (feature `tui`): the `/mcp` terminal panel.
+//!
+//! Inside, each layer depends only on the ones before it: `wire` (JSON-RPC messages,
+//! framing, rendering and the output cap; no I/O), `transport` (stdio child processes and
+//! streamable HTTP with its HTTP+SSE fallback), `protocol` (the session, the two eras, the
+//! MCP constants), `client`, then `host`, `auth`, `api`, `tui`. `docs/ARCHITECTURE.md` maps
+//! each behaviour to its file. Those inner layers are reachable through `__private` for the
+//! binary, the tests, benches and fuzz targets only: not part of the API, they may change in
+//! any release.
 //!
 //! ```no_run
 //! # async fn demo() -> agenvoy_mcp::Result<()> {
-//! use agenvoy_mcp::{Client, ClientOptions, transport::stdio::StdioConfig};
+//! use agenvoy_mcp::{Client, ClientOptions, StdioConfig};
 //! let config = StdioConfig { command: "mcp-server-time".into(), ..Default::default() };
 //! let client = Client::connect_stdio("time", &config, ClientOptions::default()).await?;
 //! for tool in client.list_tools().await? {
@@ -31,16 +34,24 @@
 pub mod api;
 #[cfg(feature = "oauth")]
 pub mod auth;
-pub mod client;
-pub mod error;
 mod files;
 pub mod host;
-pub mod protocol;
-pub mod text;
-pub mod transport;
 #[cfg(feature = "tui")]
 pub mod tui;
-pub mod wire;
+
+#[doc(hidden)]
+#[path = "private.rs"]
+pub mod __private;
+pub(crate) use __private::{client, error, protocol, text, transport, wire};
 
 pub use client::{Client, ClientOptions};
 pub use error::{Error, ErrorKind, Result};
+pub use protocol::session::{
+    DEFAULT_TIMEOUT, Handlers, ProgressCallback, RequestHandler, RequestOptions,
+};
+pub use protocol::types::{Era, Progress, Root, ServerDetails, Tool, ToolOutput};
+#[cfg(feature = "http")]
+pub use transport::http::{Authorizer, Credentials, HttpConfig, Refusal};
+#[cfg(feature = "stdio")]
+pub use transport::stdio::StdioConfig;
+pub use wire::jsonrpc::ErrorObject;

@@ -3,7 +3,7 @@
 
 mod cli;
 
-use agenvoy_mcp::text;
+use agenvoy_mcp::__private::text;
 use clap::{Parser, Subcommand};
 use std::process::ExitCode;
 
@@ -209,7 +209,7 @@ fn run_with_servers<F: std::future::Future<Output = ExitCode>>(
         Err(code) => return code,
     };
     init_logging();
-    agenvoy_mcp::transport::stdio::become_subreaper();
+    agenvoy_mcp::__private::transport::stdio::become_subreaper();
     runtime().block_on(command(host))
 }
 
@@ -242,7 +242,7 @@ fn main() -> ExitCode {
             if !std::io::stderr().is_terminal() {
                 init_logging();
             }
-            agenvoy_mcp::transport::stdio::become_subreaper();
+            agenvoy_mcp::__private::transport::stdio::become_subreaper();
             runtime().block_on(cli::tui::run(cli::tui::TuiArgs {
                 host,
                 token_file,
@@ -319,7 +319,7 @@ fn main() -> ExitCode {
                 return ExitCode::from(2);
             };
             init_logging();
-            agenvoy_mcp::transport::stdio::become_subreaper();
+            agenvoy_mcp::__private::transport::stdio::become_subreaper();
             let runtime = runtime();
             let args = cli::probe::ProbeArgs {
                 json,

@@ -4,14 +4,14 @@
 
 mod common;
 
+use agenvoy_mcp::__private::protocol::session::Handlers;
+use agenvoy_mcp::__private::protocol::types::Root;
 use agenvoy_mcp::ClientOptions;
 use agenvoy_mcp::host::gate::{ConfirmCallback, ConfirmRequest};
 use agenvoy_mcp::host::{
     AddError, CallError, Config, Manager, ManagerOptions, PermissionMode, ServerConfig,
     ServerState, ServerStatus,
 };
-use agenvoy_mcp::protocol::session::Handlers;
-use agenvoy_mcp::protocol::types::Root;
 use common::*;
 use serde_json::{Value, json};
 use std::path::{Path, PathBuf};
@@ -43,10 +43,8 @@ fn options(dir: &Path) -> ManagerOptions {
 }
 
 async fn start(servers: Value, options: ManagerOptions) -> Manager {
-    agenvoy_mcp::transport::stdio::become_subreaper();
-    let manager = Manager::new(config(servers), options).await;
-    manager.register_all();
-    manager
+    agenvoy_mcp::__private::transport::stdio::become_subreaper();
+    Manager::new(config(servers), options).await
 }
 
 fn status_of(manager: &Manager, name: &str) -> ServerStatus {

@@ -3,8 +3,8 @@
 
 mod common;
 
-use agenvoy_mcp::protocol::session::RequestOptions;
-use agenvoy_mcp::transport::http::HttpConfig;
+use agenvoy_mcp::__private::protocol::session::RequestOptions;
+use agenvoy_mcp::__private::transport::http::HttpConfig;
 use agenvoy_mcp::{Client, ClientOptions, ErrorKind};
 use common::HttpFixture;
 use serde_json::{Value, json};
@@ -23,7 +23,7 @@ async fn connect(fixture: &HttpFixture) -> Client {
 
 async fn text(client: &Client, tool: &str, args: Value) -> String {
     client
-        .call_tool(tool, args, RequestOptions::default())
+        .call_tool(tool, args)
         .await
         .expect("the call succeeds")
         .text
@@ -38,7 +38,7 @@ async fn slow_with_progress(client: &Client, steps: u64) -> Vec<f64> {
         ..Default::default()
     };
     let args = json!({"seconds": 0.3, "steps": steps});
-    let out = client.call_tool("slow", args, options).await.unwrap();
+    let out = client.call_tool_with("slow", args, options).await.unwrap();
     assert_eq!(out.text, "slept 0.3 s");
     seen.lock().unwrap().clone()
 }
@@ -51,10 +51,7 @@ async fn json_answers_with_a_session() {
     assert_eq!(client.details().protocol_version, "2025-11-25");
     assert_eq!(client.list_tools().await.unwrap().len(), 9, "three pages");
     assert_eq!(text(&client, "echo", json!({"text": "über"})).await, "über");
-    let failed = client
-        .call_tool("fail", json!({}), RequestOptions::default())
-        .await
-        .unwrap();
+    let failed = client.call_tool("fail", json!({})).await.unwrap();
     assert!(failed.is_error);
     let big = text(
         &client,
@@ -160,7 +157,10 @@ async fn a_request_in_flight_when_the_session_expires_fails_clearly_and_the_next
         ..Default::default()
     };
     let args = json!({"seconds": 0.3, "steps": 3});
-    let err = client.call_tool("slow", args, options).await.unwrap_err();
+    let err = client
+        .call_tool_with("slow", args, options)
+        .await
+        .unwrap_err();
     assert!(err.is_closed(), "{err}");
     let message = err.to_string();
     assert!(
@@ -206,7 +206,7 @@ async fn slow_headers_time_out() {
         .unwrap();
     let started = Instant::now();
     let err = client
-        .call_tool("echo", json!({"text": "x"}), RequestOptions::default())
+        .call_tool("echo", json!({"text": "x"}))
         .await
         .unwrap_err();
     assert!(
@@ -281,6 +281,17 @@ async fn http_errors_name_the_status_and_the_server() {
         matches!(err.kind, ErrorKind::Http { status: None, .. }),
         "{err}"
     );
+    // The HTTP client's error is kept as the source, down to the refused connection.
+    let mut source = std::error::Error::source(&err);
+    let mut refused = false;
+    while let Some(s) = source {
+        refused |= s
+            .downcast_ref::<std::io::Error>()
+            .is_some_and(|e| e.kind() == std::io::ErrorKind::ConnectionRefused);
+        source = s.source();
+    }
+    assert!(refused, "{err:?}");
+    assert_eq!(err.http_status(), None);
 }
 
 #[tokio::test]

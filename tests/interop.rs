@@ -5,9 +5,9 @@
 
 mod common;
 
-use agenvoy_mcp::protocol::session::{Handlers, RequestOptions};
-use agenvoy_mcp::protocol::types::Root;
-use agenvoy_mcp::transport::stdio::StdioConfig;
+use agenvoy_mcp::__private::protocol::session::{Handlers, RequestOptions};
+use agenvoy_mcp::__private::protocol::types::Root;
+use agenvoy_mcp::__private::transport::stdio::StdioConfig;
 use agenvoy_mcp::{Client, ClientOptions};
 use common::*;
 use serde_json::{Value, json};
@@ -25,7 +25,7 @@ fn everything() -> Option<StdioConfig> {
 }
 
 async fn connect_real(name: &str, config: &StdioConfig, options: ClientOptions) -> Client {
-    agenvoy_mcp::transport::stdio::become_subreaper();
+    agenvoy_mcp::__private::transport::stdio::become_subreaper();
     Client::connect_stdio(name, config, options)
         .await
         .expect("connect the real server")
@@ -33,7 +33,7 @@ async fn connect_real(name: &str, config: &StdioConfig, options: ClientOptions) 
 
 async fn text(client: &Client, tool: &str, args: Value) -> String {
     let out = client
-        .call_tool(tool, args, RequestOptions::default())
+        .call_tool(tool, args)
         .await
         .expect("the call succeeds");
     assert!(!out.is_error, "{tool} reported an error: {}", out.text);
@@ -84,7 +84,7 @@ async fn server_everything_over_stdio() {
     };
     let args = json!({"duration": 1, "steps": 3});
     let out = client
-        .call_tool("trigger-long-running-operation", args, options)
+        .call_tool_with("trigger-long-running-operation", args, options)
         .await
         .unwrap();
     assert!(!out.is_error, "{}", out.text);
@@ -115,7 +115,7 @@ async fn server_everything_lists_our_roots_after_a_list_change() {
     let client = connect_real("everything", &config, options).await;
     let mut notifications = client.notifications();
     // The server registers get-roots-list once it has our roots, and says its list changed.
-    let has_roots_tool = |tools: &[agenvoy_mcp::protocol::types::Tool]| {
+    let has_roots_tool = |tools: &[agenvoy_mcp::__private::protocol::types::Tool]| {
         tools.iter().any(|t| t.name == "get-roots-list")
     };
     if !has_roots_tool(&client.list_tools().await.unwrap()) {
@@ -340,7 +340,7 @@ async fn server_everything_over_http_survives_a_restart_of_the_server() {
     let server = EverythingHttp::start(&program, "streamableHttp", None);
     let port = server.port;
     let url = format!("http://127.0.0.1:{port}/mcp");
-    let config = agenvoy_mcp::transport::http::HttpConfig::new(&url);
+    let config = agenvoy_mcp::__private::transport::http::HttpConfig::new(&url);
     let client = Client::connect_http("everything", &config, ClientOptions::default())
         .await
         .unwrap();

@@ -11,11 +11,10 @@
 
 mod common;
 
+use agenvoy_mcp::__private::transport::http::HttpConfig;
 use agenvoy_mcp::auth::{LoopbackAgent, MemoryStore, OAuth, OAuthConfig, TokenStore};
 use agenvoy_mcp::host::config::Config;
 use agenvoy_mcp::host::{Manager, ManagerOptions, PermissionMode, ServerState};
-use agenvoy_mcp::protocol::session::RequestOptions;
-use agenvoy_mcp::transport::http::HttpConfig;
 use agenvoy_mcp::{Client, ClientOptions};
 use common::py_oauth::{PyServer, headless_browser};
 use serde_json::json;
@@ -70,9 +69,10 @@ async fn login_call_expire_refresh_against_the_python_sdk() {
     let client = Client::connect_http("py", &config, ClientOptions::default())
         .await
         .expect("connect with the token");
-    async fn call(c: &Client) -> agenvoy_mcp::Result<agenvoy_mcp::protocol::types::ToolOutput> {
-        c.call_tool("whoami", json!({}), RequestOptions::default())
-            .await
+    async fn call(
+        c: &Client,
+    ) -> agenvoy_mcp::Result<agenvoy_mcp::__private::protocol::types::ToolOutput> {
+        c.call_tool("whoami", json!({})).await
     }
     assert_eq!(
         call(&client).await.unwrap().text,

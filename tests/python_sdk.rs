@@ -9,11 +9,11 @@
 
 mod common;
 
+use agenvoy_mcp::__private::protocol::era::EraPreference;
+use agenvoy_mcp::__private::protocol::session::{Handlers, RequestHandler};
+use agenvoy_mcp::__private::transport::http::HttpConfig;
+use agenvoy_mcp::__private::transport::stdio::StdioConfig;
 use agenvoy_mcp::host::{Config, Manager, ManagerOptions, PermissionMode};
-use agenvoy_mcp::protocol::era::EraPreference;
-use agenvoy_mcp::protocol::session::{Handlers, RequestHandler, RequestOptions};
-use agenvoy_mcp::transport::http::HttpConfig;
-use agenvoy_mcp::transport::stdio::StdioConfig;
 use agenvoy_mcp::{Client, ClientOptions};
 use common::*;
 use serde_json::{Value, json};
@@ -78,7 +78,7 @@ fn stdio_config(python: &Path) -> StdioConfig {
 
 /// A connected client, and the HTTP server it talks to (none for stdio: the client owns it).
 async fn connect(python: &Path, mode: Mode, options: ClientOptions) -> (Client, Option<PyHttp>) {
-    agenvoy_mcp::transport::stdio::become_subreaper();
+    agenvoy_mcp::__private::transport::stdio::become_subreaper();
     let name = format!("python-{mode:?}");
     match mode {
         Mode::Stdio => {
@@ -119,7 +119,7 @@ fn options_with_elicitation(era: EraPreference) -> (ClientOptions, Arc<Mutex<Vec
 
 async fn text(client: &Client, tool: &str, args: Value) -> String {
     let out = client
-        .call_tool(tool, args, RequestOptions::default())
+        .call_tool(tool, args)
         .await
         .unwrap_or_else(|e| panic!("{tool}: {e}"));
     assert!(!out.is_error, "{tool} reported an error: {}", out.text);
@@ -148,7 +148,7 @@ async fn exercise(client: &Client, mode: Mode, asked: &Mutex<Vec<Value>>) {
         // The initialize era asks with a standalone request, which a server without
         // sessions has no way to send (an SDK limit, not the client's): a clear RPC error.
         let refused = client
-            .call_tool("greet", json!({}), RequestOptions::default())
+            .call_tool("greet", json!({}))
             .await
             .expect_err("the SDK cannot elicit over stateless HTTP in the initialize era");
         assert!(refused.to_string().contains("back-channel"), "{refused}");
@@ -275,7 +275,7 @@ async fn manager_registers_a_tool_announced_on_the_listen_stream() {
         ..Default::default()
     };
     const SERVERS: [&str; 3] = ["pystdio", "pyhttp", "pysessions"];
-    agenvoy_mcp::transport::stdio::become_subreaper();
+    agenvoy_mcp::__private::transport::stdio::become_subreaper();
     let manager = Manager::new(config, options).await;
     manager.register_all();
     let mut acks = Vec::new();
@@ -373,7 +373,7 @@ async fn slow_relay(upstream: String, delay: Duration) -> String {
 #[tokio::test]
 async fn a_slow_modern_server_is_still_found_stateless() {
     let Some(python) = python() else { return };
-    agenvoy_mcp::transport::stdio::become_subreaper();
+    agenvoy_mcp::__private::transport::stdio::become_subreaper();
     let slow = StdioConfig {
         command: "sh".into(),
         args: vec![

@@ -3,9 +3,9 @@
 
 mod common;
 
-use agenvoy_mcp::protocol::session::{Handlers, RequestOptions};
-use agenvoy_mcp::protocol::types::{Progress, Root};
-use agenvoy_mcp::wire::jsonrpc::ErrorObject;
+use agenvoy_mcp::__private::protocol::session::{Handlers, RequestOptions};
+use agenvoy_mcp::__private::protocol::types::{Progress, Root};
+use agenvoy_mcp::__private::wire::jsonrpc::ErrorObject;
 use agenvoy_mcp::{Client, ClientOptions, ErrorKind};
 use common::*;
 use serde_json::{Value, json};
@@ -18,9 +18,9 @@ async fn call(
     client: &Client,
     tool: &str,
     args: Value,
-) -> agenvoy_mcp::protocol::types::ToolOutput {
+) -> agenvoy_mcp::__private::protocol::types::ToolOutput {
     client
-        .call_tool(tool, args, RequestOptions::default())
+        .call_tool(tool, args)
         .await
         .expect("the call succeeds")
 }
@@ -94,7 +94,7 @@ async fn tools_list_follows_every_page() {
 
 #[tokio::test]
 async fn tools_list_stops_at_a_repeated_or_empty_cursor_and_at_the_page_limit() {
-    let names = |tools: Vec<agenvoy_mcp::protocol::types::Tool>| {
+    let names = |tools: Vec<agenvoy_mcp::__private::protocol::types::Tool>| {
         tools.into_iter().map(|t| t.name).collect::<Vec<_>>()
     };
     let client = connect(
@@ -116,7 +116,7 @@ async fn tools_list_stops_at_a_repeated_or_empty_cursor_and_at_the_page_limit() 
     client.close().await;
     let client = connect(&["--mode", "endless-pages"], ClientOptions::default()).await;
     let tools = names(client.list_tools().await.unwrap());
-    assert_eq!(tools.len(), agenvoy_mcp::client::MAX_TOOL_PAGES);
+    assert_eq!(tools.len(), agenvoy_mcp::__private::client::MAX_TOOL_PAGES);
     assert_eq!(tools.last().unwrap(), "tool_999");
     client.close().await;
 }
@@ -136,10 +136,7 @@ async fn calls_render_text_and_flag_tool_errors() {
     let failed = call(&client, "fail", json!({})).await;
     assert!(failed.is_error);
     assert_eq!(failed.text, "the fail tool failed, as asked");
-    let err = client
-        .call_tool("nope", json!({}), RequestOptions::default())
-        .await
-        .unwrap_err();
+    let err = client.call_tool("nope", json!({})).await.unwrap_err();
     assert!(
         matches!(&err.kind, ErrorKind::Rpc(e) if e.code == -32602),
         "{err}"
@@ -224,10 +221,10 @@ async fn a_timeout_fails_the_call_and_cancels_it() {
     };
     let started = Instant::now();
     let err = client
-        .call_tool("slow", json!({"seconds": 5}), options)
+        .call_tool_with("slow", json!({"seconds": 5}), options)
         .await
         .unwrap_err();
-    assert!(matches!(err.kind, ErrorKind::Timeout(_)), "{err}");
+    assert!(err.is_timeout(), "{err}");
     assert!(started.elapsed() < Duration::from_secs(2));
     assert!(err.to_string().contains("no response after 0.3 s"), "{err}");
     tokio::time::sleep(Duration::from_millis(100)).await;
@@ -241,7 +238,7 @@ async fn a_timeout_fails_the_call_and_cancels_it() {
 #[tokio::test]
 async fn dropping_a_call_cancels_it() {
     let client = connect(&[], ClientOptions::default()).await;
-    let pending = client.call_tool("slow", json!({"seconds": 5}), RequestOptions::default());
+    let pending = client.call_tool("slow", json!({"seconds": 5}));
     assert!(
         tokio::time::timeout(Duration::from_millis(200), pending)
             .await
@@ -267,7 +264,7 @@ async fn progress_reaches_the_callback_and_can_keep_a_call_alive() {
     };
     // 1.5 s in total, but a step every 0.3 s keeps restarting the 0.7 s timeout.
     let out = client
-        .call_tool("slow", json!({"seconds": 1.5, "steps": 5}), options.clone())
+        .call_tool_with("slow", json!({"seconds": 1.5, "steps": 5}), options.clone())
         .await
         .unwrap();
     assert_eq!(out.text, "slept 1.5 s");
@@ -287,10 +284,10 @@ async fn progress_reaches_the_callback_and_can_keep_a_call_alive() {
         ..options
     };
     let err = client
-        .call_tool("slow", json!({"seconds": 1.5, "steps": 5}), no_reset)
+        .call_tool_with("slow", json!({"seconds": 1.5, "steps": 5}), no_reset)
         .await
         .unwrap_err();
-    assert!(matches!(err.kind, ErrorKind::Timeout(_)), "{err}");
+    assert!(err.is_timeout(), "{err}");
     client.close().await;
 }
 
@@ -375,14 +372,14 @@ async fn a_crash_mid_call_fails_the_call_at_once() {
     let pid = server_pid(&client);
     let started = Instant::now();
     let err = client
-        .call_tool("echo", json!({"text": "x"}), RequestOptions::default())
+        .call_tool("echo", json!({"text": "x"}))
         .await
         .unwrap_err();
     assert!(err.is_closed(), "{err}");
     assert!(started.elapsed() < Duration::from_secs(5));
     assert!(client.is_closed());
     let again = client
-        .call_tool("echo", json!({"text": "x"}), RequestOptions::default())
+        .call_tool("echo", json!({"text": "x"}))
         .await
         .unwrap_err();
     assert!(again.is_closed(), "{again}");
@@ -399,17 +396,17 @@ async fn a_hanging_server_times_out_and_is_stopped() {
     let client = connect(&["--mode", "hang"], options).await;
     let pid = server_pid(&client);
     let err = client
-        .call_tool("echo", json!({"text": "x"}), RequestOptions::default())
+        .call_tool("echo", json!({"text": "x"}))
         .await
         .unwrap_err();
-    assert!(matches!(err.kind, ErrorKind::Timeout(_)), "{err}");
+    assert!(err.is_timeout(), "{err}");
     client.close().await;
     assert_group_gone_within(pid, Duration::from_secs(1));
 }
 
 #[tokio::test]
 async fn no_initialize_response_times_out_and_leaves_nothing() {
-    agenvoy_mcp::transport::stdio::become_subreaper();
+    agenvoy_mcp::__private::transport::stdio::become_subreaper();
     let options = ClientOptions {
         timeout: Duration::from_millis(500),
         ..Default::default()
@@ -423,7 +420,7 @@ async fn no_initialize_response_times_out_and_leaves_nothing() {
     .await
     .err()
     .expect("no answer to initialize");
-    assert!(matches!(err.kind, ErrorKind::Timeout(_)), "{err}");
+    assert!(err.is_timeout(), "{err}");
     assert_eq!(err.method.as_deref(), Some("initialize"));
     assert!(started.elapsed() < Duration::from_secs(4));
     assert_eq!(
@@ -476,7 +473,7 @@ async fn dropping_the_client_stops_the_server() {
 
 #[tokio::test]
 async fn a_missing_command_is_a_start_error() {
-    let config = agenvoy_mcp::transport::stdio::StdioConfig {
+    let config = agenvoy_mcp::__private::transport::stdio::StdioConfig {
         command: "/nonexistent/mcp-server".into(),
         ..Default::default()
     };
@@ -489,6 +486,17 @@ async fn a_missing_command_is_a_start_error() {
         err.to_string()
             .starts_with("mcp server \"ghost\": could not start the server"),
         "{err}"
+    );
+    // The I/O error is kept, not only its text.
+    let source = std::error::Error::source(&err).expect("the spawn error keeps its cause");
+    let io = source
+        .downcast_ref::<std::io::Error>()
+        .expect("an I/O error");
+    assert_eq!(io.kind(), std::io::ErrorKind::NotFound);
+    assert!(
+        err.kind_text().starts_with("could not start the server"),
+        "{}",
+        err.kind_text()
     );
 }
 
@@ -506,12 +514,12 @@ async fn a_server_that_stops_reading_cannot_hold_a_call_or_close() {
     };
     let big = json!({"text": "x".repeat(120_000)});
     let started = Instant::now();
-    let call = client.call_tool("echo", big, options);
+    let call = client.call_tool_with("echo", big, options);
     let err = tokio::time::timeout(Duration::from_secs(10), call)
         .await
         .expect("the call ends within its bound")
         .unwrap_err();
-    assert!(matches!(err.kind, ErrorKind::Timeout(_)), "{err}");
+    assert!(err.is_timeout(), "{err}");
     assert!(
         started.elapsed() < Duration::from_secs(4),
         "{:?}",
@@ -601,7 +609,7 @@ async fn progress_cannot_extend_a_call_past_its_maximum() {
     // A step every 0.25 s for 5 s: each would restart the timeout.
     let started = Instant::now();
     let err = client
-        .call_tool("slow", json!({"seconds": 5, "steps": 20}), options)
+        .call_tool_with("slow", json!({"seconds": 5, "steps": 20}), options)
         .await
         .unwrap_err();
     let waited = started.elapsed();
@@ -636,7 +644,7 @@ async fn a_progress_callback_may_use_the_session() {
     };
     let out = tokio::time::timeout(
         Duration::from_secs(10),
-        client.call_tool("slow", json!({"seconds": 0.3, "steps": 3}), options),
+        client.call_tool_with("slow", json!({"seconds": 0.3, "steps": 3}), options),
     )
     .await
     .expect("no deadlock")

@@ -4,7 +4,7 @@
 //! UTF-8 are skipped (eventsource-stream refuses them), a leading BOM is skipped (it panics on
 //! one), and a stream ending in CR gets an LF (it waits forever for the LF that may follow).
 #![no_main]
-use agenvoy_mcp::wire::sse::{SseDecoder, SseEvent, SsePiece};
+use agenvoy_mcp::__private::wire::sse::{SseDecoder, SseEvent, SsePiece};
 use futures::StreamExt;
 use libfuzzer_sys::fuzz_target;
 

@@ -19,7 +19,7 @@ use super::fetch;
 use super::pkce::parse_query;
 use crate::text::escape_controls;
 use crate::transport::BoxFuture;
-use crate::transport::http::Client;
+use crate::transport::http::HttpsClient;
 use std::net::{Ipv4Addr, Ipv6Addr};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -126,12 +126,12 @@ impl CallbackParams {
 
 /// GETs the authorization URL and returns its redirect `Location` without following it.
 pub struct HeadlessAgent {
-    client: Client,
+    client: HttpsClient,
 }
 
 impl HeadlessAgent {
     /// An agent using `client` (see [`crate::transport::http::https_client`]).
-    pub fn new(client: Client) -> Self {
+    pub fn new(client: HttpsClient) -> Self {
         HeadlessAgent { client }
     }
 }

@@ -22,7 +22,7 @@
 //! (`fetch::check_url`), before anything is fetched from it or opened in a browser.
 
 use super::fetch;
-use crate::transport::http::Client;
+use crate::transport::http::HttpsClient;
 use hyper::Uri;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
@@ -329,7 +329,7 @@ fn same_issuer(a: &str, b: &str) -> bool {
 /// Runs discovery for the server at `server_url`; `challenge` is the server's 401 challenge
 /// if there was one. Errors are in words, for [`crate::ErrorKind::Auth`].
 pub async fn discover(
-    client: &Client,
+    client: &HttpsClient,
     server_url: &str,
     challenge: Option<&Challenge>,
 ) -> Result<Discovery, String> {
@@ -447,7 +447,7 @@ pub fn legacy_issuer_matches(issuer: &str, base: &str) -> bool {
 }
 
 /// The 2025-03-26 rules: metadata on the server's origin, else the default endpoints.
-async fn legacy_discovery(client: &Client, server_url: &str) -> Result<Discovery, String> {
+async fn legacy_discovery(client: &HttpsClient, server_url: &str) -> Result<Discovery, String> {
     let base = origin(server_url).ok_or_else(|| format!("{server_url:?} is not a URL"))?;
     let resource = canonical_resource(server_url);
     let url = format!("{base}/.well-known/oauth-authorization-server");

@@ -5,7 +5,7 @@
 //! or registration answer carries secrets, so errors say what was wrong with it instead.
 
 use crate::text::escape_controls;
-use crate::transport::http::Client;
+use crate::transport::http::HttpsClient;
 use base64::Engine;
 use bytes::Bytes;
 use http_body_util::{BodyExt, Full};
@@ -174,7 +174,7 @@ pub enum Basic<'a> {
 /// Sends one request, with a DPoP proof (RFC 9449) when `dpop` has one; errors are the
 /// reason in words (never a header value).
 pub async fn send(
-    client: &Client,
+    client: &HttpsClient,
     method: Method,
     url: &str,
     content_type: Option<&str>,
@@ -213,15 +213,10 @@ pub async fn send(
         headers.insert("dpop", v);
     }
     let exchange = async {
-        let response = client.request(request).await.map_err(|e| {
-            let mut why = e.to_string();
-            let mut source = std::error::Error::source(&e);
-            while let Some(s) = source {
-                why = format!("{why}: {s}");
-                source = s.source();
-            }
-            format!("{url}: {why}")
-        })?;
+        let response = client
+            .request(request)
+            .await
+            .map_err(|e| format!("{url}: {}", crate::error::chain_text(&e)))?;
         let get = |name: header::HeaderName| {
             response
                 .headers()
@@ -260,7 +255,7 @@ pub async fn send(
 }
 
 /// GET `url` expecting JSON.
-pub async fn get(client: &Client, url: &str) -> Result<Answer, String> {
+pub async fn get(client: &HttpsClient, url: &str) -> Result<Answer, String> {
     send(
         client,
         Method::GET,
@@ -275,7 +270,7 @@ pub async fn get(client: &Client, url: &str) -> Result<Answer, String> {
 
 /// POST a form (with a DPoP proof when `dpop` has one).
 pub async fn post_form(
-    client: &Client,
+    client: &HttpsClient,
     url: &str,
     pairs: &[(&str, &str)],
     basic: Basic<'_>,
@@ -295,7 +290,7 @@ pub async fn post_form(
 }
 
 /// POST a JSON document.
-pub async fn post_json(client: &Client, url: &str, body: &Value) -> Result<Answer, String> {
+pub async fn post_json(client: &HttpsClient, url: &str, body: &Value) -> Result<Answer, String> {
     send(
         client,
         Method::POST,

@@ -44,19 +44,32 @@
 //! secret or a token or registration answer. A refresh the authorization server refuses
 //! drops the tokens; one that gets no answer keeps them and fails with a retryable error.
 
+// The submodules are not part of the API (they serve the `agenvoy-mcp` binary and may change
+// in any release): embedders use what is exported here.
+#[doc(hidden)]
 pub mod callback;
+#[doc(hidden)]
 pub mod discovery;
 mod fetch;
+mod grants;
+#[doc(hidden)]
 pub mod jwt;
+#[doc(hidden)]
 pub mod pkce;
+mod registration;
+mod settings;
+#[doc(hidden)]
 pub mod store;
 #[cfg(test)]
 mod test_server;
+mod token_request;
 
-pub use callback::{
-    CALLBACK_PORT, CallbackParams, DEFAULT_REDIRECT_URI, HeadlessAgent, LoopbackAgent, UserAgent,
-};
+#[doc(hidden)]
+pub use callback::{CALLBACK_PORT, DEFAULT_REDIRECT_URI};
+pub use callback::{CallbackParams, HeadlessAgent, LoopbackAgent, UserAgent};
+#[doc(hidden)]
 pub use discovery::{AuthServerMetadata, Challenge, Discovery, ProtectedResource};
+pub use settings::{Grant, OAuthConfig, PreRegistered, SecretSource};
 #[cfg(feature = "keychain")]
 pub use store::KeychainStore;
 pub use store::{FileStore, MemoryStore, StoredClient, StoredTokens, TokenStore, default_store};
@@ -64,7 +77,7 @@ pub use store::{FileStore, MemoryStore, StoredClient, StoredTokens, TokenStore, 
 use crate::error::{Error, ErrorKind, Result};
 use crate::text::escape_controls;
 use crate::transport::BoxFuture;
-use crate::transport::http::{Authorizer, Client, https_client};
+use crate::transport::http::{Authorizer, HttpsClient, https_client};
 pub use crate::transport::http::{Credentials, Refusal};
 use base64::Engine;
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
@@ -79,9 +92,9 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 /// A token this close to its expiry is refreshed before it is sent.
-pub const REFRESH_MARGIN: Duration = Duration::from_secs(60);
+pub(crate) const REFRESH_MARGIN: Duration = Duration::from_secs(60);
 /// At most this many authorizations ask for one set of scopes (step-up loops end here).
-pub const MAX_AUTHORIZATIONS_PER_SCOPE: u32 = 3;
+pub(crate) const MAX_AUTHORIZATIONS_PER_SCOPE: u32 = 3;
 /// After a refresh failed for want of an answer, a token still valid is sent as it is for
 /// this long before the next refresh is tried.
 const REFRESH_PAUSE: Duration = Duration::from_secs(10);
@@ -89,181 +102,6 @@ const REFRESH_PAUSE: Duration = Duration::from_secs(10);
 const NONCE_RETRIES: u32 = 2;
 /// The RFC 7523 JWT bearer grant type.
 const JWT_BEARER: &str = "urn:ietf:params:oauth:grant-type:jwt-bearer";
-
-/// A secret the grants read when they need it: given as it is, or read from an environment
-/// variable or a file each time (a workload's token file is rotated under a running process).
-#[derive(Clone)]
-pub enum SecretSource {
-    /// The secret itself.
-    Value(String),
-    /// The environment variable of this process that holds it.
-    Env(String),
-    /// The file that holds it.
-    File(PathBuf),
-}
-
-impl std::fmt::Debug for SecretSource {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match self {
-            SecretSource::Value(_) => f.write_str("Value(..)"),
-            SecretSource::Env(name) => f.debug_tuple("Env").field(name).finish(),
-            SecretSource::File(path) => f.debug_tuple("File").field(path).finish(),
-        }
-    }
-}
-
-impl SecretSource {
-    /// Where it comes from, in words (never the secret).
-    pub fn describe(&self) -> String {
-        match self {
-            SecretSource::Value(_) => "the value given".into(),
-            SecretSource::Env(name) => format!("the environment variable {name}"),
-            SecretSource::File(path) => format!("the file {}", path.display()),
-        }
-    }
-
-    /// The secret's bytes; an error names the source and what went wrong, and an empty
-    /// secret is one.
-    pub fn read(&self) -> std::result::Result<Vec<u8>, String> {
-        let bytes = match self {
-            SecretSource::Value(v) => v.clone().into_bytes(),
-            SecretSource::Env(name) => std::env::var_os(name)
-                .map(|v| v.into_encoded_bytes())
-                .unwrap_or_default(),
-            SecretSource::File(path) => std::fs::read(path)
-                .map_err(|e| format!("{} cannot be read: {e}", self.describe()))?,
-        };
-        if bytes.iter().all(u8::is_ascii_whitespace) {
-            return Err(format!("{} is empty or unset", self.describe()));
-        }
-        Ok(bytes)
-    }
-
-    /// The secret as text without surrounding whitespace (a JWT).
-    pub fn read_text(&self) -> std::result::Result<String, String> {
-        let bytes = self.read()?;
-        String::from_utf8(bytes)
-            .map(|t| t.trim().to_string())
-            .map_err(|_| format!("{} is not UTF-8 text", self.describe()))
-    }
-}
-
-/// A client registered out of band (from the config, the API or the panel).
-#[derive(Clone, Default)]
-pub struct PreRegistered {
-    /// The client id.
-    pub client_id: String,
-    /// The client secret, for a confidential client.
-    pub client_secret: Option<String>,
-    /// The exact redirect URI registered (default [`DEFAULT_REDIRECT_URI`]).
-    pub redirect_uri: Option<String>,
-    /// An ES256 (P-256) private key for `private_key_jwt` client authentication: PKCS#8 or
-    /// SEC1, PEM or DER, with its public key inside. With it, no client secret is sent.
-    pub private_key: Option<SecretSource>,
-}
-
-impl std::fmt::Debug for PreRegistered {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("PreRegistered")
-            .field("client_id", &self.client_id)
-            .field("client_secret", &self.client_secret.is_some())
-            .field("redirect_uri", &self.redirect_uri)
-            .field("private_key", &self.private_key)
-            .finish()
-    }
-}
-
-/// How tokens are obtained.
-#[derive(Clone, Default)]
-pub enum Grant {
-    /// A person authorizes in a browser (the default).
-    #[default]
-    AuthorizationCode,
-    /// The client authenticates as itself (OAuth client credentials; needs
-    /// [`OAuthConfig::client`]).
-    ClientCredentials,
-    /// Enterprise-managed authorization (SEP-990): an identity provider's ID token is
-    /// exchanged there (RFC 8693) for an identity assertion grant (ID-JAG), which the
-    /// authorization server takes as a JWT bearer grant (RFC 7523). Needs
-    /// [`OAuthConfig::client`] for the authorization server.
-    IdentityAssertion {
-        /// The ID token from the identity provider.
-        id_token: String,
-        /// The identity provider's token endpoint.
-        idp_token_endpoint: String,
-        /// The client id at the identity provider.
-        idp_client_id: Option<String>,
-    },
-    /// Workload identity federation (SEP-1933, the extension
-    /// `io.modelcontextprotocol/auth/wif`): a JWT the workload's platform issued (a
-    /// Kubernetes service account token, a cloud identity token) is the RFC 7523 JWT bearer
-    /// grant's assertion. [`OAuthConfig::client`] is optional (its id is sent when given). A
-    /// refusal (`invalid_grant`, `invalid_scope`, `unauthorized_client`) is reported as it is:
-    /// no retry, no other grant.
-    WorkloadIdentity {
-        /// Where the JWT is, read at each grant.
-        assertion: SecretSource,
-    },
-}
-
-impl std::fmt::Debug for Grant {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match self {
-            Grant::AuthorizationCode => f.write_str("AuthorizationCode"),
-            Grant::ClientCredentials => f.write_str("ClientCredentials"),
-            Grant::IdentityAssertion {
-                idp_token_endpoint, ..
-            } => f
-                .debug_struct("IdentityAssertion")
-                .field("idp_token_endpoint", idp_token_endpoint)
-                .finish_non_exhaustive(),
-            Grant::WorkloadIdentity { assertion } => f
-                .debug_struct("WorkloadIdentity")
-                .field("assertion", assertion)
-                .finish(),
-        }
-    }
-}
-
-/// One server's OAuth settings.
-#[derive(Debug, Clone)]
-pub struct OAuthConfig {
-    /// The server's name (in errors, and the token store key).
-    pub server: String,
-    /// The MCP endpoint.
-    pub url: String,
-    /// The client name sent in dynamic registration.
-    pub client_name: String,
-    /// A pre-registered client, used before any other kind.
-    pub client: Option<PreRegistered>,
-    /// The URL of this client's Client ID Metadata Document, used as `client_id` where the
-    /// authorization server supports them.
-    pub client_metadata_url: Option<String>,
-    /// The redirect URI for dynamically registered clients (default
-    /// [`DEFAULT_REDIRECT_URI`]; another loopback port is used when that one is taken).
-    pub redirect_uri: String,
-    /// How tokens are obtained.
-    pub grant: Grant,
-    /// Longest wait for a connection to the authorization server.
-    pub connect_timeout: Duration,
-}
-
-impl OAuthConfig {
-    /// Settings for server `server` at `url`: authorization code, dynamic registration,
-    /// client name `agenvoy`.
-    pub fn new(server: &str, url: &str) -> Self {
-        OAuthConfig {
-            server: server.to_string(),
-            url: url.to_string(),
-            client_name: "agenvoy".into(),
-            client: None,
-            client_metadata_url: None,
-            redirect_uri: DEFAULT_REDIRECT_URI.into(),
-            grant: Grant::AuthorizationCode,
-            connect_timeout: Duration::from_secs(10),
-        }
-    }
-}
 
 /// What the runtime remembers between requests.
 #[derive(Default)]
@@ -303,7 +141,7 @@ struct StoredDpopKey {
 }
 
 /// The store key of a server's DPoP key.
-pub fn dpop_key_name(server: &str) -> String {
+pub(crate) fn dpop_key_name(server: &str) -> String {
     format!("dpop:{server}")
 }
 
@@ -311,7 +149,7 @@ pub fn dpop_key_name(server: &str) -> String {
 pub struct OAuth {
     config: OAuthConfig,
     store: Arc<dyn TokenStore>,
-    http: Client,
+    http: HttpsClient,
     agent: Option<Arc<dyn UserAgent>>,
     runtime: tokio::sync::Mutex<Runtime>,
     /// Held only to read or replace a nonce, never across an await.
@@ -457,7 +295,7 @@ impl OAuth {
     }
 
     /// The hyper client it uses (for a [`HeadlessAgent`], say).
-    pub fn http_client(&self) -> Client {
+    pub fn http_client(&self) -> HttpsClient {
         self.http.clone()
     }
 
@@ -709,515 +547,6 @@ impl OAuth {
         Ok(())
     }
 
-    /// The client to use with this authorization server, registering one if needed.
-    async fn client_for(&self, found: &Discovery, redirect_uri: &str) -> Result<StoredClient> {
-        let meta = &found.server;
-        if let Some(pre) = &self.config.client {
-            return Ok(self.pre_registered(pre, meta));
-        }
-        if meta.client_id_metadata_document_supported == Some(true)
-            && let Some(url) = &self.config.client_metadata_url
-        {
-            return Ok(StoredClient {
-                issuer: meta.issuer.clone(),
-                client_id: url.clone(),
-                client_secret: None,
-                token_endpoint_auth_method: "none".into(),
-                redirect_uris: vec![redirect_uri.to_string()],
-                token_endpoint: meta.token_endpoint.clone().unwrap_or_default(),
-                registration_endpoint: None,
-            });
-        }
-        let key = store::client_key(&meta.issuer);
-        if let Ok(Some(text)) = self.store.load(&key)
-            && let Ok(client) = serde_json::from_str::<StoredClient>(&text)
-            && client.redirect_uris.iter().any(|r| r == redirect_uri)
-        {
-            if client.registered_with(meta) {
-                return Ok(client);
-            }
-            tracing::info!(server = %self.config.server, issuer = %meta.issuer, "the stored client was registered with other endpoints than the server names now; registering again");
-        }
-        let endpoint = meta.registration_endpoint.as_deref().ok_or_else(|| {
-            self.auth_error(format!(
-                "the authorization server {} offers no dynamic client registration and no client is configured; register a client there and configure its client_id for {}",
-                meta.issuer, self.config.server
-            ))
-        })?;
-        let requested = match &meta.token_endpoint_auth_methods_supported {
-            Some(list) if list.iter().any(|m| m == "none") => "none",
-            Some(list) if list.iter().any(|m| m == "client_secret_basic") => "client_secret_basic",
-            Some(list) if list.iter().any(|m| m == "client_secret_post") => "client_secret_post",
-            _ => "none",
-        };
-        let body = json!({
-            "client_name": self.config.client_name,
-            "redirect_uris": [redirect_uri],
-            "grant_types": ["authorization_code", "refresh_token"],
-            "response_types": ["code"],
-            "token_endpoint_auth_method": requested,
-            "application_type": "native",
-        });
-        let answer = fetch::post_json(&self.http, endpoint, &body)
-            .await
-            .map_err(|e| self.auth_error(format!("client registration failed: {e}")))?;
-        let v = answer.json_with(&[200, 201], "client_id").map_err(|why| {
-            self.auth_error(format!(
-                "client registration at {endpoint} failed: the answer was {why}"
-            ))
-        })?;
-        let secret = str_member(&v, "client_secret").map(str::to_string);
-        let method = str_member(&v, "token_endpoint_auth_method")
-            .map(str::to_string)
-            .unwrap_or_else(|| {
-                if secret.is_some() {
-                    "client_secret_basic".into()
-                } else {
-                    "none".into()
-                }
-            });
-        let client = StoredClient {
-            issuer: meta.issuer.clone(),
-            client_id: str_member(&v, "client_id").unwrap_or_default().to_string(),
-            client_secret: secret,
-            token_endpoint_auth_method: method,
-            redirect_uris: vec![redirect_uri.to_string()],
-            token_endpoint: meta.token_endpoint.clone().unwrap_or_default(),
-            registration_endpoint: Some(endpoint.to_string()),
-        };
-        let text = serde_json::to_string(&client).expect("client serializes");
-        if let Err(e) = self.store.save(&key, &text) {
-            tracing::warn!(server = %self.config.server, "the registered client could not be stored: {e}");
-        }
-        tracing::info!(server = %self.config.server, issuer = %meta.issuer, "registered a client ({})", client.token_endpoint_auth_method);
-        Ok(client)
-    }
-
-    fn pre_registered(&self, pre: &PreRegistered, meta: &AuthServerMetadata) -> StoredClient {
-        let method = if pre.private_key.is_some() {
-            "private_key_jwt"
-        } else if pre.client_secret.is_none() {
-            "none"
-        } else if meta.supports_auth_method("client_secret_basic") {
-            "client_secret_basic"
-        } else if meta.supports_auth_method("client_secret_post") {
-            "client_secret_post"
-        } else {
-            "client_secret_basic"
-        };
-        StoredClient {
-            issuer: meta.issuer.clone(),
-            client_id: pre.client_id.clone(),
-            client_secret: pre.client_secret.clone(),
-            token_endpoint_auth_method: method.into(),
-            redirect_uris: vec![
-                pre.redirect_uri
-                    .clone()
-                    .unwrap_or_else(|| DEFAULT_REDIRECT_URI.into()),
-            ],
-            // Configured for this server: it goes to the token endpoint discovered for it.
-            token_endpoint: meta.token_endpoint.clone().unwrap_or_default(),
-            registration_endpoint: None,
-        }
-    }
-
-    /// The authorization code grant with PKCE.
-    async fn authorization_code(
-        &self,
-        found: &Discovery,
-        scopes: &[String],
-        agent: &dyn UserAgent,
-        dpop: Option<&Es256Key>,
-    ) -> Result<(TokenAnswer, String)> {
-        let meta = &found.server;
-        let authorize = meta.authorization_endpoint.as_deref().ok_or_else(|| {
-            self.auth_error(format!(
-                "the authorization server {} has no authorization_endpoint",
-                meta.issuer
-            ))
-        })?;
-        if !meta.offers_pkce_s256() {
-            return Err(self.auth_error(format!(
-                "the authorization server {} does not offer PKCE with S256 (its metadata's code_challenge_methods_supported {}); the MCP specification forbids logging in without it, so ask its operator to enable PKCE",
-                meta.issuer,
-                match &meta.code_challenge_methods_supported {
-                    None => "is missing",
-                    Some(_) => "lacks S256",
-                }
-            )));
-        }
-        let (preferred, exact) = match &self.config.client {
-            Some(pre) => (
-                pre.redirect_uri
-                    .clone()
-                    .unwrap_or_else(|| DEFAULT_REDIRECT_URI.into()),
-                true,
-            ),
-            None => (self.config.redirect_uri.clone(), false),
-        };
-        let redirect_uri = agent
-            .redirect_uri(&preferred, exact)
-            .await
-            .map_err(|e| self.auth_error(e))?;
-        let client = self.client_for(found, &redirect_uri).await?;
-        let pkce = pkce::Pkce::new();
-        let state = pkce::random_token(16);
-        let scope = scopes.join(" ");
-        let mut pairs = vec![
-            ("response_type", "code"),
-            ("client_id", client.client_id.as_str()),
-            ("redirect_uri", redirect_uri.as_str()),
-            ("code_challenge", pkce.challenge.as_str()),
-            ("code_challenge_method", "S256"),
-            ("state", state.as_str()),
-            ("resource", found.resource.as_str()),
-        ];
-        if !scope.is_empty() {
-            pairs.push(("scope", scope.as_str()));
-        }
-        let separator = if authorize.contains('?') { '&' } else { '?' };
-        let url = format!("{authorize}{separator}{}", pkce::form(&pairs));
-        let redirected = agent
-            .authorize(&url)
-            .await
-            .map_err(|e| self.auth_error(e))?;
-        let params = CallbackParams::parse(&redirected);
-        if params.state.as_deref() != Some(state.as_str()) {
-            return Err(self.auth_error(
-                "the redirect's state does not match the request (a stale or forged redirect); run the login again",
-            ));
-        }
-        if let Some(error) = params.error_text() {
-            return Err(self.auth_error(format!(
-                "the authorization server refused: {error}; run the login again"
-            )));
-        }
-        match &params.iss {
-            // RFC 9207: simple string comparison, no normalization of any kind.
-            Some(iss) if *iss != meta.issuer => {
-                return Err(self.auth_error(format!(
-                    "the redirect comes from issuer {iss:?}, not {:?} (RFC 9207); refusing it",
-                    meta.issuer
-                )));
-            }
-            None if meta.authorization_response_iss_parameter_supported == Some(true) => {
-                return Err(self.auth_error(
-                    "the authorization server promises an iss parameter (RFC 9207) and the redirect has none; refusing it",
-                ));
-            }
-            _ => {}
-        }
-        let code = params
-            .code
-            .ok_or_else(|| self.auth_error("the redirect has no code; run the login again"))?;
-        let answer = self
-            .token_request(
-                found,
-                &client,
-                vec![
-                    ("grant_type", "authorization_code".into()),
-                    ("code", code),
-                    ("redirect_uri", redirect_uri.clone()),
-                    ("code_verifier", pkce.verifier.clone()),
-                    ("resource", found.resource.clone()),
-                ],
-                dpop,
-            )
-            .await?;
-        Ok((answer, scope))
-    }
-
-    fn tokens_from(
-        &self,
-        found: &Discovery,
-        answer: TokenAnswer,
-        requested_scope: &str,
-    ) -> StoredTokens {
-        StoredTokens {
-            server_url: self.config.url.clone(),
-            access_token: answer.access_token,
-            refresh_token: answer.refresh_token,
-            expires_at: answer.expires_in.map(|s| now_secs() + s),
-            scope: answer
-                .scope
-                .or_else(|| (!requested_scope.is_empty()).then(|| requested_scope.to_string())),
-            issuer: found.server.issuer.clone(),
-            token_endpoint: found.server.token_endpoint.clone().unwrap_or_default(),
-            resource: found.resource.clone(),
-        }
-    }
-
-    /// POSTs to the token endpoint with the client's authentication (at login: any failure is
-    /// an error).
-    async fn token_request(
-        &self,
-        found: &Discovery,
-        client: &StoredClient,
-        pairs: Vec<(&'static str, String)>,
-        dpop: Option<&Es256Key>,
-    ) -> Result<TokenAnswer> {
-        let endpoint = found.server.token_endpoint.clone().unwrap_or_default();
-        self.post_token(&endpoint, &found.server.issuer, client, pairs, dpop)
-            .await
-            .map_err(|f| self.auth_error(f.why()))
-    }
-
-    /// POSTs a token request: `pairs`, the client's authentication and, with `dpop`, a proof.
-    /// A `use_dpop_nonce` answer that names a new nonce is sent again with it (at most
-    /// [`NONCE_RETRIES`] times: the request was refused, not served).
-    async fn post_token(
-        &self,
-        endpoint: &str,
-        issuer: &str,
-        client: &StoredClient,
-        pairs: Vec<(&'static str, String)>,
-        dpop: Option<&Es256Key>,
-    ) -> std::result::Result<TokenAnswer, TokenFailure> {
-        let method = client.token_endpoint_auth_method.as_str();
-        if method != "none" && client.token_endpoint != endpoint {
-            // A credential goes only where it was registered (or configured) for.
-            return Err(TokenFailure::Unusable(format!(
-                "the client's credentials are for the token endpoint {:?}, not {endpoint:?}; they were not sent: log in again",
-                client.token_endpoint
-            )));
-        }
-        let mut retries = 0;
-        loop {
-            let sent_nonce = self.nonce(|n| &mut n.authorization_server);
-            let proof = dpop
-                .map(|key| jwt::dpop_proof(key, "POST", endpoint, None, sent_nonce.as_deref()))
-                .transpose()
-                .map_err(TokenFailure::Unusable)?;
-            let mut form = pairs.clone();
-            let basic = self.client_authentication(client, issuer, &mut form)?;
-            let borrowed: Vec<(&str, &str)> = form.iter().map(|(k, v)| (*k, v.as_str())).collect();
-            let answer = fetch::post_form(&self.http, endpoint, &borrowed, basic, proof.as_deref())
-                .await
-                .map_err(|e| TokenFailure::Unreachable(format!("the token request failed: {e}")))?;
-            let fresh = dpop.is_some()
-                && self.keep_nonce(
-                    |n| &mut n.authorization_server,
-                    &answer.dpop_nonce,
-                    &sent_nonce,
-                );
-            if fresh
-                && answer.status == 400
-                && answer.oauth_error_code().as_deref() == Some("use_dpop_nonce")
-                && retries < NONCE_RETRIES
-            {
-                retries += 1;
-                continue;
-            }
-            return read_token_answer(endpoint, &answer, proof.is_some());
-        }
-    }
-
-    /// The last nonce of one server (`which` picks it).
-    fn nonce(&self, which: impl FnOnce(&mut Nonces) -> &mut Option<String>) -> Option<String> {
-        which(&mut self.nonces.lock().expect("nonce lock")).clone()
-    }
-
-    /// Keeps the nonce an answer named; whether it is another than the one `sent`.
-    fn keep_nonce(
-        &self,
-        which: impl FnOnce(&mut Nonces) -> &mut Option<String>,
-        given: &Option<String>,
-        sent: &Option<String>,
-    ) -> bool {
-        let Some(nonce) = given.as_ref().filter(|n| Some(*n) != sent.as_ref()) else {
-            return false;
-        };
-        *which(&mut self.nonces.lock().expect("nonce lock")) = Some(nonce.clone());
-        true
-    }
-
-    /// Adds `client`'s authentication to a token request's `form`; returns the Basic header
-    /// to send. A `private_key_jwt` assertion is made for each request (its `jti` is new).
-    fn client_authentication<'c>(
-        &self,
-        client: &'c StoredClient,
-        issuer: &str,
-        form: &mut Vec<(&'static str, String)>,
-    ) -> std::result::Result<Basic<'c>, TokenFailure> {
-        let id = client.client_id.clone();
-        match client.token_endpoint_auth_method.as_str() {
-            "client_secret_basic" => {
-                // The id in the body too: it is no second authentication, and some servers
-                // (the Python SDK's) look the client up by it.
-                form.push(("client_id", id));
-                let secret = client.client_secret.as_deref().unwrap_or_default();
-                return Ok(Basic::Credentials(&client.client_id, secret));
-            }
-            "client_secret_post" => {
-                form.push(("client_id", id));
-                let secret = client.client_secret.clone().unwrap_or_default();
-                form.push(("client_secret", secret));
-            }
-            "private_key_jwt" => {
-                let assertion = self
-                    .client_assertion(client, issuer)
-                    .map_err(|e| TokenFailure::Unusable(e.kind_text()))?;
-                form.push(("client_id", id));
-                form.push((
-                    "client_assertion_type",
-                    "urn:ietf:params:oauth:client-assertion-type:jwt-bearer".into(),
-                ));
-                form.push(("client_assertion", assertion));
-            }
-            // A public client; a grant without any client (workload identity) sends no id.
-            _ if !id.is_empty() => form.push(("client_id", id)),
-            _ => {}
-        }
-        Ok(Basic::None)
-    }
-
-    /// An RFC 7523 client assertion signed with the configured private key.
-    fn client_assertion(&self, client: &StoredClient, issuer: &str) -> Result<String> {
-        let source = self
-            .config
-            .client
-            .as_ref()
-            .and_then(|c| c.private_key.as_ref())
-            .ok_or_else(|| self.auth_error("private_key_jwt needs a private key"))?;
-        let key = source
-            .read()
-            .and_then(|bytes| Es256Key::from_bytes(&bytes))
-            .map_err(|e| {
-                self.auth_error(format!(
-                    "the client's private key ({}): {e}",
-                    source.describe()
-                ))
-            })?;
-        jwt::client_assertion(&key, &client.client_id, issuer).map_err(|e| self.auth_error(e))
-    }
-
-    /// The client credentials grant.
-    async fn client_credentials(
-        &self,
-        found: &Discovery,
-        scopes: &[String],
-        dpop: Option<&Es256Key>,
-    ) -> Result<(TokenAnswer, String)> {
-        let pre = self.config.client.as_ref().ok_or_else(|| {
-            self.auth_error("the client credentials grant needs a configured client_id")
-        })?;
-        let client = self.pre_registered(pre, &found.server);
-        let scope = scopes.join(" ");
-        let form = grant_form("client_credentials", Vec::new(), found, &scope);
-        let answer = self.token_request(found, &client, form, dpop).await?;
-        Ok((answer, scope))
-    }
-
-    /// SEP-990: ID token → ID-JAG at the identity provider → access token.
-    async fn identity_assertion(
-        &self,
-        found: &Discovery,
-        scopes: &[String],
-        id_token: &str,
-        idp_token_endpoint: &str,
-        idp_client_id: Option<&str>,
-        dpop: Option<&Es256Key>,
-    ) -> Result<(TokenAnswer, String)> {
-        let pre = self.config.client.as_ref().ok_or_else(|| {
-            self.auth_error("the identity assertion grant needs a configured client_id")
-        })?;
-        let scope = scopes.join(" ");
-        let mut pairs = vec![
-            (
-                "grant_type",
-                "urn:ietf:params:oauth:grant-type:token-exchange",
-            ),
-            ("subject_token", id_token),
-            (
-                "subject_token_type",
-                "urn:ietf:params:oauth:token-type:id_token",
-            ),
-            (
-                "requested_token_type",
-                "urn:ietf:params:oauth:token-type:id-jag",
-            ),
-            ("audience", found.server.issuer.as_str()),
-            ("resource", found.resource.as_str()),
-        ];
-        if let Some(id) = idp_client_id {
-            pairs.push(("client_id", id));
-        }
-        if !scope.is_empty() {
-            pairs.push(("scope", scope.as_str()));
-        }
-        let answer = fetch::post_form(&self.http, idp_token_endpoint, &pairs, Basic::None, None)
-            .await
-            .map_err(|e| self.auth_error(format!("the token exchange failed: {e}")))?;
-        let jag = answer
-            .json_with(&[200], "access_token")
-            .map_err(|why| {
-                self.auth_error(format!(
-                    "the identity provider's token exchange answered {why}"
-                ))
-            })
-            .map(|v| json_str(&v, "access_token").unwrap_or_default())?;
-        let mut client = self.pre_registered(pre, &found.server);
-        if client.token_endpoint_auth_method == "none" {
-            client.token_endpoint_auth_method = "client_secret_basic".into();
-        }
-        let form = grant_form(JWT_BEARER, vec![("assertion", jag)], found, &scope);
-        let answer = self.token_request(found, &client, form, dpop).await?;
-        Ok((answer, scope))
-    }
-
-    /// Workload identity: the workload's JWT as an RFC 7523 JWT bearer grant. A refusal is
-    /// the login's error, saying what the OAuth error means here; nothing is retried and no
-    /// other grant is tried.
-    async fn workload_identity(
-        &self,
-        found: &Discovery,
-        scopes: &[String],
-        assertion: &SecretSource,
-        dpop: Option<&Es256Key>,
-    ) -> Result<(TokenAnswer, String)> {
-        let jwt = assertion.read_text().map_err(|e| {
-            self.auth_error(format!(
-                "the workload identity token cannot be had: {e}; point the entry at the token your platform issues"
-            ))
-        })?;
-        let client = match &self.config.client {
-            Some(pre) => self.pre_registered(pre, &found.server),
-            None => StoredClient {
-                issuer: found.server.issuer.clone(),
-                token_endpoint_auth_method: "none".into(),
-                ..Default::default()
-            },
-        };
-        let scope = scopes.join(" ");
-        let form = grant_form(JWT_BEARER, vec![("assertion", jwt)], found, &scope);
-        let endpoint = found.server.token_endpoint.clone().unwrap_or_default();
-        let answer = self
-            .post_token(&endpoint, &found.server.issuer, &client, form, dpop)
-            .await
-            .map_err(|failure| {
-                let meaning = match &failure {
-                    TokenFailure::Refused(_, code) => match code.as_str() {
-                        "invalid_grant" => format!(
-                            "the authorization server refused the workload's token from {} (invalid_grant: expired, made for another audience, or from an issuer it does not trust); give the workload a fresh token for {}",
-                            assertion.describe(),
-                            found.server.issuer
-                        ),
-                        "invalid_scope" => format!(
-                            "the authorization server does not grant scope {scope:?} to this workload (invalid_scope); ask its operator to allow it"
-                        ),
-                        "unauthorized_client" => format!(
-                            "this client may not use the JWT bearer grant at {} (unauthorized_client); ask the authorization server's operator to allow it",
-                            found.server.issuer
-                        ),
-                        _ => "the workload identity grant was refused".into(),
-                    },
-                    _ => "the workload identity grant failed".into(),
-                };
-                self.auth_error(format!("{meaning} ({}); not retried", failure.why()))
-            })?;
-        Ok((answer, scope))
-    }
-
     /// The client to refresh with: the configured one, the stored registration, or a public
     /// client with the metadata document URL.
     fn client_for_refresh(&self, tokens: &StoredTokens) -> StoredClient {
@@ -1443,6 +772,7 @@ impl Authorizer for OAuth {
 }
 
 /// Reads a JSON value's string member (for callers decoding scenario context and the like).
+#[doc(hidden)] // The conformance command's; not part of the API.
 pub fn json_str(v: &Value, key: &str) -> Option<String> {
     str_member(v, key).map(str::to_string)
 }

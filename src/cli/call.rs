@@ -10,11 +10,11 @@
 //! characters escaped (the output keeps its newlines and tabs).
 
 use super::HostArgs;
+use agenvoy_mcp::__private::protocol::session::RequestOptions;
+use agenvoy_mcp::__private::protocol::types::Progress;
+use agenvoy_mcp::__private::text::{escape_controls, escape_controls_keep_lines};
 use agenvoy_mcp::host::gate::{ConfirmCallback, ConfirmRequest};
 use agenvoy_mcp::host::{ManagerOptions, PermissionMode};
-use agenvoy_mcp::protocol::session::RequestOptions;
-use agenvoy_mcp::protocol::types::Progress;
-use agenvoy_mcp::text::{escape_controls, escape_controls_keep_lines};
 use serde_json::Value;
 use std::io::{BufRead, IsTerminal, Write};
 use std::process::ExitCode;

@@ -17,12 +17,12 @@
 //! from the context: the authorization server's metadata offers it. The Client ID Metadata
 //! Document URL is the one the suite expects.
 
+use agenvoy_mcp::__private::protocol::era::EraPreference;
+use agenvoy_mcp::__private::protocol::session::{Handlers, RequestHandler, RequestOptions};
+use agenvoy_mcp::__private::transport::http::HttpConfig;
 use agenvoy_mcp::auth::{
     Grant, HeadlessAgent, MemoryStore, OAuth, OAuthConfig, PreRegistered, SecretSource, json_str,
 };
-use agenvoy_mcp::protocol::era::EraPreference;
-use agenvoy_mcp::protocol::session::{Handlers, RequestHandler, RequestOptions};
-use agenvoy_mcp::transport::http::HttpConfig;
 use agenvoy_mcp::{Client, ClientOptions};
 use serde_json::{Map, Value, json};
 use std::process::ExitCode;
@@ -149,11 +149,7 @@ async fn exercise(client: &Client, scenario: &str, context: &Value) -> agenvoy_m
             .collect(),
     };
     for (name, arguments) in calls {
-        let output = tolerate(
-            client
-                .call_tool(&name, arguments, RequestOptions::default())
-                .await,
-        )?;
+        let output = tolerate(client.call_tool(&name, arguments).await)?;
         if let Some(output) = output {
             eprintln!("conformance {scenario}: {name} -> {}", output.text);
         }

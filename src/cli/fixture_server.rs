@@ -27,8 +27,10 @@
 //! With `FIXTURE_CALL_LOG` set to a file, every tools/call appends the tool's name to it
 //! first (so a test can count how often a call reached the server).
 
-use agenvoy_mcp::protocol::types::{HANDSHAKE_VERSIONS, LATEST_HANDSHAKE_VERSION};
-use agenvoy_mcp::wire::jsonrpc::{self, ErrorObject, Id, Message, Notification, Request, Response};
+use agenvoy_mcp::__private::protocol::types::{HANDSHAKE_VERSIONS, LATEST_HANDSHAKE_VERSION};
+use agenvoy_mcp::__private::wire::jsonrpc::{
+    self, ErrorObject, Id, Message, Notification, Request, Response,
+};
 use serde_json::{Value, json};
 use std::collections::HashMap;
 use std::io::{BufRead, Write};

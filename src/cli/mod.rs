@@ -43,7 +43,7 @@ pub fn print_json(value: &serde_json::Value) {
     let text = serde_json::to_string_pretty(value).expect("JSON serializes");
     let mut out = String::with_capacity(text.len());
     for c in text.chars() {
-        if agenvoy_mcp::text::drives_terminal(c) && !c.is_ascii_whitespace() {
+        if agenvoy_mcp::__private::text::drives_terminal(c) && !c.is_ascii_whitespace() {
             out.push_str(&format!("\\u{:04x}", c as u32));
         } else {
             out.push(c);

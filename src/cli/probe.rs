@@ -23,10 +23,9 @@
 //! What the server sent is shown with its control characters escaped (newlines and tabs of
 //! the instructions and the tool's output kept).
 
-use agenvoy_mcp::protocol::session::RequestOptions;
-use agenvoy_mcp::text::{escape_controls, escape_controls_keep_lines};
-use agenvoy_mcp::transport::http::HttpConfig;
-use agenvoy_mcp::transport::stdio::StdioConfig;
+use agenvoy_mcp::__private::text::{escape_controls, escape_controls_keep_lines};
+use agenvoy_mcp::__private::transport::http::HttpConfig;
+use agenvoy_mcp::__private::transport::stdio::StdioConfig;
 use agenvoy_mcp::{Client, ClientOptions, Error};
 use serde_json::{Value, json};
 use std::process::ExitCode;
@@ -122,10 +121,7 @@ async fn probe(client: &Client, args: &ProbeArgs, arguments: Value) -> ExitCode 
         Err(e) => return step_failed("tools/list", e),
     };
     let call = match &args.call {
-        Some(tool) => match client
-            .call_tool(tool, arguments, RequestOptions::default())
-            .await
-        {
+        Some(tool) => match client.call_tool(tool, arguments).await {
             Ok(output) => Some((tool.clone(), output)),
             Err(e) => return step_failed("tools/call", e),
         },

@@ -22,8 +22,8 @@
 //! errors) is shown with its control characters escaped.
 
 use super::HostArgs;
+use agenvoy_mcp::__private::text::escape_controls;
 use agenvoy_mcp::host::ManagerOptions;
-use agenvoy_mcp::text::escape_controls;
 use serde_json::json;
 use std::process::ExitCode;
 

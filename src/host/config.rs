@@ -406,6 +406,15 @@ impl HttpServer {
             .map(|(k, v)| (k.clone(), expand_env(v)))
             .collect()
     }
+
+    /// The transport's settings for this entry: its URL and expanded headers (no
+    /// authorizer: an `"auth": "oauth"` entry gets its own from the host).
+    #[cfg(feature = "http")]
+    pub fn http_config(&self) -> crate::transport::http::HttpConfig {
+        let mut config = crate::transport::http::HttpConfig::new(&self.url);
+        config.headers = self.expanded_headers().into_iter().collect();
+        config
+    }
 }
 
 fn optional_string(

@@ -4,8 +4,8 @@
 //!   slowest server, not the sum. A server that fails to start or to list its tools is logged
 //!   as a warning, marked failed with its error, and skipped; it never blocks the others. So
 //!   is an invalid entry of the config file.
-//! - [`Manager::register_all`] puts every connected server's tools into the registry as
-//!   `mcp__<server>__<tool>`.
+//!   Every connected server's tools are then in the registry as `mcp__<server>__<tool>`
+//!   ([`Manager::register_all`] does it again, returning the name collisions).
 //! - [`Manager::watch`] follows each server's `notifications/tools/list_changed` and
 //!   re-registers that one server's tools, debounced; servers that do not declare
 //!   `tools.listChanged` are polled slowly instead. The subscription to a server's
@@ -39,6 +39,15 @@ use std::sync::{Arc, Mutex, RwLock, Weak};
 use std::time::Duration;
 use tokio::sync::broadcast;
 use tokio::task::JoinHandle;
+
+mod connect;
+mod watch;
+
+pub use connect::connect_server;
+#[cfg(feature = "oauth")]
+pub use connect::connect_server_with_store;
+use connect::{Connected, connect_and_list};
+use watch::{apply_refresh, watch_server};
 
 /// The notification that a server's tool list changed.
 pub const TOOLS_LIST_CHANGED: &str = "notifications/tools/list_changed";
@@ -215,138 +224,6 @@ impl fmt::Display for AddError {
 
 impl std::error::Error for AddError {}
 
-/// Connects one configured server. The one place that turns a config entry into a client:
-/// stdio entries start their command (with `$VAR` expanded); `url` entries connect over
-/// HTTP with their headers expanded; `"auth": "oauth"` entries carry the server's
-/// [`crate::auth::OAuth`] as the transport's authorizer, with the tokens of
-/// [`super::oauth::token_store`], and fail with "oauth login required, run /mcp → NAME →
-/// login" (state `needs login`) while there is no token, unless their grant needs no person
-/// (client credentials, workload identity: tokens come at the server's first 401).
-pub async fn connect_server(
-    name: &str,
-    config: &ServerConfig,
-    options: &ClientOptions,
-) -> Result<Client> {
-    #[cfg(feature = "oauth")]
-    {
-        connect_server_with_store(name, config, options, super::oauth::token_store()).await
-    }
-    #[cfg(not(feature = "oauth"))]
-    {
-        connect_entry(name, config, options).await
-    }
-}
-
-/// [`connect_server`] with OAuth tokens kept in `store`.
-#[cfg(feature = "oauth")]
-pub async fn connect_server_with_store(
-    name: &str,
-    config: &ServerConfig,
-    options: &ClientOptions,
-    store: Arc<dyn crate::auth::TokenStore>,
-) -> Result<Client> {
-    if let ServerConfig::Http(http) = config
-        && http.auth.as_deref() == Some("oauth")
-    {
-        let oauth = super::oauth::server_oauth(name, http, store);
-        // A store that cannot be read (a locked keyring) says so, rather than "log in". A
-        // machine grant gets its tokens at the first 401; a person must log in first.
-        if oauth.stored_tokens()?.is_none() && !oauth.is_machine_grant() {
-            return Err(Error::new(name, ErrorKind::LoginRequired));
-        }
-        let mut config = crate::transport::http::HttpConfig::new(&http.url);
-        config.headers = http.expanded_headers().into_iter().collect();
-        config.authorizer = Some(Arc::new(oauth));
-        return Client::connect_http(name, &config, options.clone()).await;
-    }
-    connect_entry(name, config, options).await
-}
-
-async fn connect_entry(
-    name: &str,
-    config: &ServerConfig,
-    options: &ClientOptions,
-) -> Result<Client> {
-    match config {
-        #[cfg(feature = "stdio")]
-        ServerConfig::Stdio(stdio) => {
-            Client::connect_stdio(name, &stdio.expanded(), options.clone()).await
-        }
-        #[cfg(not(feature = "stdio"))]
-        ServerConfig::Stdio(_) => {
-            let _ = options;
-            Err(Error::new(
-                name,
-                ErrorKind::Usage(
-                    "this build has no stdio transport; build with the \"stdio\" feature".into(),
-                ),
-            ))
-        }
-        ServerConfig::Http(http) if http.auth.as_deref() == Some("oauth") => Err(Error::new(
-            name,
-            ErrorKind::Usage(
-                "this build has no OAuth; build with the \"oauth\" feature to log in".into(),
-            ),
-        )),
-        #[cfg(feature = "http")]
-        ServerConfig::Http(http) => {
-            let mut config = crate::transport::http::HttpConfig::new(&http.url);
-            config.headers = http.expanded_headers().into_iter().collect();
-            Client::connect_http(name, &config, options.clone()).await
-        }
-        #[cfg(not(feature = "http"))]
-        ServerConfig::Http(_) => Err(Error::new(
-            name,
-            ErrorKind::Usage(
-                "this build has no HTTP transport; build with the \"http\" feature".into(),
-            ),
-        )),
-    }
-}
-
-/// A server connected and listed.
-struct Connected {
-    client: Arc<Client>,
-    notifications: broadcast::Receiver<Notification>,
-    tools: Vec<Tool>,
-}
-
-async fn connect_and_list(
-    name: String,
-    config: ServerConfig,
-    manager_options: &ManagerOptions,
-) -> Result<Connected> {
-    let options = &manager_options.client;
-    #[cfg(feature = "oauth")]
-    let client = match &manager_options.token_store {
-        Some(store) => connect_server_with_store(&name, &config, options, store.clone()).await?,
-        None => connect_server(&name, &config, options).await?,
-    };
-    #[cfg(not(feature = "oauth"))]
-    let client = connect_server(&name, &config, options).await?;
-    let client = Arc::new(client);
-    // Subscribe before listing, so a change made while the list is read is not missed.
-    let notifications = client.notifications();
-    if !client.details().has_capability("tools") {
-        return Ok(Connected {
-            client,
-            notifications,
-            tools: Vec::new(),
-        });
-    }
-    match client.list_tools().await {
-        Ok(tools) => Ok(Connected {
-            client,
-            notifications,
-            tools,
-        }),
-        Err(e) => {
-            client.close().await;
-            Err(e)
-        }
-    }
-}
-
 struct Slot {
     config: Result<ServerConfig, ConfigError>,
     state: ServerState,
@@ -455,9 +332,10 @@ impl Manager {
         Ok(Manager::new(config, options).await)
     }
 
-    /// Connects every server of `config` at once and waits until each is connected or
-    /// failed. Failures are logged and recorded in [`Manager::status`]; they never fail the
-    /// whole.
+    /// Connects every server of `config` at once, waits until each is connected or failed,
+    /// and registers the tools of those connected (as [`Manager::register_all`]: name
+    /// collisions are logged). Failures are logged and recorded in [`Manager::status`]; they
+    /// never fail the whole.
     pub async fn new(config: Config, options: ManagerOptions) -> Manager {
         let (manager, connects) = Manager::prepare(config, options);
         let mut connecting = tokio::task::JoinSet::new();
@@ -465,14 +343,18 @@ impl Manager {
             connecting.spawn(pending.connect());
         }
         while connecting.join_next().await.is_some() {}
+        manager.register_all();
         manager
     }
 
     /// [`Manager::new`] that returns at once: every server shows `connecting` until its
     /// connect ends, in the background (what a panel wants: it draws while servers start).
+    /// Each server's tools are registered as it connects, so a name collision goes to the
+    /// first one connected; [`Manager::register_all`] registers them again in name order.
     /// Must be called within a tokio runtime.
     pub fn start(config: Config, options: ManagerOptions) -> Manager {
         let (manager, connects) = Manager::prepare(config, options);
+        manager.inner.registered.store(true, Ordering::SeqCst);
         for pending in connects {
             tokio::spawn(pending.connect());
         }
@@ -546,9 +428,9 @@ impl Manager {
         self.inner.slots.lock().expect("slots lock")
     }
 
-    /// Records the outcome of connecting `name`, registers its tools (once
-    /// [`Manager::register_all`] has run) and starts its watcher (once [`Manager::watch`]
-    /// has run).
+    /// Records the outcome of connecting `name`, registers its tools (unless the manager is
+    /// still in [`Manager::new`], which registers all at the end) and starts its watcher
+    /// (once [`Manager::watch`] has run).
     fn apply_connect(&self, name: &str, result: Result<Connected>) {
         let mut slots = self.slots();
         let Some(slot) = slots.get_mut(name) else {
@@ -600,9 +482,10 @@ impl Manager {
         collisions
     }
 
-    /// Registers every connected server's tools as `mcp__<server>__<tool>`, servers in name
-    /// order, and returns the name collisions found (each also logged). From now on,
-    /// refreshes and reconnects re-register their server.
+    /// Registers every connected server's tools again as `mcp__<server>__<tool>`, servers in
+    /// name order, and returns the name collisions found (each also logged). [`Manager::new`]
+    /// and [`Manager::start`] register already; refreshes and reconnects re-register their
+    /// server.
     pub fn register_all(&self) -> Vec<Collision> {
         self.inner.registered.store(true, Ordering::SeqCst);
         let slots = self.slots();
@@ -810,7 +693,9 @@ impl Manager {
         self.inner.registry.read().expect("registry lock").clone()
     }
 
-    /// Every registered tool's definition, sorted by name: what to give the LLM API.
+    /// Every registered tool's definition, sorted by name: what to give the LLM API. Every
+    /// connected server's tools are in it from [`Manager::new`] on (with
+    /// [`Manager::start`], each server's once it has connected).
     pub fn tool_definitions(&self) -> Vec<ToolDefinition> {
         self.inner
             .registry
@@ -880,7 +765,7 @@ impl Manager {
         };
         loop {
             match client
-                .call_tool(&tool, arguments.clone(), options.clone())
+                .call_tool_with(&tool, arguments.clone(), options.clone())
                 .await
             {
                 Ok(output) => return Ok(output),
@@ -1022,136 +907,4 @@ fn not_connected(name: &str) -> Error {
             "the server is not connected (see `agenvoy-mcp tools` for its last error)".into(),
         ),
     )
-}
-
-/// Records a fresh tool list of `client` (if it is still the server's client).
-fn apply_refresh(
-    inner: &Arc<Inner>,
-    name: &str,
-    client: &Arc<Client>,
-    result: Result<Vec<Tool>>,
-) -> Result<usize> {
-    let manager = Manager {
-        inner: inner.clone(),
-    };
-    let mut slots = manager.slots();
-    let Some(slot) = slots.get_mut(name) else {
-        return Err(not_connected(name));
-    };
-    if !slot.client.as_ref().is_some_and(|c| Arc::ptr_eq(c, client)) {
-        return Err(not_connected(name));
-    }
-    match result {
-        Ok(tools) => {
-            let count = tools.len();
-            slot.tools = tools;
-            if inner.registered.load(Ordering::SeqCst) {
-                manager.register_slot(name, slot);
-            }
-            tracing::info!(server = %name, tools = count, "tool list refreshed");
-            Ok(count)
-        }
-        Err(e) => {
-            tracing::warn!(server = %name, "listing the tools again failed, keeping the old list: {e}");
-            slot.last_error = Some(e.to_string());
-            Err(e)
-        }
-    }
-}
-
-/// Follows one server's tool list until its connection ends or the manager goes away.
-async fn watch_server(
-    inner: Weak<Inner>,
-    name: String,
-    client: Arc<Client>,
-    mut notifications: broadcast::Receiver<Notification>,
-    debounce: Duration,
-    poll: Option<Duration>,
-) {
-    use broadcast::error::RecvError;
-    // A stateless server tells of changes only to a client that listens for them.
-    let _listener = (client.details().era == crate::protocol::types::Era::Stateless
-        && poll.is_none())
-    .then(|| AbortOnDrop(tokio::spawn(listen(name.clone(), client.clone()))));
-    let mut next_poll = poll.map(|p| tokio::time::Instant::now() + p);
-    loop {
-        let changed = tokio::select! {
-            received = notifications.recv() => match received {
-                Ok(n) => n.method == TOOLS_LIST_CHANGED,
-                Err(RecvError::Lagged(_)) => true,
-                Err(RecvError::Closed) => return,
-            },
-            _ = sleep_until_or_never(next_poll) => {
-                next_poll = poll.map(|p| tokio::time::Instant::now() + p);
-                true
-            }
-            // A dead session sends nothing more: stop following it (status shows it as
-            // disconnected; a reconnect starts a new watcher).
-            _ = tokio::time::sleep(LIVENESS_CHECK) => false,
-        };
-        if client.is_closed() {
-            return;
-        }
-        if !changed {
-            continue;
-        }
-        // Debounce: wait until no further change has come for `debounce`.
-        let mut deadline = tokio::time::Instant::now() + debounce;
-        loop {
-            tokio::select! {
-                received = notifications.recv() => match received {
-                    Ok(n) if n.method == TOOLS_LIST_CHANGED => {
-                        deadline = tokio::time::Instant::now() + debounce;
-                    }
-                    Ok(_) => {}
-                    Err(RecvError::Lagged(_)) => deadline = tokio::time::Instant::now() + debounce,
-                    Err(RecvError::Closed) => return,
-                },
-                _ = tokio::time::sleep_until(deadline) => break,
-            }
-        }
-        if client.is_closed() {
-            return;
-        }
-        let result = client.list_tools().await;
-        let Some(inner) = inner.upgrade() else {
-            return;
-        };
-        let _ = apply_refresh(&inner, &name, &client, result);
-    }
-}
-
-/// Ends a task when dropped.
-struct AbortOnDrop(JoinHandle<()>);
-
-impl Drop for AbortOnDrop {
-    fn drop(&mut self) {
-        self.0.abort();
-    }
-}
-
-/// Keeps `subscriptions/listen` open for a stateless server, opening it anew (after a pause)
-/// whenever the server or the network ends it, while the session lives.
-async fn listen(name: String, client: Arc<Client>) {
-    let mut pause = Duration::from_secs(1);
-    while !client.is_closed() {
-        match client.listen_for_changes().await {
-            Ok(_) => pause = Duration::from_secs(1),
-            Err(e) => {
-                tracing::debug!(server = %name, "subscriptions/listen ended: {e}");
-                pause = (pause * 2).min(Duration::from_secs(60));
-            }
-        }
-        tokio::time::sleep(pause).await;
-    }
-}
-
-/// How often a watcher checks that its session is still alive.
-const LIVENESS_CHECK: Duration = Duration::from_secs(5);
-
-async fn sleep_until_or_never(deadline: Option<tokio::time::Instant>) {
-    match deadline {
-        Some(d) => tokio::time::sleep_until(d).await,
-        None => std::future::pending().await,
-    }
 }

@@ -16,7 +16,6 @@
 //! # async fn demo() -> Result<(), Box<dyn std::error::Error>> {
 //! use agenvoy_mcp::host::{Manager, ManagerOptions, PermissionMode, config};
 //! let manager = Manager::load(&config::default_config_path(), ManagerOptions::default()).await?;
-//! manager.register_all();
 //! manager.watch();
 //! let tools = manager.tool_definitions(); // give these to the model
 //! let system_prompt_part = manager.instructions();
@@ -28,19 +27,37 @@
 //! # Ok(()) }
 //! ```
 
+// The submodules are not part of the API (they serve the `agenvoy-mcp` binary and may change
+// in any release): embedders use what is exported here.
+#[doc(hidden)]
 pub mod config;
+#[doc(hidden)]
 pub mod control;
+#[doc(hidden)]
 pub mod expand;
 mod filelock;
+#[doc(hidden)]
 pub mod gate;
+#[doc(hidden)]
 pub mod instructions;
+#[doc(hidden)]
 pub mod manager;
 #[cfg(feature = "oauth")]
+#[doc(hidden)]
 pub mod oauth;
+#[doc(hidden)]
 pub mod registry;
 
-pub use config::{Config, ConfigError, ServerConfig};
-pub use control::{Control, ControlError};
-pub use gate::{Allowlist, ConfirmCallback, Gate, PermissionMode};
-pub use manager::{AddError, CallError, Manager, ManagerOptions, ServerState, ServerStatus};
-pub use registry::{Registry, ToolDefinition};
+pub use config::{Config, ConfigError, HttpServer, ServerConfig, StdioServer, default_config_path};
+pub use control::{AddingServer, Control, ControlError};
+#[cfg(feature = "oauth")]
+pub use control::{Login, LoginEvent, LoginOptions, OAuthClient};
+pub use gate::{
+    Allowlist, Approval, ConfirmCallback, ConfirmRequest, Denied, Gate, PermissionMode,
+};
+pub use manager::{
+    AddError, CallError, Manager, ManagerOptions, ServerState, ServerStatus, connect_server,
+};
+#[cfg(feature = "oauth")]
+pub use oauth::{login, token_store};
+pub use registry::{Collision, Registry, ToolDefinition};

@@ -63,10 +63,10 @@ pub enum EraPreference {
 /// `initialize` is sent too (the probe stays open: see the module docs).
 pub const PROBE_TIMEOUT: Duration = Duration::from_secs(3);
 
-/// Error codes of stateless-era servers refusing a request.
-const HEADER_MISMATCH: i64 = -32020;
-const MISSING_CAPABILITY: i64 = -32021;
-const UNSUPPORTED_VERSION: i64 = -32022;
+use super::{
+    HEADER_MISMATCH, META_CLIENT_CAPABILITIES, META_CLIENT_INFO, META_PROTOCOL_VERSION,
+    MISSING_CAPABILITY, UNSUPPORTED_VERSION,
+};
 
 /// Starts the session and returns what the server said about itself.
 pub async fn establish(
@@ -143,18 +143,12 @@ fn envelope(
     capabilities: Value,
 ) -> serde_json::Map<String, Value> {
     let mut meta = serde_json::Map::new();
+    meta.insert(META_PROTOCOL_VERSION.into(), json!(version));
     meta.insert(
-        "io.modelcontextprotocol/protocolVersion".into(),
-        json!(version),
-    );
-    meta.insert(
-        "io.modelcontextprotocol/clientInfo".into(),
+        META_CLIENT_INFO.into(),
         json!({"name": client.name, "version": client.version}),
     );
-    meta.insert(
-        "io.modelcontextprotocol/clientCapabilities".into(),
-        capabilities,
-    );
+    meta.insert(META_CLIENT_CAPABILITIES.into(), capabilities);
     meta
 }
 

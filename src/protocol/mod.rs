@@ -2,8 +2,35 @@
 //!
 //! - [`types`]: tools, roots, progress, server details, eras and versions.
 //! - [`session`]: ids, correlation, timeouts, cancellation, progress, server requests.
-//! - [`era`]: the handshake (and, later, the stateless era) behind one seam.
+//! - [`era`]: how a session starts, behind one seam: the stateless era's `server/discover`
+//!   and per-request `_meta`, or the `initialize` handshake.
+//!
+//! The MCP constants (error codes, `_meta` keys, notification names) are here, once; the
+//! protocol versions are in [`types`].
 
 pub mod era;
 pub mod session;
 pub mod types;
+
+/// A stateless-era server's error: the request's headers disagree with its body.
+pub(crate) const HEADER_MISMATCH: i64 = -32020;
+/// A stateless-era server's error: the request needs a capability the client did not declare.
+pub(crate) const MISSING_CAPABILITY: i64 = -32021;
+/// A stateless-era server's error: it does not speak the request's protocol version; its
+/// data names the versions it does.
+pub(crate) const UNSUPPORTED_VERSION: i64 = -32022;
+
+/// The `_meta` key of a stateless-era request's protocol version.
+pub(crate) const META_PROTOCOL_VERSION: &str = "io.modelcontextprotocol/protocolVersion";
+/// The `_meta` key of a stateless-era request's client name and version.
+pub(crate) const META_CLIENT_INFO: &str = "io.modelcontextprotocol/clientInfo";
+/// The `_meta` key of a stateless-era request's client capabilities.
+pub(crate) const META_CLIENT_CAPABILITIES: &str = "io.modelcontextprotocol/clientCapabilities";
+
+/// The `notifications/cancelled` message for request `id`.
+pub(crate) fn cancelled(id: i64, reason: &str) -> crate::wire::jsonrpc::Message {
+    crate::wire::jsonrpc::Message::Notification(crate::wire::jsonrpc::Notification {
+        method: "notifications/cancelled".into(),
+        params: Some(serde_json::json!({"requestId": id, "reason": reason})),
+    })
+}

@@ -10,7 +10,7 @@
 
 use super::types::{Progress, Root};
 use crate::error::{Error, ErrorKind, Result};
-use crate::transport::{BoxFuture, Inbound, Transport};
+use crate::transport::{BoxFuture, Inbound, Outbound, Transport};
 use crate::wire::decode::Decoded;
 use crate::wire::jsonrpc::{self, ErrorObject, Id, Message, Notification, Request, Response};
 use crate::wire::render::{RenderError, Rendered};
@@ -219,8 +219,8 @@ impl Session {
     ) -> Result<Value> {
         let reply = self.request_reply(method, params, options).await?;
         match (reply.outcome, reply.rendered) {
-            (Some(outcome), _) => outcome.map_err(|e| self.error(ErrorKind::Rpc(e)).during(method)),
-            (None, Some(Err(RenderError::Rpc(e)))) => Err(self.error(ErrorKind::Rpc(e)).during(method)),
+            (Some(outcome), _) => outcome.map_err(|e| self.error(ErrorKind::Rpc(Box::new(e))).during(method)),
+            (None, Some(Err(RenderError::Rpc(e)))) => Err(self.error(ErrorKind::Rpc(Box::new(e))).during(method)),
             (None, _) => Err(self
                 .error(ErrorKind::Protocol(format!(
                     "the answer is {} bytes, more than this client keeps of one message; raise Limits::max_message",
@@ -394,7 +394,7 @@ impl Session {
         let sent = self
             .shared
             .transport
-            .send_request(message.to_bytes(), options.headers.clone());
+            .send(Outbound::new(message).with_headers(options.headers.clone()));
         match tokio::time::timeout_at(deadline, sent).await {
             Ok(Ok(())) => {}
             Ok(Err(e)) => {
@@ -437,7 +437,7 @@ impl Session {
         });
         self.shared
             .transport
-            .send(message.to_bytes())
+            .send(Outbound::new(message))
             .await
             .map_err(|e| e.during(method))
     }
@@ -666,7 +666,7 @@ fn answer_in_background(
                 id: Some(id),
                 outcome: work.await,
             });
-            let sent = shared.transport.send(response.to_bytes());
+            let sent = shared.transport.send(Outbound::new(response));
             match tokio::time::timeout(WRITE_TIMEOUT, sent).await {
                 Ok(Ok(())) => {}
                 Ok(Err(e)) => {

@@ -1,6 +1,9 @@
 //! The streamable HTTP transport (protocol revisions 2025-03-26 to 2025-11-25), with the
 //! HTTP+SSE transport of 2024-11-05 as its fallback.
 //!
+//! The session hands each message over as an [`Outbound`]: the request's id and method come
+//! with its bytes, which are never parsed again here.
+//!
 //! Every message is a POST to the server URL. A request's answer comes back as one JSON body
 //! or as an SSE stream; each request runs on a task of its own, so a slow answer never holds
 //! up the session, and a failure reaches the session as [`Inbound::Failed`]. Notifications and
@@ -17,7 +20,9 @@
 //!   doubles (to 30 s) with each stream in a row that failed or brought no message.
 //! - Session expiry: 404 (or a 400 whose body speaks of the session) on a request that carried
 //!   a session id re-initializes once and replays that request once; other requests whose
-//!   streams die with the session fail with an error.
+//!   streams die with the session fail with an error. This lives here, not in the protocol
+//!   session: streamable HTTP ties the `Mcp-Session-Id` to the transport, and only the
+//!   transport sees the 404 and can replay the exact bytes of `initialize` and of the request.
 //! - 429 and 503 (the request was not served), and for a GET also 502 and 504: up to 3
 //!   retries, after `Retry-After` (seconds or a date, at most 30 s) or 0.5 s, 1 s, 2 s. A POST
 //!   answered 502 or 504 may have been acted on behind the gateway, so it is not sent again.
@@ -29,7 +34,7 @@
 //!   a JSON-RPC error, the server is taken for an HTTP+SSE one: GET the URL, wait for the
 //!   `endpoint` event, and POST every message there; answers arrive on that SSE stream.
 
-use super::{Assembler, BoxFuture, Inbound, Limits, Transport};
+use super::{Assembler, BoxFuture, Inbound, Limits, Outbound, Transport};
 use crate::error::{Error, ErrorKind, Result};
 use crate::wire::decode::Decoded;
 use crate::wire::jsonrpc::{Id, Message};
@@ -48,6 +53,24 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 use tokio::sync::{mpsc, oneshot};
 use tokio::task::AbortHandle;
+
+mod client;
+mod events;
+mod headers;
+mod legacy;
+mod retry;
+mod session;
+
+pub use client::{HttpsClient, https_client};
+use events::{Cursor, EventData, EventReader};
+pub use headers::header_value;
+use headers::{
+    configured_headers, content_type, modern_headers, origin, resolve, without_userinfo,
+};
+use retry::{
+    backoff, body_excerpt, is_jsonrpc_error, jsonrpc_error, retry_after, session_gone,
+    stale_connection,
+};
 
 /// How long closing waits for the DELETE that ends the session.
 pub const CLOSE_TIMEOUT: Duration = Duration::from_secs(5);
@@ -170,62 +193,12 @@ impl HttpConfig {
     }
 }
 
-/// `url` without `user:password@`: it is never sent (HTTP sends credentials in headers), and
-/// kept it would show in the connection pool's logs.
-fn without_userinfo(server: &str, url: Uri) -> Uri {
-    let Some(host) = url.authority().and_then(|a| a.as_str().rsplit_once('@')) else {
-        return url;
-    };
-    tracing::warn!(server = %server, "the URL's user:password@ is not sent; give credentials in \"headers\" (Authorization)");
-    let mut parts = url.clone().into_parts();
-    parts.authority = host.1.parse().ok();
-    Uri::from_parts(parts).unwrap_or(url)
-}
-
-/// The hyper client every HTTP exchange of this crate uses: HTTP/1.1 and HTTP/2, rustls with
-/// the ring provider and the OS trust store; it follows no redirect by itself.
-pub type Client = HyperClient<hyper_rustls::HttpsConnector<HttpConnector>, Full<Bytes>>;
-
-/// Builds a [`Client`]; `server` names the server in the warning when no OS trust store is found.
-pub fn https_client(server: &str, connect_timeout: Duration) -> Client {
-    let mut http = HttpConnector::new();
-    http.set_connect_timeout(Some(connect_timeout));
-    // Small requests and answers must not wait for a delayed ACK.
-    http.set_nodelay(true);
-    http.enforce_http(false);
-    let provider = rustls::crypto::ring::default_provider();
-    let builder =
-        match hyper_rustls::HttpsConnectorBuilder::new().with_provider_and_native_roots(provider) {
-            Ok(b) => b,
-            Err(e) => {
-                tracing::warn!(
-                    server = %server,
-                    "no usable OS trust store ({e}); https servers will fail to verify"
-                );
-                let tls = rustls::ClientConfig::builder_with_provider(Arc::new(
-                    rustls::crypto::ring::default_provider(),
-                ))
-                .with_safe_default_protocol_versions()
-                .expect("ring supports the default TLS versions")
-                .with_root_certificates(rustls::RootCertStore::empty())
-                .with_no_client_auth();
-                hyper_rustls::HttpsConnectorBuilder::new().with_tls_config(tls)
-            }
-        };
-    let https = builder
-        .https_or_http()
-        .enable_http1()
-        .enable_http2()
-        .wrap_connector(http);
-    HyperClient::builder(TokioExecutor::new()).build(https)
-}
-
 /// Why an HTTP exchange failed, before it becomes an [`Error`].
 enum Failure {
     /// The server answered with an error status; `body` is the start of its body.
     Status { status: StatusCode, body: String },
-    /// No answer: connection, TLS or timeout.
-    Unreachable(String),
+    /// No answer: connection, TLS or timeout; the HTTP client's error, when it gave one.
+    Unreachable(String, Option<crate::error::Cause>),
     /// The authorizer could not supply credentials.
     Auth(Error),
 }
@@ -234,8 +207,8 @@ enum Failure {
 struct State {
     session_id: Option<String>,
     protocol_version: Option<String>,
-    /// The bytes of our `initialize` request, to start a new session after expiry.
-    initialize: Option<Bytes>,
+    /// Our `initialize` request's id and bytes, to start a new session after expiry.
+    initialize: Option<(Id, Bytes)>,
     /// Where to POST in the HTTP+SSE fallback; `None` for streamable HTTP.
     legacy_endpoint: Option<Uri>,
 }
@@ -249,7 +222,7 @@ struct Seen {
 
 struct Inner {
     server: String,
-    client: Client,
+    client: HttpsClient,
     url: Uri,
     headers: HeaderMap,
     header_timeout: Duration,
@@ -337,46 +310,24 @@ impl HttpTransport {
     }
 }
 
-/// The configured headers, validated; a one-word `Authorization` becomes a bearer token.
-/// Errors name the header, never its value (it may be a secret).
-fn configured_headers(pairs: &[(String, String)]) -> std::result::Result<HeaderMap, String> {
-    let mut map = HeaderMap::new();
-    for (name, value) in pairs {
-        let key = HeaderName::from_bytes(name.as_bytes())
-            .map_err(|_| format!("invalid header name {name:?}"))?;
-        let value = if key == header::AUTHORIZATION && !value.trim().contains(char::is_whitespace) {
-            format!("Bearer {}", value.trim())
-        } else {
-            value.clone()
-        };
-        let mut value = HeaderValue::from_str(&value)
-            .map_err(|_| format!("invalid value for header {name:?}"))?;
-        value.set_sensitive(true);
-        map.insert(key, value);
-    }
-    Ok(map)
-}
-
 impl Transport for HttpTransport {
-    fn send(&self, message: Vec<u8>) -> BoxFuture<'_, Result<()>> {
-        self.send_request(message, Vec::new())
-    }
-
-    fn send_request(
-        &self,
-        message: Vec<u8>,
-        headers: Vec<(String, String)>,
-    ) -> BoxFuture<'_, Result<()>> {
+    fn send(&self, message: Outbound) -> BoxFuture<'_, Result<()>> {
         Box::pin(async move {
             let inner = &self.inner;
             if inner.closed.load(Ordering::Relaxed) {
                 return Err(inner.error(ErrorKind::Closed("the transport was closed".into())));
             }
-            let body = Bytes::from(message);
-            match Message::parse(&body) {
-                Ok(Message::Request(request)) => {
+            let Outbound {
+                message,
+                bytes,
+                headers,
+            } = message;
+            let body = Bytes::from(bytes);
+            match message {
+                Message::Request(request) => {
                     if request.method == "initialize" {
-                        inner.state.lock().expect("state lock").initialize = Some(body.clone());
+                        inner.state.lock().expect("state lock").initialize =
+                            Some((request.id.clone(), body.clone()));
                     }
                     let modern = modern_headers(&request, &headers);
                     let cancels_by_closing = modern.is_some();
@@ -394,7 +345,7 @@ impl Transport for HttpTransport {
                     }
                     Ok(())
                 }
-                Ok(Message::Notification(n)) => {
+                Message::Notification(n) => {
                     inner
                         .post_one_way(body)
                         .await
@@ -404,10 +355,7 @@ impl Transport for HttpTransport {
                     }
                     Ok(())
                 }
-                Ok(Message::Response(_)) => inner.post_one_way(body).await,
-                Err(e) => {
-                    Err(inner.error(ErrorKind::Usage(format!("not a JSON-RPC message: {e}"))))
-                }
+                Message::Response(_) => inner.post_one_way(body).await,
             }
         })
     }
@@ -452,11 +400,8 @@ impl Transport for HttpTransport {
                 // Stateless era: cancelling is closing the request's own stream.
                 Some((handle, true)) => handle.abort(),
                 _ => {
-                    let message = Message::Notification(crate::wire::jsonrpc::Notification {
-                        method: "notifications/cancelled".into(),
-                        params: Some(serde_json::json!({"requestId": id, "reason": reason})),
-                    });
-                    let _ = self.send(message.to_bytes()).await;
+                    let message = crate::protocol::cancelled(id, &reason);
+                    let _ = self.send(Outbound::new(message)).await;
                 }
             }
         })
@@ -474,385 +419,6 @@ impl Drop for HttpTransport {
     }
 }
 
-/// The last event id and `retry` of one SSE stream, across its reconnections.
-#[derive(Default)]
-struct Cursor {
-    last_event_id: Option<String>,
-    retry: Option<Duration>,
-}
-
-/// What one SSE event carried.
-enum EventData {
-    /// A `message` event: the JSON-RPC message, decoded as it arrived.
-    Message(Decoded),
-    /// Any other event type: the start of its data as text (the `endpoint` of HTTP+SSE).
-    Text(String),
-}
-
-/// Bytes of a non-message event's data kept as text.
-const EVENT_TEXT: usize = 4096;
-
-/// Reads dispatched events from one SSE body; each event's data flows into a decoder as it
-/// arrives, so no event is held whole.
-struct EventReader {
-    body: Incoming,
-    sse: SseDecoder,
-    message: Assembler,
-    server: String,
-    /// The start of the current event's data, for events that are not messages.
-    head: Vec<u8>,
-    has_data: bool,
-    ready: VecDeque<(String, Option<String>, EventData)>,
-    retry: Option<u64>,
-    ended: bool,
-    /// The id of the previous event on this connection: an event without an `id` field of
-    /// its own repeats it, and must not count as a replay.
-    previous_id: Option<String>,
-}
-
-impl EventReader {
-    fn new(body: Incoming, inner: &Inner) -> Self {
-        EventReader {
-            body,
-            sse: SseDecoder::new(),
-            message: Assembler::new(inner.limits),
-            server: inner.server.clone(),
-            head: Vec::new(),
-            has_data: false,
-            ready: VecDeque::new(),
-            retry: None,
-            ended: false,
-            previous_id: None,
-        }
-    }
-
-    fn absorb(&mut self, piece: SsePiece<'_>) {
-        match piece {
-            SsePiece::Data(d) => {
-                self.has_data = true;
-                self.message.feed(d);
-                let take = d.len().min(EVENT_TEXT.saturating_sub(self.head.len()));
-                self.head.extend_from_slice(&d[..take]);
-            }
-            SsePiece::Dispatch { event, id } => {
-                let head = std::mem::take(&mut self.head);
-                if !std::mem::take(&mut self.has_data) {
-                    self.message.discard();
-                    self.ready.push_back((
-                        event.to_string(),
-                        id.map(str::to_string),
-                        EventData::Text(String::new()),
-                    ));
-                } else if event == "message" {
-                    if let Some(decoded) = self.message.finish(&self.server) {
-                        self.ready.push_back((
-                            event.to_string(),
-                            id.map(str::to_string),
-                            EventData::Message(decoded),
-                        ));
-                    }
-                } else {
-                    self.message.discard();
-                    let text = String::from_utf8_lossy(&head).into_owned();
-                    self.ready.push_back((
-                        event.to_string(),
-                        id.map(str::to_string),
-                        EventData::Text(text),
-                    ));
-                }
-            }
-            SsePiece::Retry(ms) => self.retry = Some(ms),
-        }
-    }
-
-    /// The next event with data whose id was not seen before; `None` once the stream ends
-    /// (cleanly or not). Updates the cursor as events pass.
-    async fn next(&mut self, inner: &Inner, cursor: &mut Cursor) -> Option<(String, EventData)> {
-        loop {
-            if let Some(ms) = self.retry.take() {
-                cursor.retry = Some(Duration::from_millis(ms));
-            }
-            while let Some((event, id, data)) = self.ready.pop_front() {
-                let fresh_id = id.is_some() && id != self.previous_id;
-                if let Some(id) = id {
-                    self.previous_id = Some(id.clone());
-                    cursor.last_event_id = Some(id.clone());
-                    if fresh_id && !inner.first_sight(id) {
-                        continue;
-                    }
-                }
-                if !matches!(&data, EventData::Text(t) if t.is_empty()) {
-                    return Some((event, data));
-                }
-            }
-            if self.ended {
-                return None;
-            }
-            let mut pieces = Vec::new();
-            match self.body.frame().await {
-                Some(Ok(frame)) => {
-                    if let Ok(chunk) = frame.into_data() {
-                        self.sse.push(&chunk, &mut |p| pieces.push(owned(p)));
-                    }
-                }
-                Some(Err(e)) => {
-                    tracing::debug!(server = %inner.server, "an SSE stream broke: {e}");
-                    self.ended = true;
-                }
-                None => {
-                    self.sse.finish(&mut |p| pieces.push(owned(p)));
-                    self.ended = true;
-                }
-            }
-            for piece in pieces {
-                self.absorb(piece.borrowed());
-            }
-        }
-    }
-}
-
-/// An [`SsePiece`] that owns its bytes, to carry it out of the decoder's callback.
-enum OwnedPiece {
-    Data(Vec<u8>),
-    Dispatch(String, Option<String>),
-    Retry(u64),
-}
-
-fn owned(p: SsePiece<'_>) -> OwnedPiece {
-    match p {
-        SsePiece::Data(d) => OwnedPiece::Data(d.to_vec()),
-        SsePiece::Dispatch { event, id } => {
-            OwnedPiece::Dispatch(event.to_string(), id.map(str::to_string))
-        }
-        SsePiece::Retry(ms) => OwnedPiece::Retry(ms),
-    }
-}
-
-impl OwnedPiece {
-    fn borrowed(&self) -> SsePiece<'_> {
-        match self {
-            OwnedPiece::Data(d) => SsePiece::Data(d),
-            OwnedPiece::Dispatch(event, id) => SsePiece::Dispatch {
-                event,
-                id: id.as_deref(),
-            },
-            OwnedPiece::Retry(ms) => SsePiece::Retry(*ms),
-        }
-    }
-}
-
-fn content_type(response: &Response<Incoming>) -> String {
-    let value = response
-        .headers()
-        .get(header::CONTENT_TYPE)
-        .and_then(|v| v.to_str().ok())
-        .unwrap_or("");
-    value
-        .split(';')
-        .next()
-        .unwrap_or("")
-        .trim()
-        .to_ascii_lowercase()
-}
-
-/// 0.5 s, 1 s, 2 s, ... at most 30 s.
-fn backoff(attempt: u32) -> Duration {
-    Duration::from_millis(500u64.saturating_mul(1 << attempt.min(6))).min(MAX_WAIT)
-}
-
-/// `Retry-After` as seconds or as an HTTP date.
-fn retry_after(headers: &HeaderMap) -> Option<Duration> {
-    let value = headers.get(header::RETRY_AFTER)?.to_str().ok()?.trim();
-    if let Ok(secs) = value.parse::<u64>() {
-        return Some(Duration::from_secs(secs));
-    }
-    let when = httpdate_to_unix(value)?;
-    let now = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .ok()?
-        .as_secs();
-    Some(Duration::from_secs(when.saturating_sub(now)))
-}
-
-/// Parses an IMF-fixdate (`Sun, 06 Nov 1994 08:49:37 GMT`) to seconds since the epoch.
-fn httpdate_to_unix(s: &str) -> Option<u64> {
-    let parts: Vec<&str> = s.split_whitespace().collect();
-    let [_, day, month, year, time, "GMT"] = parts.as_slice() else {
-        return None;
-    };
-    let months = [
-        "Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec",
-    ];
-    let month = months.iter().position(|m| m == month)? as i64 + 1;
-    let (day, year): (i64, i64) = (day.parse().ok()?, year.parse().ok()?);
-    let hms: Vec<i64> = time
-        .split(':')
-        .map(|p| p.parse().ok())
-        .collect::<Option<_>>()?;
-    let [h, m, sec] = hms.as_slice() else {
-        return None;
-    };
-    // Days from civil date (Howard Hinnant's algorithm).
-    let y = if month <= 2 { year - 1 } else { year };
-    let era = y.div_euclid(400);
-    let yoe = y - era * 400;
-    let mp = (month + 9) % 12;
-    let doy = (153 * mp + 2) / 5 + day - 1;
-    let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
-    let days = era * 146097 + doe - 719468;
-    u64::try_from(days * 86400 + h * 3600 + m * 60 + sec).ok()
-}
-
-fn origin(uri: &Uri) -> (Option<&str>, Option<&str>, Option<u16>) {
-    let default_port = match uri.scheme_str() {
-        Some("https") => 443,
-        _ => 80,
-    };
-    (
-        uri.scheme_str(),
-        uri.host(),
-        Some(uri.port_u16().unwrap_or(default_port)),
-    )
-}
-
-/// Resolves `reference` (absolute, or a path) against `base`.
-fn resolve(base: &Uri, reference: &str) -> Option<Uri> {
-    if let Ok(uri) = reference.parse::<Uri>()
-        && uri.scheme().is_some()
-    {
-        return Some(uri);
-    }
-    let authority = base.authority()?;
-    let path = if reference.starts_with('/') {
-        reference.to_string()
-    } else {
-        let base_path = base.path();
-        let dir = &base_path[..base_path.rfind('/').map_or(0, |i| i + 1)];
-        format!("{dir}{reference}")
-    };
-    Uri::builder()
-        .scheme(base.scheme_str()?)
-        .authority(authority.as_str())
-        .path_and_query(path)
-        .build()
-        .ok()
-}
-
-/// Whether a request failed because its pooled connection was already closed by the server
-/// before any answer came: the request is safe to send again on a new connection.
-fn stale_connection(error: &hyper_util::client::legacy::Error, method: &Method) -> bool {
-    let mut source = std::error::Error::source(error);
-    while let Some(s) = source {
-        if let Some(h) = s.downcast_ref::<hyper::Error>() {
-            // Canceled: never written. A connection closed before the answer may have carried
-            // a POST the server acted on (it crashed mid-call): not sent again.
-            return h.is_canceled() || (h.is_incomplete_message() && method != Method::POST);
-        }
-        source = s.source();
-    }
-    false
-}
-
-/// The headers of a request in the stateless era, read off the message itself:
-/// `MCP-Protocol-Version` (from its `_meta`), `Mcp-Method`, `Mcp-Name` (the tool or prompt
-/// name, or the resource URI), then the caller's (`Mcp-Param-*`). `None` for a request of the
-/// initialize era, which carries no protocol version of its own.
-fn modern_headers(
-    request: &crate::wire::jsonrpc::Request,
-    extra: &[(String, String)],
-) -> Option<Vec<(HeaderName, HeaderValue)>> {
-    let params = request.params.as_ref()?;
-    let version = params
-        .pointer("/_meta/io.modelcontextprotocol~1protocolVersion")?
-        .as_str()?;
-    let mut pairs = vec![
-        ("mcp-protocol-version".to_string(), version.to_string()),
-        ("mcp-method".to_string(), request.method.clone()),
-    ];
-    let name = match request.method.as_str() {
-        "tools/call" | "prompts/get" => params.get("name"),
-        "resources/read" => params.get("uri"),
-        _ => None,
-    };
-    if let Some(name) = name.and_then(|n| n.as_str()) {
-        pairs.push(("mcp-name".to_string(), header_value(name)));
-    }
-    pairs.extend(extra.iter().cloned());
-    let headers = pairs
-        .into_iter()
-        .filter_map(|(name, value)| {
-            let parsed = (
-                HeaderName::from_bytes(name.as_bytes()),
-                HeaderValue::from_str(&value),
-            );
-            match parsed {
-                (Ok(name), Ok(value)) => Some((name, value)),
-                _ => {
-                    tracing::warn!("leaving out header {name:?}: not a valid header");
-                    None
-                }
-            }
-        })
-        .collect();
-    Some(headers)
-}
-
-/// A value as an HTTP header carries it: as it is when it is printable ASCII without
-/// whitespace at either end, else `=?base64?<base64 of its UTF-8>?=` (as is a value that
-/// itself looks like that).
-pub fn header_value(value: &str) -> String {
-    use base64::Engine as _;
-    let printable = value.bytes().all(|b| (0x20..=0x7e).contains(&b));
-    let padded = value.starts_with(' ') || value.ends_with(' ');
-    let looks_encoded =
-        value.starts_with("=?base64?") && value.ends_with("?=") && value.len() >= 11;
-    if printable && !padded && !looks_encoded {
-        value.to_string()
-    } else {
-        format!(
-            "=?base64?{}?=",
-            base64::engine::general_purpose::STANDARD.encode(value)
-        )
-    }
-}
-
-/// A JSON-RPC error object in an error status's body (servers answer 4xx with one).
-fn jsonrpc_error(body: &str) -> Option<crate::wire::jsonrpc::ErrorObject> {
-    let value: serde_json::Value = serde_json::from_str(body).ok()?;
-    value.get("jsonrpc")?;
-    serde_json::from_value(value.get("error")?.clone()).ok()
-}
-
-/// Whether an error body is a JSON-RPC error object (an MCP server's answer).
-fn is_jsonrpc_error(body: &str) -> bool {
-    serde_json::from_str::<serde_json::Value>(body).is_ok_and(|v| {
-        v.get("jsonrpc").is_some() && v.get("error").is_some_and(|e| e.get("code").is_some())
-    })
-}
-
-/// Whether a failed request means the server no longer knows our session.
-fn session_gone(status: StatusCode, body: &str) -> bool {
-    status == StatusCode::NOT_FOUND
-        || (status == StatusCode::BAD_REQUEST && body.to_ascii_lowercase().contains("session"))
-}
-
-async fn body_excerpt(response: Response<Incoming>) -> String {
-    let mut body = response.into_body();
-    let mut bytes = Vec::new();
-    while bytes.len() < EXCERPT {
-        match body.frame().await {
-            Some(Ok(frame)) => {
-                if let Ok(chunk) = frame.into_data() {
-                    bytes.extend_from_slice(&chunk);
-                }
-            }
-            _ => break,
-        }
-    }
-    bytes.truncate(EXCERPT);
-    String::from_utf8_lossy(&bytes).trim().to_string()
-}
-
 impl Inner {
     fn error(&self, kind: ErrorKind) -> Error {
         Error::new(&self.server, kind)
@@ -862,7 +428,7 @@ impl Inner {
         match failure {
             Failure::Status { status, body } => {
                 if let Some(rpc) = jsonrpc_error(&body) {
-                    return self.error(ErrorKind::Rpc(rpc));
+                    return self.error(ErrorKind::Rpc(Box::new(rpc)));
                 }
                 let detail = if body.is_empty() {
                     status.canonical_reason().unwrap_or("").to_string()
@@ -874,10 +440,12 @@ impl Inner {
                     detail,
                 })
             }
-            Failure::Unreachable(detail) => self.error(ErrorKind::Http {
-                status: None,
-                detail,
-            }),
+            Failure::Unreachable(detail, cause) => self
+                .error(ErrorKind::Http {
+                    status: None,
+                    detail,
+                })
+                .with_cause(cause),
             Failure::Auth(e) => e,
         }
     }
@@ -992,7 +560,10 @@ impl Inner {
                 ] {
                     let Some(value) = value else { continue };
                     let mut value = HeaderValue::from_str(value).map_err(|_| {
-                        Failure::Unreachable("the authorizer gave an invalid header value".into())
+                        Failure::Unreachable(
+                            "the authorizer gave an invalid header value".into(),
+                            None,
+                        )
                     })?;
                     value.set_sensitive(true);
                     request.headers_mut().insert(name, value);
@@ -1003,9 +574,10 @@ impl Inner {
                 {
                     Err(_) => {
                         let secs = self.header_timeout.as_secs_f64();
-                        return Err(Failure::Unreachable(format!(
-                            "no response headers from {uri} within {secs:.1} s"
-                        )));
+                        return Err(Failure::Unreachable(
+                            format!("no response headers from {uri} within {secs:.1} s"),
+                            None,
+                        ));
                     }
                     Ok(Err(e)) => {
                         if stale_connection(&e, &method) && retries < MAX_RETRIES {
@@ -1014,13 +586,11 @@ impl Inner {
                             retries += 1;
                             continue;
                         }
-                        let mut why = e.to_string();
-                        let mut source = std::error::Error::source(&e);
-                        while let Some(s) = source {
-                            why = format!("{why}: {s}");
-                            source = s.source();
-                        }
-                        return Err(Failure::Unreachable(format!("{uri}: {why}")));
+                        let why = crate::error::chain_text(&e);
+                        return Err(Failure::Unreachable(
+                            format!("{uri}: {why}"),
+                            Some(std::sync::Arc::new(e)),
+                        ));
                     }
                     Ok(Ok(r)) => r,
                 };
@@ -1354,148 +924,11 @@ impl Inner {
             tokio::time::sleep(wait).await;
         }
     }
-
-    /// Starts a new session after the server forgot ours; done once however many requests
-    /// notice at the same time.
-    async fn reinitialize(self: &Arc<Self>, stale: Option<String>) -> Result<()> {
-        let _one_at_a_time = self.reinit.lock().await;
-        let initialize = {
-            let mut state = self.state.lock().expect("state lock");
-            if state.session_id != stale {
-                return Ok(());
-            }
-            state.session_id = None;
-            state.initialize.clone()
-        };
-        let initialize = initialize.ok_or_else(|| {
-            self.error(ErrorKind::Protocol(
-                "the session expired before it was initialized".into(),
-            ))
-        })?;
-        let init_id = match Message::parse(&initialize) {
-            Ok(Message::Request(r)) => r.id,
-            _ => {
-                return Err(self.error(ErrorKind::Protocol(
-                    "the saved initialize request is unreadable".into(),
-                )));
-            }
-        };
-        let failed = |e: Error| {
-            self.error(ErrorKind::Closed(format!(
-                "the session expired and starting a new one failed: {}",
-                e.kind_text()
-            )))
-        };
-        let response = self
-            .exchange(Method::POST, &self.url, Some(initialize), None, &[])
-            .await
-            .map_err(|f| failed(self.failure(f)))?;
-        if let Some(session) = response
-            .headers()
-            .get("mcp-session-id")
-            .and_then(|v| v.to_str().ok())
-        {
-            self.state.lock().expect("state lock").session_id = Some(session.to_string());
-        }
-        let answer = match content_type(&response).as_str() {
-            "text/event-stream" => {
-                let mut cursor = Cursor::default();
-                let mut reader = EventReader::new(response.into_body(), self);
-                let mut answer = None;
-                while let Some((_, data)) = reader.next(self, &mut cursor).await {
-                    if let EventData::Message(decoded) = data
-                        && decoded.render.is_some()
-                        && decoded.id.as_ref() == Some(&init_id)
-                    {
-                        answer = Some(decoded);
-                        break;
-                    }
-                }
-                answer.ok_or_else(|| {
-                    failed(self.error(ErrorKind::Closed("no answer to initialize".into())))
-                })?
-            }
-            _ => self.read_json(response.into_body()).await.map_err(failed)?,
-        };
-        match answer.raw.as_deref().map(Message::parse) {
-            Some(Ok(Message::Response(r))) if r.outcome.is_ok() => self.note_version(&answer),
-            _ => {
-                return Err(failed(self.error(ErrorKind::Protocol(
-                    "the new initialize was refused".into(),
-                ))));
-            }
-        }
-        let initialized =
-            Bytes::from_static(br#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#);
-        self.post_one_way(initialized).await.map_err(failed)?;
-        self.start_listening();
-        Ok(())
-    }
-
-    /// Switches to the HTTP+SSE transport: GET the URL, wait for the `endpoint` event, and
-    /// keep reading that stream for the server's messages.
-    async fn start_legacy(self: &Arc<Self>) -> Result<()> {
-        let response = self
-            .exchange(Method::GET, &self.url, None, None, &[])
-            .await
-            .map_err(|f| self.failure(f))?;
-        if content_type(&response) != "text/event-stream" {
-            return Err(self.error(ErrorKind::Protocol(
-                "the server refused the streamable HTTP POST, and its GET is not an SSE stream either".into(),
-            )));
-        }
-        let (tx, rx) = oneshot::channel();
-        let inner = self.clone();
-        self.spawn(async move { inner.legacy_stream(response.into_body(), tx).await });
-        let endpoint = tokio::time::timeout(self.header_timeout, rx)
-            .await
-            .ok()
-            .and_then(Result::ok)
-            .ok_or_else(|| {
-                self.error(ErrorKind::Protocol(
-                    "the HTTP+SSE stream sent no endpoint event".into(),
-                ))
-            })?;
-        let endpoint = resolve(&self.url, endpoint.trim()).ok_or_else(|| {
-            self.error(ErrorKind::Protocol(format!(
-                "the endpoint {endpoint:?} is not a URL"
-            )))
-        })?;
-        if origin(&endpoint) != origin(&self.url) {
-            return Err(self.error(ErrorKind::Protocol(format!(
-                "the endpoint {endpoint} is on another origin; refusing it"
-            ))));
-        }
-        self.state.lock().expect("state lock").legacy_endpoint = Some(endpoint);
-        Ok(())
-    }
-
-    async fn legacy_stream(self: Arc<Self>, body: Incoming, endpoint: oneshot::Sender<String>) {
-        let mut endpoint = Some(endpoint);
-        let mut cursor = Cursor::default();
-        let mut reader = EventReader::new(body, &self);
-        while let Some((event, data)) = reader.next(&self, &mut cursor).await {
-            match data {
-                EventData::Text(text) if event == "endpoint" => {
-                    if let Some(tx) = endpoint.take() {
-                        let _ = tx.send(text);
-                    }
-                }
-                EventData::Message(decoded) => self.deliver(decoded).await,
-                EventData::Text(_) => {}
-            }
-        }
-        let _ = self
-            .inbound
-            .send(Inbound::Closed(
-                "the server closed its HTTP+SSE stream".into(),
-            ))
-            .await;
-    }
 }
 
 #[cfg(test)]
 mod tests {
+    use super::retry::httpdate_to_unix;
     use super::*;
 
     #[test]

@@ -38,30 +38,45 @@ pub enum Inbound {
     Closed(String),
 }
 
+/// One message for the server: the message, its bytes, and the extra headers of a request,
+/// so that no transport reads its own outgoing bytes again to learn what they are.
+#[derive(Debug, Clone)]
+pub struct Outbound {
+    /// The message (a request's id and method, for one).
+    pub message: crate::wire::jsonrpc::Message,
+    /// Its bytes, compact JSON without framing.
+    pub bytes: Vec<u8>,
+    /// Extra headers for transports that have them (HTTP's `Mcp-Param-*`); others ignore them.
+    pub headers: Vec<(String, String)>,
+}
+
+impl Outbound {
+    /// `message`, serialized, without extra headers.
+    pub fn new(message: crate::wire::jsonrpc::Message) -> Self {
+        Outbound {
+            bytes: message.to_bytes(),
+            message,
+            headers: Vec::new(),
+        }
+    }
+
+    /// The same message with `headers`.
+    pub fn with_headers(mut self, headers: Vec<(String, String)>) -> Self {
+        self.headers = headers;
+        self
+    }
+}
+
 /// The sending half of a connection to one server.
 pub trait Transport: Send + Sync + 'static {
-    /// Sends the bytes of one JSON-RPC message (without any framing).
-    fn send(&self, message: Vec<u8>) -> BoxFuture<'_, Result<()>>;
-    /// Sends a request with extra headers for transports that have them (HTTP's
-    /// `Mcp-Param-*`); others ignore the headers.
-    fn send_request(
-        &self,
-        message: Vec<u8>,
-        headers: Vec<(String, String)>,
-    ) -> BoxFuture<'_, Result<()>> {
-        let _ = headers;
-        self.send(message)
-    }
+    /// Sends one JSON-RPC message.
+    fn send(&self, message: Outbound) -> BoxFuture<'_, Result<()>>;
     /// Cancels a request in flight. By default: `notifications/cancelled`; a transport that
     /// can end the request's own exchange (modern HTTP: close its stream) does that instead.
     fn cancel(&self, id: i64, reason: &str) -> BoxFuture<'_, ()> {
-        let message =
-            crate::wire::jsonrpc::Message::Notification(crate::wire::jsonrpc::Notification {
-                method: "notifications/cancelled".into(),
-                params: Some(serde_json::json!({"requestId": id, "reason": reason})),
-            });
+        let message = Outbound::new(crate::protocol::cancelled(id, reason));
         Box::pin(async move {
-            let _ = self.send(message.to_bytes()).await;
+            let _ = self.send(message).await;
         })
     }
     /// Ends the connection and releases everything it holds; safe to call twice.

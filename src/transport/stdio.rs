@@ -151,7 +151,7 @@ impl StdioTransport {
             cmd.current_dir(dir);
         }
         let mut child = cmd.spawn().map_err(|e| {
-            Error::new(server, ErrorKind::Spawn(format!("{}: {e}", config.command)))
+            Error::new(server, ErrorKind::Spawn(format!("{}: {e}", config.command))).caused_by(e)
         })?;
         let pid = child.id().expect("a child just spawned has a pid");
         let stdin = child.stdin.take().expect("stdin is piped");
@@ -177,7 +177,8 @@ impl StdioTransport {
 impl Transport for StdioTransport {
     /// Queues the message for the writer and waits until it is written. Dropping the future
     /// (a deadline) before the write starts means it is never written.
-    fn send(&self, mut message: Vec<u8>) -> BoxFuture<'_, Result<()>> {
+    fn send(&self, message: super::Outbound) -> BoxFuture<'_, Result<()>> {
+        let mut message = message.bytes;
         Box::pin(async move {
             message.push(b'\n');
             let closed = |why: &str| Error::new(&self.server, ErrorKind::Closed(why.into()));

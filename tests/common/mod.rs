@@ -3,7 +3,7 @@
 
 pub mod py_oauth;
 
-use agenvoy_mcp::transport::stdio::StdioConfig;
+use agenvoy_mcp::__private::transport::stdio::StdioConfig;
 use agenvoy_mcp::{Client, ClientOptions};
 use std::time::{Duration, Instant};
 
@@ -25,7 +25,7 @@ pub fn fixture(flags: &[&str]) -> StdioConfig {
 
 /// Connects a fixture server; the test process adopts orphans so none is left as a zombie.
 pub async fn connect(flags: &[&str], options: ClientOptions) -> Client {
-    agenvoy_mcp::transport::stdio::become_subreaper();
+    agenvoy_mcp::__private::transport::stdio::become_subreaper();
     Client::connect_stdio("fixture", &fixture(flags), options)
         .await
         .expect("connect the fixture server")

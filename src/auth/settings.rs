@@ -1,0 +1,179 @@
+//! What an embedder configures: the server's OAuth settings, the grant, a pre-registered
+//! client, and where a secret comes from.
+
+use super::*;
+
+/// A secret the grants read when they need it: given as it is, or read from an environment
+/// variable or a file each time (a workload's token file is rotated under a running process).
+#[derive(Clone)]
+pub enum SecretSource {
+    /// The secret itself.
+    Value(String),
+    /// The environment variable of this process that holds it.
+    Env(String),
+    /// The file that holds it.
+    File(PathBuf),
+}
+
+impl std::fmt::Debug for SecretSource {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            SecretSource::Value(_) => f.write_str("Value(..)"),
+            SecretSource::Env(name) => f.debug_tuple("Env").field(name).finish(),
+            SecretSource::File(path) => f.debug_tuple("File").field(path).finish(),
+        }
+    }
+}
+
+impl SecretSource {
+    /// Where it comes from, in words (never the secret).
+    pub fn describe(&self) -> String {
+        match self {
+            SecretSource::Value(_) => "the value given".into(),
+            SecretSource::Env(name) => format!("the environment variable {name}"),
+            SecretSource::File(path) => format!("the file {}", path.display()),
+        }
+    }
+
+    /// The secret's bytes; an error names the source and what went wrong, and an empty
+    /// secret is one.
+    pub fn read(&self) -> std::result::Result<Vec<u8>, String> {
+        let bytes = match self {
+            SecretSource::Value(v) => v.clone().into_bytes(),
+            SecretSource::Env(name) => std::env::var_os(name)
+                .map(|v| v.into_encoded_bytes())
+                .unwrap_or_default(),
+            SecretSource::File(path) => std::fs::read(path)
+                .map_err(|e| format!("{} cannot be read: {e}", self.describe()))?,
+        };
+        if bytes.iter().all(u8::is_ascii_whitespace) {
+            return Err(format!("{} is empty or unset", self.describe()));
+        }
+        Ok(bytes)
+    }
+
+    /// The secret as text without surrounding whitespace (a JWT).
+    pub fn read_text(&self) -> std::result::Result<String, String> {
+        let bytes = self.read()?;
+        String::from_utf8(bytes)
+            .map(|t| t.trim().to_string())
+            .map_err(|_| format!("{} is not UTF-8 text", self.describe()))
+    }
+}
+
+/// A client registered out of band (from the config, the API or the panel).
+#[derive(Clone, Default)]
+pub struct PreRegistered {
+    /// The client id.
+    pub client_id: String,
+    /// The client secret, for a confidential client.
+    pub client_secret: Option<String>,
+    /// The exact redirect URI registered (default [`DEFAULT_REDIRECT_URI`]).
+    pub redirect_uri: Option<String>,
+    /// An ES256 (P-256) private key for `private_key_jwt` client authentication: PKCS#8 or
+    /// SEC1, PEM or DER, with its public key inside. With it, no client secret is sent.
+    pub private_key: Option<SecretSource>,
+}
+
+impl std::fmt::Debug for PreRegistered {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("PreRegistered")
+            .field("client_id", &self.client_id)
+            .field("client_secret", &self.client_secret.is_some())
+            .field("redirect_uri", &self.redirect_uri)
+            .field("private_key", &self.private_key)
+            .finish()
+    }
+}
+
+/// How tokens are obtained.
+#[derive(Clone, Default)]
+pub enum Grant {
+    /// A person authorizes in a browser (the default).
+    #[default]
+    AuthorizationCode,
+    /// The client authenticates as itself (OAuth client credentials; needs
+    /// [`OAuthConfig::client`]).
+    ClientCredentials,
+    /// Enterprise-managed authorization (SEP-990): an identity provider's ID token is
+    /// exchanged there (RFC 8693) for an identity assertion grant (ID-JAG), which the
+    /// authorization server takes as a JWT bearer grant (RFC 7523). Needs
+    /// [`OAuthConfig::client`] for the authorization server.
+    IdentityAssertion {
+        /// The ID token from the identity provider.
+        id_token: String,
+        /// The identity provider's token endpoint.
+        idp_token_endpoint: String,
+        /// The client id at the identity provider.
+        idp_client_id: Option<String>,
+    },
+    /// Workload identity federation (SEP-1933, the extension
+    /// `io.modelcontextprotocol/auth/wif`): a JWT the workload's platform issued (a
+    /// Kubernetes service account token, a cloud identity token) is the RFC 7523 JWT bearer
+    /// grant's assertion. [`OAuthConfig::client`] is optional (its id is sent when given). A
+    /// refusal (`invalid_grant`, `invalid_scope`, `unauthorized_client`) is reported as it is:
+    /// no retry, no other grant.
+    WorkloadIdentity {
+        /// Where the JWT is, read at each grant.
+        assertion: SecretSource,
+    },
+}
+
+impl std::fmt::Debug for Grant {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Grant::AuthorizationCode => f.write_str("AuthorizationCode"),
+            Grant::ClientCredentials => f.write_str("ClientCredentials"),
+            Grant::IdentityAssertion {
+                idp_token_endpoint, ..
+            } => f
+                .debug_struct("IdentityAssertion")
+                .field("idp_token_endpoint", idp_token_endpoint)
+                .finish_non_exhaustive(),
+            Grant::WorkloadIdentity { assertion } => f
+                .debug_struct("WorkloadIdentity")
+                .field("assertion", assertion)
+                .finish(),
+        }
+    }
+}
+
+/// One server's OAuth settings.
+#[derive(Debug, Clone)]
+pub struct OAuthConfig {
+    /// The server's name (in errors, and the token store key).
+    pub server: String,
+    /// The MCP endpoint.
+    pub url: String,
+    /// The client name sent in dynamic registration.
+    pub client_name: String,
+    /// A pre-registered client, used before any other kind.
+    pub client: Option<PreRegistered>,
+    /// The URL of this client's Client ID Metadata Document, used as `client_id` where the
+    /// authorization server supports them.
+    pub client_metadata_url: Option<String>,
+    /// The redirect URI for dynamically registered clients (default
+    /// [`DEFAULT_REDIRECT_URI`]; another loopback port is used when that one is taken).
+    pub redirect_uri: String,
+    /// How tokens are obtained.
+    pub grant: Grant,
+    /// Longest wait for a connection to the authorization server.
+    pub connect_timeout: Duration,
+}
+
+impl OAuthConfig {
+    /// Settings for server `server` at `url`: authorization code, dynamic registration,
+    /// client name `agenvoy`.
+    pub fn new(server: &str, url: &str) -> Self {
+        OAuthConfig {
+            server: server.to_string(),
+            url: url.to_string(),
+            client_name: "agenvoy".into(),
+            client: None,
+            client_metadata_url: None,
+            redirect_uri: DEFAULT_REDIRECT_URI.into(),
+            grant: Grant::AuthorizationCode,
+            connect_timeout: Duration::from_secs(10),
+        }
+    }
+}

@@ -1,0 +1,175 @@
+//! SSE events and resumption: one stream's cursor (last event id, `retry`) and the reader
+//! that turns its pieces into events, bounded.
+
+use super::*;
+
+/// The last event id and `retry` of one SSE stream, across its reconnections.
+#[derive(Default)]
+pub(super) struct Cursor {
+    pub(super) last_event_id: Option<String>,
+    pub(super) retry: Option<Duration>,
+}
+
+/// What one SSE event carried.
+pub(super) enum EventData {
+    /// A `message` event: the JSON-RPC message, decoded as it arrived.
+    Message(Decoded),
+    /// Any other event type: the start of its data as text (the `endpoint` of HTTP+SSE).
+    Text(String),
+}
+
+/// Bytes of a non-message event's data kept as text.
+pub(super) const EVENT_TEXT: usize = 4096;
+
+/// Reads dispatched events from one SSE body; each event's data flows into a decoder as it
+/// arrives, so no event is held whole.
+pub(super) struct EventReader {
+    pub(super) body: Incoming,
+    pub(super) sse: SseDecoder,
+    pub(super) message: Assembler,
+    pub(super) server: String,
+    /// The start of the current event's data, for events that are not messages.
+    pub(super) head: Vec<u8>,
+    pub(super) has_data: bool,
+    pub(super) ready: VecDeque<(String, Option<String>, EventData)>,
+    pub(super) retry: Option<u64>,
+    pub(super) ended: bool,
+    /// The id of the previous event on this connection: an event without an `id` field of
+    /// its own repeats it, and must not count as a replay.
+    pub(super) previous_id: Option<String>,
+}
+
+impl EventReader {
+    pub(super) fn new(body: Incoming, inner: &Inner) -> Self {
+        EventReader {
+            body,
+            sse: SseDecoder::new(),
+            message: Assembler::new(inner.limits),
+            server: inner.server.clone(),
+            head: Vec::new(),
+            has_data: false,
+            ready: VecDeque::new(),
+            retry: None,
+            ended: false,
+            previous_id: None,
+        }
+    }
+
+    fn absorb(&mut self, piece: SsePiece<'_>) {
+        match piece {
+            SsePiece::Data(d) => {
+                self.has_data = true;
+                self.message.feed(d);
+                let take = d.len().min(EVENT_TEXT.saturating_sub(self.head.len()));
+                self.head.extend_from_slice(&d[..take]);
+            }
+            SsePiece::Dispatch { event, id } => {
+                let head = std::mem::take(&mut self.head);
+                if !std::mem::take(&mut self.has_data) {
+                    self.message.discard();
+                    self.ready.push_back((
+                        event.to_string(),
+                        id.map(str::to_string),
+                        EventData::Text(String::new()),
+                    ));
+                } else if event == "message" {
+                    if let Some(decoded) = self.message.finish(&self.server) {
+                        self.ready.push_back((
+                            event.to_string(),
+                            id.map(str::to_string),
+                            EventData::Message(decoded),
+                        ));
+                    }
+                } else {
+                    self.message.discard();
+                    let text = String::from_utf8_lossy(&head).into_owned();
+                    self.ready.push_back((
+                        event.to_string(),
+                        id.map(str::to_string),
+                        EventData::Text(text),
+                    ));
+                }
+            }
+            SsePiece::Retry(ms) => self.retry = Some(ms),
+        }
+    }
+
+    /// The next event with data whose id was not seen before; `None` once the stream ends
+    /// (cleanly or not). Updates the cursor as events pass.
+    pub(super) async fn next(
+        &mut self,
+        inner: &Inner,
+        cursor: &mut Cursor,
+    ) -> Option<(String, EventData)> {
+        loop {
+            if let Some(ms) = self.retry.take() {
+                cursor.retry = Some(Duration::from_millis(ms));
+            }
+            while let Some((event, id, data)) = self.ready.pop_front() {
+                let fresh_id = id.is_some() && id != self.previous_id;
+                if let Some(id) = id {
+                    self.previous_id = Some(id.clone());
+                    cursor.last_event_id = Some(id.clone());
+                    if fresh_id && !inner.first_sight(id) {
+                        continue;
+                    }
+                }
+                if !matches!(&data, EventData::Text(t) if t.is_empty()) {
+                    return Some((event, data));
+                }
+            }
+            if self.ended {
+                return None;
+            }
+            let mut pieces = Vec::new();
+            match self.body.frame().await {
+                Some(Ok(frame)) => {
+                    if let Ok(chunk) = frame.into_data() {
+                        self.sse.push(&chunk, &mut |p| pieces.push(owned(p)));
+                    }
+                }
+                Some(Err(e)) => {
+                    tracing::debug!(server = %inner.server, "an SSE stream broke: {e}");
+                    self.ended = true;
+                }
+                None => {
+                    self.sse.finish(&mut |p| pieces.push(owned(p)));
+                    self.ended = true;
+                }
+            }
+            for piece in pieces {
+                self.absorb(piece.borrowed());
+            }
+        }
+    }
+}
+
+/// An [`SsePiece`] that owns its bytes, to carry it out of the decoder's callback.
+pub(super) enum OwnedPiece {
+    Data(Vec<u8>),
+    Dispatch(String, Option<String>),
+    Retry(u64),
+}
+
+pub(super) fn owned(p: SsePiece<'_>) -> OwnedPiece {
+    match p {
+        SsePiece::Data(d) => OwnedPiece::Data(d.to_vec()),
+        SsePiece::Dispatch { event, id } => {
+            OwnedPiece::Dispatch(event.to_string(), id.map(str::to_string))
+        }
+        SsePiece::Retry(ms) => OwnedPiece::Retry(ms),
+    }
+}
+
+impl OwnedPiece {
+    fn borrowed(&self) -> SsePiece<'_> {
+        match self {
+            OwnedPiece::Data(d) => SsePiece::Data(d),
+            OwnedPiece::Dispatch(event, id) => SsePiece::Dispatch {
+                event,
+                id: id.as_deref(),
+            },
+            OwnedPiece::Retry(ms) => SsePiece::Retry(*ms),
+        }
+    }
+}

@@ -1,0 +1,151 @@
+//! Headers and URLs: the configured headers, the stateless era's `Mcp-*` headers, header
+//! values, content types, origins and redirects' targets.
+
+use super::*;
+
+/// `url` without `user:password@`: it is never sent (HTTP sends credentials in headers), and
+/// kept it would show in the connection pool's logs.
+pub(super) fn without_userinfo(server: &str, url: Uri) -> Uri {
+    let Some(host) = url.authority().and_then(|a| a.as_str().rsplit_once('@')) else {
+        return url;
+    };
+    tracing::warn!(server = %server, "the URL's user:password@ is not sent; give credentials in \"headers\" (Authorization)");
+    let mut parts = url.clone().into_parts();
+    parts.authority = host.1.parse().ok();
+    Uri::from_parts(parts).unwrap_or(url)
+}
+
+/// The configured headers, validated; a one-word `Authorization` becomes a bearer token.
+/// Errors name the header, never its value (it may be a secret).
+pub(super) fn configured_headers(
+    pairs: &[(String, String)],
+) -> std::result::Result<HeaderMap, String> {
+    let mut map = HeaderMap::new();
+    for (name, value) in pairs {
+        let key = HeaderName::from_bytes(name.as_bytes())
+            .map_err(|_| format!("invalid header name {name:?}"))?;
+        let value = if key == header::AUTHORIZATION && !value.trim().contains(char::is_whitespace) {
+            format!("Bearer {}", value.trim())
+        } else {
+            value.clone()
+        };
+        let mut value = HeaderValue::from_str(&value)
+            .map_err(|_| format!("invalid value for header {name:?}"))?;
+        value.set_sensitive(true);
+        map.insert(key, value);
+    }
+    Ok(map)
+}
+
+pub(super) fn content_type(response: &Response<Incoming>) -> String {
+    let value = response
+        .headers()
+        .get(header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .unwrap_or("");
+    value
+        .split(';')
+        .next()
+        .unwrap_or("")
+        .trim()
+        .to_ascii_lowercase()
+}
+
+pub(super) fn origin(uri: &Uri) -> (Option<&str>, Option<&str>, Option<u16>) {
+    let default_port = match uri.scheme_str() {
+        Some("https") => 443,
+        _ => 80,
+    };
+    (
+        uri.scheme_str(),
+        uri.host(),
+        Some(uri.port_u16().unwrap_or(default_port)),
+    )
+}
+
+/// Resolves `reference` (absolute, or a path) against `base`.
+pub(super) fn resolve(base: &Uri, reference: &str) -> Option<Uri> {
+    if let Ok(uri) = reference.parse::<Uri>()
+        && uri.scheme().is_some()
+    {
+        return Some(uri);
+    }
+    let authority = base.authority()?;
+    let path = if reference.starts_with('/') {
+        reference.to_string()
+    } else {
+        let base_path = base.path();
+        let dir = &base_path[..base_path.rfind('/').map_or(0, |i| i + 1)];
+        format!("{dir}{reference}")
+    };
+    Uri::builder()
+        .scheme(base.scheme_str()?)
+        .authority(authority.as_str())
+        .path_and_query(path)
+        .build()
+        .ok()
+}
+
+/// The headers of a request in the stateless era, read off the message itself:
+/// `MCP-Protocol-Version` (from its `_meta`), `Mcp-Method`, `Mcp-Name` (the tool or prompt
+/// name, or the resource URI), then the caller's (`Mcp-Param-*`). `None` for a request of the
+/// initialize era, which carries no protocol version of its own.
+pub(super) fn modern_headers(
+    request: &crate::wire::jsonrpc::Request,
+    extra: &[(String, String)],
+) -> Option<Vec<(HeaderName, HeaderValue)>> {
+    let params = request.params.as_ref()?;
+    let version = params
+        .get("_meta")?
+        .get(crate::protocol::META_PROTOCOL_VERSION)?
+        .as_str()?;
+    let mut pairs = vec![
+        ("mcp-protocol-version".to_string(), version.to_string()),
+        ("mcp-method".to_string(), request.method.clone()),
+    ];
+    let name = match request.method.as_str() {
+        "tools/call" | "prompts/get" => params.get("name"),
+        "resources/read" => params.get("uri"),
+        _ => None,
+    };
+    if let Some(name) = name.and_then(|n| n.as_str()) {
+        pairs.push(("mcp-name".to_string(), header_value(name)));
+    }
+    pairs.extend(extra.iter().cloned());
+    let headers = pairs
+        .into_iter()
+        .filter_map(|(name, value)| {
+            let parsed = (
+                HeaderName::from_bytes(name.as_bytes()),
+                HeaderValue::from_str(&value),
+            );
+            match parsed {
+                (Ok(name), Ok(value)) => Some((name, value)),
+                _ => {
+                    tracing::warn!("leaving out header {name:?}: not a valid header");
+                    None
+                }
+            }
+        })
+        .collect();
+    Some(headers)
+}
+
+/// A value as an HTTP header carries it: as it is when it is printable ASCII without
+/// whitespace at either end, else `=?base64?<base64 of its UTF-8>?=` (as is a value that
+/// itself looks like that).
+pub fn header_value(value: &str) -> String {
+    use base64::Engine as _;
+    let printable = value.bytes().all(|b| (0x20..=0x7e).contains(&b));
+    let padded = value.starts_with(' ') || value.ends_with(' ');
+    let looks_encoded =
+        value.starts_with("=?base64?") && value.ends_with("?=") && value.len() >= 11;
+    if printable && !padded && !looks_encoded {
+        value.to_string()
+    } else {
+        format!(
+            "=?base64?{}?=",
+            base64::engine::general_purpose::STANDARD.encode(value)
+        )
+    }
+}
