@@ -36,6 +36,8 @@ use std::fmt;
 
 mod scan;
 
+pub(super) use scan::utf8_string;
+
 pub use super::render::MAX_DEPTH;
 
 /// The longest string `id` accepted (bytes, unescaped); a longer one fails the decode.
@@ -245,78 +247,6 @@ struct Str {
 
 /// The result of reading string contents.
 type DecodeResult<T> = Result<T, DecodeError>;
-
-/// How a window of string contents can be read in bulk, from its start up to the first thing
-/// that needs a closer look: the closing quote, a control character, an invalid escape, a
-/// `\u` escape that is a surrogate or (in base64) may be a `=`, or an escape the window's end
-/// cuts.
-struct Bulk {
-    /// How many bytes to read.
-    read: usize,
-    /// The bytes before `read`.
-    live: u64,
-    /// Whether `read` stops at an escape the window's end cuts.
-    cut: bool,
-    /// The backslashes that start an escape.
-    escaping: u64,
-    /// The `u` of `\u` escapes before `read`, and those of them below `\u0080` and, apart,
-    /// below `\u0800`.
-    u: u64,
-    one: u64,
-    two: u64,
-}
-
-impl Bulk {
-    #[inline(always)]
-    fn plan(w: &scan::Window, c: &scan::Classes, base64: bool) -> Bulk {
-        let escaping = scan::escaping(c.backslash);
-        let escaped = escaping << 1;
-        let u = escaped & c.u;
-        // Escapes the window's end cuts: a backslash last, or `\u` and fewer than 4 bytes.
-        let near_end = u64::MAX
-            .checked_shl(w.len.saturating_sub(4) as u32)
-            .unwrap_or(0);
-        let last = u64::MAX
-            .checked_shl(w.len.saturating_sub(1) as u32)
-            .unwrap_or(0);
-        let cut = (escaping & last) | ((u & near_end) >> 1);
-        // `\u` escapes whole in the window: four hex digits, not a surrogate, not in base64.
-        let hex = c.below8 | c.above7;
-        let digits = (hex >> 1) & (hex >> 2) & (hex >> 3) & (hex >> 4);
-        let surrogate = (c.d >> 1) & (c.above7 >> 2);
-        let u = u & !near_end;
-        let mut bad = (escaped & !c.u & !c.simple) | (u & (!digits | surrogate));
-        if base64 {
-            bad |= u;
-        }
-        // Where to stop: at the bytes themselves, or at the backslash of an escape.
-        let trouble = (c.ends & !escaped) | (bad >> 1) | cut;
-        let read = (trouble.trailing_zeros() as usize).min(w.len);
-        let live = u64::MAX.checked_shl(read as u32).map_or(u64::MAX, |m| !m);
-        let u = u & live;
-        let one = u & (c.zero >> 1) & (c.zero >> 2) & (c.below8 >> 3);
-        let two = u & (c.zero >> 1) & (c.below8 >> 2) & !one;
-        Bulk {
-            read,
-            live,
-            cut: read < 64 && cut >> read & 1 == 1,
-            escaping,
-            u,
-            one,
-            two,
-        }
-    }
-
-    /// How many fewer bytes the escapes before `read` decode to: `\uXXXX` is 6 bytes for 1
-    /// (below `\u0080`), 2 (below `\u0800`) or 3; `\x` is 2 for 1.
-    #[inline(always)]
-    fn shorter(&self) -> usize {
-        ((self.escaping & self.live).count_ones()
-            + 2 * self.u.count_ones()
-            + 2 * self.one.count_ones()
-            + self.two.count_ones()) as usize
-    }
-}
 
 /// Where reading a string's contents stopped.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -701,7 +631,7 @@ impl<const COUNT: bool> Contents<'_, COUNT> {
             d.span(chunk, start, w.at)?;
         }
         if let Some(classes) = &w.classes {
-            let plan = Bulk::plan(w, classes, matches!(d.s.sink, Sink::B64(_)));
+            let plan = scan::Bulk::plan(w.len, classes, matches!(d.s.sink, Sink::B64(_)));
             let read = if COUNT {
                 saved += plan.shorter();
                 d.s.equals += u64::from((classes.equals & plan.live).count_ones());
@@ -1737,10 +1667,15 @@ impl MessageDecoder {
         contents.step
     }
 
-    /// Copies window `w` in bulk from its start up to where [`Bulk::plan`] stops, unescaping
+    /// Copies window `w` in bulk from its start up to where [`scan::Bulk::plan`] stops, unescaping
     /// its escapes; returns how many bytes it read.
     #[inline(always)]
-    fn copy_bulk(&mut self, chunk: &[u8], w: &scan::Window, plan: &Bulk) -> DecodeResult<usize> {
+    fn copy_bulk(
+        &mut self,
+        chunk: &[u8],
+        w: &scan::Window,
+        plan: &scan::Bulk,
+    ) -> DecodeResult<usize> {
         // Room for the window's bytes (64 at most) and a 64-byte block copied past them.
         if self.held > SCRATCH - 64 {
             self.flush()?;

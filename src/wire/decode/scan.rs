@@ -23,8 +23,8 @@ pub(super) struct Window {
     /// Every class of byte, when the window holds two stops or more (escapes are read in
     /// bulk then).
     pub classes: Option<Classes>,
-    /// How many bytes fewer the one-character escapes in the windows skipped before this one
-    /// decode to (with [`Look::escapes`]).
+    /// How many bytes fewer the escapes in the windows skipped before this one decode to (with
+    /// [`Look::escapes`]).
     pub saved: usize,
 }
 
@@ -35,8 +35,9 @@ pub(super) struct Look {
     pub utf8: bool,
     /// `=` (base64 counts its characters but `=`).
     pub equals: bool,
-    /// Whether to skip windows whose only stops are whole one-character escapes (`\n`,
-    /// `\"`...), for a reader that only counts: see [`Window::saved`].
+    /// Whether to skip windows whose only stops are whole escapes (one-character ones, and,
+    /// but in base64, `\uXXXX` that are no surrogate), for a reader that only counts: see
+    /// [`Window::saved`]. An escape a window's end cuts starts the next window.
     pub escapes: bool,
 }
 
@@ -112,12 +113,12 @@ pub(super) trait Visitor {
 }
 
 /// Scans `s` from `at` (outside an escape) and hands `v` each window of 64 bytes that holds
-/// something to look at: a `"`, a `\` (but for whole one-character escapes, with
-/// `look.escapes`), a control character, a `=` (with `look.equals`) or broken UTF-8 (with
-/// `look.utf8`); and last the window at the end of `s`; until `v` says stop. Windows start
-/// outside escapes. Windows in between are skipped: they are plain string contents. The bytes
-/// before `at` count for the UTF-8 check (a character may have started there); bytes before
-/// `s` count as ASCII. With AVX2 the whole loop, `v` included, is compiled for AVX2.
+/// something to look at: a `"`, a `\` (but for whole escapes, with `look.escapes`), a control
+/// character, a `=` (with `look.equals`) or broken UTF-8 (with `look.utf8`); and last the
+/// window at the end of `s`; until `v` says stop. Windows start outside escapes. Windows in
+/// between are skipped: they are plain string contents (and escapes). The bytes before `at`
+/// count for the UTF-8 check (a character may have started there); bytes before `s` count as
+/// ASCII. With AVX2 the whole loop, `v` included, is compiled for AVX2.
 ///
 /// `avx2` picks the AVX2 version; it must only be true when [`has_avx2`] is.
 #[inline]
@@ -154,16 +155,140 @@ pub(super) fn escaping(backslash: u64) -> u64 {
     (even_runs & EVEN) | (backslash & !even_runs & !EVEN)
 }
 
-/// For a window whose stops are `backslash` and `others` (its first byte escaped by the window
-/// before when `carry` is 1), with `simple` the bytes that make a one-character escape: when
-/// every stop is part of such an escape, how many bytes fewer they decode to, and whether the
-/// last byte escapes the next window's first (1 or 0).
+/// How a window of string contents can be read in bulk, from its start up to the first thing
+/// that needs a closer look: the closing quote, a control character, an invalid escape, a
+/// `\u` escape that is a surrogate or (in base64) may be a `=`, or an escape the window's end
+/// cuts.
+pub(super) struct Bulk {
+    /// How many bytes to read.
+    pub read: usize,
+    /// The bytes before `read`.
+    pub live: u64,
+    /// Whether `read` stops at an escape the window's end cuts.
+    pub cut: bool,
+    /// The backslashes that start an escape.
+    pub escaping: u64,
+    /// The `u` of `\u` escapes before `read`, and those of them below `\u0080` and, apart,
+    /// below `\u0800`.
+    pub u: u64,
+    pub one: u64,
+    pub two: u64,
+}
+
+impl Bulk {
+    #[inline(always)]
+    pub fn plan(len: usize, c: &Classes, base64: bool) -> Bulk {
+        let escaping = escaping(c.backslash);
+        let escaped = escaping << 1;
+        let u = escaped & c.u;
+        // Escapes the window's end cuts: a backslash last, or `\u` and fewer than 4 bytes.
+        let near_end = u64::MAX
+            .checked_shl(len.saturating_sub(4) as u32)
+            .unwrap_or(0);
+        let last = u64::MAX
+            .checked_shl(len.saturating_sub(1) as u32)
+            .unwrap_or(0);
+        let cut = (escaping & last) | ((u & near_end) >> 1);
+        // `\u` escapes whole in the window: four hex digits, not a surrogate, not in base64.
+        let hex = c.below8 | c.above7;
+        let digits = (hex >> 1) & (hex >> 2) & (hex >> 3) & (hex >> 4);
+        let surrogate = (c.d >> 1) & (c.above7 >> 2);
+        let u = u & !near_end;
+        let mut bad = (escaped & !c.u & !c.simple) | (u & (!digits | surrogate));
+        if base64 {
+            bad |= u;
+        }
+        // Where to stop: at the bytes themselves, or at the backslash of an escape.
+        let trouble = (c.ends & !escaped) | (bad >> 1) | cut;
+        let read = (trouble.trailing_zeros() as usize).min(len);
+        let live = u64::MAX.checked_shl(read as u32).map_or(u64::MAX, |m| !m);
+        let u = u & live;
+        let one = u & (c.zero >> 1) & (c.zero >> 2) & (c.below8 >> 3);
+        let two = u & (c.zero >> 1) & (c.below8 >> 2) & !one;
+        Bulk {
+            read,
+            live,
+            cut: read < 64 && cut >> read & 1 == 1,
+            escaping,
+            u,
+            one,
+            two,
+        }
+    }
+
+    /// How many fewer bytes the escapes before `read` decode to: `\uXXXX` is 6 bytes for 1
+    /// (below `\u0080`), 2 (below `\u0800`) or 3; `\x` is 2 for 1.
+    #[inline(always)]
+    pub fn shorter(&self) -> usize {
+        ((self.escaping & self.live).count_ones()
+            + 2 * self.u.count_ones()
+            + 2 * self.one.count_ones()
+            + self.two.count_ones()) as usize
+    }
+}
+
+/// For a full window whose stops are `backslash` and `others` (its first byte escaped by the
+/// window before when `carry` is 1), with `simple` the bytes that make a one-character escape:
+/// when every stop is part of such an escape, how many bytes fewer they decode to, and whether
+/// the last byte escapes the next window's first (1 or 0).
 #[inline(always)]
 fn simple_escapes(backslash: u64, others: u64, simple: u64, carry: u64) -> Option<(usize, u64)> {
     let escaping = escaping(backslash & !carry);
     let escaped = (escaping << 1) | carry;
     let fine = escaped & !simple == 0 && others & !escaped == 0;
     fine.then_some((escaping.count_ones() as usize, escaping >> 63))
+}
+
+/// For a full window with classes `c` (not base64) that starts outside an escape: when every
+/// escape in it is whole and fast to count (one-character or `\uXXXX` but a surrogate), how
+/// many bytes fewer they decode to and how many bytes to skip (all of them, or up to an
+/// escape the window's end cuts, which starts the next window).
+#[inline(always)]
+fn all_escapes(c: &Classes) -> Option<(usize, usize)> {
+    let plan = Bulk::plan(64, c, false);
+    (plan.read == 64 || plan.cut && plan.read > 0).then(|| (plan.shorter(), plan.read))
+}
+
+/// `bytes` as a `String` when they are UTF-8, else back: [`String::from_utf8`] with the
+/// scanner's check, much faster on text that is not ASCII.
+pub(in crate::wire) fn utf8_string(bytes: Vec<u8>) -> Result<String, Vec<u8>> {
+    if !is_utf8(&bytes, has_avx2()) {
+        return Err(bytes);
+    }
+    // SAFETY: `is_utf8` found every byte of `bytes` in a valid UTF-8 sequence (the tests and
+    // the fuzz targets hold it to `std::str::from_utf8`).
+    Ok(unsafe { String::from_utf8_unchecked(bytes) })
+}
+
+/// Whether `s` is UTF-8, by the scanner (with AVX2 when `avx2`).
+fn is_utf8(s: &[u8], avx2: bool) -> bool {
+    /// Notes broken UTF-8 in every window, stops or not.
+    struct Check(bool);
+    impl Visitor for Check {
+        fn visit(&mut self, w: &Window) -> Flow {
+            self.0 |= w.utf8 != 0;
+            Flow::Next {
+                at: w.at + w.len,
+                utf8: !self.0,
+            }
+        }
+    }
+    let look = Look {
+        utf8: true,
+        equals: false,
+        escapes: false,
+    };
+    let mut check = Check(false);
+    scan(s, 0, look, avx2, &mut check);
+    // The scan does not flag a character the end cuts: the last byte that is no
+    // continuation byte must start a whole character.
+    let tail = &s[s.len().saturating_sub(3)..];
+    let whole = match tail.iter().rposition(|&b| !(0x80..0xC0).contains(&b)) {
+        Some(k) => matches!(super::utf8_char(&tail[k..]), super::Utf8::Valid),
+        // Three continuation bytes: the scan checked the character they end.
+        None => true,
+    };
+    !check.0 && whole
 }
 
 /// Whether this CPU has AVX2 (and POPCNT, which every CPU with AVX2 has), so that [`scan`] may
@@ -180,7 +305,7 @@ pub(super) fn has_avx2() -> bool {
 }
 
 mod portable {
-    use super::{Classes, Look, Window, simple_escapes};
+    use super::{Classes, Look, Window, all_escapes, simple_escapes};
 
     /// Where a UTF-8 check stands between two bytes: how many continuation bytes the current
     /// character still needs, and the range of the next one.
@@ -252,12 +377,24 @@ mod portable {
                     at += 64;
                     continue;
                 }
-                let (backslash, others) = (classes.backslash, stops & !classes.backslash);
                 if look.escapes {
-                    if let Some((n, c)) = simple_escapes(backslash, others, classes.simple, carry) {
-                        (saved, carry) = (saved + n, c);
+                    let (backslash, others) = (classes.backslash, stops & !classes.backslash);
+                    let simple = classes.simple;
+                    if let Some((fewer, c)) = simple_escapes(backslash, others, simple, carry) {
+                        (saved, carry) = (saved + fewer, c);
                         at += 64;
                         continue;
+                    }
+                    if carry == 0 && !look.equals {
+                        if let Some((fewer, read)) = all_escapes(&classes) {
+                            saved += fewer;
+                            if read < 64 {
+                                // An escape starts the next window: no character is open.
+                                state = START;
+                            }
+                            at += read;
+                            continue;
+                        }
                     }
                 }
             }
@@ -281,7 +418,7 @@ mod portable {
 
 #[cfg(target_arch = "x86_64")]
 mod avx2 {
-    use super::{Classes, Flow, Look, Visitor, Window, simple_escapes};
+    use super::{Classes, Flow, Look, Visitor, Window, all_escapes, simple_escapes};
     use std::arch::x86_64::*;
 
     // The error bits of the lookup algorithm: which (previous byte, byte) pairs are invalid.
@@ -492,9 +629,6 @@ mod avx2 {
                 _mm256_xor_si256(must, special)
             };
             let (esc_high, esc_low) = (table(&ESC_HIGH), table(&ESC_LOW));
-            // The window of the 64 bytes `a`, `b` at `at` (`ha`, `hb` their high nibbles,
-            // `sa`, `sb` their stops), `len` of them live; `e` holds their UTF-8 errors, if
-            // they were looked for.
             let esc = |x: __m256i, hx: __m256i| {
                 _mm256_and_si256(
                     _mm256_shuffle_epi8(esc_high, hx),
@@ -515,57 +649,77 @@ mod avx2 {
                     bits(_mm256_slli_epi16($x, SHIFT)) | (bits(_mm256_slli_epi16($y, SHIFT)) << 32)
                 }};
             }
-            let window =
-                |at, len, (a, b), (ha, hb), (sa, sb), e: Option<(__m256i, __m256i)>, saved| {
-                    let live = if len == 64 {
-                        u64::MAX
-                    } else {
-                        (1u64 << len) - 1
-                    };
-                    let mask = |x: __m256i, y: __m256i| (bits(x) | (bits(y) << 32)) & live;
-                    let nonzero = |x: __m256i, y: __m256i| {
-                        !mask(_mm256_cmpeq_epi8(x, zero), _mm256_cmpeq_epi8(y, zero)) & live
-                    };
-                    let stop_bits = nonzero(sa, sb);
-                    let broken = e.map_or(0, |(ea, eb): (__m256i, __m256i)| nonzero(ea, eb));
-                    let classes = (stop_bits.count_ones() >= 2).then(|| {
-                        let (ea, eb) = (esc(a, ha), esc(b, hb));
-                        let stop = |class| any(sa, sb, class) & live;
-                        let escape = |class| any(ea, eb, class) & live;
-                        let digit = |x: __m256i| _mm256_sub_epi8(x, _mm256_set1_epi8(b'0' as i8));
-                        let below8 = |x: __m256i| {
-                            let y = digit(x);
-                            _mm256_cmpeq_epi8(_mm256_min_epu8(y, _mm256_set1_epi8(7)), y)
-                        };
-                        let is =
-                            |x: __m256i, c: u8| _mm256_cmpeq_epi8(x, _mm256_set1_epi8(c as i8));
-                        let lower = |x: __m256i| _mm256_or_si256(x, _mm256_set1_epi8(0x20));
-                        // The padding of a tail is in no class.
-                        let mut c = Classes {
-                            ends: stop(QUOTE | CONTROL),
-                            backslash: bit!(sa, sb, BACKSLASH),
-                            equals: if equals { bit!(sa, sb, EQUALS) } else { 0 },
-                            simple: escape(SIMPLE),
-                            u: bit!(ea, eb, U),
-                            ..Classes::default()
-                        };
-                        if c.has_u_escapes() {
-                            c.zero = mask(is(a, b'0'), is(b, b'0'));
-                            c.below8 = mask(below8(a), below8(b));
-                            c.above7 = escape(ABOVE7);
-                            c.d = mask(is(lower(a), b'd'), is(lower(b), b'd'));
-                        }
-                        c
-                    });
-                    Window {
-                        at,
-                        len,
-                        stops: stop_bits,
-                        utf8: broken,
-                        classes,
-                        saved,
-                    }
+            // The escape classes of `a`, `b` (high nibbles `ha`, `hb`, stops `sa`, `sb`), and
+            // their backslashes and bytes that make one-character escapes, as masks.
+            type Escapes = ((__m256i, __m256i), u64, u64);
+            let escapes = |(a, b), (ha, hb), (sa, sb)| -> Escapes {
+                let (ea, eb) = (esc(a, ha), esc(b, hb));
+                ((ea, eb), bit!(sa, sb, BACKSLASH), any(ea, eb, SIMPLE))
+            };
+            // Every class of the 64 bytes `a`, `b` (as for `escapes`; `known` their escapes
+            // if they were looked at), the `live` ones (the padding of a tail is in no class).
+            let classes_of = |(a, b), (ha, hb), (sa, sb), live: u64, known: Option<Escapes>| {
+                let ((ea, eb), backslash, simple) =
+                    known.unwrap_or_else(|| escapes((a, b), (ha, hb), (sa, sb)));
+                let mask = |x: __m256i, y: __m256i| (bits(x) | (bits(y) << 32)) & live;
+                let below8 = |x: __m256i| {
+                    let y = _mm256_sub_epi8(x, _mm256_set1_epi8(b'0' as i8));
+                    _mm256_cmpeq_epi8(_mm256_min_epu8(y, _mm256_set1_epi8(7)), y)
                 };
+                let is = |x: __m256i, c: u8| _mm256_cmpeq_epi8(x, _mm256_set1_epi8(c as i8));
+                let lower = |x: __m256i| _mm256_or_si256(x, _mm256_set1_epi8(0x20));
+                let mut c = Classes {
+                    ends: any(sa, sb, QUOTE | CONTROL) & live,
+                    backslash: backslash & live,
+                    equals: if equals { bit!(sa, sb, EQUALS) } else { 0 },
+                    simple: simple & live,
+                    u: bit!(ea, eb, U) & live,
+                    ..Classes::default()
+                };
+                if c.has_u_escapes() {
+                    c.zero = mask(is(a, b'0'), is(b, b'0'));
+                    c.below8 = mask(below8(a), below8(b));
+                    c.above7 = any(ea, eb, ABOVE7) & live;
+                    c.d = mask(is(lower(a), b'd'), is(lower(b), b'd'));
+                }
+                c
+            };
+            // The window of the 64 bytes `a`, `b` at `at` (as for `classes_of`; `classes` their
+            // classes if they were worked out), `len` of them live; `e` holds their UTF-8
+            // errors, if they were looked for.
+            let window = |at,
+                          len,
+                          (a, b),
+                          (ha, hb),
+                          (sa, sb),
+                          e: Option<(__m256i, __m256i)>,
+                          saved,
+                          known: Option<Escapes>,
+                          classes: Option<Classes>| {
+                let live = if len == 64 {
+                    u64::MAX
+                } else {
+                    (1u64 << len) - 1
+                };
+                let nonzero = |x: __m256i, y: __m256i| {
+                    let zeros =
+                        bits(_mm256_cmpeq_epi8(x, zero)) | (bits(_mm256_cmpeq_epi8(y, zero)) << 32);
+                    !zeros & live
+                };
+                let stops = nonzero(sa, sb);
+                let broken = e.map_or(0, |(ea, eb): (__m256i, __m256i)| nonzero(ea, eb));
+                let classes = (stops.count_ones() >= 2).then(|| {
+                    classes.unwrap_or_else(|| classes_of((a, b), (ha, hb), (sa, sb), live, known))
+                });
+                Window {
+                    at,
+                    len,
+                    stops,
+                    utf8: broken,
+                    classes,
+                    saved,
+                }
+            };
             // The 32 bytes before `at` (only the last 3 matter; ASCII before `s`).
             let before = |at: usize| {
                 if at >= 32 {
@@ -615,6 +769,7 @@ mod avx2 {
                         prev_high = high;
                     }
                     let full = at + 64 <= n;
+                    let (mut known, mut classes) = (None, None);
                     if full && clean {
                         if carry == 0 && is_zero(any_stop) {
                             prev = b;
@@ -622,15 +777,32 @@ mod avx2 {
                             continue;
                         }
                         if look.escapes {
-                            let (ea, eb) = (esc(a, ha), esc(b, hb));
-                            let (bs, simple) = (bit!(sa, sb, BACKSLASH), any(ea, eb, SIMPLE));
+                            let found = escapes((a, b), (ha, hb), (sa, sb));
                             let others = any(sa, sb, !BACKSLASH);
-                            if let Some((k, c)) = simple_escapes(bs, others, simple, carry) {
+                            if let Some((k, c)) = simple_escapes(found.1, others, found.2, carry) {
                                 (saved, carry) = (saved + k, c);
                                 prev = b;
                                 at += 64;
                                 continue;
                             }
+                            if carry == 0 && !equals {
+                                let c =
+                                    classes_of((a, b), (ha, hb), (sa, sb), u64::MAX, Some(found));
+                                if let Some((fewer, read)) = all_escapes(&c) {
+                                    saved += fewer;
+                                    at += read;
+                                    if read == 64 {
+                                        prev = b;
+                                    } else {
+                                        // An escape the window's end cut starts the next one.
+                                        prev = before(at);
+                                        prev_high = _mm256_testz_si256(prev, top) == 0;
+                                    }
+                                    continue;
+                                }
+                                classes = Some(c);
+                            }
+                            known = Some(found);
                         }
                     }
                     if carry == 1 {
@@ -642,14 +814,10 @@ mod avx2 {
                     }
                     // From here on `prev` is the 32 bytes before the next window.
                     prev = b;
+                    let len = n.min(at + 64) - at;
+                    let vectors = ((a, b), (ha, hb), (sa, sb));
                     break window(
-                        at,
-                        n.min(at + 64) - at,
-                        (a, b),
-                        (ha, hb),
-                        (sa, sb),
-                        e,
-                        saved,
+                        at, len, vectors.0, vectors.1, vectors.2, e, saved, known, classes,
                     );
                 };
                 saved = 0;
@@ -841,12 +1009,21 @@ mod tests {
         }
     }
 
+    /// How long the escape or character at `s[i]` is.
+    fn step(s: &[u8], i: usize) -> usize {
+        match (s[i], s.get(i + 1)) {
+            (b'\\', Some(b'u')) => 6,
+            (b'\\', _) => 2,
+            _ => 1,
+        }
+    }
+
     /// Where a reader of window `w` of `s` goes on from: the window's end, or past an escape
     /// the end cuts.
     fn past(s: &[u8], at: usize, len: usize) -> usize {
         let mut j = at;
         while j < at + len {
-            j += if s[j] == b'\\' { 2 } else { 1 };
+            j += step(s, j);
         }
         j.min(s.len())
     }
@@ -871,7 +1048,7 @@ mod tests {
     }
 
     #[test]
-    fn whole_one_character_escapes_are_skipped_and_counted() {
+    fn whole_escapes_are_skipped_and_counted() {
         let mut rng = 0x1234_5678_9ABC_DEF1u64;
         let mut next = |n: u64| {
             rng ^= rng << 13;
@@ -879,7 +1056,7 @@ mod tests {
             rng ^= rng << 17;
             rng % n
         };
-        let pieces: [&[u8]; 10] = [
+        let pieces: [&[u8]; 14] = [
             b"plain text, plain text ",
             br#"\""#,
             br"\\",
@@ -888,43 +1065,72 @@ mod tests {
             br"\\\\\t",
             "é東京😀".as_bytes(),
             br"\u0041",
+            br"\u00e9\u07ff",
+            br"\u6771\uFFFF",
             b"\"",
             br"\x",
+            br"\ud83d\ude00",
+            br"\u12G4",
         ];
         for _ in 0..3000 {
             let mut s = Vec::new();
             let len = next(600) as usize;
             while s.len() < len {
-                // Mostly plain text and one-character escapes.
-                let k = next(60) as usize;
-                s.extend_from_slice(pieces[if k < pieces.len() { k } else { k % 6 }]);
+                // Mostly plain text and whole escapes.
+                let k = next(80) as usize;
+                s.extend_from_slice(pieces[if k < pieces.len() { k } else { k % 10 }]);
             }
             let seen = windows_skipping_escapes(&s, false);
             for avx2 in ways() {
                 assert_eq!(windows_skipping_escapes(&s, avx2), seen, "{s:x?}");
             }
-            // What was skipped before each window: plain bytes and whole one-character
-            // escapes, as many as it says; each window starts outside an escape.
+            // What was skipped before each window: plain bytes and whole escapes (no
+            // surrogates), saving as many bytes as it says; each window starts outside one.
             let mut from = 0;
             for &(at, len, saved) in &seen {
-                let (mut i, mut escapes) = (from, 0);
+                let (mut i, mut fewer) = (from, 0);
                 while i < at {
-                    match s[i] {
-                        b'\\' => {
-                            assert!(b"\"\\/bfnrt".contains(&s[i + 1]), "{s:x?} at {i}");
-                            escapes += 1;
-                            i += 2;
-                        }
-                        b => {
-                            assert!(b != b'"' && b >= 0x20, "{s:x?} at {i}");
-                            i += 1;
-                        }
+                    let n = step(&s, i);
+                    if s[i] == b'\\' && n == 2 {
+                        assert!(b"\"\\/bfnrt".contains(&s[i + 1]), "{s:x?} at {i}");
+                        fewer += 1;
+                    } else if n == 6 {
+                        let hex = std::str::from_utf8(&s[i + 2..i + 6]).expect("hex digits");
+                        let c = u32::from_str_radix(hex, 16).expect("hex digits");
+                        let c = char::from_u32(c).expect("no surrogate");
+                        fewer += 6 - c.len_utf8();
+                    } else {
+                        assert!(s[i] != b'"' && s[i] >= 0x20, "{s:x?} at {i}");
                     }
+                    i += n;
                 }
                 assert_eq!(i, at, "window inside an escape in {s:x?}");
-                assert_eq!(saved, escapes, "{s:x?}");
+                assert_eq!(saved, fewer, "{s:x?}");
                 from = past(&s, at, len);
             }
+        }
+    }
+
+    #[test]
+    fn utf8_strings_are_what_std_says() {
+        let mut rng = 0x0DDB_1A5E_5BAD_5EEDu64;
+        let mut next = |n: u64| {
+            rng ^= rng << 13;
+            rng ^= rng >> 7;
+            rng ^= rng << 17;
+            rng % n
+        };
+        for _ in 0..3000 {
+            let mut s = random_text(&mut next);
+            // Now and then cut the last character short.
+            if next(4) == 0 && !s.is_empty() {
+                s.pop();
+            }
+            let want = std::str::from_utf8(&s).is_ok();
+            for avx2 in ways() {
+                assert_eq!(is_utf8(&s, avx2), want, "{s:x?}");
+            }
+            assert_eq!(utf8_string(s.clone()).ok(), String::from_utf8(s).ok());
         }
     }
 
