@@ -472,16 +472,8 @@ fn utf8_char(s: &[u8]) -> Utf8 {
             Some(_) => Utf8::Invalid,
         };
     }
-    let (w, lo, hi) = match b0 {
-        0x00..=0x7F => return Utf8::Valid,
-        0xC2..=0xDF => (2, 0x80, 0xBF),
-        0xE0 => (3, 0xA0, 0xBF),
-        0xE1..=0xEC | 0xEE..=0xEF => (3, 0x80, 0xBF),
-        0xED => (3, 0x80, 0x9F),
-        0xF0 => (4, 0x90, 0xBF),
-        0xF1..=0xF3 => (4, 0x80, 0xBF),
-        0xF4 => (4, 0x80, 0x8F),
-        _ => return Utf8::Invalid,
+    let Some((w, lo, hi)) = utf8_lead(b0) else {
+        return Utf8::Invalid;
     };
     for k in 1..w {
         let Some(&b) = s.get(k) else {
@@ -493,6 +485,22 @@ fn utf8_char(s: &[u8]) -> Utf8 {
         }
     }
     Utf8::Valid
+}
+
+/// The UTF-8 character that byte `b` starts: its length and the range of its second byte (the
+/// others are all 0x80..=0xBF); `None` when `b` starts none.
+fn utf8_lead(b: u8) -> Option<(usize, u8, u8)> {
+    Some(match b {
+        0x00..=0x7F => (1, 0, 0),
+        0xC2..=0xDF => (2, 0x80, 0xBF),
+        0xE0 => (3, 0xA0, 0xBF),
+        0xE1..=0xEC | 0xEE..=0xEF => (3, 0x80, 0xBF),
+        0xED => (3, 0x80, 0x9F),
+        0xF0 => (4, 0x90, 0xBF),
+        0xF1..=0xF3 => (4, 0x80, 0xBF),
+        0xF4 => (4, 0x80, 0x8F),
+        _ => return None,
+    })
 }
 
 /// Appends the (WTF-8) encoding of a code point, surrogates included.
@@ -849,6 +857,14 @@ impl MessageDecoder {
             method: self.method,
             render,
         })
+    }
+
+    /// The same decoder with the portable scanner, for the fuzz targets (which hold both
+    /// scanners to the reference).
+    #[cfg(fuzzing)]
+    pub fn with_portable_scanner(mut self) -> Self {
+        self.avx2 = false;
+        self
     }
 
     /// Decodes a whole message at once.
@@ -1764,41 +1780,28 @@ impl MessageDecoder {
     }
 
     /// Whether the sink keeps no more bytes, so that the rest of the string is only counted.
-    fn counts(&self) -> bool {
+    fn counts(&mut self) -> bool {
         match self.s.sink {
             Sink::None | Sink::B64(_) => true,
             Sink::Out => self.out.is_over(),
             Sink::ErrMsg => self.message.as_ref().is_some_and(Truncator::is_over),
-            Sink::Field(slot) => self.field_ref(slot).is_full(),
+            Sink::Field(slot) => self.field_mut(slot).is_full(),
             Sink::Key | Sink::Id | Sink::Method => false,
         }
     }
 
     /// How many more bytes the sink keeps before it only counts.
-    fn room(&self) -> usize {
+    fn room(&mut self) -> usize {
         match self.s.sink {
             Sink::None | Sink::B64(_) => 0,
             Sink::Out => self.out.room(),
             Sink::ErrMsg => self.message.as_ref().map_or(0, Truncator::room),
-            Sink::Field(slot) => self.field_ref(slot).room(),
+            Sink::Field(slot) => self.field_mut(slot).room(),
             Sink::Key | Sink::Id | Sink::Method => usize::MAX,
         }
     }
 
-    fn field_ref(&self, slot: Slot) -> &FieldBuf {
-        let b = &self.block;
-        let f = match slot {
-            Slot::Type => b.kind.as_ref(),
-            Slot::Text => b.text.as_ref(),
-            Slot::Mime => b.mime.as_ref(),
-            Slot::Uri => b.uri.as_ref(),
-            Slot::RUri => b.resource.as_ref().and_then(|r| r.uri.as_ref()),
-            Slot::RMime => b.resource.as_ref().and_then(|r| r.mime.as_ref()),
-            Slot::RText => b.resource.as_ref().and_then(|r| r.text.as_ref()),
-        };
-        f.expect("the field is being read")
-    }
-
+    /// The member being read into `slot`.
     fn field_mut(&mut self, slot: Slot) -> &mut FieldBuf {
         let b = &mut self.block;
         let f = match slot {
@@ -2319,6 +2322,28 @@ mod tests {
             cuts.sort();
             check_split(msg, cap, &cuts);
         }
+    }
+
+    #[test]
+    fn the_fuzz_seeds_match_the_reference() {
+        // As fuzz/fuzz_targets/render_equiv.rs reads them: the cap, how many cuts, the cuts
+        // (scaled to the message), the message.
+        let dir = concat!(env!("CARGO_MANIFEST_DIR"), "/fixtures/seeds/render_equiv");
+        let mut seen = 0;
+        for entry in std::fs::read_dir(dir).expect("the seeds") {
+            let input = std::fs::read(entry.expect("a seed").path()).expect("a seed");
+            let (cap, n) = (usize::from(input[0] % 64), usize::from(input[1] % 8));
+            let (cuts, msg) = input[2..].split_at(n);
+            let cuts: Vec<usize> = cuts
+                .iter()
+                .map(|&b| usize::from(b) * (msg.len() + 1) / 256)
+                .collect();
+            let mut sorted = cuts.clone();
+            sorted.sort();
+            check_split(msg, cap, &sorted);
+            seen += 1;
+        }
+        assert!(seen >= 20, "{seen} seeds");
     }
 
     #[test]

@@ -335,19 +335,19 @@ mod portable {
                 (self.lo, self.hi) = (0x80, 0xBF);
                 return true;
             }
-            let (need, lo, hi) = match b {
-                0x00..=0x7F => return true,
-                0xC2..=0xDF => (1, 0x80, 0xBF),
-                0xE0 => (2, 0xA0, 0xBF),
-                0xE1..=0xEC | 0xEE..=0xEF => (2, 0x80, 0xBF),
-                0xED => (2, 0x80, 0x9F),
-                0xF0 => (3, 0x90, 0xBF),
-                0xF1..=0xF3 => (3, 0x80, 0xBF),
-                0xF4 => (3, 0x80, 0x8F),
-                _ => return false,
-            };
-            *self = Utf8 { need, lo, hi };
-            true
+            match super::super::utf8_lead(b) {
+                None => false,
+                Some((len, lo, hi)) => {
+                    if len > 1 {
+                        *self = Utf8 {
+                            need: len as u8 - 1,
+                            lo,
+                            hi,
+                        };
+                    }
+                    true
+                }
+            }
         }
     }
 
@@ -841,6 +841,17 @@ mod avx2 {
 mod tests {
     use super::*;
 
+    /// Pseudo-random numbers below the bound asked for (xorshift).
+    fn numbers(seed: u64) -> impl FnMut(u64) -> u64 {
+        let mut state = seed;
+        move |below| {
+            state ^= state << 13;
+            state ^= state >> 7;
+            state ^= state << 17;
+            state % below
+        }
+    }
+
     /// The ways to scan on this CPU.
     fn ways() -> Vec<bool> {
         if has_avx2() {
@@ -961,13 +972,7 @@ mod tests {
 
     #[test]
     fn windows_find_every_stop_and_skip_only_plain_contents() {
-        let mut rng = 0x9E37_79B9_7F4A_7C15u64;
-        let mut next = |n: u64| {
-            rng ^= rng << 13;
-            rng ^= rng >> 7;
-            rng ^= rng << 17;
-            rng % n
-        };
+        let mut next = numbers(0x9E37_79B9_7F4A_7C15u64);
         for _ in 0..5000 {
             let s = random_text(&mut next);
             let at = next(s.len() as u64 + 1) as usize;
@@ -1049,13 +1054,7 @@ mod tests {
 
     #[test]
     fn whole_escapes_are_skipped_and_counted() {
-        let mut rng = 0x1234_5678_9ABC_DEF1u64;
-        let mut next = |n: u64| {
-            rng ^= rng << 13;
-            rng ^= rng >> 7;
-            rng ^= rng << 17;
-            rng % n
-        };
+        let mut next = numbers(0x1234_5678_9ABC_DEF1u64);
         let pieces: [&[u8]; 14] = [
             b"plain text, plain text ",
             br#"\""#,
@@ -1113,13 +1112,7 @@ mod tests {
 
     #[test]
     fn utf8_strings_are_what_std_says() {
-        let mut rng = 0x0DDB_1A5E_5BAD_5EEDu64;
-        let mut next = |n: u64| {
-            rng ^= rng << 13;
-            rng ^= rng >> 7;
-            rng ^= rng << 17;
-            rng % n
-        };
+        let mut next = numbers(0x0DDB_1A5E_5BAD_5EEDu64);
         for _ in 0..3000 {
             let mut s = random_text(&mut next);
             // Now and then cut the last character short.
@@ -1151,16 +1144,13 @@ mod tests {
 
     #[test]
     fn escaping_backslashes_are_every_other_one_of_a_run() {
-        let mut rng = 0x2545_F491_4F6C_DD1Du64;
+        let mut next = numbers(0x2545_F491_4F6C_DD1D);
         for _ in 0..100_000 {
             // Runs of backslashes are likely: each bit follows the previous one.
             let mut b = 0u64;
             for k in 0..64 {
                 let prev = k > 0 && b >> (k - 1) & 1 == 1;
-                rng ^= rng << 13;
-                rng ^= rng >> 7;
-                rng ^= rng << 17;
-                if rng % if prev { 2 } else { 4 } == 0 {
+                if next(if prev { 2 } else { 4 }) == 0 {
                     b |= 1 << k;
                 }
             }
