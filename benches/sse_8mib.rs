@@ -1,10 +1,19 @@
-//! One 8 MiB SSE event, fed in 64 KiB chunks: our decoder beside eventsource-stream in the same
-//! run.
+//! SSE in 64 KiB chunks, each figure beside its baselines in the same run:
+//! - `sse_8mib/events`: one 8 MiB event of many short messages, our decoder beside
+//!   eventsource-stream;
+//! - `sse_8mib/<class>`: one event carrying an 8 MiB tool result of each class of text (see
+//!   `common`), read as the HTTP transport reads it (the SSE decoder handing its data to the
+//!   message decoder), beside `serde_json::from_slice::<Value>` of the message and a memchr2
+//!   scan of the stream for `"` and `\`.
+use agenvoy_mcp::__private::wire::decode::MessageDecoder;
+use agenvoy_mcp::__private::wire::render::DEFAULT_CAP;
 use agenvoy_mcp::__private::wire::sse::{SseDecoder, SsePiece};
 use criterion::{Criterion, Throughput, criterion_group, criterion_main};
 use futures::StreamExt;
 use std::hint::black_box;
 use std::time::Duration;
+
+mod common;
 
 fn stream() -> Vec<u8> {
     let mut s = b"event: message\nid: 1\ndata: ".to_vec();
@@ -15,9 +24,9 @@ fn stream() -> Vec<u8> {
     s
 }
 
-fn bench(c: &mut Criterion) {
+fn events(c: &mut Criterion) {
     let s = stream();
-    let mut g = c.benchmark_group("sse_8mib");
+    let mut g = c.benchmark_group("sse_8mib/events");
     g.sample_size(10);
     g.warm_up_time(Duration::from_millis(500));
     g.throughput(Throughput::Bytes(s.len() as u64));
@@ -51,5 +60,46 @@ fn bench(c: &mut Criterion) {
     g.finish();
 }
 
-criterion_group!(benches, bench);
+fn classes(c: &mut Criterion) {
+    for class in common::CLASSES {
+        let message = common::message(class, 8 << 20);
+        let mut s = b"event: message\nid: 1\ndata: ".to_vec();
+        s.extend_from_slice(&message);
+        s.extend_from_slice(b"\n\n");
+        let mut g = c.benchmark_group(format!("sse_8mib/{}", class.name()));
+        g.sample_size(10);
+        g.measurement_time(Duration::from_secs(2));
+        g.warm_up_time(Duration::from_millis(300));
+        g.throughput(Throughput::Bytes(s.len() as u64));
+        g.bench_function("sse_and_decoder", |b| {
+            b.iter(|| {
+                let mut decoder = Some(MessageDecoder::new(DEFAULT_CAP, 0));
+                let mut total = 0;
+                let mut sink = |p: SsePiece<'_>| match p {
+                    SsePiece::Data(d) => decoder.as_mut().unwrap().feed(d).unwrap(),
+                    SsePiece::Dispatch { .. } => {
+                        let done = decoder.take().unwrap().finish().unwrap();
+                        total = done.render.unwrap().unwrap().total;
+                    }
+                    SsePiece::Retry(_) => {}
+                };
+                let mut d = SseDecoder::new();
+                for chunk in s.chunks(64 << 10) {
+                    d.push(chunk, &mut sink);
+                }
+                d.finish(&mut sink);
+                black_box(total)
+            })
+        });
+        g.bench_function("serde_json_value", |b| {
+            b.iter(|| black_box(serde_json::from_slice::<serde_json::Value>(&message).unwrap()))
+        });
+        g.bench_function("memchr2_scan", |b| {
+            b.iter(|| black_box(memchr::memchr2_iter(b'"', b'\\', &s).count()))
+        });
+        g.finish();
+    }
+}
+
+criterion_group!(benches, events, classes);
 criterion_main!(benches);

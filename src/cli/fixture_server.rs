@@ -1,7 +1,8 @@
 //! `agenvoy-mcp fixture-server`: the bundled stdio MCP server for tests and the demo.
 //!
 //! Tools: `echo`, `add`, `big` (`bytes` bytes of text, generated while it is written, with
-//! optional multi-byte characters and characters JSON escapes), `slow` (sleeps, sends
+//! optional multi-byte characters and characters JSON escapes, or of one `class` of text: see
+//! [`BigClass`]), `slow` (sleeps, sends
 //! progress), `fail` (`isError`), `cancellations` (the `notifications/cancelled` received so
 //! far), `client_request` (sends a request to the client and returns its answer), `add_tool`
 //! (adds a tool `name` to the list, which answers `called <name>`, then sends
@@ -395,7 +396,8 @@ fn tool_definitions(server: &Server) -> Vec<Value> {
                "inputSchema": schema(json!({"a": {"type": "number"}, "b": {"type": "number"}}), &["a", "b"])}),
         json!({"name": "big", "description": "Returns `bytes` bytes of generated text.",
                "inputSchema": schema(json!({"bytes": {"type": "integer", "minimum": 0},
-                   "multibyte": {"type": "boolean"}, "escapes": {"type": "boolean"}}), &["bytes"])}),
+                   "multibyte": {"type": "boolean"}, "escapes": {"type": "boolean"},
+                   "class": {"type": "string", "enum": BigClass::NAMES}}), &["bytes"])}),
         json!({"name": "slow", "description": "Sleeps, reporting progress.",
                "inputSchema": schema(json!({"seconds": {"type": "number"}, "steps": {"type": "integer"}}), &["seconds"])}),
         json!({"name": "fail", "description": "Always fails with isError.",
@@ -482,7 +484,17 @@ fn call_tool(server: &Server, id: Id, params: &Value, out: &dyn Output) {
                 .get("escapes")
                 .and_then(Value::as_bool)
                 .unwrap_or(false);
-            return out.message(&mut big_message(&id, bytes, multibyte, escapes), Some(&id));
+            let class = match args.get("class").and_then(Value::as_str) {
+                None => BigClass::Ascii { multibyte, escapes },
+                Some(name) => match BigClass::named(name) {
+                    Some(class) => class,
+                    None => {
+                        let why = format!("unknown class {name:?}: one of {:?}", BigClass::NAMES);
+                        return reply(out, id, Err(ErrorObject::new(jsonrpc::INVALID_PARAMS, why)));
+                    }
+                },
+            };
+            return out.message(&mut big_message(&id, bytes, class), Some(&id));
         }
         "slow" => {
             let seconds = args
@@ -612,47 +624,142 @@ fn hostile(server: &Server) -> String {
     }
 }
 
-/// The repeating units of `big`'s text: what each unit reads as, and as JSON.
-fn big_units(multibyte: bool, escapes: bool) -> Vec<(&'static str, &'static str)> {
-    let mut units = vec![(
-        "abcdefghijklmnopqrstuvwxyz0123456789 ",
-        "abcdefghijklmnopqrstuvwxyz0123456789 ",
-    )];
-    if multibyte {
-        units.extend([("é", "é"), ("€", "€"), ("😀", "😀"), ("ü", "\\u00fc")]);
-    }
-    if escapes {
-        units.extend([
-            ("\"", "\\\""),
-            ("\\", "\\\\"),
-            ("\n", "\\n"),
-            ("\t", "\\t"),
-            ("\u{1}", "\\u0001"),
-        ]);
-    }
-    units
+/// What `big` returns.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum BigClass {
+    /// `ascii` (the default): letters and digits, with `multibyte` also `é€😀` and an escaped
+    /// `ü`, with `escapes` also `"`, `\`, a newline, a tab and U+0001 (escaped).
+    Ascii { multibyte: bool, escapes: bool },
+    /// `json`: serialized JSON objects, one a line (an escape every few bytes).
+    Json,
+    /// `cjk`: Japanese with an emoji, raw UTF-8, a line at a time.
+    Cjk,
+    /// `control`: terminal output with ANSI colours and control characters (`\u00XX` escapes).
+    Control,
+    /// `image`: an image block whose base64 `data` decodes to `bytes` bytes.
+    Image,
+    /// `resource`: an embedded resource whose base64 `blob` decodes to `bytes` bytes.
+    Resource,
 }
 
-/// A tools/call response whose text is exactly `bytes` bytes, generated piece by piece as it
-/// is written (about 64 KiB a piece), so no piece of memory ever holds the whole.
-fn big_message(
-    id: &Id,
-    bytes: u64,
-    multibyte: bool,
-    escapes: bool,
+impl BigClass {
+    const NAMES: [&str; 6] = ["ascii", "json", "cjk", "control", "image", "resource"];
+
+    fn named(name: &str) -> Option<BigClass> {
+        Some(match name {
+            "ascii" => BigClass::Ascii {
+                multibyte: false,
+                escapes: false,
+            },
+            "json" => BigClass::Json,
+            "cjk" => BigClass::Cjk,
+            "control" => BigClass::Control,
+            "image" => BigClass::Image,
+            "resource" => BigClass::Resource,
+            _ => return None,
+        })
+    }
+
+    /// The repeating units of the text: what each unit reads as, and as JSON.
+    fn units(self) -> Vec<(&'static str, &'static str)> {
+        let mut units = vec![(
+            "abcdefghijklmnopqrstuvwxyz0123456789 ",
+            "abcdefghijklmnopqrstuvwxyz0123456789 ",
+        )];
+        match self {
+            BigClass::Ascii { multibyte, escapes } => {
+                if multibyte {
+                    units.extend([("é", "é"), ("€", "€"), ("😀", "😀"), ("ü", "\\u00fc")]);
+                }
+                if escapes {
+                    units.extend([
+                        ("\"", "\\\""),
+                        ("\\", "\\\\"),
+                        ("\n", "\\n"),
+                        ("\t", "\\t"),
+                        ("\u{1}", "\\u0001"),
+                    ]);
+                }
+                units
+            }
+            BigClass::Json => vec![(
+                "{\"id\":17,\"name\":\"widget\",\"tags\":[\"a\",\"b\"],\"ok\":true}\n",
+                r#"{\"id\":17,\"name\":\"widget\",\"tags\":[\"a\",\"b\"],\"ok\":true}\n"#,
+            )],
+            BigClass::Cjk => vec![(
+                "東京の天気は晴れです。明日は雨😀\n",
+                "東京の天気は晴れです。明日は雨😀\\n",
+            )],
+            BigClass::Control => vec![(
+                "\u{1b}[32mok\u{1b}[0m \u{0}\u{1}\u{2}\u{7}\n",
+                r"\u001b[32mok\u001b[0m \u0000\u0001\u0002\u0007\n",
+            )],
+            BigClass::Image | BigClass::Resource => unreachable!("not text"),
+        }
+    }
+}
+
+/// A tools/call response whose text (or base64 payload) is exactly `bytes` bytes, generated
+/// piece by piece as it is written (about 64 KiB a piece), so no piece of memory ever holds the
+/// whole.
+fn big_message(id: &Id, bytes: u64, class: BigClass) -> impl Iterator<Item = Vec<u8>> + use<> {
+    let block = |kind: &str| {
+        format!(r#"{{"jsonrpc":"2.0","id":{id},"result":{{"content":[{{"type":{kind}"#).into_bytes()
+    };
+    match class {
+        BigClass::Image | BigClass::Resource => {
+            // 48 bytes of a pattern are 64 base64 characters; the rest is encoded (and padded)
+            // after the whole ones.
+            use base64::Engine;
+            let pattern: Vec<u8> = (0..48u8)
+                .map(|k| k.wrapping_mul(37).wrapping_add(11))
+                .collect();
+            let encode = |b: &[u8]| base64::engine::general_purpose::STANDARD.encode(b);
+            let (head, end) = if class == BigClass::Image {
+                (
+                    block(r#""image","mimeType":"image/png","data":""#),
+                    r#""}]}}"#,
+                )
+            } else {
+                let resource = r#""resource","resource":{"uri":"file:///big.bin","mimeType":"application/octet-stream","blob":""#;
+                (block(resource), r#""}}]}}"#)
+            };
+            let rest = encode(&pattern[..(bytes % 48) as usize]) + end;
+            let unit = (64, encode(&pattern).into_bytes());
+            repeat_units(head, vec![unit], bytes / 48 * 64, rest.into_bytes())
+        }
+        _ => {
+            let units = class
+                .units()
+                .into_iter()
+                .map(|(text, json)| (text.len() as u64, json.as_bytes().to_vec()));
+            repeat_units(
+                block(r#""text","text":""#),
+                units.collect(),
+                bytes,
+                br#""}]}}"#.to_vec(),
+            )
+        }
+    }
+}
+
+/// `head`, then the units' JSON in turn (each unit: how many bytes it counts for, and its
+/// bytes) until they count for `size` (the last ones made up with `x`), then `tail`; in pieces
+/// of about 64 KiB.
+fn repeat_units(
+    head: Vec<u8>,
+    units: Vec<(u64, Vec<u8>)>,
+    size: u64,
+    tail: Vec<u8>,
 ) -> impl Iterator<Item = Vec<u8>> + use<> {
-    let units = big_units(multibyte, escapes);
     // Whole cycles of the units, about 4 KiB of JSON, copied at once while a cycle starts and
     // the block's text fits: the same bytes as unit by unit, at memcpy speed.
-    let cycle: Vec<u8> = units.iter().flat_map(|u| u.1.bytes()).collect();
+    let cycle: Vec<u8> = units.iter().flat_map(|u| u.1.iter().copied()).collect();
     let reps = (4096 / cycle.len()).max(1);
     let block = cycle.repeat(reps);
-    let block_text = (reps * units.iter().map(|u| u.0.len()).sum::<usize>()) as u64;
-    let mut head = Some(
-        format!(r#"{{"jsonrpc":"2.0","id":{id},"result":{{"content":[{{"type":"text","text":""#)
-            .into_bytes(),
-    );
-    let mut left = bytes;
+    let block_size = reps as u64 * units.iter().map(|u| u.0).sum::<u64>();
+    let mut head = Some(head);
+    let mut left = size;
     let mut next_unit = 0;
     let mut done = false;
     std::iter::from_fn(move || {
@@ -662,27 +769,75 @@ fn big_message(
         let mut buf = head.take().unwrap_or_default();
         while buf.len() < 1 << 16 {
             if left == 0 {
-                buf.extend_from_slice(b"\"}]}}");
+                buf.extend_from_slice(&tail);
                 done = true;
                 break;
             }
-            if next_unit % units.len() == 0 && left >= block_text {
+            if next_unit % units.len() == 0 && left >= block_size {
                 buf.extend_from_slice(&block);
-                left -= block_text;
+                left -= block_size;
                 next_unit += reps * units.len();
                 continue;
             }
-            let (text, json) = units[next_unit % units.len()];
-            if text.len() as u64 > left {
+            let (counts, json) = &units[next_unit % units.len()];
+            if *counts > left {
                 // Fill the tail with one-byte characters so the total is exact.
                 buf.resize(buf.len() + left as usize, b'x');
                 left = 0;
                 continue;
             }
-            buf.extend_from_slice(json.as_bytes());
-            left -= text.len() as u64;
+            buf.extend_from_slice(json);
+            left -= counts;
             next_unit += 1;
         }
         Some(buf)
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use agenvoy_mcp::__private::wire::render::render_reference;
+
+    /// What the client renders of `big`'s answer for `bytes` and `class`.
+    fn rendered(bytes: u64, class: BigClass) -> String {
+        let message: Vec<u8> = big_message(&Id::Number(7), bytes, class)
+            .flatten()
+            .collect();
+        let rendered = render_reference(&message, usize::MAX).expect("a tool result");
+        assert_eq!(rendered.total, rendered.text.len() as u64);
+        rendered.text
+    }
+
+    #[test]
+    fn big_writes_exactly_bytes_of_each_class() {
+        for name in BigClass::NAMES {
+            let class = BigClass::named(name).expect("a class");
+            for bytes in [0, 1, 47, 48, 49, 100, 4095, 70_000] {
+                let text = rendered(bytes, class);
+                match class {
+                    BigClass::Image => {
+                        assert_eq!(text, format!("[image image/png, {bytes} bytes]"))
+                    }
+                    BigClass::Resource => assert_eq!(
+                        text,
+                        format!(
+                            "[resource file:///big.bin application/octet-stream, {bytes} bytes]"
+                        )
+                    ),
+                    _ => {
+                        assert_eq!(text.len() as u64, bytes, "{name}");
+                        // The units in turn, then `x`s.
+                        let cycle: String = class.units().iter().map(|u| u.0).collect();
+                        let whole = text.trim_end_matches('x');
+                        assert!(
+                            cycle
+                                .repeat(whole.len() / cycle.len() + 1)
+                                .starts_with(whole)
+                        );
+                    }
+                }
+            }
+        }
+    }
 }

@@ -34,6 +34,10 @@ use super::render::{
 use super::truncate::Truncator;
 use std::fmt;
 
+mod scan;
+
+pub(super) use scan::utf8_string;
+
 pub use super::render::MAX_DEPTH;
 
 /// The longest string `id` accepted (bytes, unescaped); a longer one fails the decode.
@@ -235,7 +239,42 @@ struct Str {
     /// A multi-byte character split across chunks, for the UTF-8 check.
     pend: [u8; 4],
     plen: u8,
+    /// Decoded bytes read but not yet handed to a sink that only counts.
+    counted: u64,
+    /// How many of them are a `=` (base64 payloads do not count `=`).
+    equals: u64,
 }
+
+/// The result of reading string contents.
+type DecodeResult<T> = Result<T, DecodeError>;
+
+/// Where reading a string's contents stopped.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Step {
+    /// At the closing quote, at this index.
+    Closed(usize),
+    /// At the chunk's end.
+    End,
+    /// At this index, where the sink started to keep nothing more.
+    Switch(usize),
+}
+
+/// What the escape `\x` decodes to, by `x`; 0 for an invalid escape (`u` is read apart).
+const ESCAPES: [u8; 256] = {
+    let mut t = [0; 256];
+    t[b'"' as usize] = b'"';
+    t[b'\\' as usize] = b'\\';
+    t[b'/' as usize] = b'/';
+    t[b'b' as usize] = 0x08;
+    t[b'f' as usize] = 0x0C;
+    t[b'n' as usize] = b'\n';
+    t[b'r' as usize] = b'\r';
+    t[b't' as usize] = b'\t';
+    t
+};
+
+/// Decoded bytes are handed to a sink that keeps them in blocks of about this many bytes.
+const SCRATCH: usize = 4096;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Num {
@@ -291,9 +330,23 @@ impl FieldBuf {
     }
 
     fn push(&mut self, bytes: &[u8]) {
-        let take = (self.limit - self.buf.len()).min(bytes.len());
+        let take = self.room().min(bytes.len());
         self.buf.extend_from_slice(&bytes[..take]);
         self.len += bytes.len() as u64;
+    }
+
+    /// Counts `n` more bytes, once the buffer is full.
+    fn skip(&mut self, n: u64) {
+        debug_assert!(self.is_full());
+        self.len += n;
+    }
+
+    fn room(&self) -> usize {
+        self.limit - self.buf.len()
+    }
+
+    fn is_full(&self) -> bool {
+        self.buf.len() == self.limit
     }
 
     fn write_to(&self, out: &mut Truncator) {
@@ -381,6 +434,10 @@ pub struct MessageDecoder {
     id: Option<Id>,
     method: Option<String>,
     strbuf: Vec<u8>,
+    /// Decoded string bytes on their way to a sink that keeps them, `scratch[..held]` (see
+    /// `SCRATCH`); allocated when first needed.
+    scratch: Vec<u8>,
+    held: usize,
     // The result.
     out: Truncator,
     content: Content,
@@ -397,178 +454,8 @@ fn is_ws(b: u8) -> bool {
     matches!(b, b' ' | b'\n' | b'\t' | b'\r')
 }
 
-/// The index of the first `"`, `\` or byte below 0x20 in `s`, and with `HIGH` also of the
-/// first byte above 0x7F (or `s.len()`).
-#[inline]
-fn first_special<const HIGH: bool>(s: &[u8]) -> usize {
-    let special = |b: u8| b == b'"' || b == b'\\' || b < 0x20 || (HIGH && b >= 0x80);
-    #[cfg(target_arch = "x86_64")]
-    {
-        use std::arch::x86_64::*;
-        let len = s.len();
-        let mut i = 0;
-        // SAFETY: SSE2 is part of the x86_64 baseline; every load reads 16 bytes inside `s`.
-        unsafe {
-            let quote = _mm_set1_epi8(b'"' as i8);
-            let backslash = _mm_set1_epi8(b'\\' as i8);
-            let below = _mm_set1_epi8(0x20);
-            let ctrl_max = _mm_set1_epi8(0x1F);
-            let p = s.as_ptr();
-            let mask = |x: __m128i| {
-                let low = if HIGH {
-                    // Signed: bytes above 0x7F are negative, so below 0x20 too.
-                    _mm_cmplt_epi8(x, below)
-                } else {
-                    _mm_cmpeq_epi8(_mm_min_epu8(x, ctrl_max), x)
-                };
-                _mm_or_si128(
-                    low,
-                    _mm_or_si128(_mm_cmpeq_epi8(x, quote), _mm_cmpeq_epi8(x, backslash)),
-                )
-            };
-            while i + 32 <= len {
-                let a = mask(_mm_loadu_si128(p.add(i) as *const __m128i));
-                let b = mask(_mm_loadu_si128(p.add(i + 16) as *const __m128i));
-                let m = (_mm_movemask_epi8(a) as u32) | ((_mm_movemask_epi8(b) as u32) << 16);
-                if m != 0 {
-                    return i + m.trailing_zeros() as usize;
-                }
-                i += 32;
-            }
-            while i + 16 <= len {
-                let m = _mm_movemask_epi8(mask(_mm_loadu_si128(p.add(i) as *const __m128i)));
-                if m != 0 {
-                    return i + m.trailing_zeros() as usize;
-                }
-                i += 16;
-            }
-        }
-        while i < len {
-            if special(s[i]) {
-                return i;
-            }
-            i += 1;
-        }
-        len
-    }
-    #[cfg(not(target_arch = "x86_64"))]
-    {
-        s.iter().position(|&b| special(b)).unwrap_or(s.len())
-    }
-}
-
-fn has_avx2() -> bool {
-    #[cfg(target_arch = "x86_64")]
-    {
-        std::is_x86_feature_detected!("avx2")
-    }
-    #[cfg(not(target_arch = "x86_64"))]
-    {
-        false
-    }
-}
-
-/// [`first_special`] with 32-byte vectors; only called when the CPU has AVX2 (from code compiled
-/// for AVX2, where it inlines).
-#[inline(always)]
-fn first_special_avx2<const HIGH: bool>(s: &[u8]) -> usize {
-    #[cfg(target_arch = "x86_64")]
-    {
-        // SAFETY: only called after `has_avx2()` said the CPU has AVX2.
-        unsafe { avx2::first_special::<HIGH>(s) }
-    }
-    #[cfg(not(target_arch = "x86_64"))]
-    {
-        first_special::<HIGH>(s)
-    }
-}
-
-#[cfg(target_arch = "x86_64")]
-mod avx2 {
-    use std::arch::x86_64::*;
-
-    /// The AVX2 scan. With `HIGH`, runs of two-byte UTF-8 characters (lead byte 0xC2..=0xDF,
-    /// then a continuation byte) are checked inside the vectors and do not stop the scan; any
-    /// other byte above 0x7F stops it, on the start of its character, for the caller to check.
-    #[inline]
-    #[target_feature(enable = "avx2")]
-    pub(super) unsafe fn first_special<const HIGH: bool>(s: &[u8]) -> usize {
-        let len = s.len();
-        let mut i = 0;
-        let quote = _mm256_set1_epi8(b'"' as i8);
-        let backslash = _mm256_set1_epi8(b'\\' as i8);
-        let ctrl_max = _mm256_set1_epi8(0x1F);
-        let lead_lo = _mm256_set1_epi8(0xC1u8 as i8);
-        let lead_hi = _mm256_set1_epi8(0xE0u8 as i8);
-        let cont_hi = _mm256_set1_epi8(0xC0u8 as i8);
-        let p = s.as_ptr();
-        let special = |x: __m256i| {
-            let ctrl = _mm256_cmpeq_epi8(_mm256_min_epu8(x, ctrl_max), x);
-            let m = _mm256_or_si256(
-                ctrl,
-                _mm256_or_si256(_mm256_cmpeq_epi8(x, quote), _mm256_cmpeq_epi8(x, backslash)),
-            );
-            _mm256_movemask_epi8(m) as u32 as u64
-        };
-        let masks = |x: __m256i| {
-            let high = _mm256_movemask_epi8(x) as u32 as u64;
-            // Signed compares: 0xC2..=0xDF is -62..=-33, 0x80..=0xBF is -128..=-65.
-            let lead =
-                _mm256_and_si256(_mm256_cmpgt_epi8(x, lead_lo), _mm256_cmpgt_epi8(lead_hi, x));
-            let cont = _mm256_cmpgt_epi8(cont_hi, x);
-            (
-                high,
-                _mm256_movemask_epi8(lead) as u32 as u64,
-                _mm256_movemask_epi8(cont) as u32 as u64,
-            )
-        };
-        // A two-byte lead ended the previous block; its continuation starts this one.
-        let mut carry = 0u64;
-        while i + 64 <= len {
-            // SAFETY: both loads read 32 bytes inside `s`.
-            let (a, b) = unsafe {
-                (
-                    _mm256_loadu_si256(p.add(i) as *const __m256i),
-                    _mm256_loadu_si256(p.add(i + 32) as *const __m256i),
-                )
-            };
-            let sp = special(a) | (special(b) << 32);
-            if HIGH {
-                let (ha, la, ca) = masks(a);
-                let (hb, lb, cb) = masks(b);
-                let (high, lead, cont) = (ha | (hb << 32), la | (lb << 32), ca | (cb << 32));
-                if high != 0 || carry != 0 {
-                    let simple = cont == ((lead << 1) | carry) && high == (lead | cont);
-                    if !simple {
-                        if carry != 0 {
-                            return i - 1;
-                        }
-                        return i + (sp | high).trailing_zeros() as usize;
-                    }
-                    if sp != 0 {
-                        // Every byte above 0x7F before it is a checked two-byte character,
-                        // and it is not a continuation (those are above 0x7F).
-                        return i + sp.trailing_zeros() as usize;
-                    }
-                    carry = lead >> 63;
-                    i += 64;
-                    continue;
-                }
-            }
-            if sp != 0 {
-                return i + sp.trailing_zeros() as usize;
-            }
-            i += 64;
-        }
-        if carry != 0 {
-            return i - 1;
-        }
-        i + super::first_special::<HIGH>(&s[i..])
-    }
-}
-
 enum Utf8 {
-    Valid(usize),
+    Valid,
     Incomplete,
     Invalid,
 }
@@ -581,20 +468,12 @@ fn utf8_char(s: &[u8]) -> Utf8 {
         // The common case outside ASCII, without the table below.
         return match s.get(1) {
             None => Utf8::Incomplete,
-            Some(&b1) if b1 & 0xC0 == 0x80 => Utf8::Valid(2),
+            Some(&b1) if b1 & 0xC0 == 0x80 => Utf8::Valid,
             Some(_) => Utf8::Invalid,
         };
     }
-    let (w, lo, hi) = match b0 {
-        0x00..=0x7F => return Utf8::Valid(1),
-        0xC2..=0xDF => (2, 0x80, 0xBF),
-        0xE0 => (3, 0xA0, 0xBF),
-        0xE1..=0xEC | 0xEE..=0xEF => (3, 0x80, 0xBF),
-        0xED => (3, 0x80, 0x9F),
-        0xF0 => (4, 0x90, 0xBF),
-        0xF1..=0xF3 => (4, 0x80, 0xBF),
-        0xF4 => (4, 0x80, 0x8F),
-        _ => return Utf8::Invalid,
+    let Some((w, lo, hi)) = utf8_lead(b0) else {
+        return Utf8::Invalid;
     };
     for k in 1..w {
         let Some(&b) = s.get(k) else {
@@ -605,7 +484,23 @@ fn utf8_char(s: &[u8]) -> Utf8 {
             return Utf8::Invalid;
         }
     }
-    Utf8::Valid(w)
+    Utf8::Valid
+}
+
+/// The UTF-8 character that byte `b` starts: its length and the range of its second byte (the
+/// others are all 0x80..=0xBF); `None` when `b` starts none.
+fn utf8_lead(b: u8) -> Option<(usize, u8, u8)> {
+    Some(match b {
+        0x00..=0x7F => (1, 0, 0),
+        0xC2..=0xDF => (2, 0x80, 0xBF),
+        0xE0 => (3, 0xA0, 0xBF),
+        0xE1..=0xEC | 0xEE..=0xEF => (3, 0x80, 0xBF),
+        0xED => (3, 0x80, 0x9F),
+        0xF0 => (4, 0x90, 0xBF),
+        0xF1..=0xF3 => (4, 0x80, 0xBF),
+        0xF4 => (4, 0x80, 0x8F),
+        _ => return None,
+    })
 }
 
 /// Appends the (WTF-8) encoding of a code point, surrogates included.
@@ -640,6 +535,56 @@ fn hex(b: u8) -> Option<u16> {
     }
 }
 
+/// The escape after the backslash at `chunk[j - 1]`, when it is valid, whole in the chunk and
+/// no lone surrogate (the rest is read byte by byte): the index after it, and the `n` bytes it
+/// decodes to at the start of the array.
+#[inline(always)]
+fn unescape(chunk: &[u8], j: usize) -> Option<(usize, [u8; 4], usize)> {
+    let mut bytes = [0; 4];
+    match *chunk.get(j)? {
+        b'u' => {
+            let unit = |at: usize| chunk.get(at..at + 4).and_then(hex4);
+            match unit(j + 1)? {
+                hi @ 0xD800..=0xDBFF => {
+                    if chunk.get(j + 5..j + 7) != Some(b"\\u") {
+                        return None;
+                    }
+                    let lo = unit(j + 7).filter(|lo| (0xDC00..=0xDFFF).contains(lo))?;
+                    let c = 0x10000 + ((u32::from(hi) - 0xD800) << 10) + u32::from(lo) - 0xDC00;
+                    let n = push_code_point(c, &mut bytes);
+                    Some((j + 11, bytes, n))
+                }
+                0xDC00..=0xDFFF => None,
+                v => {
+                    let n = push_code_point(u32::from(v), &mut bytes);
+                    Some((j + 5, bytes, n))
+                }
+            }
+        }
+        e => {
+            bytes[0] = ESCAPES[usize::from(e)];
+            (bytes[0] != 0).then_some((j + 1, bytes, 1))
+        }
+    }
+}
+
+/// Copies `chunk[from..to]` (64 bytes at most) to `out[at..]` and returns how many bytes that
+/// is; as a whole 64-byte block where the chunk has one (faster than a copy of that many).
+#[inline(always)]
+fn copy_block(out: &mut [u8], at: usize, chunk: &[u8], from: usize, to: usize) -> usize {
+    let n = to - from;
+    match chunk.get(from..from + 64) {
+        Some(block) => out[at..at + 64].copy_from_slice(block),
+        None => out[at..at + n].copy_from_slice(&chunk[from..to]),
+    }
+    n
+}
+
+/// The value of four hex digits.
+fn hex4(digits: &[u8]) -> Option<u16> {
+    digits.iter().try_fold(0, |v, &b| Some((v << 4) | hex(b)?))
+}
+
 /// The i64 of a JSON number's text, as serde_json's `i64` reads it: integers only, no `-0`.
 fn parse_i64(text: &[u8]) -> Option<i64> {
     let s = std::str::from_utf8(text).ok()?;
@@ -655,12 +600,141 @@ const BLOCK_KEYS: [&[u8]; 6] = [b"type", b"text", b"data", b"mimeType", b"uri", 
 const RESOURCE_KEYS: [&[u8]; 4] = [b"uri", b"mimeType", b"text", b"blob"];
 const ERROR_KEYS: [&[u8]; 3] = [b"code", b"message", b"data"];
 
+/// Reads a string's contents from the windows the scanner finds, counting what the sink would
+/// not keep (`COUNT`) or handing decoded bytes to it in blocks; stops at the closing quote, at
+/// the chunk's end, or (handing over to counting) once the sink keeps nothing more.
+struct Contents<'a, const COUNT: bool> {
+    d: &'a mut MessageDecoder,
+    chunk: &'a [u8],
+    /// Where the bytes not yet read start.
+    i: usize,
+    step: Result<Step, DecodeError>,
+}
+
+impl<const COUNT: bool> scan::Visitor for Contents<'_, COUNT> {
+    #[inline(always)]
+    fn visit(&mut self, w: &scan::Window) -> scan::Flow {
+        match self.window(w) {
+            Ok(None) => scan::Flow::Next {
+                at: self.i,
+                utf8: self.d.s.utf8.is_some(),
+            },
+            done => {
+                self.step = done.map(|step| step.expect("a step when stopping"));
+                scan::Flow::Stop
+            }
+        }
+    }
+}
+
+impl<const COUNT: bool> Contents<'_, COUNT> {
+    /// Reads up to the end of window `w` (or past it, to the end of an escape); `Some` step
+    /// when reading stops. Counting, the bytes read are counted once, less what escapes save.
+    #[inline(always)]
+    fn window(&mut self, w: &scan::Window) -> Result<Option<Step>, DecodeError> {
+        let (d, chunk, start) = (&mut *self.d, self.chunk, self.i);
+        let mut end = w.at + w.len;
+        let (mut i, mut stops, mut saved) = (w.at, w.stops, w.saved);
+        if !COUNT {
+            d.span(chunk, start, w.at)?;
+        }
+        if let Some(classes) = &w.classes {
+            let plan = scan::Bulk::plan(w.len, classes, matches!(d.s.sink, Sink::B64(_)));
+            let read = if COUNT {
+                saved += plan.shorter();
+                d.s.equals += u64::from((classes.equals & plan.live).count_ones());
+                plan.read
+            } else {
+                d.copy_bulk(chunk, w, &plan)?
+            };
+            i += read;
+            stops &= u64::MAX.checked_shl(read as u32).unwrap_or(0);
+            if plan.cut && read == plan.read && end < chunk.len() {
+                // The next window starts with that escape.
+                (end, stops) = (i, 0);
+            }
+        }
+        while stops != 0 {
+            let k = stops.trailing_zeros() as usize;
+            let j = w.at + k;
+            let b = chunk[j];
+            if b == b'=' {
+                d.s.equals += 1;
+                stops &= stops - 1;
+                continue;
+            }
+            if !COUNT {
+                d.span(chunk, i, j)?;
+            }
+            if b == b'"' {
+                if w.utf8 & (u64::MAX >> (63 - k)) != 0 {
+                    d.utf8_fail();
+                }
+                if COUNT {
+                    d.s.counted += (j - start - saved) as u64;
+                }
+                return Ok(Some(Step::Closed(j)));
+            }
+            if b < 0x20 {
+                return Err(d.syntax(j, "control character in a string"));
+            }
+            i = match unescape(chunk, j + 1) {
+                Some((next, bytes, n)) => {
+                    if COUNT {
+                        saved += next - j - n;
+                        d.s.equals += u64::from(n == 1 && bytes[0] == b'=');
+                    } else {
+                        d.put(&bytes, n)?;
+                    }
+                    next
+                }
+                None => {
+                    // Byte by byte; counting, what it decodes is counted as it goes.
+                    let next = d.escape_slowly(chunk, j + 1)?;
+                    saved += next - j;
+                    next
+                }
+            };
+            if i >= end {
+                break;
+            }
+            stops &= u64::MAX << (i - w.at);
+        }
+        if w.utf8 != 0 {
+            d.utf8_fail();
+        }
+        if i < end {
+            if !COUNT {
+                d.span(chunk, i, end)?;
+            }
+            i = end;
+        }
+        self.i = i;
+        if COUNT {
+            d.s.counted += (i - start - saved) as u64;
+        }
+        if i >= chunk.len() {
+            return Ok(Some(Step::End));
+        }
+        if !COUNT {
+            if d.held > d.room() {
+                d.flush()?;
+            }
+            if d.counts() {
+                d.flush()?;
+                return Ok(Some(Step::Switch(i)));
+            }
+        }
+        Ok(None)
+    }
+}
+
 impl MessageDecoder {
     /// A decoder that renders at most `cap` bytes of the result and keeps the message bytes
     /// when they are at most `raw_limit` bytes.
     pub fn new(cap: usize, raw_limit: usize) -> Self {
         MessageDecoder {
-            avx2: has_avx2(),
+            avx2: scan::has_avx2(),
             raw_limit,
             raw: Some(Vec::new()),
             len: 0,
@@ -677,6 +751,8 @@ impl MessageDecoder {
                 esc: Esc::None,
                 pend: [0; 4],
                 plen: 0,
+                counted: 0,
+                equals: 0,
             },
             key: [0; 24],
             key_len: 0,
@@ -696,6 +772,8 @@ impl MessageDecoder {
             id: None,
             method: None,
             strbuf: Vec::new(),
+            scratch: Vec::new(),
+            held: 0,
             out: Truncator::new(cap),
             content: Content::Missing,
             structured_in_out: false,
@@ -779,6 +857,14 @@ impl MessageDecoder {
             method: self.method,
             render,
         })
+    }
+
+    /// The same decoder with the portable scanner, for the fuzz targets (which hold both
+    /// scanners to the reference).
+    #[cfg(fuzzing)]
+    pub fn with_portable_scanner(mut self) -> Self {
+        self.avx2 = false;
+        self
     }
 
     /// Decodes a whole message at once.
@@ -1501,27 +1587,24 @@ impl MessageDecoder {
 
     /// Reads string contents from `chunk[i..]`; returns the index after what was read.
     fn string(&mut self, chunk: &[u8], i: usize) -> Result<usize, DecodeError> {
-        #[cfg(target_arch = "x86_64")]
-        if self.avx2 {
-            // SAFETY: `avx2` is only set when the CPU has AVX2.
-            return unsafe { self.string_avx2(chunk, i) };
+        let (end, closed) = self.contents(chunk, i)?;
+        self.flush()?;
+        let next = if closed { end + 1 } else { end };
+        if self.s.raw {
+            self.out.push(&chunk[i..next]);
         }
-        self.string_impl::<false>(chunk, i)
+        if closed {
+            self.string_done();
+            if !self.s.is_key {
+                self.value_end(chunk, next);
+            }
+        }
+        Ok(next)
     }
 
-    /// [`string`](Self::string) compiled for AVX2, so that the scan inlines into the loop.
-    #[cfg(target_arch = "x86_64")]
-    #[target_feature(enable = "avx2")]
-    unsafe fn string_avx2(&mut self, chunk: &[u8], i: usize) -> Result<usize, DecodeError> {
-        self.string_impl::<true>(chunk, i)
-    }
-
-    #[inline(always)]
-    fn string_impl<const AVX2: bool>(
-        &mut self,
-        chunk: &[u8],
-        mut i: usize,
-    ) -> Result<usize, DecodeError> {
+    /// Reads string contents from `chunk[i..]` up to the closing quote (returns its index and
+    /// `true`) or to the end of the chunk (returns `chunk.len()` and `false`).
+    fn contents(&mut self, chunk: &[u8], mut i: usize) -> Result<(usize, bool), DecodeError> {
         let n = chunk.len();
         // First finish an escape or a character split across chunks.
         while i < n && (self.s.esc != Esc::None || self.s.plen > 0) {
@@ -1541,135 +1624,236 @@ impl MessageDecoder {
             self.s.pend[p] = b;
             self.s.plen += 1;
             match utf8_char(&self.s.pend[..p + 1]) {
-                Utf8::Valid(_) => self.s.plen = 0,
+                Utf8::Valid => self.s.plen = 0,
                 Utf8::Incomplete => {}
                 Utf8::Invalid => self.utf8_fail(),
             }
-            self.deliver(&chunk[i..i + 1])?;
+            self.emit(&chunk[i..i + 1])?;
             i += 1;
         }
-        let mut check = self.s.utf8.is_some();
-        let mut start = i;
-        while i < n {
-            i += match (check, AVX2) {
-                (true, true) => first_special_avx2::<true>(&chunk[i..]),
-                (false, true) => first_special_avx2::<false>(&chunk[i..]),
-                (true, false) => first_special::<true>(&chunk[i..]),
-                (false, false) => first_special::<false>(&chunk[i..]),
+        let from = i;
+        loop {
+            let step = if self.counts() {
+                self.windows::<true>(chunk, i)?
+            } else {
+                self.windows::<false>(chunk, i)?
             };
-            if i == n {
-                break;
+            match step {
+                Step::Closed(end) => return Ok((end, true)),
+                Step::Switch(at) => i = at,
+                Step::End => break,
             }
-            let b = chunk[i];
-            if b >= 0x80 {
-                match utf8_char(&chunk[i..]) {
-                    Utf8::Valid(w) => i += w,
-                    Utf8::Incomplete => {
-                        let rest = &chunk[i..];
-                        self.s.pend[..rest.len()].copy_from_slice(rest);
-                        self.s.plen = rest.len() as u8;
-                        i = n;
-                    }
-                    Utf8::Invalid => {
-                        self.utf8_fail();
-                        check = false;
-                        i += 1;
-                    }
-                }
-                continue;
-            }
-            if b < 0x20 {
-                return Err(self.syntax(i, "control character in a string"));
-            }
-            self.deliver(&chunk[start..i])?;
-            i += 1;
-            if self.s.raw {
-                self.out.push(&[b]);
-            }
-            if b == b'"' {
-                self.string_done();
-                if !self.s.is_key {
-                    self.value_end(chunk, i);
-                }
-                return Ok(i);
-            }
-            // A backslash: the common escapes inline, the rest through the state machine.
-            match chunk.get(i).copied() {
-                Some(e) if e != b'u' => {
-                    let decoded = match e {
-                        b'"' | b'\\' | b'/' => e,
-                        b'b' => 0x08,
-                        b'f' => 0x0C,
-                        b'n' => b'\n',
-                        b'r' => b'\r',
-                        b't' => b'\t',
-                        _ => return Err(self.syntax(i, "invalid escape")),
-                    };
-                    self.raw_byte(e);
-                    if self.s.sink == Sink::Out {
-                        self.out.push(&[decoded]);
-                    } else {
-                        self.sink(&[decoded])?;
-                    }
-                    i += 1;
-                }
-                _ => {
-                    self.s.esc = Esc::Start;
-                    while i < n && self.s.esc != Esc::None {
-                        i = self.escape(chunk, i)?;
-                    }
-                }
-            }
-            start = i;
         }
-        self.deliver(&chunk[start..i])?;
+        if self.s.esc == Esc::None && self.s.utf8.is_some() {
+            // Keep a character the chunk's end cuts, for the check to go on in the next one:
+            // the last byte that is no continuation byte, if it starts a character.
+            let tail = &chunk[from.max(n.saturating_sub(3))..];
+            let start = tail.iter().rposition(|&b| !(0x80..0xC0).contains(&b));
+            if let Some(k) = start.filter(|&k| tail[k] >= 0xC0) {
+                match utf8_char(&tail[k..]) {
+                    Utf8::Incomplete => {
+                        let cut = &tail[k..];
+                        self.s.pend[..cut.len()].copy_from_slice(cut);
+                        self.s.plen = cut.len() as u8;
+                    }
+                    Utf8::Invalid => self.utf8_fail(),
+                    Utf8::Valid => {}
+                }
+            }
+        }
+        Ok((n, false))
+    }
+
+    /// Reads string contents a window of 64 bytes at a time (see [`Contents`]).
+    fn windows<const COUNT: bool>(&mut self, chunk: &[u8], i: usize) -> Result<Step, DecodeError> {
+        let look = scan::Look {
+            utf8: self.s.utf8.is_some(),
+            // Base64 payloads count their characters but `=`.
+            equals: matches!(self.s.sink, Sink::B64(_)),
+            escapes: COUNT,
+        };
+        let avx2 = self.avx2;
+        let mut contents = Contents::<COUNT> {
+            d: self,
+            chunk,
+            i,
+            step: Ok(Step::End),
+        };
+        scan::scan(chunk, i, look, avx2, &mut contents);
+        contents.step
+    }
+
+    /// Copies window `w` in bulk from its start up to where [`scan::Bulk::plan`] stops, unescaping
+    /// its escapes; returns how many bytes it read.
+    #[inline(always)]
+    fn copy_bulk(
+        &mut self,
+        chunk: &[u8],
+        w: &scan::Window,
+        plan: &scan::Bulk,
+    ) -> DecodeResult<usize> {
+        // Room for the window's bytes (64 at most) and a 64-byte block copied past them.
+        if self.held > SCRATCH - 64 {
+            self.flush()?;
+        }
+        if self.scratch.is_empty() {
+            self.scratch = vec![0; SCRATCH + 64];
+        }
+        let out = &mut self.scratch[..];
+        let mut held = self.held;
+        let (mut from, mut read) = (w.at, plan.read);
+        let mut escapes = plan.escaping & plan.live;
+        while escapes != 0 {
+            let j = w.at + escapes.trailing_zeros() as usize;
+            escapes &= escapes - 1;
+            // The plan only lets through escapes `unescape` reads.
+            let Some((next, bytes, n)) = unescape(chunk, j + 1) else {
+                read = j - w.at;
+                break;
+            };
+            held += copy_block(out, held, chunk, from, j);
+            out[held..held + 4].copy_from_slice(&bytes);
+            held += n;
+            from = next;
+        }
+        held += copy_block(out, held, chunk, from, w.at + read);
+        self.held = held;
+        Ok(read)
+    }
+
+    /// Hands on `chunk[from..to]`, string contents without escapes.
+    #[inline(always)]
+    fn span(&mut self, chunk: &[u8], from: usize, to: usize) -> Result<(), DecodeError> {
+        let n = to - from;
+        if n > 64 {
+            self.flush()?;
+            self.sink(&chunk[from..to])?;
+        } else if let Some(block) = chunk.get(from..from + 64) {
+            self.put::<64>(block.try_into().expect("64 bytes"), n)?;
+        } else {
+            self.hold(&chunk[from..to])?;
+        }
+        Ok(())
+    }
+
+    /// Holds the first `n` bytes of `block`, decoded bytes, for the sink (copied as a whole
+    /// block, which is faster than a copy of `n` bytes).
+    #[inline(always)]
+    fn put<const N: usize>(&mut self, block: &[u8; N], n: usize) -> Result<(), DecodeError> {
+        if self.scratch.is_empty() {
+            self.scratch = vec![0; SCRATCH + 64];
+        }
+        self.scratch[self.held..self.held + N].copy_from_slice(block);
+        self.held += n;
+        if self.held >= SCRATCH {
+            self.flush()?;
+        }
+        Ok(())
+    }
+
+    /// Holds decoded bytes (at most 64) for the sink.
+    fn hold(&mut self, bytes: &[u8]) -> Result<(), DecodeError> {
+        let mut block = [0; 64];
+        block[..bytes.len()].copy_from_slice(bytes);
+        self.put(&block, bytes.len())
+    }
+
+    /// Hands on decoded bytes from the byte-by-byte paths.
+    fn emit(&mut self, bytes: &[u8]) -> Result<(), DecodeError> {
+        if self.counts() {
+            self.s.counted += bytes.len() as u64;
+            Ok(())
+        } else {
+            self.hold(bytes)
+        }
+    }
+
+    /// Reads the escape after the backslash at `chunk[j - 1]` byte by byte (whatever it is:
+    /// cut by the chunk's end, invalid, a lone surrogate); returns the index to go on from.
+    fn escape_slowly(&mut self, chunk: &[u8], j: usize) -> Result<usize, DecodeError> {
+        self.s.esc = Esc::Start;
+        let mut i = j;
+        while i < chunk.len() && self.s.esc != Esc::None {
+            i = self.escape(chunk, i)?;
+        }
         Ok(i)
     }
 
-    /// Hands a span of raw string bytes (no escapes) to the sink, and to the output when the
-    /// string is copied raw.
-    #[inline]
-    fn deliver(&mut self, span: &[u8]) -> Result<(), DecodeError> {
-        if span.is_empty() {
+    /// Whether the sink keeps no more bytes, so that the rest of the string is only counted.
+    fn counts(&mut self) -> bool {
+        match self.s.sink {
+            Sink::None | Sink::B64(_) => true,
+            Sink::Out => self.out.is_over(),
+            Sink::ErrMsg => self.message.as_ref().is_some_and(Truncator::is_over),
+            Sink::Field(slot) => self.field_mut(slot).is_full(),
+            Sink::Key | Sink::Id | Sink::Method => false,
+        }
+    }
+
+    /// How many more bytes the sink keeps before it only counts.
+    fn room(&mut self) -> usize {
+        match self.s.sink {
+            Sink::None | Sink::B64(_) => 0,
+            Sink::Out => self.out.room(),
+            Sink::ErrMsg => self.message.as_ref().map_or(0, Truncator::room),
+            Sink::Field(slot) => self.field_mut(slot).room(),
+            Sink::Key | Sink::Id | Sink::Method => usize::MAX,
+        }
+    }
+
+    /// The member being read into `slot`.
+    fn field_mut(&mut self, slot: Slot) -> &mut FieldBuf {
+        let b = &mut self.block;
+        let f = match slot {
+            Slot::Type => b.kind.as_mut(),
+            Slot::Text => b.text.as_mut(),
+            Slot::Mime => b.mime.as_mut(),
+            Slot::Uri => b.uri.as_mut(),
+            Slot::RUri => b.resource.as_mut().and_then(|r| r.uri.as_mut()),
+            Slot::RMime => b.resource.as_mut().and_then(|r| r.mime.as_mut()),
+            Slot::RText => b.resource.as_mut().and_then(|r| r.text.as_mut()),
+        };
+        f.expect("the field is being read")
+    }
+
+    /// Hands what is pending to the sink: the bytes in `scratch`, then the bytes counted.
+    fn flush(&mut self) -> Result<(), DecodeError> {
+        if self.held > 0 {
+            let scratch = std::mem::take(&mut self.scratch);
+            let r = self.sink(&scratch[..self.held]);
+            (self.scratch, self.held) = (scratch, 0);
+            r?;
+        }
+        let counted = std::mem::take(&mut self.s.counted);
+        let equals = std::mem::take(&mut self.s.equals);
+        if counted == 0 {
             return Ok(());
         }
-        if self.s.sink == Sink::Out {
-            self.out.push(span);
-        } else {
-            self.sink(span)?;
-        }
-        if self.s.raw {
-            self.out.push(span);
+        match self.s.sink {
+            Sink::None => {}
+            Sink::Out => self.out.skip(counted),
+            Sink::ErrMsg => self.message.as_mut().expect("reading it").skip(counted),
+            Sink::Field(slot) => self.field_mut(slot).skip(counted),
+            Sink::B64(slot) => {
+                let count = match slot {
+                    B64Slot::Data => self.block.data.as_mut(),
+                    B64Slot::Blob => self.block.resource.as_mut().and_then(|r| r.blob.as_mut()),
+                };
+                *count.expect("the payload is being read") += counted - equals;
+            }
+            Sink::Key | Sink::Id | Sink::Method => unreachable!("these sinks never count"),
         }
         Ok(())
     }
 
     /// Hands decoded string bytes to the current sink.
-    #[inline]
     fn sink(&mut self, bytes: &[u8]) -> Result<(), DecodeError> {
         match self.s.sink {
             Sink::None => {}
             Sink::Out => self.out.push(bytes),
-            Sink::Field(slot) => {
-                let b = &mut self.block;
-                let f = match slot {
-                    Slot::Type => b.kind.as_mut(),
-                    Slot::Text => b.text.as_mut(),
-                    Slot::Mime => b.mime.as_mut(),
-                    Slot::Uri => b.uri.as_mut(),
-                    Slot::RUri => b.resource.as_mut().and_then(|r| r.uri.as_mut()),
-                    Slot::RMime => b.resource.as_mut().and_then(|r| r.mime.as_mut()),
-                    Slot::RText => b.resource.as_mut().and_then(|r| r.text.as_mut()),
-                };
-                f.expect("the field is being read").push(bytes);
-            }
-            Sink::B64(slot) => {
-                let chars = (bytes.len() - bytes.iter().filter(|&&c| c == b'=').count()) as u64;
-                let count = match slot {
-                    B64Slot::Data => self.block.data.as_mut(),
-                    B64Slot::Blob => self.block.resource.as_mut().and_then(|r| r.blob.as_mut()),
-                };
-                *count.expect("the payload is being read") += chars;
+            Sink::Field(slot) => self.field_mut(slot).push(bytes),
+            Sink::B64(_) => {
+                self.s.counted += bytes.len() as u64;
             }
             Sink::Key => {
                 let at = self.key_len;
@@ -1704,30 +1888,22 @@ impl MessageDecoder {
         match self.s.esc {
             Esc::None => Ok(i),
             Esc::Start => {
-                let decoded = match b {
-                    b'"' | b'\\' | b'/' => b,
-                    b'b' => 0x08,
-                    b'f' => 0x0C,
-                    b'n' => b'\n',
-                    b'r' => b'\r',
-                    b't' => b'\t',
-                    b'u' => {
-                        self.raw_byte(b);
-                        self.s.esc = Esc::Hex { n: 0, v: 0, hi: 0 };
-                        return Ok(i + 1);
-                    }
-                    _ => return Err(self.syntax(i, "invalid escape")),
-                };
-                self.raw_byte(b);
+                if b == b'u' {
+                    self.s.esc = Esc::Hex { n: 0, v: 0, hi: 0 };
+                    return Ok(i + 1);
+                }
+                let decoded = ESCAPES[usize::from(b)];
+                if decoded == 0 {
+                    return Err(self.syntax(i, "invalid escape"));
+                }
                 self.s.esc = Esc::None;
-                self.sink(&[decoded])?;
+                self.emit(&[decoded])?;
                 Ok(i + 1)
             }
             Esc::Hex { n, v, hi } => {
                 let Some(h) = hex(b) else {
                     return Err(self.syntax(i, "invalid escape"));
                 };
-                self.raw_byte(b);
                 let v = (v << 4) | h;
                 if n < 3 {
                     self.s.esc = Esc::Hex { n: n + 1, v, hi };
@@ -1739,7 +1915,6 @@ impl MessageDecoder {
             }
             Esc::WantBackslash { hi } => {
                 if b == b'\\' {
-                    self.raw_byte(b);
                     self.s.esc = Esc::WantU { hi };
                     Ok(i + 1)
                 } else {
@@ -1750,7 +1925,6 @@ impl MessageDecoder {
             }
             Esc::WantU { hi } => {
                 if b == b'u' {
-                    self.raw_byte(b);
                     self.s.esc = Esc::Hex { n: 0, v: 0, hi };
                     Ok(i + 1)
                 } else {
@@ -1763,12 +1937,6 @@ impl MessageDecoder {
         }
     }
 
-    fn raw_byte(&mut self, b: u8) {
-        if self.s.raw {
-            self.out.push(&[b]);
-        }
-    }
-
     /// A `\uXXXX` code unit `v`, after the leading surrogate `hi` (0 if none).
     fn code_unit(&mut self, v: u16, hi: u16) -> Result<(), DecodeError> {
         let trailing = (0xDC00..=0xDFFF).contains(&v);
@@ -1778,7 +1946,7 @@ impl MessageDecoder {
                 let c = 0x10000 + (((hi - 0xD800) as u32) << 10) + (v - 0xDC00) as u32;
                 let mut buf = [0; 4];
                 let k = push_code_point(c, &mut buf);
-                return self.sink(&buf[..k]);
+                return self.emit(&buf[..k]);
             }
             self.lone(hi)?;
         }
@@ -1788,9 +1956,12 @@ impl MessageDecoder {
             self.s.esc = Esc::WantBackslash { hi: v };
             Ok(())
         } else {
+            if v == u16::from(b'=') {
+                self.s.equals += 1;
+            }
             let mut buf = [0; 4];
             let k = push_code_point(v as u32, &mut buf);
-            self.sink(&buf[..k])
+            self.emit(&buf[..k])
         }
     }
 
@@ -1801,7 +1972,7 @@ impl MessageDecoder {
         }
         let mut buf = [0; 4];
         let k = push_code_point(u as u32, &mut buf);
-        self.sink(&buf[..k])
+        self.emit(&buf[..k])
     }
 
     fn block_end(&mut self) {
@@ -1872,7 +2043,7 @@ mod tests {
     /// Decodes `msg` split at `cuts` and checks the result against the reference, with the
     /// AVX2 scan (when the CPU has it) and without.
     fn check_split(msg: &[u8], cap: usize, cuts: &[usize]) {
-        check_split_with(msg, cap, cuts, has_avx2());
+        check_split_with(msg, cap, cuts, scan::has_avx2());
         check_split_with(msg, cap, cuts, false);
     }
 
@@ -2093,56 +2264,86 @@ mod tests {
         check_split(msg.as_bytes(), 10, &[100, 70_000]);
     }
 
-    #[test]
-    fn scans_agree_with_a_plain_loop() {
-        let mut rng = Lcg(7);
-        for _ in 0..20_000 {
-            let len = rng.below(300);
-            let mut s = Vec::new();
-            while s.len() < len {
-                match rng.below(60) {
-                    0 => s.push(b'"'),
-                    1 => s.push(b'\\'),
-                    2 => s.push(0x1F),
-                    3 => s.push(0x80 + rng.below(128) as u8),
-                    4..=12 => s.extend_from_slice("é".as_bytes()),
-                    13 => s.extend_from_slice("€".as_bytes()),
-                    _ => s.push(0x20 + rng.below(0x5F) as u8),
-                }
-            }
-            let plain = |high: bool| {
-                s.iter()
-                    .position(|&b| b == b'"' || b == b'\\' || b < 0x20 || (high && b >= 0x80))
-                    .unwrap_or(s.len())
-            };
-            assert_eq!(first_special::<true>(&s), plain(true));
-            assert_eq!(first_special::<false>(&s), plain(false));
-            if has_avx2() {
-                assert_eq!(first_special_avx2::<false>(&s), plain(false));
-                // With HIGH, the AVX2 scan may step over two-byte characters: it must stop at
-                // or before the first special byte, only ever step over ASCII and whole
-                // two-byte characters, and stop on a special byte or the start of a character.
-                let p = first_special_avx2::<true>(&s);
-                assert!(p <= plain(false));
-                let mut i = 0;
-                while i < p {
-                    let b = s[i];
-                    if b < 0x80 {
-                        assert!(b >= 0x20 && b != b'"' && b != b'\\');
-                        i += 1;
-                    } else {
-                        assert!((0xC2..=0xDF).contains(&b), "stepped over {b:#x} at {i}");
-                        assert!(s[i + 1] & 0xC0 == 0x80);
-                        i += 2;
-                    }
-                }
-                assert_eq!(i, p, "stopped inside a character");
-                if p < s.len() {
-                    let b = s[p];
-                    assert!(b == b'"' || b == b'\\' || !(0x20..0x80).contains(&b));
-                }
+    /// A random JSON string body of about `len` bytes, mostly valid, from pieces of every
+    /// class of text: plain, multi-byte, escapes of every kind (runs of them too), `=`, and
+    /// now and then a broken one.
+    fn random_string(rng: &mut Lcg, len: usize) -> String {
+        const PIECES: &[&str] = &[
+            "plain words ",
+            "é",
+            "東京",
+            "😀",
+            r#"\""#,
+            r"\\",
+            r"\/",
+            r"\n",
+            r"\t\b\f\r",
+            r"\u001b[32m",
+            r"\u0000\u0001\u007f",
+            r"\u00e9\u07FF\u0800",
+            r"\u6771\uFFFF",
+            r"\ud83d\ude00",
+            r"\u003d",
+            "=",
+            "AQID+/==",
+            r#"{\"id\":17,\"tags\":[\"a\"]}"#,
+        ];
+        const BROKEN: &[&str] = &[r"\x", r"\u12G4", r"\ud800", r"\udc00x", "\u{1}", "\\"];
+        let mut s = String::new();
+        while s.len() < len {
+            if rng.below(200) == 0 {
+                s.push_str(BROKEN[rng.below(BROKEN.len())]);
+            } else {
+                s.push_str(PIECES[rng.below(PIECES.len())]);
             }
         }
+        s
+    }
+
+    #[test]
+    fn long_strings_of_every_class_match_the_reference_in_any_split() {
+        let mut rng = Lcg(11);
+        for round in 0..1000 {
+            let len = 40 + rng.below(400);
+            let body = random_string(&mut rng, len);
+            let msg = match round % 4 {
+                0 => format!(r#"{{"result":{{"content":[{{"type":"text","text":"{body}"}}]}}}}"#),
+                1 => format!(
+                    r#"{{"result":{{"content":[{{"type":"image","data":"{body}","mimeType":"m"}}]}}}}"#
+                ),
+                2 => format!(r#"{{"x":"{body}","result":{{"content":[],"y":"{body}"}}}}"#),
+                _ => format!(
+                    r#"{{"result":{{"content":[{{"type":"resource","resource":{{"uri":"u","blob":"{body}"}}}}]}}}}"#
+                ),
+            };
+            let msg = msg.as_bytes();
+            let cap = [0, 1, 5, 64, 100, 1000][rng.below(6)];
+            let mut cuts: Vec<usize> = (0..rng.below(6)).map(|_| rng.below(msg.len())).collect();
+            cuts.sort();
+            check_split(msg, cap, &cuts);
+        }
+    }
+
+    #[test]
+    fn the_fuzz_seeds_match_the_reference() {
+        // As fuzz/fuzz_targets/render_equiv.rs reads them: the cap, how many cuts, the cuts
+        // (scaled to the message), the message.
+        let dir = concat!(env!("CARGO_MANIFEST_DIR"), "/fixtures/seeds/render_equiv");
+        let mut seen = 0;
+        for entry in std::fs::read_dir(dir).expect("the seeds") {
+            let input = std::fs::read(entry.expect("a seed").path()).expect("a seed");
+            let (cap, n) = (usize::from(input[0] % 64), usize::from(input[1] % 8));
+            let (cuts, msg) = input[2..].split_at(n);
+            let cuts: Vec<usize> = cuts
+                .iter()
+                .map(|&b| usize::from(b) * (msg.len() + 1) / 256)
+                .collect();
+            let mut sorted = cuts.clone();
+            sorted.sort();
+            check_split(msg, cap, &sorted);
+            seen += 1;
+        }
+        assert!(seen >= 20, "{seen} seeds");
     }
 
     #[test]

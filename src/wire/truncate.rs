@@ -6,6 +6,7 @@
 //! text (a test and the `truncator` fuzz target pin this). Memory is bounded by the cap: past it,
 //! pieces are only counted.
 
+use super::decode::utf8_string;
 use super::render::marker;
 
 /// Keeps at most `cap` bytes of a text given in pieces, counts all of it, and cuts on a UTF-8
@@ -104,10 +105,8 @@ impl Truncator {
             bytes.truncate(kept);
             bytes.extend_from_slice(marker(total, kept).as_bytes());
         }
-        match String::from_utf8(bytes) {
-            Ok(s) => s,
-            Err(e) => String::from_utf8_lossy(e.as_bytes()).into_owned(),
-        }
+        utf8_string(bytes)
+            .unwrap_or_else(|bytes: Vec<u8>| String::from_utf8_lossy(&bytes).into_owned())
     }
 }
 
