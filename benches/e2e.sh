@@ -16,7 +16,8 @@
 # the whole text), so CPU gets no verdict there.
 # Each transport runs E2E_RUNS rounds (default 5) of its commands, interleaved: the best wall
 # and CPU time and the highest RSS of each count.
-# Classes (the fixture server's `big`): ascii (default), json, cjk, control, image, resource.
+# Classes (the fixture server's `big`): ascii (default; no escapes at all, serde_json's best
+# case), prose, json, cjk, control, image, resource.
 # With E2E_BEFORE set to another build of agenvoy-mcp (say, of the main branch), each round
 # also times that client on the same calls and servers, for a before/after CPU figure.
 # Usage: benches/e2e.sh [BYTES] [CLASS]   (default 268435456 ascii). Exits 1 if a check or a
@@ -43,12 +44,13 @@ trap cleanup EXIT
 # server's BigClass::units); UNIT is a printf format. image and resource have no text.
 case "$CLASS" in
   ascii) UNIT='abcdefghijklmnopqrstuvwxyz0123456789 ' ;;
+  prose) UNIT='The quick brown fox jumps over the lazy dog.\n' ;;
   json) UNIT='{"id":17,"name":"widget","tags":["a","b"],"ok":true}\n' ;;
   cjk) UNIT='東京の天気は晴れです。明日は雨😀\n' ;;
   control) UNIT='\033[32mok\033[0m \000\001\002\007\n' ;;
   image) PLACEHOLDER='[image image/png, %s bytes]' ;;
   resource) PLACEHOLDER='[resource file:///big.bin application/octet-stream, %s bytes]' ;;
-  *) echo "unknown class $CLASS: ascii, json, cjk, control, image or resource"; exit 2 ;;
+  *) echo "unknown class $CLASS: ascii, prose, json, cjk, control, image or resource"; exit 2 ;;
 esac
 
 step "cargo build --release; cargo bench --no-run --bench e2e_baseline"

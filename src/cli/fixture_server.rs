@@ -630,6 +630,8 @@ enum BigClass {
     /// `ascii` (the default): letters and digits, with `multibyte` also `é€😀` and an escaped
     /// `ü`, with `escapes` also `"`, `\`, a newline, a tab and U+0001 (escaped).
     Ascii { multibyte: bool, escapes: bool },
+    /// `prose`: English sentences, one a line (an escaped newline every 45 bytes).
+    Prose,
     /// `json`: serialized JSON objects, one a line (an escape every few bytes).
     Json,
     /// `cjk`: Japanese with an emoji, raw UTF-8, a line at a time.
@@ -643,7 +645,9 @@ enum BigClass {
 }
 
 impl BigClass {
-    const NAMES: [&str; 6] = ["ascii", "json", "cjk", "control", "image", "resource"];
+    const NAMES: [&str; 7] = [
+        "ascii", "prose", "json", "cjk", "control", "image", "resource",
+    ];
 
     fn named(name: &str) -> Option<BigClass> {
         Some(match name {
@@ -651,6 +655,7 @@ impl BigClass {
                 multibyte: false,
                 escapes: false,
             },
+            "prose" => BigClass::Prose,
             "json" => BigClass::Json,
             "cjk" => BigClass::Cjk,
             "control" => BigClass::Control,
@@ -682,6 +687,10 @@ impl BigClass {
                 }
                 units
             }
+            BigClass::Prose => vec![(
+                "The quick brown fox jumps over the lazy dog.\n",
+                "The quick brown fox jumps over the lazy dog.\\n",
+            )],
             BigClass::Json => vec![(
                 "{\"id\":17,\"name\":\"widget\",\"tags\":[\"a\",\"b\"],\"ok\":true}\n",
                 r#"{\"id\":17,\"name\":\"widget\",\"tags\":[\"a\",\"b\"],\"ok\":true}\n"#,

@@ -776,6 +776,22 @@ mod avx2 {
                             at += 64;
                             continue;
                         }
+                        if look.escapes && carry == 0 {
+                            // The common case: one stop, a one-character escape inside.
+                            let stops = !(bits(_mm256_cmpeq_epi8(sa, zero))
+                                | (bits(_mm256_cmpeq_epi8(sb, zero)) << 32));
+                            let k = stops.trailing_zeros() as usize;
+                            if stops & (stops - 1) == 0
+                                && k < 63
+                                && s[at + k] == b'\\'
+                                && super::super::ESCAPES[usize::from(s[at + k + 1])] != 0
+                            {
+                                saved += 1;
+                                prev = b;
+                                at += 64;
+                                continue;
+                            }
+                        }
                         if look.escapes {
                             let found = escapes((a, b), (ha, hb), (sa, sb));
                             let others = any(sa, sb, !BACKSLASH);

@@ -1,7 +1,7 @@
 //! SSE in 64 KiB chunks, each figure beside its baselines in the same run:
-//! - `sse_8mib/events`: one 8 MiB event of many short messages, our decoder beside
+//! - `sse/events_8mib`: one 8 MiB event of many short messages, our decoder beside
 //!   eventsource-stream;
-//! - `sse_8mib/<class>`: one event carrying an 8 MiB tool result of each class of text (see
+//! - `sse/<class>`: one event carrying a 64 MiB tool result of each class of text (see
 //!   `common`), read as the HTTP transport reads it (the SSE decoder handing its data to the
 //!   message decoder), beside `serde_json::from_slice::<Value>` of the message and a memchr2
 //!   scan of the stream for `"` and `\`.
@@ -26,7 +26,7 @@ fn stream() -> Vec<u8> {
 
 fn events(c: &mut Criterion) {
     let s = stream();
-    let mut g = c.benchmark_group("sse_8mib/events");
+    let mut g = c.benchmark_group("sse/events_8mib");
     g.sample_size(10);
     g.warm_up_time(Duration::from_millis(500));
     g.throughput(Throughput::Bytes(s.len() as u64));
@@ -62,14 +62,14 @@ fn events(c: &mut Criterion) {
 
 fn classes(c: &mut Criterion) {
     for class in common::CLASSES {
-        let message = common::message(class, 8 << 20);
+        let message = common::message(class, 64 << 20);
         let mut s = b"event: message\nid: 1\ndata: ".to_vec();
         s.extend_from_slice(&message);
         s.extend_from_slice(b"\n\n");
-        let mut g = c.benchmark_group(format!("sse_8mib/{}", class.name()));
+        let mut g = c.benchmark_group(format!("sse/{}", class.name()));
         g.sample_size(10);
-        g.measurement_time(Duration::from_secs(2));
-        g.warm_up_time(Duration::from_millis(300));
+        g.measurement_time(Duration::from_secs(4));
+        g.warm_up_time(Duration::from_millis(500));
         g.throughput(Throughput::Bytes(s.len() as u64));
         g.bench_function("sse_and_decoder", |b| {
             b.iter(|| {
