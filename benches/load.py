@@ -186,9 +186,8 @@ def run(binary, seconds, servers, http_servers, callers):
     return not problems
 
 
-def children_groups(pid):
-    """The process groups of `pid`'s children (each stdio server leads one)."""
-    groups = set()
+def processes():
+    """(parent pid, process group) of every process, from /proc."""
     for entry in os.listdir("/proc"):
         if not entry.isdigit():
             continue
@@ -196,22 +195,16 @@ def children_groups(pid):
             fields = open(f"/proc/{entry}/stat").read().rsplit(")", 1)[1].split()
         except OSError:
             continue
-        if int(fields[1]) == pid:
-            groups.add(int(fields[2]))
-    return groups
+        yield int(fields[1]), int(fields[2])
+
+
+def children_groups(pid):
+    """The process groups of `pid`'s children (each stdio server leads one)."""
+    return {group for parent, group in processes() if parent == pid}
 
 
 def group_alive(group):
-    for entry in os.listdir("/proc"):
-        if not entry.isdigit():
-            continue
-        try:
-            fields = open(f"/proc/{entry}/stat").read().rsplit(")", 1)[1].split()
-        except OSError:
-            continue
-        if int(fields[2]) == group:
-            return True
-    return False
+    return any(g == group for _, g in processes())
 
 
 # Stdio fault modes of the fixture server, each a server of the fault run.
