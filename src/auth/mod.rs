@@ -120,6 +120,8 @@ struct Runtime {
     attempts: HashMap<String, u32>,
     /// The key the tokens are bound to (RFC 9449), when they are DPoP-bound.
     dpop: Option<Arc<Es256Key>>,
+    /// Why the store refused the tokens last saved, when it did (they live in memory only).
+    unsaved: Option<String>,
 }
 
 /// The DPoP nonces the servers gave last (RFC 9449 sections 8 and 9).
@@ -373,7 +375,15 @@ impl OAuth {
         })?;
         let mut rt = self.runtime.lock().await;
         rt.attempts.clear();
-        self.obtain(&mut rt, challenge.as_ref(), &[], agent).await
+        self.obtain(&mut rt, challenge.as_ref(), &[], agent).await?;
+        match rt.unsaved.take() {
+            // A login is for later processes too: tokens this one alone holds are not one.
+            Some(e) => Err(self.auth_error(format!(
+                "the tokens could not be kept: {e}; they work only until this process ends \
+                 (fix the token store, then log in again)"
+            ))),
+            None => Ok(()),
+        }
     }
 
     /// Sends an unauthenticated `initialize` to read the server's 401 challenge.
@@ -452,9 +462,10 @@ impl OAuth {
             let text = serde_json::to_string(&tokens).expect("tokens serialize");
             self.store.save(&store::tokens_key(server), &text)
         });
-        if let Err(e) = kept {
+        if let Err(e) = &kept {
             tracing::warn!(server = %server, "the tokens could not be stored ({e}); they last until this process ends");
         }
+        rt.unsaved = kept.err();
         rt.tokens = Some(tokens);
         rt.dpop = dpop;
         rt.obtained_at = Some(Instant::now());
@@ -1551,6 +1562,30 @@ mod tests {
         // Logging out forgets the key too.
         again.logout().await.unwrap();
         assert!(store.keys().is_empty(), "{:?}", store.keys());
+    }
+
+    /// A login whose tokens the store refuses fails saying so (a login is for the next
+    /// process too), and the tokens still serve this one.
+    #[tokio::test]
+    async fn a_login_the_store_refuses_fails_saying_so() {
+        let server = TestServer::start(dpop_server).await;
+        let dir = tempfile::tempdir().unwrap();
+        let not_a_dir = dir.path().join("file");
+        std::fs::write(&not_a_dir, "").unwrap();
+        let store = Arc::new(store::FileStore::new(not_a_dir.join("tokens.json")));
+        let url = format!("{}/mcp", server.base);
+        let mut config = OAuthConfig::new("s", &url);
+        config.grant = Grant::WorkloadIdentity {
+            assertion: SecretSource::Value("workload.jwt.here".into()),
+        };
+        let oauth = OAuth::new(config, store);
+        let err = oauth.login_with(None).await.unwrap_err();
+        let shown = err.to_string();
+        assert!(err.is_auth(), "{shown}");
+        assert!(shown.contains("the tokens could not be kept: "), "{shown}");
+        assert!(shown.contains("log in again"), "{shown}");
+        let sent = oauth.authorization("POST", &url).await.unwrap();
+        assert!(sent.authorization.is_some(), "held in memory");
     }
 
     /// One retry per new nonce: a server that names the nonce the proof already carried (or

@@ -56,26 +56,11 @@ pub async fn run(args: LoginArgs) -> ExitCode {
         eprintln!("login failed: {e}");
         return ExitCode::from(1);
     }
-    // The login keeps its tokens in memory when the store refuses them (a locked keyring):
-    // only tokens that were kept make a login that lasts.
-    match store.load(&agenvoy_mcp::auth::store::tokens_key(&args.name)) {
-        Ok(Some(_)) => println!(
-            "logged in to {} (tokens in {})",
-            args.name,
-            store.describe()
-        ),
-        Ok(None) => {
-            eprintln!(
-                "login failed: the tokens could not be kept in {} (see above)",
-                store.describe()
-            );
-            return ExitCode::from(1);
-        }
-        Err(e) => {
-            eprintln!("login failed: the tokens could not be kept: {e}");
-            return ExitCode::from(1);
-        }
-    }
+    println!(
+        "logged in to {} (tokens in {})",
+        args.name,
+        store.describe()
+    );
     let Some(Ok(server @ ServerConfig::Http(_))) = loaded.server(&args.name) else {
         return ExitCode::SUCCESS;
     };
