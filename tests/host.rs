@@ -932,3 +932,76 @@ fn call_usage_errors() {
         "{stderr}"
     );
 }
+
+/// A modern-only stdio server (standard-library Python): it answers `server/discover` and
+/// `tools/list`, refuses `initialize` with -32022, and logs each request's method.
+const MODERN_ONLY: &str = r#"
+import json, sys
+log = open(sys.argv[1], "a")
+for line in sys.stdin:
+    msg = json.loads(line)
+    if "id" not in msg:
+        continue
+    log.write(msg["method"] + "\n")
+    log.flush()
+    answer = {"jsonrpc": "2.0", "id": msg["id"]}
+    if msg["method"] == "server/discover":
+        answer["result"] = {"supportedVersions": ["2026-07-28"], "capabilities": {"tools": {}},
+                            "serverInfo": {"name": "modern-only", "version": "1"}}
+    elif msg["method"] == "tools/list":
+        answer["result"] = {"tools": [{"name": "hello", "inputSchema": {"type": "object"}}]}
+    else:
+        answer["error"] = {"code": -32022, "message": "Unsupported protocol version",
+                           "data": {"supported": ["2026-07-28"], "requested": "2025-11-25"}}
+    print(json.dumps(answer), flush=True)
+"#;
+
+/// A server found of the initialize era is remembered (by its entry) in `server-eras.json`,
+/// and its next start sends `initialize` at once, without the `server/discover` probe. When
+/// the same entry later runs a modern-only server, the refused `initialize` leads to the
+/// probe, the server connects in the stateless era, and the memory forgets it.
+#[test]
+fn a_server_of_the_initialize_era_starts_without_the_probe_the_next_time() {
+    let dir = tempfile::tempdir().unwrap();
+    let log = dir.path().join("methods.log");
+    let script = dir.path().join("server.sh");
+    let server = format!("exec '{}' fixture-server", binary());
+    std::fs::write(&script, &server).unwrap();
+    let path = write_config(
+        dir.path(),
+        json!({"s": {"command": "sh", "args": [script], "env": {"FIXTURE_METHOD_LOG": log}}}),
+    );
+    let config = path.to_str().unwrap();
+    let methods_of_a_start = || {
+        let _ = std::fs::remove_file(&log);
+        let (out, stdout, stderr) = run(dir.path(), &["tools", "--config", config]);
+        assert!(out.status.success(), "{stdout}{stderr}");
+        assert!(stdout.contains("  s  connected"), "{stdout}");
+        std::fs::read_to_string(&log).unwrap()
+    };
+    assert_eq!(
+        methods_of_a_start(),
+        "server/discover\ninitialize\ntools/list\n"
+    );
+    let eras = std::fs::read_to_string(dir.path().join("server-eras.json")).unwrap();
+    assert!(eras.contains("\"s\""), "{eras}");
+    assert!(!eras.contains("fixture-server"), "hashes only: {eras}");
+    assert_eq!(methods_of_a_start(), "initialize\ntools/list\n", "no probe");
+
+    // The same entry, now a modern-only server.
+    let stub = dir.path().join("modern.py");
+    std::fs::write(&stub, MODERN_ONLY).unwrap();
+    std::fs::write(
+        &script,
+        format!("exec python3 '{}' \"$FIXTURE_METHOD_LOG\"", stub.display()),
+    )
+    .unwrap();
+    assert_eq!(
+        methods_of_a_start(),
+        "initialize\nserver/discover\ntools/list\n",
+        "refused, then probed"
+    );
+    let eras = std::fs::read_to_string(dir.path().join("server-eras.json")).unwrap();
+    assert!(!eras.contains("\"s\""), "forgotten: {eras}");
+    assert_eq!(methods_of_a_start(), "server/discover\ntools/list\n");
+}

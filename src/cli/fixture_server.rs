@@ -26,7 +26,8 @@
 //! with an error that names it).
 //!
 //! With `FIXTURE_CALL_LOG` set to a file, every tools/call appends the tool's name to it
-//! first (so a test can count how often a call reached the server).
+//! first (so a test can count how often a call reached the server); with
+//! `FIXTURE_METHOD_LOG`, every request appends its method.
 
 use agenvoy_mcp::__private::protocol::types::{HANDSHAKE_VERSIONS, LATEST_HANDSHAKE_VERSION};
 use agenvoy_mcp::__private::wire::jsonrpc::{
@@ -287,7 +288,20 @@ pub fn run(mode: Mode, page_size: Option<usize>) -> std::process::ExitCode {
     std::process::ExitCode::SUCCESS
 }
 
+/// Appends `line` to the file named by variable `var`, when it is set.
+fn append_to_log(var: &str, line: &str) {
+    if let Some(log) = std::env::var_os(var) {
+        let mut file = std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(log)
+            .unwrap_or_else(|e| panic!("open {var}: {e}"));
+        let _ = writeln!(file, "{line}");
+    }
+}
+
 fn handle(server: &Arc<Server>, request: Request, out: Arc<dyn Output>) {
+    append_to_log("FIXTURE_METHOD_LOG", &request.method);
     let params = request.params.clone().unwrap_or(Value::Null);
     match request.method.as_str() {
         "initialize" => {
@@ -433,14 +447,7 @@ fn text_result(text: &str) -> Value {
 fn call_tool(server: &Server, id: Id, params: &Value, out: &dyn Output) {
     let args = params.get("arguments").cloned().unwrap_or(Value::Null);
     let name = params.get("name").and_then(Value::as_str).unwrap_or("");
-    if let Some(log) = std::env::var_os("FIXTURE_CALL_LOG") {
-        let mut file = std::fs::OpenOptions::new()
-            .create(true)
-            .append(true)
-            .open(log)
-            .expect("open FIXTURE_CALL_LOG");
-        let _ = writeln!(file, "{name}");
-    }
+    append_to_log("FIXTURE_CALL_LOG", name);
     if server.mode == Mode::CrashMidCall {
         let partial = format!(
             r#"{{"jsonrpc":"2.0","id":{id},"result":{{"content":[{{"type":"text","text":"partial"#

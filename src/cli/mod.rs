@@ -13,7 +13,7 @@ pub mod tui;
 use agenvoy_mcp::ClientOptions;
 use agenvoy_mcp::auth::{FileStore, TokenStore};
 use agenvoy_mcp::host::config::{self, Config, ConfigError};
-use agenvoy_mcp::host::{Manager, ManagerOptions};
+use agenvoy_mcp::host::{EraMemory, Manager, ManagerOptions};
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
@@ -88,13 +88,19 @@ pub fn token_store(token_file: Option<&std::path::Path>) -> (Arc<dyn TokenStore>
     (store, options)
 }
 
-/// `options` with the clients' timeout of `--timeout`.
-pub fn with_timeout(args: &HostArgs, options: ManagerOptions) -> ManagerOptions {
+/// `options` as the binary runs them: the clients' timeout of `--timeout`, and the servers'
+/// eras remembered in the config folder (`server-eras.json`), so a server of the initialize
+/// era starts without the `server/discover` probe the next time.
+pub fn binary_options(args: &HostArgs, options: ManagerOptions) -> ManagerOptions {
     ManagerOptions {
         client: ClientOptions {
             timeout: args.timeout,
             ..options.client
         },
+        eras: options.eras.or_else(|| {
+            let path = config::config_dir().join("server-eras.json");
+            Some(Arc::new(EraMemory::new(path)))
+        }),
         ..options
     }
 }
@@ -107,7 +113,7 @@ pub async fn start_manager(
 ) -> Result<(Manager, String), ConfigError> {
     let (config, source) = load_config(args)?;
     Ok((
-        Manager::new(config, with_timeout(args, options)).await,
+        Manager::new(config, binary_options(args, options)).await,
         source,
     ))
 }

@@ -55,7 +55,7 @@ pub async fn run(args: TuiArgs) -> ExitCode {
         }
     };
     let (store, options) = super::token_store(args.token_file.as_deref());
-    let manager = Manager::start(config, super::with_timeout(&args.host, options));
+    let manager = Manager::start(config, super::binary_options(&args.host, options));
     manager.register_all();
     manager.watch();
     let control = Control::with_token_store(manager.clone(), args.host.config_path(), store);

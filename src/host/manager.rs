@@ -70,6 +70,9 @@ pub struct ManagerOptions {
     /// a 0600 file).
     #[cfg(feature = "oauth")]
     pub token_store: Option<Arc<dyn crate::auth::TokenStore>>,
+    /// Where the servers found of the initialize era are remembered, so their next start
+    /// skips the `server/discover` probe (see [`super::EraMemory`]); `None`: every start probes.
+    pub eras: Option<Arc<super::eras::EraMemory>>,
 }
 
 impl Default for ManagerOptions {
@@ -82,6 +85,7 @@ impl Default for ManagerOptions {
             poll_interval: Duration::from_secs(300),
             #[cfg(feature = "oauth")]
             token_store: None,
+            eras: None,
         }
     }
 }

@@ -34,6 +34,8 @@ pub mod config;
 #[doc(hidden)]
 pub mod control;
 #[doc(hidden)]
+pub mod eras;
+#[doc(hidden)]
 pub mod expand;
 mod filelock;
 #[doc(hidden)]
@@ -52,6 +54,7 @@ pub use config::{Config, ConfigError, HttpServer, ServerConfig, StdioServer, def
 pub use control::{AddingServer, Control, ControlError};
 #[cfg(feature = "oauth")]
 pub use control::{Login, LoginEvent, LoginOptions, OAuthClient};
+pub use eras::EraMemory;
 pub use gate::{
     Allowlist, Approval, ConfirmCallback, ConfirmRequest, Denied, Gate, PermissionMode,
 };

@@ -57,6 +57,10 @@ pub enum EraPreference {
     Handshake,
     /// The stateless era only; a server that does not speak it is an error.
     Stateless,
+    /// `initialize` first, for a server known to be of the initialize era (the revision lets
+    /// a client remember a server's era): one round trip less than [`EraPreference::Auto`].
+    /// A server that refuses `initialize` is probed as with `Auto`: it may have been upgraded.
+    HandshakeFirst,
 }
 
 /// How long a stdio server may stay silent after the `server/discover` probe before
@@ -88,6 +92,20 @@ pub async fn establish(
             .during("server/discover")),
         },
         EraPreference::Auto => detect(session, client, timeout).await,
+        EraPreference::HandshakeFirst => {
+            let started = tokio::time::Instant::now();
+            match handshake(session, client, timeout).await {
+                // Silence, a closed connection or a login say nothing about the era.
+                Err(e) if !(e.is_timeout() || e.is_auth() || e.is_closed()) => {
+                    tracing::debug!(
+                        server = session.server(),
+                        "initialize was refused ({e}); finding the server's era again"
+                    );
+                    detect(session, client, timeout.saturating_sub(started.elapsed())).await
+                }
+                shook => shook,
+            }
+        }
     }
 }
 

@@ -100,7 +100,12 @@ pub(super) async fn connect_and_list(
     config: ServerConfig,
     manager_options: &ManagerOptions,
 ) -> Result<Connected> {
-    let options = &manager_options.client;
+    let eras = manager_options.eras.as_deref();
+    let mut client_options = manager_options.client.clone();
+    if let Some(eras) = eras {
+        client_options.era = eras.recall(&name, &config, client_options.era);
+    }
+    let options = &client_options;
     #[cfg(feature = "oauth")]
     let client = match &manager_options.token_store {
         Some(store) => connect_server_with_store(&name, &config, options, store.clone()).await?,
@@ -108,6 +113,9 @@ pub(super) async fn connect_and_list(
     };
     #[cfg(not(feature = "oauth"))]
     let client = connect_server(&name, &config, options).await?;
+    if let Some(eras) = eras {
+        eras.remember(&name, &config, client.details().era);
+    }
     let client = Arc::new(client);
     // Subscribe before listing, so a change made while the list is read is not missed.
     let notifications = client.notifications();
