@@ -14,7 +14,7 @@ use serde_json::{Value, json};
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::TcpStream;
 use std::path::{Path, PathBuf};
-use std::process::Command;
+use std::process::{Command, Stdio};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -954,6 +954,66 @@ fn sigterm_and_sigint_close_every_server_and_exit_0() {
         for pid in pids {
             assert_group_gone_within(pid, Duration::ZERO);
         }
+    }
+}
+
+/// A signal while a server is still starting ends the daemon at once all the same: the
+/// servers still starting are stopped (their processes end) rather than waited for (up to
+/// the timeout), and none is left behind.
+#[test]
+fn a_signal_during_startup_stops_the_servers_still_starting() {
+    let dir = tempfile::tempdir().unwrap();
+    let marker = "4903";
+    let config = json!({"servers": {
+        "slow": fixture_entry(&["--page-size", marker, "--mode", "slow-start=30"]),
+        "quick": fixture_entry(&["--page-size", marker]),
+    }});
+    std::fs::write(dir.path().join("mcp.json"), config.to_string()).unwrap();
+    let mut daemon = serve_command(dir.path(), &[])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let deadline = Instant::now() + Duration::from_secs(10);
+    let pids = loop {
+        let pids = processes_with_arg(marker);
+        if pids.len() == 2 {
+            break pids;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "the servers did not start: {pids:?}"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    let started = Instant::now();
+    let status = Command::new("kill")
+        .args(["-TERM", &daemon.id().to_string()])
+        .status()
+        .unwrap();
+    assert!(status.success());
+    let exit = loop {
+        if let Some(exit) = daemon.try_wait().unwrap() {
+            break exit;
+        }
+        assert!(
+            started.elapsed() < Duration::from_secs(5),
+            "still running 5 s after SIGTERM"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    let output = daemon.wait_with_output().unwrap();
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(exit.code(), Some(0), "{stderr}");
+    assert!(!stdout.contains("listening"), "never ready: {stdout}");
+    assert!(stderr.contains("SIGTERM: closing every server"), "{stderr}");
+    assert!(
+        !stderr.contains("failed"),
+        "a shutdown is no failure: {stderr}"
+    );
+    for pid in pids {
+        assert_group_gone_within(pid, Duration::ZERO);
     }
 }
 

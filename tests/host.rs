@@ -1005,3 +1005,46 @@ fn a_server_of_the_initialize_era_starts_without_the_probe_the_next_time() {
     assert!(!eras.contains("\"s\""), "forgotten: {eras}");
     assert_eq!(methods_of_a_start(), "server/discover\ntools/list\n");
 }
+
+/// Closing a manager while a server is still starting stops that server too (its process
+/// group ends) without waiting for its start, and it does not start again.
+#[tokio::test]
+async fn close_stops_a_server_still_starting() {
+    let dir = tempfile::tempdir().unwrap();
+    let marker = "4904";
+    agenvoy_mcp::__private::transport::stdio::become_subreaper();
+    let manager = Manager::start(
+        config(json!({
+            "slow": fixture_entry(&["--page-size", marker, "--mode", "slow-start=30"]),
+        })),
+        options(dir.path()),
+    );
+    let deadline = Instant::now() + Duration::from_secs(10);
+    let pid = loop {
+        if let [pid] = common::processes_with_arg(marker)[..] {
+            break pid;
+        }
+        assert!(Instant::now() < deadline, "the server did not start");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    };
+    assert_eq!(status_of(&manager, "slow").state, ServerState::Connecting);
+    let started = Instant::now();
+    manager.close().await;
+    assert!(
+        started.elapsed() < Duration::from_secs(5),
+        "{:?}",
+        started.elapsed()
+    );
+    assert_group_gone_within(pid, Duration::ZERO);
+    let status = status_of(&manager, "slow");
+    assert_eq!(status.state, ServerState::Disconnected, "{status:?}");
+    let again = manager.reconnect_server("slow").await.unwrap_err();
+    assert!(
+        again.to_string().contains("the manager was closed"),
+        "{again}"
+    );
+    assert!(
+        common::processes_with_arg(marker).is_empty(),
+        "not started again"
+    );
+}

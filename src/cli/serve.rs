@@ -14,6 +14,7 @@
 
 use super::HostArgs;
 use agenvoy_mcp::api::{self, ApiOptions, ApiToken, Limits};
+use agenvoy_mcp::host::{Manager, ServerState};
 use std::io::Write;
 use std::net::SocketAddr;
 use std::path::PathBuf;
@@ -45,7 +46,7 @@ pub async fn run(args: ServeArgs) -> ExitCode {
         return ExitCode::from(2);
     }
     // Taken before anything starts, so a signal during startup still closes every server.
-    let shutdown = match Shutdown::listen() {
+    let mut shutdown = match Shutdown::listen() {
         Ok(s) => s,
         Err(e) => return failed(format!("cannot handle signals: {e}")),
     };
@@ -64,11 +65,20 @@ pub async fn run(args: ServeArgs) -> ExitCode {
         Err(e) => return failed(format!("cannot listen on {}: {e}", args.listen)),
     };
     let (store, options) = super::token_store(args.token_file.as_deref());
-    let (manager, source) = match super::start_manager(&args.host, options).await {
-        Ok(m) => m,
+    let (config, source) = match super::load_config(&args.host) {
+        Ok(loaded) => loaded,
         Err(e) => return failed(e.to_string()),
     };
-    manager.register_all();
+    let manager = Manager::start(config, super::binary_options(&args.host, options));
+    // Ready once every server is connected or failed; a signal before that stops the
+    // servers still starting too (their processes end), at once.
+    tokio::select! {
+        () = started(&manager) => {}
+        () = shutdown.wait() => {
+            super::close_servers(&manager).await;
+            return ExitCode::SUCCESS;
+        }
+    }
     manager.watch();
     eprintln!("config: {source}");
     eprintln!("api token: {}", token_path.display());
@@ -98,6 +108,17 @@ pub async fn run(args: ServeArgs) -> ExitCode {
     }
 }
 
+/// Returns once no server of `manager` is still connecting.
+async fn started(manager: &Manager) {
+    while manager
+        .status()
+        .iter()
+        .any(|s| s.state == ServerState::Connecting)
+    {
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}
+
 fn failed(why: impl std::fmt::Display) -> ExitCode {
     eprintln!("serve failed: {why}");
     ExitCode::from(1)
@@ -118,7 +139,7 @@ impl Shutdown {
         })
     }
 
-    async fn wait(mut self) {
+    async fn wait(&mut self) {
         let which = tokio::select! {
             _ = self.interrupt.recv() => "SIGINT",
             _ = self.terminate.recv() => "SIGTERM",

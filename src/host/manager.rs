@@ -267,6 +267,9 @@ struct Inner {
     watching: AtomicBool,
     /// One lock per server, so that concurrent reconnects of one server make one connection.
     reconnect_locks: Mutex<HashMap<String, Arc<tokio::sync::Mutex<()>>>>,
+    /// Turns true when [`Manager::close`] starts: connects in flight stop and close their
+    /// transport, and no new one starts.
+    closing: tokio::sync::watch::Sender<bool>,
 }
 
 impl Drop for Inner {
@@ -307,16 +310,15 @@ impl PendingAdd {
     /// Connects the server and lists its tools; returns its status.
     pub(crate) async fn connect(self) -> Result<ServerStatus, AddError> {
         let manager = &self.manager;
-        let result = connect_and_list(self.name.clone(), self.config, &manager.inner.options).await;
-        let made = result.as_ref().ok().map(|c| c.client.clone());
-        manager.apply_connect(&self.name, result);
-        let placed = manager.client(&self.name);
-        if let Some(made) = made
-            && placed.is_none_or(|c| !Arc::ptr_eq(&c, &made))
-        {
-            // Removed while connecting: close it before the lock is let go.
-            made.close().await;
-        }
+        let closing = manager.inner.closing.subscribe();
+        let result = connect_and_list(
+            self.name.clone(),
+            self.config,
+            &manager.inner.options,
+            closing,
+        )
+        .await;
+        let _ = manager.settle(&self.name, result).await;
         manager
             .status()
             .into_iter()
@@ -389,6 +391,7 @@ impl Manager {
                 registered: AtomicBool::new(false),
                 watching: AtomicBool::new(false),
                 reconnect_locks: Mutex::new(HashMap::new()),
+                closing: tokio::sync::watch::Sender::new(false),
             }),
         };
         let connects = to_connect
@@ -442,6 +445,13 @@ impl Manager {
         };
         if let Some(w) = slot.watcher.take() {
             w.abort();
+        }
+        if *self.inner.closing.borrow() {
+            // Closed while it connected: it ends as every server does, quietly.
+            slot.state = ServerState::Disconnected;
+            slot.client = None;
+            slot.notifications = None;
+            return;
         }
         match result {
             Ok(connected) => {
@@ -548,8 +558,10 @@ impl Manager {
     }
 
     /// Closes every client, stops every watcher and empties the registry. Servers end as
-    /// `disconnected`.
+    /// `disconnected`. A server still starting is stopped too (its process ended), and no
+    /// server starts again: the manager is done.
     pub async fn close(&self) {
+        self.inner.closing.send_replace(true);
         let clients: Vec<Arc<Client>> = {
             let mut slots = self.slots();
             slots
@@ -569,6 +581,20 @@ impl Manager {
         let mut closing = tokio::task::JoinSet::new();
         for client in clients {
             closing.spawn(async move { client.close().await });
+        }
+        // Connects in flight hold their server's lock until their transport is closed.
+        let locks: Vec<_> = self
+            .inner
+            .reconnect_locks
+            .lock()
+            .expect("locks lock")
+            .values()
+            .cloned()
+            .collect();
+        for lock in locks {
+            closing.spawn(async move {
+                let _ = lock.lock().await;
+            });
         }
         while closing.join_next().await.is_some() {}
     }
@@ -615,13 +641,32 @@ impl Manager {
         if let Some(old) = old {
             old.close().await;
         }
-        let result = connect_and_list(name.to_string(), config, &self.inner.options).await;
-        let outcome = result
+        let closing = self.inner.closing.subscribe();
+        let result = connect_and_list(name.to_string(), config, &self.inner.options, closing).await;
+        self.settle(name, result).await
+    }
+
+    /// Records the outcome of connecting `name` ([`Manager::apply_connect`]). A client made
+    /// while the server was removed or the manager closed is not kept: it is closed here,
+    /// before the server's lock is let go.
+    async fn settle(&self, name: &str, result: Result<Connected>) -> Result<Arc<Client>> {
+        let made = result
             .as_ref()
             .map(|c| c.client.clone())
             .map_err(Clone::clone);
         self.apply_connect(name, result);
-        outcome
+        let made = made?;
+        if self
+            .client(name)
+            .is_some_and(|placed| Arc::ptr_eq(&placed, &made))
+        {
+            return Ok(made);
+        }
+        made.close().await;
+        Err(Error::new(
+            name,
+            ErrorKind::Closed("it was removed, or the manager closed, while it connected".into()),
+        ))
     }
 
     /// Reconnects every server at once (failed ones included, invalid entries excepted) and

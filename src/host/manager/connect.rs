@@ -1,6 +1,8 @@
 //! From a config entry to a connected client, and its first tool list.
 
 use super::*;
+use crate::transport::{Inbound, Transport};
+use tokio::sync::{mpsc, watch};
 
 /// Connects one configured server. The one place that turns a config entry into a client:
 /// stdio entries start their command (with `$VAR` expanded); `url` entries connect over
@@ -14,14 +16,8 @@ pub async fn connect_server(
     config: &ServerConfig,
     options: &ClientOptions,
 ) -> Result<Client> {
-    #[cfg(feature = "oauth")]
-    {
-        connect_server_with_store(name, config, options, crate::host::oauth::token_store()).await
-    }
-    #[cfg(not(feature = "oauth"))]
-    {
-        connect_entry(name, config, options).await
-    }
+    let (transport, inbound) = open(name, config, options, None)?;
+    Client::connect(name, transport, inbound, options.clone()).await
 }
 
 /// [`connect_server`] with OAuth tokens kept in `store`.
@@ -32,42 +28,57 @@ pub async fn connect_server_with_store(
     options: &ClientOptions,
     store: Arc<dyn crate::auth::TokenStore>,
 ) -> Result<Client> {
-    if let ServerConfig::Http(http) = config
-        && http.auth.as_deref() == Some("oauth")
-    {
-        let oauth = crate::host::oauth::server_oauth(name, http, store);
-        // A store that cannot be read (a locked keyring) says so, rather than "log in". A
-        // machine grant gets its tokens at the first 401; a person must log in first.
-        if oauth.stored_tokens()?.is_none() && !oauth.is_machine_grant() {
-            return Err(Error::new(name, ErrorKind::LoginRequired));
-        }
-        let mut config = http.http_config();
-        config.authorizer = Some(Arc::new(oauth));
-        return Client::connect_http(name, &config, options.clone()).await;
-    }
-    connect_entry(name, config, options).await
+    let (transport, inbound) = open(name, config, options, Some(store))?;
+    Client::connect(name, transport, inbound, options.clone()).await
 }
 
-pub(super) async fn connect_entry(
+/// Where OAuth tokens are kept, when the build has OAuth (`None`: the process's store).
+#[cfg(feature = "oauth")]
+type Store = Option<Arc<dyn crate::auth::TokenStore>>;
+#[cfg(not(feature = "oauth"))]
+type Store = Option<std::convert::Infallible>;
+
+/// The transport of a config entry, started (a stdio server runs) but not yet connected.
+fn open(
     name: &str,
     config: &ServerConfig,
     options: &ClientOptions,
-) -> Result<Client> {
+    store: Store,
+) -> Result<(Arc<dyn Transport>, mpsc::Receiver<Inbound>)> {
+    let _ = (options, &store);
     match config {
         #[cfg(feature = "stdio")]
         ServerConfig::Stdio(stdio) => {
-            Client::connect_stdio(name, &stdio.expanded(), options.clone()).await
+            let (transport, inbound) = crate::transport::stdio::StdioTransport::spawn(
+                name,
+                &stdio.expanded(),
+                options.limits(),
+            )?;
+            Ok((Arc::new(transport), inbound))
         }
         #[cfg(not(feature = "stdio"))]
-        ServerConfig::Stdio(_) => {
-            let _ = options;
-            Err(Error::new(
-                name,
-                ErrorKind::Usage(
-                    "this build has no stdio transport; build with the \"stdio\" feature".into(),
-                ),
-            ))
+        ServerConfig::Stdio(_) => Err(Error::new(
+            name,
+            ErrorKind::Usage(
+                "this build has no stdio transport; build with the \"stdio\" feature".into(),
+            ),
+        )),
+        #[cfg(feature = "oauth")]
+        ServerConfig::Http(http) if http.auth.as_deref() == Some("oauth") => {
+            let store = store.unwrap_or_else(crate::host::oauth::token_store);
+            let oauth = crate::host::oauth::server_oauth(name, http, store);
+            // A store that cannot be read (a locked keyring) says so, rather than "log in". A
+            // machine grant gets its tokens at the first 401; a person must log in first.
+            if oauth.stored_tokens()?.is_none() && !oauth.is_machine_grant() {
+                return Err(Error::new(name, ErrorKind::LoginRequired));
+            }
+            let mut config = http.http_config();
+            config.authorizer = Some(Arc::new(oauth));
+            let (transport, inbound) =
+                crate::transport::http::HttpTransport::new(name, &config, options.limits())?;
+            Ok((Arc::new(transport), inbound))
         }
+        #[cfg(not(feature = "oauth"))]
         ServerConfig::Http(http) if http.auth.as_deref() == Some("oauth") => Err(Error::new(
             name,
             ErrorKind::Usage(
@@ -76,7 +87,12 @@ pub(super) async fn connect_entry(
         )),
         #[cfg(feature = "http")]
         ServerConfig::Http(http) => {
-            Client::connect_http(name, &http.http_config(), options.clone()).await
+            let (transport, inbound) = crate::transport::http::HttpTransport::new(
+                name,
+                &http.http_config(),
+                options.limits(),
+            )?;
+            Ok((Arc::new(transport), inbound))
         }
         #[cfg(not(feature = "http"))]
         ServerConfig::Http(_) => Err(Error::new(
@@ -95,24 +111,36 @@ pub(super) struct Connected {
     pub(super) tools: Vec<Tool>,
 }
 
+/// Connects server `name` and lists its tools, unless `closing` turns true first: then the
+/// transport is closed (a stdio server and its group are ended) before this returns.
 pub(super) async fn connect_and_list(
     name: String,
     config: ServerConfig,
     manager_options: &ManagerOptions,
+    mut closing: watch::Receiver<bool>,
 ) -> Result<Connected> {
     let eras = manager_options.eras.as_deref();
-    let mut client_options = manager_options.client.clone();
+    let mut options = manager_options.client.clone();
     if let Some(eras) = eras {
-        client_options.era = eras.recall(&name, &config, client_options.era);
+        options.era = eras.recall(&name, &config, options.era);
     }
-    let options = &client_options;
     #[cfg(feature = "oauth")]
-    let client = match &manager_options.token_store {
-        Some(store) => connect_server_with_store(&name, &config, options, store.clone()).await?,
-        None => connect_server(&name, &config, options).await?,
-    };
+    let store = manager_options.token_store.clone();
     #[cfg(not(feature = "oauth"))]
-    let client = connect_server(&name, &config, options).await?;
+    let store = None;
+    let closed = || Error::new(&name, ErrorKind::Closed("the manager was closed".into()));
+    if *closing.borrow() {
+        return Err(closed());
+    }
+    let (transport, inbound) = open(&name, &config, &options, store)?;
+    let connecting = Client::connect(&name, transport.clone(), inbound, options);
+    let client = tokio::select! {
+        client = connecting => client?,
+        () = closed_signal(&mut closing) => {
+            transport.close().await;
+            return Err(closed());
+        }
+    };
     if let Some(eras) = eras {
         eras.remember(&name, &config, client.details().era);
     }
@@ -126,7 +154,11 @@ pub(super) async fn connect_and_list(
             tools: Vec::new(),
         });
     }
-    match client.list_tools().await {
+    let listed = tokio::select! {
+        listed = client.list_tools() => listed,
+        () = closed_signal(&mut closing) => Err(closed()),
+    };
+    match listed {
         Ok(tools) => Ok(Connected {
             client,
             notifications,
@@ -136,5 +168,12 @@ pub(super) async fn connect_and_list(
             client.close().await;
             Err(e)
         }
+    }
+}
+
+/// Returns when `closing` turns true (never, if the manager is gone: nothing can close it).
+async fn closed_signal(closing: &mut watch::Receiver<bool>) {
+    if closing.wait_for(|closing| *closing).await.is_err() {
+        std::future::pending::<()>().await;
     }
 }
