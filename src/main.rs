@@ -48,7 +48,7 @@ impl HostOptions {
 #[derive(Subcommand)]
 enum Command {
     /// The daemon: connect every configured server, then serve the management API (routes in
-    /// docs/API.md). Prints `listening on http://ADDR` when ready; SIGINT or SIGTERM closes
+    /// docs/API.md). Prints `listening on http://ADDR` when ready; SIGINT, SIGTERM or SIGHUP closes
     /// every server and exits.
     Serve {
         #[command(flatten)]

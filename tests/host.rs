@@ -1048,3 +1048,99 @@ async fn close_stops_a_server_still_starting() {
         "not started again"
     );
 }
+
+/// Stopping `tools` or `probe` while a server starts, or `call` while its tool runs (Ctrl-C,
+/// SIGTERM, the terminal's SIGHUP):
+/// the servers, in process groups of their own that the terminal's signal does not reach,
+/// are closed before the command ends with 128 plus the signal's number.
+#[test]
+fn a_stopped_command_closes_its_servers() {
+    let dir = tempfile::tempdir().unwrap();
+    let calls = dir.path().join("calls.log");
+    let stop = |args: &[&str], signal: &str, marker: &str, ready: &dyn Fn() -> bool| {
+        let mut command = Command::new(binary())
+            .args(args)
+            .env("AGENVOY_CONFIG_DIR", dir.path())
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        let deadline = Instant::now() + Duration::from_secs(10);
+        // The server's process: `probe`'s own command line has the marker too.
+        let servers = || {
+            let mut pids = common::processes_with_arg(marker);
+            pids.retain(|&pid| pid != command.id());
+            pids
+        };
+        while !(ready() && servers().len() == 1) {
+            if Instant::now() > deadline {
+                let _ = command.kill();
+                let out = command.wait_with_output().unwrap();
+                panic!(
+                    "{args:?}: never ready: {}",
+                    String::from_utf8_lossy(&out.stderr)
+                );
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        let pid = servers()[0];
+        let sent = Command::new("kill")
+            .args([&format!("-{signal}"), &command.id().to_string()])
+            .status()
+            .unwrap();
+        assert!(sent.success());
+        let started = Instant::now();
+        let exit = loop {
+            if let Some(exit) = command.try_wait().unwrap() {
+                break exit;
+            }
+            assert!(
+                started.elapsed() < Duration::from_secs(5),
+                "{args:?}: still running"
+            );
+            std::thread::sleep(Duration::from_millis(20));
+        };
+        let mut stderr = String::new();
+        std::io::Read::read_to_string(command.stderr.as_mut().unwrap(), &mut stderr).unwrap();
+        assert!(
+            stderr.contains(&format!("SIG{signal}: closing every server")),
+            "{stderr}"
+        );
+        assert_group_gone_within(pid, Duration::ZERO);
+        exit.code()
+    };
+
+    let config = write_config(
+        dir.path(),
+        json!({"slow": fixture_entry(&["--page-size", "4905", "--mode", "slow-start=30"])}),
+    );
+    let args = ["tools", "--config", config.to_str().unwrap()];
+    assert_eq!(stop(&args, "INT", "4905", &|| true), Some(130));
+
+    let mut entry = fixture_entry(&["--page-size", "4906"]);
+    entry["env"] = json!({"FIXTURE_CALL_LOG": calls});
+    let config = write_config(dir.path(), json!({"h": entry}));
+    let args = [
+        "call",
+        "--yes",
+        "--config",
+        config.to_str().unwrap(),
+        "mcp__h__slow",
+        r#"{"seconds": 30}"#,
+    ];
+    let called = || std::fs::read_to_string(&calls).is_ok_and(|log| log.contains("slow"));
+    assert_eq!(stop(&args, "TERM", "4906", &called), Some(143));
+
+    let fixture = binary();
+    let args = [
+        "probe",
+        "--",
+        &fixture,
+        "fixture-server",
+        "--page-size",
+        "4907",
+    ];
+    let args = [&args[..], &["--mode", "slow-start=30"]].concat();
+    assert_eq!(stop(&args, "HUP", "4907", &|| true), Some(129));
+}

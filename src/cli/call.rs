@@ -14,12 +14,13 @@ use agenvoy_mcp::__private::protocol::session::RequestOptions;
 use agenvoy_mcp::__private::protocol::types::Progress;
 use agenvoy_mcp::__private::text::{escape_controls, escape_controls_keep_lines};
 use agenvoy_mcp::host::gate::{ConfirmCallback, ConfirmRequest};
-use agenvoy_mcp::host::{ManagerOptions, PermissionMode};
+use agenvoy_mcp::host::{Manager, ManagerOptions, PermissionMode};
 use serde_json::Value;
 use std::io::{BufRead, IsTerminal, Write};
 use std::process::ExitCode;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::Duration;
 
 /// What `call` was asked to do.
 pub struct CallArgs {
@@ -119,28 +120,28 @@ pub async fn run(args: CallArgs) -> ExitCode {
         confirm: Some(confirm_callback(args.yes, allowlist)),
         ..options
     };
-    let (manager, _) = match super::start_manager(&args.host, options).await {
-        Ok(m) => m,
-        Err(e) => {
-            eprintln!("call failed: {e}");
-            return ExitCode::from(1);
-        }
-    };
-    manager.register_all();
+    let (name, timeout) = (args.name.as_str(), args.host.timeout);
+    super::run_with_servers(&args.host, options, "call", async |manager, _| {
+        call(manager, name, arguments, timeout).await
+    })
+    .await
+}
+
+/// Calls tool `name` through the confirm gate and prints what the model would see.
+async fn call(manager: &Manager, name: &str, arguments: Value, timeout: Duration) -> ExitCode {
     let shown = Arc::new(AtomicBool::new(false));
     let request = RequestOptions {
-        timeout: Some(args.host.timeout),
+        timeout: Some(timeout),
         on_progress: Some(progress_printer(shown.clone())),
         progress_resets_timeout: true,
         ..Default::default()
     };
     let result = manager
-        .call_with(&args.name, arguments, PermissionMode::Confirm, request)
+        .call_with(name, arguments, PermissionMode::Confirm, request)
         .await;
     if shown.load(Ordering::Relaxed) && std::io::stderr().is_terminal() {
         eprintln!();
     }
-    manager.close().await;
     match result {
         Ok(output) => {
             println!("{}", escape_controls_keep_lines(&output.text));

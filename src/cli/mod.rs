@@ -13,8 +13,9 @@ pub mod tui;
 use agenvoy_mcp::ClientOptions;
 use agenvoy_mcp::auth::{FileStore, TokenStore};
 use agenvoy_mcp::host::config::{self, Config, ConfigError};
-use agenvoy_mcp::host::{EraMemory, Manager, ManagerOptions};
+use agenvoy_mcp::host::{EraMemory, Manager, ManagerOptions, ServerState};
 use std::path::PathBuf;
+use std::process::ExitCode;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -105,17 +106,84 @@ pub fn binary_options(args: &HostArgs, options: ManagerOptions) -> ManagerOption
     }
 }
 
-/// Reads the config file (or the embedded default when there is none) and connects every
-/// server. Returns the manager and where its config came from.
-pub async fn start_manager(
+/// SIGINT, SIGTERM and SIGHUP, taken before any server starts. The servers run in process
+/// groups of their own, out of reach of the terminal's Ctrl-C, so a command that is stopped
+/// must close them itself.
+pub struct Signals {
+    interrupt: tokio::signal::unix::Signal,
+    terminate: tokio::signal::unix::Signal,
+    hangup: tokio::signal::unix::Signal,
+}
+
+impl Signals {
+    /// Takes the three signals for this process.
+    pub fn listen() -> std::io::Result<Signals> {
+        use tokio::signal::unix::{SignalKind, signal};
+        Ok(Signals {
+            interrupt: signal(SignalKind::interrupt())?,
+            terminate: signal(SignalKind::terminate())?,
+            hangup: signal(SignalKind::hangup())?,
+        })
+    }
+
+    /// Waits for the next one; says which on stderr and returns the exit code it means
+    /// (128 plus its number, as a shell reports a process it ended).
+    pub async fn next(&mut self) -> ExitCode {
+        let (name, number) = tokio::select! {
+            _ = self.interrupt.recv() => ("SIGINT", 2),
+            _ = self.terminate.recv() => ("SIGTERM", 15),
+            _ = self.hangup.recv() => ("SIGHUP", 1),
+        };
+        eprintln!("{name}: closing every server");
+        ExitCode::from(128 + number)
+    }
+}
+
+/// Returns once no server of `manager` is still connecting.
+pub async fn started(manager: &Manager) {
+    while manager
+        .status()
+        .iter()
+        .any(|s| s.state == ServerState::Connecting)
+    {
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}
+
+/// Runs command `command`: starts the servers of the config, runs `work` with the manager and
+/// where its config came from once every server is connected or failed, and closes them. A
+/// signal at any point closes them at once (those still starting too) and ends the command
+/// with 128 plus its number.
+pub async fn run_with_servers(
     args: &HostArgs,
     options: ManagerOptions,
-) -> Result<(Manager, String), ConfigError> {
-    let (config, source) = load_config(args)?;
-    Ok((
-        Manager::new(config, binary_options(args, options)).await,
-        source,
-    ))
+    command: &str,
+    work: impl AsyncFnOnce(&Manager, &str) -> ExitCode,
+) -> ExitCode {
+    let mut signals = match Signals::listen() {
+        Ok(s) => s,
+        Err(e) => {
+            eprintln!("{command} failed: cannot handle signals: {e}");
+            return ExitCode::from(1);
+        }
+    };
+    let (config, source) = match load_config(args) {
+        Ok(loaded) => loaded,
+        Err(e) => {
+            eprintln!("{command} failed: {e}");
+            return ExitCode::from(1);
+        }
+    };
+    let manager = Manager::start(config, binary_options(args, options));
+    let outcome = tokio::select! {
+        code = async {
+            started(&manager).await;
+            work(&manager, &source).await
+        } => code,
+        code = signals.next() => code,
+    };
+    close_servers(&manager).await;
+    outcome
 }
 
 /// How long closing the servers may take when a command ends (the stdio close sequence takes

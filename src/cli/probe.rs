@@ -24,11 +24,13 @@
 //! the instructions and the tool's output kept).
 
 use agenvoy_mcp::__private::text::{escape_controls, escape_controls_keep_lines};
-use agenvoy_mcp::__private::transport::http::HttpConfig;
-use agenvoy_mcp::__private::transport::stdio::StdioConfig;
+use agenvoy_mcp::__private::transport::Transport;
+use agenvoy_mcp::__private::transport::http::{HttpConfig, HttpTransport};
+use agenvoy_mcp::__private::transport::stdio::{StdioConfig, StdioTransport};
 use agenvoy_mcp::{Client, ClientOptions, Error};
 use serde_json::{Value, json};
 use std::process::ExitCode;
+use std::sync::Arc;
 
 /// What `probe` was asked to do.
 pub struct ProbeArgs {
@@ -73,14 +75,22 @@ pub async fn run(args: ProbeArgs) -> ExitCode {
         timeout: args.timeout,
         ..Default::default()
     };
-    let connected = match (&args.url, args.command.split_first()) {
+    // Taken before the server starts: its process group does not get the terminal's Ctrl-C.
+    let mut signals = match super::Signals::listen() {
+        Ok(s) => s,
+        Err(e) => return step_failed("start", format!("cannot handle signals: {e}")),
+    };
+    let limits = options.limits();
+    let (name, opened) = match (&args.url, args.command.split_first()) {
         (Some(url), None) => {
             let name = url_name(url);
             let config = HttpConfig {
                 header_timeout: args.timeout,
                 ..HttpConfig::new(url)
             };
-            Client::connect_http(&name, &config, options).await
+            let opened = HttpTransport::new(&name, &config, limits)
+                .map(|(t, inbound)| (Arc::new(t) as Arc<dyn Transport>, inbound));
+            (name, opened)
         }
         (None, Some((program, rest))) => {
             let name = std::path::Path::new(program)
@@ -92,7 +102,9 @@ pub async fn run(args: ProbeArgs) -> ExitCode {
                 inherit_env: args.inherit_env,
                 ..Default::default()
             };
-            Client::connect_stdio(&name, &config, options).await
+            let opened = StdioTransport::spawn(&name, &config, limits)
+                .map(|(t, inbound)| (Arc::new(t) as Arc<dyn Transport>, inbound));
+            (name, opened)
         }
         _ => {
             return step_failed(
@@ -101,13 +113,26 @@ pub async fn run(args: ProbeArgs) -> ExitCode {
             );
         }
     };
-    let client = match connected {
-        Ok(c) => c,
+    let (transport, inbound) = match opened {
+        Ok(opened) => opened,
         Err(e) => return step_failed(&step_of(&e), e),
     };
-    let code = probe(&client, &args, arguments).await;
-    client.close().await;
-    code
+    let probed = async {
+        let client = match Client::connect(&name, transport.clone(), inbound, options).await {
+            Ok(c) => c,
+            Err(e) => return step_failed(&step_of(&e), e),
+        };
+        let code = probe(&client, &args, arguments).await;
+        client.close().await;
+        code
+    };
+    tokio::select! {
+        code = probed => code,
+        code = signals.next() => {
+            transport.close().await;
+            code
+        }
+    }
 }
 
 async fn probe(client: &Client, args: &ProbeArgs, arguments: Value) -> ExitCode {

@@ -8,13 +8,13 @@
 //! http://ADDR` with the real port (so `--listen 127.0.0.1:0` works). Requests need the
 //! token in `api-token` beside the config file (made on first start, mode 0600).
 //!
-//! SIGINT or SIGTERM closes every server (no child left) and exits 0. Exit code 1 if it
+//! SIGINT, SIGTERM or SIGHUP closes every server (no child left) and exits 0. Exit code 1 if it
 //! cannot start (config, token file, address), 2 for a non-loopback address without
 //! `--allow-remote`.
 
 use super::HostArgs;
 use agenvoy_mcp::api::{self, ApiOptions, ApiToken, Limits};
-use agenvoy_mcp::host::{Manager, ServerState};
+use agenvoy_mcp::host::Manager;
 use std::io::Write;
 use std::net::SocketAddr;
 use std::path::PathBuf;
@@ -46,7 +46,7 @@ pub async fn run(args: ServeArgs) -> ExitCode {
         return ExitCode::from(2);
     }
     // Taken before anything starts, so a signal during startup still closes every server.
-    let mut shutdown = match Shutdown::listen() {
+    let mut signals = match super::Signals::listen() {
         Ok(s) => s,
         Err(e) => return failed(format!("cannot handle signals: {e}")),
     };
@@ -73,8 +73,8 @@ pub async fn run(args: ServeArgs) -> ExitCode {
     // Ready once every server is connected or failed; a signal before that stops the
     // servers still starting too (their processes end), at once.
     tokio::select! {
-        () = started(&manager) => {}
-        () = shutdown.wait() => {
+        () = super::started(&manager) => {}
+        _ = signals.next() => {
             super::close_servers(&manager).await;
             return ExitCode::SUCCESS;
         }
@@ -100,7 +100,10 @@ pub async fn run(args: ServeArgs) -> ExitCode {
             ..Limits::default()
         },
     };
-    let served = api::serve(listener, manager.clone(), options, shutdown.wait()).await;
+    let served = api::serve(listener, manager.clone(), options, async {
+        signals.next().await;
+    })
+    .await;
     super::close_servers(&manager).await;
     match served {
         Ok(()) => ExitCode::SUCCESS,
@@ -108,42 +111,7 @@ pub async fn run(args: ServeArgs) -> ExitCode {
     }
 }
 
-/// Returns once no server of `manager` is still connecting.
-async fn started(manager: &Manager) {
-    while manager
-        .status()
-        .iter()
-        .any(|s| s.state == ServerState::Connecting)
-    {
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
-}
-
 fn failed(why: impl std::fmt::Display) -> ExitCode {
     eprintln!("serve failed: {why}");
     ExitCode::from(1)
-}
-
-/// SIGINT and SIGTERM.
-struct Shutdown {
-    interrupt: tokio::signal::unix::Signal,
-    terminate: tokio::signal::unix::Signal,
-}
-
-impl Shutdown {
-    fn listen() -> std::io::Result<Shutdown> {
-        use tokio::signal::unix::{SignalKind, signal};
-        Ok(Shutdown {
-            interrupt: signal(SignalKind::interrupt())?,
-            terminate: signal(SignalKind::terminate())?,
-        })
-    }
-
-    async fn wait(&mut self) {
-        let which = tokio::select! {
-            _ = self.interrupt.recv() => "SIGINT",
-            _ = self.terminate.recv() => "SIGTERM",
-        };
-        eprintln!("{which}: closing every server");
-    }
 }

@@ -23,7 +23,7 @@
 
 use super::HostArgs;
 use agenvoy_mcp::__private::text::escape_controls;
-use agenvoy_mcp::host::ManagerOptions;
+use agenvoy_mcp::host::{Manager, ManagerOptions};
 use serde_json::json;
 use std::process::ExitCode;
 
@@ -37,18 +37,20 @@ pub struct ToolsArgs {
 
 /// Runs `tools`.
 pub async fn run(args: ToolsArgs) -> ExitCode {
-    let (manager, source) = match super::start_manager(&args.host, ManagerOptions::default()).await
-    {
-        Ok(m) => m,
-        Err(e) => {
-            eprintln!("tools failed: {e}");
-            return ExitCode::from(1);
-        }
-    };
+    let options = ManagerOptions::default();
+    super::run_with_servers(&args.host, options, "tools", async |manager, source| {
+        report(manager, source, args.json);
+        ExitCode::SUCCESS
+    })
+    .await
+}
+
+/// Prints the servers and their tools, as text or (`json`) one JSON document.
+fn report(manager: &Manager, source: &str, json: bool) {
     let collisions = manager.register_all();
     let status = manager.status();
     let registry = manager.registry();
-    if args.json {
+    if json {
         let tools: Vec<_> = registry
             .tools()
             .map(|t| {
@@ -111,6 +113,4 @@ pub async fn run(args: ToolsArgs) -> ExitCode {
             }
         }
     }
-    manager.close().await;
-    ExitCode::SUCCESS
 }
