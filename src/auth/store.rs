@@ -23,6 +23,10 @@ pub const SERVICE: &str = "agenvoy";
 pub const TOKEN_FILE: &str = "oauth-tokens.json";
 
 /// Secret storage by key. Implementations must keep values out of logs and errors.
+///
+/// The methods are called from async code, on the runtime's threads: a store that may wait
+/// (a keychain, a network) should do so through [`tokio::task::block_in_place`] where the
+/// runtime allows, as [`default_store`]'s does, so that other servers' I/O goes on meanwhile.
 pub trait TokenStore: Send + Sync {
     /// The value under `key`, if any.
     fn load(&self, key: &str) -> Result<Option<String>, String>;
@@ -299,24 +303,36 @@ impl DefaultStore {
     }
 }
 
+/// Runs `f`, which may wait on a keychain (a D-Bus peer may take up to its 10 s deadline), so
+/// that the runtime's other tasks move to other threads meanwhile. `block_in_place` needs a
+/// multi-thread runtime; elsewhere (a current-thread runtime, no runtime) `f` simply runs.
+fn may_wait<T>(f: impl FnOnce() -> T) -> T {
+    match tokio::runtime::Handle::try_current() {
+        Ok(handle) if handle.runtime_flavor() == tokio::runtime::RuntimeFlavor::MultiThread => {
+            tokio::task::block_in_place(f)
+        }
+        _ => f(),
+    }
+}
+
 impl TokenStore for DefaultStore {
     fn load(&self, key: &str) -> Result<Option<String>, String> {
-        let value = self.chosen().store.load(key)?;
+        let value = may_wait(|| self.chosen().store.load(key))?;
         if value.is_some() {
             self.note_secret();
         }
         Ok(value)
     }
     fn save(&self, key: &str, value: &str) -> Result<(), String> {
-        self.chosen().store.save(key, value)?;
+        may_wait(|| self.chosen().store.save(key, value))?;
         self.note_secret();
         Ok(())
     }
     fn delete(&self, key: &str) -> Result<(), String> {
-        self.chosen().store.delete(key)
+        may_wait(|| self.chosen().store.delete(key))
     }
     fn describe(&self) -> String {
-        self.chosen().store.describe()
+        may_wait(|| self.chosen().store.describe())
     }
 }
 
@@ -422,6 +438,37 @@ pub fn client_key(issuer: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A wait in the store does not stall the runtime's only worker: another task's timer
+    /// keeps firing meanwhile. On a current-thread runtime it just runs.
+    #[test]
+    fn a_store_that_waits_leaves_the_worker_to_other_tasks() {
+        let runtime = tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(1)
+            .enable_time()
+            .build()
+            .unwrap();
+        let ticks = runtime.block_on(async {
+            let ticker = tokio::spawn(async {
+                let mut ticks = 0;
+                let started = std::time::Instant::now();
+                while started.elapsed() < std::time::Duration::from_millis(400) {
+                    tokio::time::sleep(std::time::Duration::from_millis(10)).await;
+                    ticks += 1;
+                }
+                ticks
+            });
+            tokio::spawn(async {
+                may_wait(|| std::thread::sleep(std::time::Duration::from_millis(400)));
+            });
+            ticker.await.unwrap()
+        });
+        assert!(ticks > 10, "the worker was held: {ticks} ticks");
+        tokio::runtime::Builder::new_current_thread()
+            .build()
+            .unwrap()
+            .block_on(async { may_wait(|| ()) });
+    }
 
     #[test]
     fn file_store_is_private_and_survives_reopen() {
