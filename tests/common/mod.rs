@@ -2,6 +2,7 @@
 #![allow(dead_code)]
 
 pub mod py_oauth;
+pub mod tmux;
 
 use agenvoy_mcp::__private::transport::stdio::StdioConfig;
 use agenvoy_mcp::{Client, ClientOptions};
