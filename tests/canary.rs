@@ -339,6 +339,16 @@ impl Home {
         std::fs::write(self.store_path(), Value::Object(store).to_string()).unwrap();
     }
 
+    /// Takes the seeded client out of the store.
+    fn forget_seeded_client(&self, shared: &Shared) {
+        let Some(py) = &shared.py else { return };
+        let mut store: Value =
+            serde_json::from_slice(&std::fs::read(self.store_path()).unwrap()).unwrap();
+        let key = format!("client:{}", py.issuer.trim_end_matches('/'));
+        store.as_object_mut().unwrap().remove(&key);
+        std::fs::write(self.store_path(), store.to_string()).unwrap();
+    }
+
     /// Every secret the store holds now (what the OAuth server issued, what was seeded).
     fn stored_secrets(&self) -> Vec<String> {
         let store: Value = std::fs::read(self.store_path())
@@ -490,15 +500,10 @@ fn run_commands(home: &Home, shared: &Shared, seen: &mut Seen) {
             config.into(),
         ],
         call("mcp__local__echo", r#"{"text":"hi","stderr":true}"#),
-        call("mcp__local__fail", "{}"),
         call("mcp__local__nosuchtool", "{}"),
         call("mcp__remote__echo", r#"{"text":"hi"}"#),
         call("mcp__down__echo", "{}"),
         call("mcp__py__whoami", "{}"),
-        // Not on the allowlist and no terminal to ask: refused.
-        ["call", "mcp__local__echo", "{}"]
-            .map(String::from)
-            .to_vec(),
         vec!["login".into(), "--no-browser".into(), "down".into()],
         vec![
             "probe".into(),
@@ -660,7 +665,7 @@ impl Drop for KillOnDrop {
 /// servers; a warning for others), a stdio server with a secret env value and an OAuth one
 /// with a secret header added through the wizard, a client secret typed, then `q`. What it
 /// drew (every byte, through `pipe-pane`), each screen seen, and its log are recorded.
-fn run_panel(home: &Home, seen: &mut Seen) {
+fn run_panel(home: &Home, _shared: &Shared, seen: &mut Seen) {
     let dir = home.dir.path();
     let store = home.store_path();
     let mut names: Vec<String> = config_servers(home);
@@ -1111,6 +1116,8 @@ fn run_api(home: &Home, shared: &Shared, seen: &mut Seen) {
             Some(json!({"name": "mcp__pyseed__whoami", "mode": "auto"})),
         );
         let _ = answer;
+        // A fresh login: the seeded client is not one the authorization server knows.
+        home.forget_seeded_client(shared);
         daemon.login(seen, "py");
         seen.learned.extend(home.stored_secrets());
         let (status, answer) = api(
@@ -1160,38 +1167,28 @@ fn run_api(home: &Home, shared: &Shared, seen: &mut Seen) {
 
 // The test.
 
-/// One level: the commands, the panel and the daemon in a home of its own; what they showed
-/// and wrote.
-fn run_level(level: &'static str, shared: &Shared) -> (Seen, Vec<String>) {
+/// What runs at each level, each in a home of its own and at the same time (the panel
+/// mostly waits for its screens): the commands, the daemon and its API, the panel.
+type Surface = fn(&Home, &Shared, &mut Seen);
+const SURFACES: [(&str, Surface); 3] = [
+    ("commands", run_commands),
+    ("API", run_api),
+    ("panel", run_panel),
+];
+
+/// One surface at one level: what it showed and wrote, and what `mcp.json` holds that it
+/// should not.
+fn run_surface(level: &'static str, surface: Surface, shared: &Shared) -> (Seen, Vec<String>) {
     let home = Home::new(level, shared);
     let mut seen = Seen::default();
-    let started = Instant::now();
-    run_commands(&home, shared, &mut seen);
-    eprintln!(
-        "AGENVOY_LOG={level}: commands done after {:?}",
-        started.elapsed()
-    );
-    run_api(&home, shared, &mut seen);
-    eprintln!(
-        "AGENVOY_LOG={level}: API done after {:?}",
-        started.elapsed()
-    );
-    run_panel(&home, &mut seen);
-    eprintln!(
-        "AGENVOY_LOG={level}: panel done after {:?}",
-        started.elapsed()
-    );
+    surface(&home, shared, &mut seen);
     seen.learned.extend(home.stored_secrets());
     let (files, config) = home.files();
     seen.blobs.extend(files);
     // The config holds what the user wrote there, and nothing else.
     let mut config_leaks = Vec::new();
     let learned = seen.learned.clone();
-    for secret in NEVER_IN_CONFIG
-        .iter()
-        .map(|s| s.to_string())
-        .chain(learned)
-    {
+    for secret in NEVER_IN_CONFIG.iter().map(|s| s.to_string()).chain(learned) {
         for form in forms(&secret) {
             if config.contains(&form) {
                 config_leaks.push(format!("AGENVOY_LOG={level} mcp.json holds {secret}"));
@@ -1256,12 +1253,19 @@ fn no_secret_appears_in_any_output_log_answer_or_file_at_any_level() {
     });
     let runs: Vec<_> = LEVELS
         .iter()
-        .map(|&level| {
+        .flat_map(|&level| SURFACES.map(|surface| (level, surface)))
+        .map(|(level, (name, surface))| {
             let shared = shared.clone();
-            std::thread::Builder::new()
-                .name(format!("level {level}"))
-                .spawn(move || run_level(level, &shared))
-                .unwrap()
+            let thread = std::thread::Builder::new()
+                .name(format!("{name} at {level}"))
+                .spawn(move || {
+                    let started = Instant::now();
+                    let run = run_surface(level, surface, &shared);
+                    eprintln!("AGENVOY_LOG={level}: {name} took {:?}", started.elapsed());
+                    run
+                })
+                .unwrap();
+            (level, name, thread)
         })
         .collect();
     let mut secrets: Vec<String> = NEVER_IN_CONFIG
@@ -1270,14 +1274,18 @@ fn no_secret_appears_in_any_output_log_answer_or_file_at_any_level() {
         .map(|s| s.to_string())
         .collect();
     let mut problems = Vec::new();
-    let mut seen_all = Vec::new();
-    for (level, run) in LEVELS.iter().zip(runs) {
-        let (seen, config_leaks) = run
+    let mut seen_all: Vec<(&str, Seen)> = LEVELS.iter().map(|&l| (l, Seen::default())).collect();
+    for (level, name, thread) in runs {
+        let (seen, config_leaks) = thread
             .join()
-            .unwrap_or_else(|_| panic!("AGENVOY_LOG={level}: the run failed (see above)"));
+            .unwrap_or_else(|_| panic!("AGENVOY_LOG={level}: the {name} run failed (see above)"));
         problems.extend(config_leaks);
         secrets.extend(seen.learned.iter().cloned());
-        seen_all.push((*level, seen));
+        let all = &mut seen_all.iter_mut().find(|(l, _)| *l == level).unwrap().1;
+        all.blobs.extend(seen.blobs);
+        all.learned.extend(seen.learned);
+        all.commands.extend(seen.commands);
+        all.routes.extend(seen.routes);
     }
     secrets.sort();
     secrets.dedup();
