@@ -404,46 +404,6 @@ impl Home {
 
 // The shared servers.
 
-/// A loopback HTTP server that answers every request 500 with a fixed body; it lives as
-/// long as the test process.
-fn answering_500() -> String {
-    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
-    let url = format!("http://{}/mcp", listener.local_addr().unwrap());
-    std::thread::spawn(move || {
-        for stream in listener.incoming().flatten() {
-            std::thread::spawn(move || {
-                let _ = stream.set_read_timeout(Some(Duration::from_secs(5)));
-                let mut reader = BufReader::new(&stream);
-                let mut length = 0;
-                let mut line = String::new();
-                while reader.read_line(&mut line).is_ok_and(|n| n > 0) && line != "\r\n" {
-                    if let Some((name, value)) = line.split_once(':')
-                        && name.eq_ignore_ascii_case("content-length")
-                    {
-                        length = value.trim().parse().unwrap_or(0);
-                    }
-                    line.clear();
-                }
-                let _ = reader.take(length).read_to_end(&mut Vec::new());
-                let body = "the server is down for maintenance";
-                let _ = write!(
-                    &stream,
-                    "HTTP/1.1 500 Internal Server Error\r\nContent-Type: text/plain\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
-                    body.len()
-                );
-            });
-        }
-    });
-    url
-}
-
-fn closed_url() -> String {
-    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
-    let url = format!("http://{}/mcp", listener.local_addr().unwrap());
-    drop(listener);
-    url
-}
-
 fn json_of(authority: &str, target: &str) -> Value {
     let (head, body) = raw_http(authority, "GET", target);
     serde_json::from_str(&body).unwrap_or_else(|e| panic!("{target}: {e}: {head}\n{body}"))
@@ -870,15 +830,8 @@ impl Daemon {
         }
     }
 
-    /// One request (HTTP/1.1, `Connection: close`); records the whole answer.
-    fn request(
-        &self,
-        seen: &mut Seen,
-        method: &str,
-        target: &str,
-        body: Option<Value>,
-    ) -> (u16, Value) {
-        let body = body.map(|b| b.to_string()).unwrap_or_default();
+    /// Sends one request (HTTP/1.1, with the token, `Connection: close`) on a new connection.
+    fn open(&self, method: &str, target: &str, body: &str) -> TcpStream {
         let mut stream = TcpStream::connect(&self.authority).unwrap();
         stream
             .set_read_timeout(Some(Duration::from_secs(60)))
@@ -896,6 +849,19 @@ impl Daemon {
             body.len()
         )
         .unwrap();
+        stream
+    }
+
+    /// One request; records the whole answer.
+    fn request(
+        &self,
+        seen: &mut Seen,
+        method: &str,
+        target: &str,
+        body: Option<Value>,
+    ) -> (u16, Value) {
+        let body = body.map(|b| b.to_string()).unwrap_or_default();
+        let mut stream = self.open(method, target, &body);
         let mut answer = Vec::new();
         let _ = stream.read_to_end(&mut answer);
         seen.add(format!("{method} {target} {body}"), &answer);
@@ -920,16 +886,7 @@ impl Daemon {
     /// A login through the stream, completed by pasting back where the browser ended.
     fn login(&self, seen: &mut Seen, name: &str) {
         let _one = LOGIN.lock().unwrap_or_else(|e| e.into_inner());
-        let mut stream = TcpStream::connect(&self.authority).unwrap();
-        stream
-            .set_read_timeout(Some(Duration::from_secs(60)))
-            .unwrap();
-        write!(
-            stream,
-            "GET /v1/mcp/oauth?name={name} HTTP/1.1\r\nHost: {}\r\nAuthorization: Bearer {}\r\nConnection: close\r\n\r\n",
-            self.authority, self.token
-        )
-        .unwrap();
+        let stream = self.open("GET", &format!("/v1/mcp/oauth?name={name}"), "");
         let mut reader = BufReader::new(stream);
         let mut streamed = Vec::new();
         let mut url = None;
@@ -1248,7 +1205,7 @@ fn no_secret_appears_in_any_output_log_answer_or_file_at_any_level() {
     let shared = Arc::new(Shared {
         http: HttpFixture::start("json", &[]),
         closed: closed_url(),
-        broken: answering_500(),
+        broken: answering_500("the server is down for maintenance"),
         py: start_py(),
     });
     let runs: Vec<_> = LEVELS
@@ -1275,10 +1232,19 @@ fn no_secret_appears_in_any_output_log_answer_or_file_at_any_level() {
         .collect();
     let mut problems = Vec::new();
     let mut seen_all: Vec<(&str, Seen)> = LEVELS.iter().map(|&l| (l, Seen::default())).collect();
-    for (level, name, thread) in runs {
-        let (seen, config_leaks) = thread
-            .join()
-            .unwrap_or_else(|_| panic!("AGENVOY_LOG={level}: the {name} run failed (see above)"));
+    // Every run joined before any failure is reported, so each stops what it started.
+    let runs: Vec<_> = runs
+        .into_iter()
+        .map(|(level, name, thread)| (level, name, thread.join()))
+        .collect();
+    let failed: Vec<String> = runs
+        .iter()
+        .filter(|(_, _, run)| run.is_err())
+        .map(|(level, name, _)| format!("{name} at {level}"))
+        .collect();
+    assert!(failed.is_empty(), "runs failed (see above): {failed:?}");
+    for (level, _, run) in runs {
+        let (seen, config_leaks) = run.unwrap();
         problems.extend(config_leaks);
         secrets.extend(seen.learned.iter().cloned());
         let all = &mut seen_all.iter_mut().find(|(l, _)| *l == level).unwrap().1;
