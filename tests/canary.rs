@@ -1339,3 +1339,45 @@ fn no_secret_appears_in_any_output_log_answer_or_file_at_any_level() {
 fn become_subreaper_here() {
     agenvoy_mcp::__private::transport::stdio::become_subreaper();
 }
+
+#[test]
+fn a_secret_is_found_however_it_was_encoded() {
+    let secret = STORED_CLIENT_SECRET;
+    let standard = &base64::engine::general_purpose::STANDARD;
+    let url_safe = &base64::engine::general_purpose::URL_SAFE_NO_PAD;
+    let mut texts = vec![
+        format!(
+            "body: client_secret={}",
+            forms(secret)[0].replace('+', "%2B")
+        ),
+        format!(
+            "grant_type=refresh_token&client_secret={}",
+            "CANARY%2Bstored%2Fclient%3Dsecret-62f0"
+        ),
+        format!("{{\"secret\":\"{}\"}}", secret.replace('/', "\\/")),
+    ];
+    // Basic auth's `client_id:secret`, the secret at each of the three alignments.
+    for id in ["a", "ab", "abc"] {
+        texts.push(format!(
+            "Authorization: Basic {}",
+            standard.encode(format!("{id}:{secret}"))
+        ));
+        texts.push(url_safe.encode(format!("{id}:{secret}")));
+    }
+    for text in texts {
+        let seen = Seen {
+            blobs: vec![("text".into(), text.clone().into_bytes())],
+            ..Seen::default()
+        };
+        assert!(
+            !leaks(&seen, &[secret.to_string()]).is_empty(),
+            "not found in {text}"
+        );
+    }
+    // A server's own words are not a secret.
+    let seen = Seen {
+        blobs: vec![("text".into(), b"client_secret=*** api_key=***".to_vec())],
+        ..Seen::default()
+    };
+    assert!(leaks(&seen, &[secret.to_string()]).is_empty());
+}
