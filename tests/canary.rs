@@ -1347,10 +1347,6 @@ fn a_secret_is_found_however_it_was_encoded() {
     let url_safe = &base64::engine::general_purpose::URL_SAFE_NO_PAD;
     let mut texts = vec![
         format!(
-            "body: client_secret={}",
-            forms(secret)[0].replace('+', "%2B")
-        ),
-        format!(
             "grant_type=refresh_token&client_secret={}",
             "CANARY%2Bstored%2Fclient%3Dsecret-62f0"
         ),
