@@ -89,7 +89,8 @@ const IN_CONFIG: &[&str] = &[
     PANEL_HEADER,
 ];
 
-/// The commands `--help` lists that this test runs (`help` itself aside).
+/// The commands `--help` lists that this test runs (`help` itself aside; the hidden
+/// `fixture-server` runs as the servers).
 const COMMANDS: &[&str] = &[
     "serve",
     "tui",
@@ -100,7 +101,7 @@ const COMMANDS: &[&str] = &[
     "conformance",
 ];
 
-/// What the servers the test shares are.
+/// The servers every run shares.
 struct Shared {
     /// The HTTP fixture (`json` mode).
     http: HttpFixture,
