@@ -658,7 +658,7 @@ fn servers_are_added_and_removed_through_the_api() {
 fn secrets_never_come_back() {
     let daemon = Daemon::start(Some(json!({"servers": {
         "local": {"command": "/nonexistent/server", "env": {"TOKEN": "literal-env-secret", "REF": "${MY_TOKEN}"}},
-        "remote": {"url": "http://127.0.0.1:9/mcp",
+        "remote": {"url": "http://u:literal-password@127.0.0.1:9/mcp?api_key=literal-query-secret",
                    "headers": {"Authorization": "Bearer literal-header-secret", "X-Key": "$MY_KEY"}},
         "login": {"url": "http://127.0.0.1:9/mcp", "auth": "oauth", "oauth_client_id": "c1",
                   "oauth_client_secret": "literal-client-secret"}
@@ -669,6 +669,8 @@ fn secrets_never_come_back() {
         "literal-env-secret",
         "literal-header-secret",
         "literal-client-secret",
+        "literal-query-secret",
+        "literal-password",
     ] {
         assert!(!listed.text.contains(secret), "{secret}: {}", listed.text);
     }
@@ -677,6 +679,10 @@ fn secrets_never_come_back() {
     assert_eq!(servers["local"]["env"]["TOKEN"], "[redacted]");
     assert_eq!(servers["remote"]["headers"]["X-Key"], "$MY_KEY");
     assert_eq!(servers["remote"]["headers"]["Authorization"], "[redacted]");
+    assert_eq!(
+        servers["remote"]["url"],
+        "http://u:***@127.0.0.1:9/mcp?api_key=***"
+    );
     assert_eq!(servers["login"]["oauth_client_secret"], "[redacted]");
     assert_eq!(servers["login"]["oauth_client_id"], "c1");
     let status = daemon.api.send("GET", "/v1/mcp/status", None);

@@ -9,77 +9,15 @@
 
 mod common;
 
+use common::tmux::{Tmux, quoted};
 use common::*;
 use serde_json::{Value, json};
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::Command;
 use std::time::Duration;
 
 /// How long a step may take.
 const PATIENCE: Duration = Duration::from_secs(30);
-
-/// A tmux server of its own (its socket in the test's folder), killed when dropped.
-struct Tmux {
-    socket: PathBuf,
-}
-
-impl Tmux {
-    /// Starts `command` (a shell line) in a detached 80x24 session.
-    fn start(dir: &Path, command: &str) -> Option<Tmux> {
-        if Command::new("tmux").arg("-V").output().is_err() {
-            not_installed("tmux");
-            return None;
-        }
-        let tmux = Tmux {
-            socket: dir.join("tmux.sock"),
-        };
-        let started = tmux
-            .run(&["new-session", "-d", "-x", "80", "-y", "24", command])
-            .status
-            .success();
-        assert!(started, "tmux started");
-        Some(tmux)
-    }
-
-    fn run(&self, args: &[&str]) -> std::process::Output {
-        Command::new("tmux")
-            .arg("-S")
-            .arg(&self.socket)
-            .args(args)
-            .output()
-            .expect("tmux runs")
-    }
-
-    fn screen(&self) -> String {
-        String::from_utf8_lossy(&self.run(&["capture-pane", "-p"]).stdout).into_owned()
-    }
-
-    /// Sends keys by tmux's names (`Enter`, `Escape`, `Space`, `q`), each after a short
-    /// pause, so that Escape and the next key are not read as one Alt key.
-    fn keys(&self, keys: &[&str]) {
-        for key in keys {
-            std::thread::sleep(Duration::from_millis(150));
-            self.run(&["send-keys", key]);
-        }
-    }
-
-    /// Types `text` as it is.
-    fn type_text(&self, text: &str) {
-        std::thread::sleep(Duration::from_millis(150));
-        self.run(&["send-keys", "-l", text]);
-    }
-
-    /// Waits until the screen shows `needle`; the screen then.
-    fn wait_for(&self, needle: &str) -> String {
-        until_shown(needle, || self.screen())
-    }
-}
-
-impl Drop for Tmux {
-    fn drop(&mut self) {
-        let _ = self.run(&["kill-server"]);
-    }
-}
 
 fn config(dir: &Path) -> Value {
     serde_json::from_str(&read_in(dir, "mcp.json")).unwrap()
@@ -90,10 +28,6 @@ fn eventually(what: &str, check: impl Fn() -> bool) {
     wait_until(what, PATIENCE, || {
         if check() { Ok(()) } else { Err(String::new()) }
     });
-}
-
-fn quoted(path: &Path) -> String {
-    format!("'{}'", path.display().to_string().replace('\'', "'\\''"))
 }
 
 /// Starts `agenvoy-mcp tui` on `config` (written to mcp.json in `dir`) in tmux; after it

@@ -27,7 +27,8 @@ fn redact_value(value: &mut Value) {
     }
 }
 
-/// One entry as written, with every literal header, env value and client secret replaced.
+/// One entry as written, with every literal header, env value and client secret replaced,
+/// and its URL's password and query values hidden (`redact_url`).
 fn redact(entry: &Value) -> Value {
     let Value::Object(members) = entry else {
         // Not an entry at all (the file is broken there): show nothing of it.
@@ -45,6 +46,9 @@ fn redact(entry: &Value) -> Value {
         if let Some(value) = members.get_mut(key) {
             redact_value(value);
         }
+    }
+    if let Some(Value::String(url)) = members.get_mut("url") {
+        *url = crate::text::redact_url(url).into_owned();
     }
     Value::Object(members)
 }
@@ -249,6 +253,12 @@ mod tests {
             })
         );
         assert_eq!(redact(&json!({"env": "A=b"}))["env"], REDACTED);
+        // A URL keeps where it points, not its password or query values.
+        assert_eq!(
+            redact(&json!({"url": "https://u:pw@h.test/mcp?api_key=k1&x=2"}))["url"],
+            "https://u:***@h.test/mcp?api_key=***&x=***"
+        );
+        assert_eq!(redact(&json!({"url": "${URL}"}))["url"], "${URL}");
         assert_eq!(redact(&json!("Bearer abc")), REDACTED);
     }
 }

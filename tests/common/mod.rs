@@ -2,6 +2,7 @@
 #![allow(dead_code)]
 
 pub mod py_oauth;
+pub mod tmux;
 
 use agenvoy_mcp::__private::transport::stdio::StdioConfig;
 use agenvoy_mcp::{Client, ClientOptions};
@@ -324,4 +325,45 @@ pub fn until_shown(needle: &str, mut screen: impl FnMut() -> String) -> String {
             Err(now)
         }
     })
+}
+
+/// A loopback HTTP server that reads each request whole and answers it with a 500 whose
+/// body is `body`. It lives as long as the test process.
+pub fn answering_500(body: &'static str) -> String {
+    use std::io::{BufRead, BufReader, Read, Write};
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let url = format!("http://{}/mcp", listener.local_addr().unwrap());
+    std::thread::spawn(move || {
+        for stream in listener.incoming().flatten() {
+            std::thread::spawn(move || {
+                let _ = stream.set_read_timeout(Some(Duration::from_secs(5)));
+                let mut reader = BufReader::new(&stream);
+                let mut length = 0;
+                let mut line = String::new();
+                while reader.read_line(&mut line).is_ok_and(|n| n > 0) && line != "\r\n" {
+                    if let Some((name, value)) = line.split_once(':')
+                        && name.eq_ignore_ascii_case("content-length")
+                    {
+                        length = value.trim().parse().unwrap_or(0);
+                    }
+                    line.clear();
+                }
+                let _ = reader.take(length).read_to_end(&mut Vec::new());
+                let _ = write!(
+                    &stream,
+                    "HTTP/1.1 500 Internal Server Error\r\nContent-Type: text/plain\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
+                    body.len()
+                );
+            });
+        }
+    });
+    url
+}
+
+/// A URL where nothing listens.
+pub fn closed_url() -> String {
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let url = format!("http://{}/mcp", listener.local_addr().unwrap());
+    drop(listener);
+    url
 }
