@@ -168,3 +168,22 @@ fn sigterm_ends_the_panel_as_q_does() {
     assert_ended_cleanly(dir, &tmux);
     eventually("fx is closed", || processes_with_arg("7201").is_empty());
 }
+
+/// The terminal going away (its tmux killed: SIGHUP, then a dead terminal) ends the panel and
+/// its servers, instead of leaving it waiting on a terminal that will never answer.
+#[test]
+fn a_terminal_that_goes_away_ends_the_panel() {
+    let dir = tempfile::tempdir().unwrap();
+    let dir = dir.path();
+    let fx = fixture_entry(&["--page-size", "7202"]);
+    let Some(tmux) = start_panel(dir, &json!({"servers": {"fx": fx}})) else {
+        return;
+    };
+    tmux.wait_for("connected");
+    let panel = pid_with(&dir.join("mcp.json").display().to_string());
+    tmux.run(&["kill-server"]);
+    eventually("the panel ended", || {
+        !processes_with_arg(&dir.join("mcp.json").display().to_string()).contains(&panel)
+    });
+    eventually("fx is closed", || processes_with_arg("7202").is_empty());
+}

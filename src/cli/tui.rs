@@ -114,7 +114,12 @@ async fn show(
     stop.store(true, Ordering::SeqCst);
     // A reader waiting for room in the channel sees it closed.
     drop(keys);
-    let _ = reader.join();
+    // It sees `stop` within its 100 ms poll; but on a terminal that went away (SIGHUP)
+    // crossterm's read may never return, and the panel must end all the same.
+    let deadline = std::time::Instant::now() + Duration::from_millis(500);
+    while !reader.is_finished() && std::time::Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(10));
+    }
     outcome
 }
 
