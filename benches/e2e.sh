@@ -59,6 +59,16 @@ baseline=$(cargo bench --no-run --bench e2e_baseline 2>&1 |
   sed -n 's/^ *Executable .*(\(.*\))$/\1/p')
 [ -x "$baseline" ] || { echo "FAILED: no e2e_baseline executable"; exit 1; }
 
+# shown: text as probe prints it: control characters but \n and \t escaped the way Rust's
+# char::escape_default writes them (\r, \u{1b}); only the control class has any.
+shown() {
+  if [ "$CLASS" = control ]; then
+    perl -pe 's/\r/\\r/g; s/([\x00-\x08\x0b-\x1f\x7f])/sprintf("\\u{%x}", ord($1))/ge'
+  else
+    cat
+  fi
+}
+
 # expected TOTAL COUNT: the first COUNT bytes of big's text of TOTAL bytes.
 expected() {
   local total="$1" count="$2" unit_len whole
@@ -110,7 +120,7 @@ measure() {
 
 # check NAME TOTAL: the probe's output holds the call's text, capped, with the marker.
 check() {
-  local out="$tmp/$1.out" total="$2" line start text marker kept want
+  local out="$tmp/$1.out" total="$2" line start text marker kept want after printed
   line=$(grep -a -b -m1 '^call big:$' "$out" | cut -d: -f1 || true)
   [ -n "$line" ] || { echo "FAILED: no 'call big:' line in the output"; exit 1; }
   start=$((line + 10))
@@ -135,18 +145,20 @@ check() {
       exit 1
     fi
     text=$kept
-    [ "$(stat -c %s "$out")" -eq $((start + kept + 2 + ${#marker} + 1)) ] || {
-      echo "FAILED: stdout is $(stat -c %s "$out") bytes, not text + marker"
-      exit 1
-    }
+    after=$((2 + ${#marker} + 1))
   else
     text=$total
-    [ "$(stat -c %s "$out")" -eq $((start + total + 1)) ] || {
-      echo "FAILED: stdout is $(stat -c %s "$out") bytes, not the whole $total-byte text"
-      exit 1
-    }
+    after=1
   fi
-  tail -c +$((start + 1)) "$out" | head -c "$text" | cmp -s - <(expected "$total" "$text") || {
+  # The text as probe prints it (see `shown`), then the marker or a newline. Lengths and bytes
+  # through process substitution and cmp -n: under pipefail, a pipe whose reader stops early
+  # (head, cmp) kills its writer with SIGPIPE and would fail the check now and then.
+  printed=$(wc -c < <(expected "$total" "$text" | shown))
+  [ "$(stat -c %s "$out")" -eq $((start + printed + after)) ] || {
+    echo "FAILED: stdout is $(stat -c %s "$out") bytes, not the $printed-byte text and its end"
+    exit 1
+  }
+  cmp -s -n "$printed" <(tail -c +$((start + 1)) "$out") <(expected "$total" "$text" | shown) || {
     echo "FAILED: the text is not big's generated text"
     exit 1
   }

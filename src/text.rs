@@ -30,19 +30,43 @@ pub fn drives_terminal(c: char) -> bool {
 }
 
 fn escape_where(s: &str, escape: impl Fn(char) -> bool) -> Cow<'_, str> {
-    let Some(first) = s.find(&escape) else {
+    let Some(mut at) = next_escaped(s, 0, &escape) else {
         return Cow::Borrowed(s);
     };
     let mut out = String::with_capacity(s.len() + 8);
-    out.push_str(&s[..first]);
-    for c in s[first..].chars() {
-        if escape(c) {
-            out.extend(c.escape_default());
-        } else {
-            out.push(c);
+    let mut copied = 0;
+    loop {
+        out.push_str(&s[copied..at]);
+        let c = s[at..].chars().next().expect("a character starts there");
+        out.extend(c.escape_default());
+        copied = at + c.len_utf8();
+        match next_escaped(s, copied, &escape) {
+            Some(next) => at = next,
+            None => break,
         }
     }
+    out.push_str(&s[copied..]);
     Cow::Owned(out)
+}
+
+/// Where the next character to escape starts in `s[from..]` (`from` on a character boundary).
+/// Printable ASCII never drives a terminal, so it is skipped a byte at a time without
+/// decoding characters (a tool result can be a megabyte of it).
+fn next_escaped(s: &str, from: usize, escape: &impl Fn(char) -> bool) -> Option<usize> {
+    let bytes = s.as_bytes();
+    let mut i = from;
+    while i < bytes.len() {
+        if (0x20..0x7f).contains(&bytes[i]) {
+            i += 1;
+            continue;
+        }
+        let c = s[i..].chars().next().expect("a character starts there");
+        if escape(c) {
+            return Some(i);
+        }
+        i += c.len_utf8();
+    }
+    None
 }
 
 /// What stands for a hidden secret.
@@ -163,6 +187,7 @@ mod tests {
             ),
             ("\0", "\\u{0}", "\\u{0}"),
             ("abc\u{202e}fed", "abc\\u{202e}fed", "abc\\u{202e}fed"),
+            ("é\u{7}😀\n", "é\\u{7}😀\\n", "é\\u{7}😀\n"),
         ];
         for (input, line, lines) in table {
             assert_eq!(escape_controls(input), *line, "{input:?}");

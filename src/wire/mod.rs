@@ -8,13 +8,9 @@
 //! - [`truncate`]: the streaming truncator: keeps the first `cap` bytes, counts the rest.
 
 mod bom;
-// rust-version 1.88 makes clippy ask for let-chains here; decode.rs and sse.rs are being
-// reworked on another branch, so they are collapsed there, not here.
-#[allow(clippy::collapsible_if)]
 pub mod decode;
 pub mod framing;
 pub mod jsonrpc;
 pub mod render;
-#[allow(clippy::collapsible_if)]
 pub mod sse;
 pub mod truncate;

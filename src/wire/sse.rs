@@ -256,10 +256,11 @@ impl SseDecoder {
             }
             Field::Retry => {
                 let v = &self.value;
-                if !v.is_empty() && v.iter().all(u8::is_ascii_digit) {
-                    if let Some(ms) = std::str::from_utf8(v).ok().and_then(|s| s.parse().ok()) {
-                        sink(SsePiece::Retry(ms));
-                    }
+                if !v.is_empty()
+                    && v.iter().all(u8::is_ascii_digit)
+                    && let Some(ms) = std::str::from_utf8(v).ok().and_then(|s| s.parse().ok())
+                {
+                    sink(SsePiece::Retry(ms));
                 }
             }
             _ => {}

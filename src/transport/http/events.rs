@@ -24,19 +24,26 @@ pub(super) const EVENT_TEXT: usize = 4096;
 /// Reads dispatched events from one SSE body; each event's data flows into a decoder as it
 /// arrives, so no event is held whole.
 pub(super) struct EventReader {
-    pub(super) body: Incoming,
-    pub(super) sse: SseDecoder,
-    pub(super) message: Assembler,
-    pub(super) server: String,
-    /// The start of the current event's data, for events that are not messages.
-    pub(super) head: Vec<u8>,
-    pub(super) has_data: bool,
-    pub(super) ready: VecDeque<(String, Option<String>, EventData)>,
-    pub(super) retry: Option<u64>,
-    pub(super) ended: bool,
+    body: Incoming,
+    sse: SseDecoder,
+    events: Events,
+    ended: bool,
     /// The id of the previous event on this connection: an event without an `id` field of
     /// its own repeats it, and must not count as a replay.
-    pub(super) previous_id: Option<String>,
+    previous_id: Option<String>,
+}
+
+/// What the SSE decoder's pieces make: the message being decoded and the events dispatched.
+/// A field of its own beside the decoder, so that the decoder's callback hands each piece of
+/// data straight on while it still borrows the body's frame (no copy of the data).
+struct Events {
+    message: Assembler,
+    server: String,
+    /// The start of the current event's data, for events that are not messages.
+    head: Vec<u8>,
+    has_data: bool,
+    ready: VecDeque<(String, Option<String>, EventData)>,
+    retry: Option<u64>,
 }
 
 impl EventReader {
@@ -44,17 +51,67 @@ impl EventReader {
         EventReader {
             body,
             sse: SseDecoder::new(),
-            message: Assembler::new(inner.limits),
-            server: inner.server.clone(),
-            head: Vec::new(),
-            has_data: false,
-            ready: VecDeque::new(),
-            retry: None,
+            events: Events {
+                message: Assembler::new(inner.limits),
+                server: inner.server.clone(),
+                head: Vec::new(),
+                has_data: false,
+                ready: VecDeque::new(),
+                retry: None,
+            },
             ended: false,
             previous_id: None,
         }
     }
 
+    /// The next event with data whose id was not seen before; `None` once the stream ends
+    /// (cleanly or not). Updates the cursor as events pass.
+    pub(super) async fn next(
+        &mut self,
+        inner: &Inner,
+        cursor: &mut Cursor,
+    ) -> Option<(String, EventData)> {
+        loop {
+            if let Some(ms) = self.events.retry.take() {
+                cursor.retry = Some(Duration::from_millis(ms));
+            }
+            while let Some((event, id, data)) = self.events.ready.pop_front() {
+                let fresh_id = id.is_some() && id != self.previous_id;
+                if let Some(id) = id {
+                    self.previous_id = Some(id.clone());
+                    cursor.last_event_id = Some(id.clone());
+                    if fresh_id && !inner.first_sight(id) {
+                        continue;
+                    }
+                }
+                if !matches!(&data, EventData::Text(t) if t.is_empty()) {
+                    return Some((event, data));
+                }
+            }
+            if self.ended {
+                return None;
+            }
+            let events = &mut self.events;
+            match self.body.frame().await {
+                Some(Ok(frame)) => {
+                    if let Ok(chunk) = frame.into_data() {
+                        self.sse.push(&chunk, &mut |p| events.absorb(p));
+                    }
+                }
+                Some(Err(e)) => {
+                    tracing::debug!(server = %inner.server, "an SSE stream broke: {e}");
+                    self.ended = true;
+                }
+                None => {
+                    self.sse.finish(&mut |p| events.absorb(p));
+                    self.ended = true;
+                }
+            }
+        }
+    }
+}
+
+impl Events {
     fn absorb(&mut self, piece: SsePiece<'_>) {
         match piece {
             SsePiece::Data(d) => {
@@ -91,85 +148,6 @@ impl EventReader {
                 }
             }
             SsePiece::Retry(ms) => self.retry = Some(ms),
-        }
-    }
-
-    /// The next event with data whose id was not seen before; `None` once the stream ends
-    /// (cleanly or not). Updates the cursor as events pass.
-    pub(super) async fn next(
-        &mut self,
-        inner: &Inner,
-        cursor: &mut Cursor,
-    ) -> Option<(String, EventData)> {
-        loop {
-            if let Some(ms) = self.retry.take() {
-                cursor.retry = Some(Duration::from_millis(ms));
-            }
-            while let Some((event, id, data)) = self.ready.pop_front() {
-                let fresh_id = id.is_some() && id != self.previous_id;
-                if let Some(id) = id {
-                    self.previous_id = Some(id.clone());
-                    cursor.last_event_id = Some(id.clone());
-                    if fresh_id && !inner.first_sight(id) {
-                        continue;
-                    }
-                }
-                if !matches!(&data, EventData::Text(t) if t.is_empty()) {
-                    return Some((event, data));
-                }
-            }
-            if self.ended {
-                return None;
-            }
-            let mut pieces = Vec::new();
-            match self.body.frame().await {
-                Some(Ok(frame)) => {
-                    if let Ok(chunk) = frame.into_data() {
-                        self.sse.push(&chunk, &mut |p| pieces.push(owned(p)));
-                    }
-                }
-                Some(Err(e)) => {
-                    tracing::debug!(server = %inner.server, "an SSE stream broke: {e}");
-                    self.ended = true;
-                }
-                None => {
-                    self.sse.finish(&mut |p| pieces.push(owned(p)));
-                    self.ended = true;
-                }
-            }
-            for piece in pieces {
-                self.absorb(piece.borrowed());
-            }
-        }
-    }
-}
-
-/// An [`SsePiece`] that owns its bytes, to carry it out of the decoder's callback.
-pub(super) enum OwnedPiece {
-    Data(Vec<u8>),
-    Dispatch(String, Option<String>),
-    Retry(u64),
-}
-
-pub(super) fn owned(p: SsePiece<'_>) -> OwnedPiece {
-    match p {
-        SsePiece::Data(d) => OwnedPiece::Data(d.to_vec()),
-        SsePiece::Dispatch { event, id } => {
-            OwnedPiece::Dispatch(event.to_string(), id.map(str::to_string))
-        }
-        SsePiece::Retry(ms) => OwnedPiece::Retry(ms),
-    }
-}
-
-impl OwnedPiece {
-    fn borrowed(&self) -> SsePiece<'_> {
-        match self {
-            OwnedPiece::Data(d) => SsePiece::Data(d),
-            OwnedPiece::Dispatch(event, id) => SsePiece::Dispatch {
-                event,
-                id: id.as_deref(),
-            },
-            OwnedPiece::Retry(ms) => SsePiece::Retry(*ms),
         }
     }
 }

@@ -284,7 +284,10 @@ fn is_utf8(s: &[u8], avx2: bool) -> bool {
     // continuation byte must start a whole character.
     let tail = &s[s.len().saturating_sub(3)..];
     let whole = match tail.iter().rposition(|&b| !(0x80..0xC0).contains(&b)) {
-        Some(k) => matches!(super::utf8_char(&tail[k..]), super::Utf8::Valid),
+        Some(k) => matches!(
+            super::string::utf8_char(&tail[k..]),
+            super::string::Utf8::Valid
+        ),
         // Three continuation bytes: the scan checked the character they end.
         None => true,
     };
@@ -335,7 +338,7 @@ mod portable {
                 (self.lo, self.hi) = (0x80, 0xBF);
                 return true;
             }
-            match super::super::utf8_lead(b) {
+            match super::super::string::utf8_lead(b) {
                 None => false,
                 Some((len, lo, hi)) => {
                     if len > 1 {
@@ -367,10 +370,11 @@ mod portable {
             let classes = Classes::of(w, look.equals);
             let stops = classes.stops();
             let mut bad = 0;
-            if look.utf8 && (w.iter().any(|&b| b >= 0x80) || state.need > 0) {
-                if let Some(k) = w.iter().position(|&b| !state.step(b)) {
-                    bad = 1 << k;
-                }
+            if look.utf8
+                && (w.iter().any(|&b| b >= 0x80) || state.need > 0)
+                && let Some(k) = w.iter().position(|&b| !state.step(b))
+            {
+                bad = 1 << k;
             }
             if len == 64 && bad == 0 {
                 if stops == 0 && carry == 0 {
@@ -385,16 +389,17 @@ mod portable {
                         at += 64;
                         continue;
                     }
-                    if carry == 0 && !look.equals {
-                        if let Some((fewer, read)) = all_escapes(&classes) {
-                            saved += fewer;
-                            if read < 64 {
-                                // An escape starts the next window: no character is open.
-                                state = START;
-                            }
-                            at += read;
-                            continue;
+                    if carry == 0
+                        && !look.equals
+                        && let Some((fewer, read)) = all_escapes(&classes)
+                    {
+                        saved += fewer;
+                        if read < 64 {
+                            // An escape starts the next window: no character is open.
+                            state = START;
                         }
+                        at += read;
+                        continue;
                     }
                 }
             }
@@ -784,7 +789,7 @@ mod avx2 {
                             if stops & (stops - 1) == 0
                                 && k < 63
                                 && s[at + k] == b'\\'
-                                && super::super::ESCAPES[usize::from(s[at + k + 1])] != 0
+                                && super::super::escape::ESCAPES[usize::from(s[at + k + 1])] != 0
                             {
                                 saved += 1;
                                 prev = b;

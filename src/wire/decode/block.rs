@@ -1,0 +1,217 @@
+//! Content blocks: a block's members that might be shown (held up to the room under the cap
+//! until its `type` says which one is shown, or streamed straight out when `type` came
+//! first), and the block's line in the rendering when it closes.
+
+use super::MessageDecoder;
+use super::roles::Fail;
+use crate::wire::truncate::Truncator;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Slot {
+    Type,
+    Text,
+    Mime,
+    Uri,
+    RUri,
+    RMime,
+    RText,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum B64Slot {
+    Data,
+    Blob,
+}
+
+/// A member that might be shown: its first `limit` bytes and its whole length.
+#[derive(Debug, Clone, Default)]
+pub(super) struct FieldBuf {
+    buf: Vec<u8>,
+    len: u64,
+    limit: usize,
+}
+
+impl FieldBuf {
+    pub(super) fn new(limit: usize) -> Self {
+        FieldBuf {
+            buf: Vec::new(),
+            len: 0,
+            limit,
+        }
+    }
+
+    pub(super) fn push(&mut self, bytes: &[u8]) {
+        let take = self.room().min(bytes.len());
+        self.buf.extend_from_slice(&bytes[..take]);
+        self.len += bytes.len() as u64;
+    }
+
+    /// Counts `n` more bytes, once the buffer is full.
+    pub(super) fn skip(&mut self, n: u64) {
+        debug_assert!(self.is_full());
+        self.len += n;
+    }
+
+    pub(super) fn room(&self) -> usize {
+        self.limit - self.buf.len()
+    }
+
+    pub(super) fn is_full(&self) -> bool {
+        self.buf.len() == self.limit
+    }
+
+    fn write_to(&self, out: &mut Truncator) {
+        out.push(&self.buf);
+        out.skip(self.len - self.buf.len() as u64);
+    }
+
+    pub(super) fn is(&self, name: &[u8]) -> bool {
+        self.len == name.len() as u64 && self.buf == name
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Kind {
+    Text,
+    Image,
+    Audio,
+    ResourceLink,
+    Resource,
+    Other,
+}
+
+#[derive(Debug, Default)]
+pub(super) struct ResourceState {
+    pub(super) uri: Option<FieldBuf>,
+    pub(super) mime: Option<FieldBuf>,
+    pub(super) text: Option<FieldBuf>,
+    pub(super) text_streamed: bool,
+    pub(super) blob: Option<u64>,
+}
+
+#[derive(Debug, Default)]
+pub(super) struct BlockState {
+    pub(super) kind: Option<FieldBuf>,
+    pub(super) known: Option<Kind>,
+    pub(super) text: Option<FieldBuf>,
+    pub(super) text_streamed: bool,
+    pub(super) data: Option<u64>,
+    pub(super) mime: Option<FieldBuf>,
+    pub(super) uri: Option<FieldBuf>,
+    pub(super) resource: Option<ResourceState>,
+    /// Room left under the cap when the block started.
+    room: usize,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Content {
+    Missing,
+    Null,
+    Empty,
+    NonEmpty,
+}
+
+impl MessageDecoder {
+    pub(super) fn block_start(&mut self) {
+        if self.content != Content::NonEmpty {
+            self.content = Content::NonEmpty;
+            if self.structured_in_out {
+                self.out = Truncator::new(self.out.cap());
+                self.structured_in_out = false;
+            }
+        } else {
+            self.out.push(b"\n");
+        }
+        self.block = BlockState {
+            room: self.out.room(),
+            ..BlockState::default()
+        };
+    }
+
+    /// A field buffer for a member that might be shown: room left at the block's start, plus
+    /// slack for the character boundary and for matching type names.
+    pub(super) fn field(&self, wanted: bool) -> FieldBuf {
+        FieldBuf::new(if wanted { self.block.room + 20 } else { 0 })
+    }
+
+    pub(super) fn kind_is(&self, kinds: &[Kind]) -> bool {
+        match self.block.known {
+            None => true,
+            Some(k) => kinds.contains(&k),
+        }
+    }
+
+    /// The member being read into `slot`.
+    pub(super) fn field_mut(&mut self, slot: Slot) -> &mut FieldBuf {
+        let b = &mut self.block;
+        let f = match slot {
+            Slot::Type => b.kind.as_mut(),
+            Slot::Text => b.text.as_mut(),
+            Slot::Mime => b.mime.as_mut(),
+            Slot::Uri => b.uri.as_mut(),
+            Slot::RUri => b.resource.as_mut().and_then(|r| r.uri.as_mut()),
+            Slot::RMime => b.resource.as_mut().and_then(|r| r.mime.as_mut()),
+            Slot::RText => b.resource.as_mut().and_then(|r| r.text.as_mut()),
+        };
+        f.expect("the field is being read")
+    }
+
+    pub(super) fn block_end(&mut self) {
+        let b = std::mem::take(&mut self.block);
+        let Some(known) = b.known else {
+            self.bad(Fail::Res, "missing field `type`");
+            return;
+        };
+        let out = &mut self.out;
+        let field_or = |f: &Option<FieldBuf>, dflt: &[u8], out: &mut Truncator| match f {
+            Some(f) => f.write_to(out),
+            None => out.push(dflt),
+        };
+        let payload = |n: Option<u64>| n.unwrap_or(0) * 3 / 4;
+        match known {
+            Kind::Text => {
+                if !b.text_streamed {
+                    field_or(&b.text, b"", out);
+                }
+            }
+            Kind::Image | Kind::Audio => {
+                out.push(if known == Kind::Image {
+                    b"[image "
+                } else {
+                    b"[audio "
+                });
+                field_or(&b.mime, b"unknown", out);
+                out.push(format!(", {} bytes]", payload(b.data)).as_bytes());
+            }
+            Kind::ResourceLink => {
+                out.push(b"[resource_link ");
+                field_or(&b.uri, b"", out);
+                out.push(b"]");
+            }
+            Kind::Resource => match &b.resource {
+                None => out.push(b"[resource ]"),
+                Some(r) if r.text.is_some() => {
+                    if !r.text_streamed {
+                        field_or(&r.text, b"", out);
+                    }
+                }
+                Some(r) => {
+                    out.push(b"[resource ");
+                    field_or(&r.uri, b"", out);
+                    if r.blob.is_some() {
+                        out.push(b" ");
+                        field_or(&r.mime, b"unknown", out);
+                        out.push(format!(", {} bytes]", payload(r.blob)).as_bytes());
+                    } else {
+                        out.push(b"]");
+                    }
+                }
+            },
+            Kind::Other => {
+                out.push(b"[");
+                field_or(&b.kind, b"", out);
+                out.push(b"]");
+            }
+        }
+    }
+}

@@ -1,0 +1,530 @@
+//! What each value of the message is for the rendering: the known keys of each object (and
+//! serde derive's duplicate-field rule on them), the role of each member and array element,
+//! and what a value does by its role when it starts (a container, a string and its sink) and
+//! when it ends (a literal, a number, a string). Who a failed check makes invalid follows
+//! serde_json's two passes: the message, then the result.
+
+use super::block::{B64Slot, Content, FieldBuf, Kind, ResourceState, Slot};
+use super::lex::{Lex, Num};
+use super::sink::Sink;
+use super::{DecodeError, MessageDecoder};
+use crate::wire::jsonrpc::Id;
+use crate::wire::render::ERROR_MESSAGE_LIMIT;
+use crate::wire::truncate::Truncator;
+
+/// How strictly a string is checked, following what serde_json checks where.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Mode {
+    /// Only syntax (escapes, control characters): serde_json's `ignore_str`.
+    Loose,
+    /// Also UTF-8 of the raw bytes (inside a `RawValue`); a failure makes the message invalid.
+    Utf8,
+}
+
+/// Who a failed check makes invalid.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Fail {
+    /// The whole message (serde_json's first pass).
+    Msg,
+    /// The result (the second pass over the result's text).
+    Res,
+}
+
+/// What a JSON value is, for the rendering.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Role {
+    Top,
+    Result,
+    Content,
+    Block,
+    Structured,
+    IsError,
+    Type,
+    Text,
+    Data,
+    Mime,
+    Uri,
+    Resource,
+    RUri,
+    RMime,
+    RText,
+    RBlob,
+    Error,
+    Code,
+    Message,
+    ErrData,
+    Id,
+    Method,
+    Ignore(Mode),
+}
+
+/// What a container is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Ctx {
+    Top,
+    Result,
+    Content,
+    Block,
+    Resource,
+    ErrObj,
+    ErrSeq,
+    Ignore(Mode),
+}
+
+#[derive(Debug, Clone, Copy)]
+pub(super) struct Frame {
+    pub(super) ctx: Ctx,
+    pub(super) is_obj: bool,
+    /// Known keys seen so far (bit per key), for the duplicate rule.
+    pub(super) seen: u8,
+    /// Elements seen so far (arrays).
+    pub(super) index: u32,
+}
+
+/// The i64 of a JSON number's text, as serde_json's `i64` reads it: integers only, no `-0`.
+fn parse_i64(text: &[u8]) -> Option<i64> {
+    let s = std::str::from_utf8(text).ok()?;
+    if s.contains(['.', 'e', 'E']) || s == "-0" {
+        return None;
+    }
+    s.parse().ok()
+}
+
+const TOP_KEYS: [&[u8]; 2] = [b"result", b"error"];
+const RESULT_KEYS: [&[u8]; 3] = [b"content", b"structuredContent", b"isError"];
+const BLOCK_KEYS: [&[u8]; 6] = [b"type", b"text", b"data", b"mimeType", b"uri", b"resource"];
+const RESOURCE_KEYS: [&[u8]; 4] = [b"uri", b"mimeType", b"text", b"blob"];
+const ERROR_KEYS: [&[u8]; 3] = [b"code", b"message", b"data"];
+
+impl MessageDecoder {
+    /// The mode for values of the wrong type in the current role's region.
+    fn region(role: Role) -> Mode {
+        match role {
+            Role::Top
+            | Role::Error
+            | Role::Code
+            | Role::Message
+            | Role::Id
+            | Role::Method
+            | Role::Ignore(Mode::Loose) => Mode::Loose,
+            _ => Mode::Utf8,
+        }
+    }
+
+    /// Who fails when the value in `role` has the wrong type.
+    fn owner(role: Role) -> Fail {
+        match role {
+            Role::Error | Role::Code | Role::Message => Fail::Msg,
+            _ => Fail::Res,
+        }
+    }
+
+    /// The role of the next array element.
+    pub(super) fn element(&mut self) {
+        let top = self.stack.last().expect("inside an array");
+        let index = top.index;
+        self.role = match top.ctx {
+            Ctx::Content => Role::Block,
+            Ctx::ErrSeq => match index {
+                0 => Role::Code,
+                1 => Role::Message,
+                2 => Role::ErrData,
+                _ => {
+                    self.bad(Fail::Msg, "trailing characters in the error");
+                    Role::Ignore(Mode::Loose)
+                }
+            },
+            Ctx::Ignore(m) => Role::Ignore(m),
+            _ => unreachable!("only these contexts are arrays"),
+        };
+    }
+
+    /// The role of the value after a key (known keys are checked for duplicates).
+    pub(super) fn member(&mut self) {
+        let top = *self.stack.last().expect("inside an object");
+        let keybuf = self.key;
+        let key = if self.key_len <= keybuf.len() {
+            &keybuf[..self.key_len]
+        } else {
+            &[][..]
+        };
+        let (keys, who): (&[&[u8]], Fail) = match top.ctx {
+            Ctx::Top => (&TOP_KEYS, Fail::Msg),
+            Ctx::Result => (&RESULT_KEYS, Fail::Res),
+            Ctx::Block => (&BLOCK_KEYS, Fail::Res),
+            Ctx::Resource => (&RESOURCE_KEYS, Fail::Res),
+            Ctx::ErrObj => (&ERROR_KEYS, Fail::Msg),
+            Ctx::Ignore(m) => {
+                self.role = Role::Ignore(m);
+                return;
+            }
+            Ctx::Content | Ctx::ErrSeq => unreachable!("arrays have no keys"),
+        };
+        let found = keys.iter().position(|k| *k == key);
+        if let Some(k) = found {
+            let bit = 1u8 << k;
+            if top.seen & bit != 0 {
+                let why = format!("duplicate field `{}`", String::from_utf8_lossy(keys[k]));
+                self.bad(who, &why);
+            }
+            self.stack.last_mut().expect("inside an object").seen |= bit;
+        }
+        self.role = match (top.ctx, found) {
+            (Ctx::Top, Some(0)) => Role::Result,
+            (Ctx::Top, Some(1)) => Role::Error,
+            (Ctx::Top, None) if key == b"id" => Role::Id,
+            (Ctx::Top, None) if key == b"method" => Role::Method,
+            (Ctx::Top, _) => Role::Ignore(Mode::Loose),
+            (Ctx::Result, Some(0)) => Role::Content,
+            (Ctx::Result, Some(1)) => Role::Structured,
+            (Ctx::Result, Some(2)) => Role::IsError,
+            (Ctx::Block, Some(0)) => Role::Type,
+            (Ctx::Block, Some(1)) => Role::Text,
+            (Ctx::Block, Some(2)) => Role::Data,
+            (Ctx::Block, Some(3)) => Role::Mime,
+            (Ctx::Block, Some(4)) => Role::Uri,
+            (Ctx::Block, Some(5)) => Role::Resource,
+            (Ctx::Resource, Some(0)) => Role::RUri,
+            (Ctx::Resource, Some(1)) => Role::RMime,
+            (Ctx::Resource, Some(2)) => Role::RText,
+            (Ctx::Resource, Some(3)) => Role::RBlob,
+            (Ctx::ErrObj, Some(0)) => Role::Code,
+            (Ctx::ErrObj, Some(1)) => Role::Message,
+            (Ctx::ErrObj, Some(2)) => Role::ErrData,
+            (Ctx::ErrObj, _) => Role::Ignore(Mode::Loose),
+            _ => Role::Ignore(Mode::Utf8),
+        };
+    }
+
+    pub(super) fn key_start(&mut self) {
+        if self.compact {
+            self.out.push(b"\"");
+        }
+        let top = *self.stack.last().expect("inside an object");
+        self.key_len = 0;
+        let (mode, strict) = match top.ctx {
+            Ctx::Top | Ctx::ErrObj => (Mode::Loose, Some(Fail::Msg)),
+            Ctx::Result | Ctx::Block | Ctx::Resource => (Mode::Utf8, Some(Fail::Res)),
+            Ctx::Ignore(m) => (m, None),
+            Ctx::Content | Ctx::ErrSeq => unreachable!("arrays have no keys"),
+        };
+        let utf8 = match (mode, strict) {
+            (Mode::Utf8, _) => Some(Fail::Msg),
+            (Mode::Loose, s) => s,
+        };
+        let sink = if strict.is_some() {
+            Sink::Key
+        } else {
+            Sink::None
+        };
+        self.begin_string(sink, true, utf8, strict);
+    }
+
+    /// Starts the value whose first byte is `chunk[i]`; returns the index after that byte.
+    pub(super) fn value_start(&mut self, chunk: &[u8], i: usize) -> Result<usize, DecodeError> {
+        let b = chunk[i];
+        let role = self.role;
+        if role == Role::Top && b != b'{' {
+            return Err(self.syntax(i, "the message is not an object"));
+        }
+        if let Some(top) = self.stack.last_mut()
+            && !top.is_obj
+        {
+            top.index += 1;
+        }
+        match role {
+            Role::Id => self.id = None,
+            Role::Method => self.method = None,
+            _ => {}
+        }
+        match role {
+            Role::Structured if b != b'n' && self.content != Content::NonEmpty => {
+                self.compact = true;
+                self.compact_at = self.stack.len();
+                self.structured_in_out = true;
+            }
+            Role::ErrData if b != b'n' => {
+                self.capturing = true;
+                self.capture_at = self.stack.len();
+                self.cap_from = i;
+                self.data_raw.clear();
+                self.data_len = 0;
+            }
+            Role::Result if b != b'n' => self.result_nonnull = true,
+            Role::Error if b != b'n' => {
+                self.error_nonnull = true;
+                self.code = None;
+                self.message = None;
+                self.data = None;
+            }
+            _ => {}
+        }
+        if self.compact {
+            self.out.push(&chunk[i..i + 1]);
+        }
+        match b {
+            b'{' => {
+                let ctx = match role {
+                    Role::Top => Ctx::Top,
+                    Role::Result => Ctx::Result,
+                    Role::Block => {
+                        self.block_start();
+                        Ctx::Block
+                    }
+                    Role::Resource => {
+                        self.block.resource = Some(ResourceState::default());
+                        Ctx::Resource
+                    }
+                    Role::Error => Ctx::ErrObj,
+                    Role::Ignore(m) => Ctx::Ignore(m),
+                    Role::Structured | Role::ErrData => Ctx::Ignore(Mode::Utf8),
+                    _ => {
+                        self.wrong_type(role);
+                        Ctx::Ignore(Self::region(role))
+                    }
+                };
+                self.push_frame(ctx, true, i)?;
+                self.lex = Lex::Key { close: true };
+            }
+            b'[' => {
+                let ctx = match role {
+                    Role::Top => return Err(self.syntax(i, "the message is not an object")),
+                    Role::Content => {
+                        self.content = Content::Empty;
+                        Ctx::Content
+                    }
+                    Role::Error => Ctx::ErrSeq,
+                    Role::Ignore(m) => Ctx::Ignore(m),
+                    Role::Structured | Role::ErrData => Ctx::Ignore(Mode::Utf8),
+                    _ => {
+                        self.wrong_type(role);
+                        Ctx::Ignore(Self::region(role))
+                    }
+                };
+                self.push_frame(ctx, false, i)?;
+                self.lex = Lex::Value { close: true };
+                // The first element's role, decided now; an empty array does not use it.
+                self.element();
+            }
+            b'"' => {
+                self.string_start(role);
+            }
+            b'-' | b'0'..=b'9' => {
+                if role == Role::Top {
+                    return Err(self.syntax(i, "the message is not an object"));
+                }
+                self.num_len = 1;
+                self.num[0] = b;
+                self.lex = Lex::Num(match b {
+                    b'-' => Num::Minus,
+                    b'0' => Num::Zero,
+                    _ => Num::Int,
+                });
+            }
+            b't' | b'f' | b'n' => {
+                if role == Role::Top {
+                    return Err(self.syntax(i, "the message is not an object"));
+                }
+                let word = match b {
+                    b't' => 0,
+                    b'f' => 1,
+                    _ => 2,
+                };
+                self.lex = Lex::Lit { word, at: 1 };
+            }
+            _ => return Err(self.syntax(i, "expected a value")),
+        }
+        Ok(i + 1)
+    }
+
+    fn wrong_type(&mut self, role: Role) {
+        let who = Self::owner(role);
+        self.bad(who, "a member has the wrong type");
+        if role == Role::Block {
+            // Still a block: it makes the content non-empty.
+            self.block_start();
+        }
+    }
+
+    fn string_start(&mut self, role: Role) {
+        let strict_res = (Some(Fail::Msg), Some(Fail::Res));
+        let (sink, utf8, sur) = match role {
+            Role::Type => {
+                self.block.kind = Some(self.field(true));
+                (Sink::Field(Slot::Type), strict_res.0, strict_res.1)
+            }
+            Role::Text => {
+                if self.block.known == Some(Kind::Text) {
+                    self.block.text_streamed = true;
+                    self.block.text = Some(FieldBuf::new(0));
+                    (Sink::Out, strict_res.0, strict_res.1)
+                } else {
+                    self.block.text = Some(self.field(self.kind_is(&[Kind::Text])));
+                    (Sink::Field(Slot::Text), strict_res.0, strict_res.1)
+                }
+            }
+            Role::Mime => {
+                self.block.mime = Some(self.field(self.kind_is(&[Kind::Image, Kind::Audio])));
+                (Sink::Field(Slot::Mime), strict_res.0, strict_res.1)
+            }
+            Role::Uri => {
+                self.block.uri = Some(self.field(self.kind_is(&[Kind::ResourceLink])));
+                (Sink::Field(Slot::Uri), strict_res.0, strict_res.1)
+            }
+            Role::RUri | Role::RMime | Role::RText => {
+                let wanted = self.kind_is(&[Kind::Resource]);
+                let f = self.field(wanted);
+                let direct = role == Role::RText && self.block.known == Some(Kind::Resource);
+                let r = self.block.resource.as_mut().expect("inside a resource");
+                let slot = match role {
+                    Role::RUri => {
+                        r.uri = Some(f);
+                        Slot::RUri
+                    }
+                    Role::RMime => {
+                        r.mime = Some(f);
+                        Slot::RMime
+                    }
+                    _ => {
+                        r.text = Some(f);
+                        Slot::RText
+                    }
+                };
+                if direct {
+                    r.text_streamed = true;
+                    (Sink::Out, strict_res.0, strict_res.1)
+                } else {
+                    (Sink::Field(slot), strict_res.0, strict_res.1)
+                }
+            }
+            Role::Data => {
+                self.block.data = Some(0);
+                (Sink::B64(B64Slot::Data), strict_res.0, strict_res.1)
+            }
+            Role::RBlob => {
+                self.block
+                    .resource
+                    .as_mut()
+                    .expect("inside a resource")
+                    .blob = Some(0);
+                (Sink::B64(B64Slot::Blob), strict_res.0, strict_res.1)
+            }
+            Role::Message => {
+                self.message = Some(Truncator::new(ERROR_MESSAGE_LIMIT));
+                (Sink::ErrMsg, Some(Fail::Msg), Some(Fail::Msg))
+            }
+            Role::Id => {
+                self.strbuf.clear();
+                (Sink::Id, None, None)
+            }
+            Role::Method => {
+                self.strbuf.clear();
+                (Sink::Method, None, None)
+            }
+            Role::Structured | Role::ErrData | Role::Ignore(Mode::Utf8) => {
+                (Sink::None, Some(Fail::Msg), None)
+            }
+            Role::Ignore(Mode::Loose) => (Sink::None, None, None),
+            Role::Top => unreachable!("checked by the caller"),
+            Role::Result
+            | Role::Content
+            | Role::Block
+            | Role::IsError
+            | Role::Resource
+            | Role::Error
+            | Role::Code => {
+                self.wrong_type(role);
+                let utf8 = match Self::region(role) {
+                    Mode::Utf8 => Some(Fail::Msg),
+                    Mode::Loose => None,
+                };
+                (Sink::None, utf8, None)
+            }
+        };
+        self.begin_string(sink, false, utf8, sur);
+    }
+
+    pub(super) fn literal_done(&mut self, word: u8) {
+        let role = self.role;
+        match (role, word) {
+            (Role::Ignore(_) | Role::Structured | Role::ErrData, _) => {}
+            (Role::IsError, 0) => self.is_error = true,
+            (Role::IsError, 1) => self.is_error = false,
+            (Role::Id | Role::Method, _) => {}
+            // `null` is the same as missing for the optional members.
+            (
+                Role::Result
+                | Role::Error
+                | Role::Content
+                | Role::IsError
+                | Role::Text
+                | Role::Data
+                | Role::Mime
+                | Role::Uri
+                | Role::Resource
+                | Role::RUri
+                | Role::RMime
+                | Role::RText
+                | Role::RBlob,
+                2,
+            ) => {
+                if role == Role::Content {
+                    self.content = Content::Null;
+                }
+            }
+            _ => self.wrong_type(role),
+        }
+    }
+
+    pub(super) fn number_done(&mut self) {
+        let text = &self.num[..self.num_len.min(self.num.len())];
+        let fits = self.num_len <= self.num.len();
+        match self.role {
+            Role::Ignore(_) | Role::Structured | Role::ErrData | Role::Method => {}
+            Role::Id => {
+                self.id = if fits {
+                    parse_i64(text).map(Id::Number)
+                } else {
+                    None
+                };
+            }
+            Role::Code => match parse_i64(text).filter(|_| fits) {
+                Some(code) => self.code = Some(code),
+                None => self.bad(Fail::Msg, "the error code is not an i64"),
+            },
+            role => self.wrong_type(role),
+        }
+    }
+
+    pub(super) fn string_done(&mut self) {
+        if self.s.is_key {
+            self.lex = Lex::Colon;
+            return;
+        }
+        match self.s.sink {
+            Sink::Id => {
+                self.id = String::from_utf8(std::mem::take(&mut self.strbuf))
+                    .ok()
+                    .map(Id::String);
+            }
+            Sink::Method => {
+                self.method = String::from_utf8(std::mem::take(&mut self.strbuf)).ok();
+            }
+            Sink::Field(Slot::Type) => {
+                let kind = self.block.kind.as_ref().expect("type is being read");
+                let known = [
+                    (&b"text"[..], Kind::Text),
+                    (b"image", Kind::Image),
+                    (b"audio", Kind::Audio),
+                    (b"resource_link", Kind::ResourceLink),
+                    (b"resource", Kind::Resource),
+                ]
+                .iter()
+                .find(|(name, _)| kind.is(name))
+                .map_or(Kind::Other, |&(_, k)| k);
+                self.block.known = Some(known);
+            }
+            _ => {}
+        }
+    }
+}
