@@ -144,7 +144,7 @@ where
                 ),
                 Err(e) => format!(
                     r#"{{"ok":false,"secs":{secs:.3},"error":{}}}"#,
-                    serde_json::Value::String(e.chars().take(200).collect())
+                    serde_json::Value::String(e.chars().take(2000).collect())
                 ),
             }
         }

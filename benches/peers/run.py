@@ -6,6 +6,7 @@ one hand-written Python server (server.py), plus a no-library floor (floor/).
     benches/peers/run.py              # default: ~10 min
     benches/peers/run.py --quick      # one round, small sizes: ~2 min
     benches/peers/run.py --build-time # also clean release builds of the two Rust clients
+    benches/peers/run.py --callgrind  # also instructions per echo call, under valgrind
 
 It builds the Rust clients (cargo build --release, in this directory's own workspace), installs
 the TS SDK (npm ci into ./node_modules), then runs the clients interleaved (ours, rmcp, ts,
@@ -20,6 +21,7 @@ The table (markdown) and every raw result go to results/ (git-ignored).
 import argparse
 import json
 import os
+import re
 import signal
 import statistics
 import subprocess
@@ -51,7 +53,7 @@ def sh(cmd, **kw):
 
 
 def descendants(pid):
-    """Every process below pid (read from /proc), deepest last."""
+    """Every process below pid (read from /proc)."""
     children = {}
     for entry in os.listdir("/proc"):
         if entry.isdigit():
@@ -70,14 +72,26 @@ def descendants(pid):
 
 
 def kill_tree(pid):
-    """Kills pid's process group, and each descendant and its group (a stdio server may have a
-    group of its own)."""
-    for p in [pid] + descendants(pid):
-        for kill in (lambda p: os.killpg(p, signal.SIGKILL), lambda p: os.kill(p, signal.SIGKILL)):
-            try:
-                kill(p)
-            except (ProcessLookupError, PermissionError):
-                pass
+    """Kills an unreaped client's process group, and each of its descendants and their groups
+    (a stdio server may have a group of its own). Only ever called before the client is reaped,
+    so neither its pid nor its group can name another process yet."""
+    targets = descendants(pid)
+    groups = {pid}
+    for p in targets:
+        try:
+            groups.add(os.getpgid(p))
+        except ProcessLookupError:
+            pass
+    for p in targets:
+        try:
+            os.kill(p, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+    for group in groups:
+        try:
+            os.killpg(group, signal.SIGKILL)
+        except (ProcessLookupError, PermissionError):
+            pass
 
 
 def run(argv, timeout, pinned=False):
@@ -98,13 +112,18 @@ def run(argv, timeout, pinned=False):
         timer = threading.Timer(timeout, on_timeout)
         timer.start()
         try:
-            _, status, _ = os.wait4(proc.pid, 0)
+            # Waits without reaping: until reaped, the client's pid and group stay its own.
+            os.waitid(os.P_PID, proc.pid, os.WEXITED | os.WNOWAIT)
+            wall = time.perf_counter() - start
         finally:
             timer.cancel()
-        wall = time.perf_counter() - start
+        # What the client left in its group (a stdio server it did not end).
+        try:
+            os.killpg(proc.pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+        _, status, _ = os.wait4(proc.pid, 0)
         proc.returncode = os.waitstatus_to_exitcode(status)
-        # A stdio server left behind by a killed or crashed client.
-        kill_tree(proc.pid)
         out.seek(0)
         err.seek(0)
         text, errors = out.read().decode(errors="replace"), err.read().decode(errors="replace")
@@ -124,10 +143,7 @@ def run(argv, timeout, pinned=False):
 
 def short(message):
     """An error message fit for a table cell: rmcp's name their generic types in full."""
-    while "[" in message and "]" in message.split("[", 1)[1]:
-        head, rest = message.split("[", 1)
-        message = head + "[…]" + rest.split("]", 1)[1].lstrip("]>")
-    message = message.replace("|", "/")
+    message = re.sub(r"\[[^\[\]]*(\[[^\]]*\][^\[\]]*)*\]", "[…]", message).replace("|", "/")
     return message if len(message) <= 120 else message[:117] + "…"
 
 
@@ -216,6 +232,27 @@ def build_times():
     return times
 
 
+def callgrind_per_call():
+    """Instructions the client executes per echo call over stdio: a run of 2000 calls less one
+    of 1000, over 1000 (start-up, warm-up and close cancel out). Counts, not seconds: the same
+    whatever else the machine does. The TS SDK is left out (a JIT under valgrind says little)."""
+    per_call = {}
+    for c in ("ours", "rmcp", "floor"):
+        totals = []
+        for n in (1000, 2000):
+            with tempfile.NamedTemporaryFile(suffix=".callgrind") as out:
+                argv = ["valgrind", "--tool=callgrind", f"--callgrind-out-file={out.name}"]
+                argv += CLIENTS[c] + ["stdio", target("stdio", {}, False), "echo", str(n)]
+                log("$ " + " ".join(argv))
+                subprocess.run(argv, cwd=HERE, check=True, timeout=900,
+                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+                text = out.read().decode(errors="replace")
+            line = next(l for l in text.splitlines() if l.startswith(("totals:", "summary:")))
+            totals.append(int(line.split()[1]))
+        per_call[c] = round((totals[1] - totals[0]) / 1000)
+    return per_call
+
+
 def interleaved(clients, rounds, make_argv, timeout, pinned=False):
     """Runs the clients in turn, `rounds` times; returns each client's list of results."""
     results = {c: [] for c in clients}
@@ -239,12 +276,14 @@ def main():
     ap.add_argument("--rounds", type=int, help="rounds of each interleaved case (default 3)")
     ap.add_argument("--build-time", action="store_true",
                     help="also time clean release builds of the Rust clients (minutes)")
+    ap.add_argument("--callgrind", action="store_true",
+                    help="also count instructions per echo call under valgrind (a few minutes)")
     ap.add_argument("--no-build", action="store_true", help="use the clients already built")
     ap.add_argument("--big-timeout", type=float, default=30.0,
                     help="seconds one big result may take before it counts as a hang")
     args = ap.parse_args()
     rounds = args.rounds or (1 if args.quick else 3)
-    echo_calls = 1000 if args.quick else 3000
+    echo_calls = 1000 if args.quick else 2000
     inflight_secs = 1.0 if args.quick else 3.0
     big_sizes = [1 * MIB, 16 * MIB] if args.quick else [1 * MIB, 16 * MIB, 64 * MIB, 256 * MIB]
 
@@ -292,8 +331,11 @@ def main():
                                   lambda c: CLIENTS[c] + [t, target(t, servers, pinned), "echo",
                                                           str(echo_calls)], 120, pinned)
                 where = "pinned" if pinned else "unpinned"
-                rows.append(("echo", f"{t} p50, {where}", "µs", "lower",
-                             {c: median_of(r, "p50_us") for c, r in res.items()}))
+                p50 = {c: median_of(r, "p50_us") for c, r in res.items()}
+                rows.append(("echo", f"{t} p50, {where}", "µs", "lower", p50))
+                if all(isinstance(v, (int, float)) for v in p50.values()):
+                    rows.append(("echo", f"{t} p50 over the floor, {where}", "µs", "lower",
+                                 {c: round(p50[c] - p50["floor"], 1) for c in PEERS}))
                 rows.append(("echo", f"{t} p99, {where}", "µs", "lower",
                              {c: median_of(r, "p99_us") for c, r in res.items()}))
 
@@ -321,6 +363,7 @@ def main():
                         continue
                     r = run(CLIENTS[c] + [t, target(t, servers, False), "big", str(size)],
                             args.big_timeout)
+                    log(f"  {c} {t} {size // MIB} MiB: {r.get('outcome', 'ok')}")
                     res[c].append(r)
                     if not r["ok"]:
                         failed_at[c] = f"{size // MIB} MiB"
@@ -332,6 +375,10 @@ def main():
     finally:
         for s in servers.values():
             s.stop()
+
+    if args.callgrind:
+        rows.append(("echo", "instructions per echo call, stdio (callgrind: 2000 calls less "
+                     "1000, client only)", "", "lower", callgrind_per_call()))
 
     counts = crate_counts()
     rows.append(("build", "crates (cargo tree -e normal) / npm packages", "", "lower", counts))
