@@ -32,7 +32,8 @@ pub struct Args {
 
 pub fn args() -> Args {
     let argv: Vec<String> = std::env::args().skip(1).collect();
-    let usage = "usage: CLIENT stdio|http-json|http-sse TARGET startup|echo N|inflight SECS|big BYTES";
+    let usage =
+        "usage: CLIENT stdio|http-json|http-sse TARGET startup|echo N|inflight SECS|big BYTES";
     let arg = |i: usize| argv.get(i).cloned().unwrap_or_else(|| fail(usage));
     let number = |i: usize| arg(i).parse::<f64>().unwrap_or_else(|_| fail(usage));
     let mode = match arg(2).as_str() {
@@ -76,7 +77,11 @@ where
     F: Future<Output = Result<P, String>>,
 {
     let start = Instant::now();
-    let peer = Arc::new(connect.await.unwrap_or_else(|e| fail(&format!("connect: {e}"))));
+    let peer = Arc::new(
+        connect
+            .await
+            .unwrap_or_else(|e| fail(&format!("connect: {e}"))),
+    );
     let connected = start.elapsed();
     let line = match args.mode {
         Mode::Startup => {
@@ -150,7 +155,11 @@ where
         }
     };
     // The client's own peak RSS (the server is another process, even where it is our child).
-    let line = format!(r#"{},"rss_kb":{}}}"#, &line[..line.len() - 1], peak_rss_kb());
+    let line = format!(
+        r#"{},"rss_kb":{}}}"#,
+        &line[..line.len() - 1],
+        peak_rss_kb()
+    );
     println!("{line}");
 }
 

@@ -60,7 +60,10 @@ impl Http {
             self.path,
             body.len()
         );
-        self.reader.get_mut().write_all(request.as_bytes()).expect("write");
+        self.reader
+            .get_mut()
+            .write_all(request.as_bytes())
+            .expect("write");
         let mut length = 0;
         let mut line = String::new();
         loop {

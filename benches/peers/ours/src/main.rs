@@ -10,7 +10,11 @@ struct Ours(Client);
 
 impl common::Peer for Ours {
     async fn tools(&self) -> Result<usize, String> {
-        self.0.list_tools().await.map(|t| t.len()).map_err(|e| e.to_string())
+        self.0
+            .list_tools()
+            .await
+            .map(|t| t.len())
+            .map_err(|e| e.to_string())
     }
 
     async fn echo(&self, text: &str) -> Result<String, String> {

@@ -4,10 +4,10 @@
 #[path = "../../common.rs"]
 mod common;
 
+use rmcp::ServiceExt;
 use rmcp::model::CallToolRequestParams;
 use rmcp::service::{Peer, RoleClient, RunningService};
 use rmcp::transport::{StreamableHttpClientTransport, TokioChildProcess};
-use rmcp::ServiceExt;
 use std::sync::Mutex;
 
 struct Rmcp {
@@ -21,9 +21,14 @@ impl Rmcp {
             unreachable!()
         };
         let params = CallToolRequestParams::new(name).with_arguments(args);
-        let result = self.peer.call_tool(params).await.map_err(|e| e.to_string())?;
+        let result = self
+            .peer
+            .call_tool(params)
+            .await
+            .map_err(|e| e.to_string())?;
         let text = result.content.first().and_then(|c| c.as_text());
-        text.map(|t| t.text.clone()).ok_or_else(|| "no text block".into())
+        text.map(|t| t.text.clone())
+            .ok_or_else(|| "no text block".into())
     }
 }
 
@@ -38,7 +43,9 @@ impl common::Peer for Rmcp {
     }
 
     async fn big(&self, bytes: u64) -> Result<u64, String> {
-        let text = self.call("big", serde_json::json!({ "bytes": bytes })).await?;
+        let text = self
+            .call("big", serde_json::json!({ "bytes": bytes }))
+            .await?;
         Ok(text.len() as u64)
     }
 
