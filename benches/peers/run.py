@@ -223,8 +223,12 @@ def build_times():
         with tempfile.TemporaryDirectory() as target_dir:
             before = os.times()
             start = time.perf_counter()
-            sh(["cargo", "build", "--release", "--locked", "-p", f"peer-{name}",
-                "--target-dir", target_dir], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+            build = ["cargo", "build", "--release", "--locked", "-p", f"peer-{name}",
+                     "--target-dir", target_dir]
+            log("$ " + " ".join(build))
+            done = subprocess.run(build, cwd=HERE, capture_output=True, text=True)
+            if done.returncode != 0:
+                raise SystemExit(f"clean build of peer-{name} failed:\n{done.stderr[-3000:]}")
             after = os.times()
             cpu = (after.children_user - before.children_user +
                    after.children_system - before.children_system)
