@@ -208,6 +208,31 @@ async fn many_requests_in_flight_are_correlated() {
     client.close().await;
 }
 
+/// Requests larger than the pipe (64 KiB) are written partly by their caller and finished by
+/// the writer task; small ones sent meanwhile must queue behind them, never into them.
+#[tokio::test]
+async fn requests_larger_than_the_pipe_stay_whole_beside_small_ones() {
+    let client = Arc::new(connect(&[], ClientOptions::default()).await);
+    let calls = (0..24).map(|i| {
+        let client = client.clone();
+        tokio::spawn(async move {
+            let text = if i % 3 == 0 {
+                format!("{i}:{}", "x".repeat(300_000 + i * 1000))
+            } else {
+                format!("n{i}")
+            };
+            let answer = call(&client, "echo", json!({ "text": text })).await.text;
+            (text, answer)
+        })
+    });
+    for handle in calls {
+        let (text, answer) = handle.await.unwrap();
+        assert_eq!(answer.len(), text.len());
+        assert!(answer == text, "an answer differs from its request's text");
+    }
+    client.close().await;
+}
+
 async fn cancellations(client: &Client) -> Vec<Value> {
     serde_json::from_str(&call(client, "cancellations", json!({})).await.text).unwrap()
 }

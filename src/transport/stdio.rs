@@ -18,10 +18,12 @@ use crate::error::{Error, ErrorKind, Result};
 use crate::wire::decode::Decoded;
 use crate::wire::framing::{LineFramer, Piece};
 use std::collections::HashMap;
+use std::pin::Pin;
 use std::process::Stdio;
-use std::sync::Mutex as StdMutex;
+use std::sync::{Arc, Mutex as StdMutex};
+use std::task::{Context, Poll, Waker};
 use std::time::{Duration, Instant};
-use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt, BufReader};
+use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncWrite, BufReader};
 use tokio::process::{Child, ChildStdin, Command};
 use tokio::sync::{mpsc, oneshot};
 
@@ -114,7 +116,21 @@ const WRITE_QUEUE: usize = 64;
 /// One message for the writer, and where to say how its write ended.
 struct Outgoing {
     bytes: Vec<u8>,
+    /// How much of `bytes` `send` wrote already: the rest must follow, caller or not.
+    at: usize,
     written: oneshot::Sender<std::io::Result<()>>,
+}
+
+/// The server's stdin, shared by `send`, which writes a message itself when nothing is queued
+/// and the pipe takes it whole (no task hop: the common case), and the writer task, which
+/// writes everything else in order.
+struct Pipe {
+    /// `None` once closed: dropping it closes the pipe, even in the middle of a write the
+    /// server does not read.
+    stdin: Option<ChildStdin>,
+    /// Messages queued for the writer task and not yet written; while there are any, `send`
+    /// queues too, so messages keep their order.
+    queued: usize,
 }
 
 /// A running stdio server.
@@ -122,8 +138,8 @@ pub struct StdioTransport {
     server: String,
     /// The writer's queue; `None` once closed.
     writer: StdMutex<Option<mpsc::Sender<Outgoing>>>,
-    /// The writer task, which owns the server's stdin: aborting it closes the pipe, even in
-    /// the middle of a write the server does not read.
+    pipe: Arc<StdMutex<Pipe>>,
+    /// The writer task.
     writer_task: tokio::task::AbortHandle,
     child: StdMutex<Option<Child>>,
     pid: u32,
@@ -162,10 +178,15 @@ impl StdioTransport {
         tokio::spawn(read_stdout(server.to_string(), stdout, limits, tx));
         tokio::spawn(forward_stderr(server.to_string(), stderr));
         let (queue, outgoing) = mpsc::channel(WRITE_QUEUE);
-        let writer_task = tokio::spawn(write_stdin(stdin, outgoing)).abort_handle();
+        let pipe = Arc::new(StdMutex::new(Pipe {
+            stdin: Some(stdin),
+            queued: 0,
+        }));
+        let writer_task = tokio::spawn(write_stdin(pipe.clone(), outgoing)).abort_handle();
         let transport = StdioTransport {
             server: server.to_string(),
             writer: StdMutex::new(Some(queue)),
+            pipe,
             writer_task,
             child: StdMutex::new(Some(child)),
             pid,
@@ -175,8 +196,10 @@ impl StdioTransport {
 }
 
 impl Transport for StdioTransport {
-    /// Queues the message for the writer and waits until it is written. Dropping the future
-    /// (a deadline) before the write starts means it is never written.
+    /// Writes the message at once if nothing is queued and the pipe takes it whole; else
+    /// queues (the rest of) it for the writer and waits until it is written. Dropping the
+    /// future (a deadline) before the write starts means it is never written; once a byte of
+    /// it is written, the rest follows.
     fn send(&self, message: super::Outbound) -> BoxFuture<'_, Result<()>> {
         let mut message = message.bytes;
         Box::pin(async move {
@@ -184,13 +207,32 @@ impl Transport for StdioTransport {
             let closed = |why: &str| Error::new(&self.server, ErrorKind::Closed(why.into()));
             let queue = self.writer.lock().expect("writer lock").clone();
             let queue = queue.ok_or_else(|| closed("the transport was closed"))?;
-            let (written, outcome) = oneshot::channel();
-            let outgoing = Outgoing {
-                bytes: message,
-                written,
-            };
-            if queue.send(outgoing).await.is_err() {
+            // The one wait before the message is committed: room in the queue, in case the
+            // pipe does not take it all now.
+            let Ok(room) = queue.reserve().await else {
                 return Err(closed("the server's stdin is closed"));
+            };
+            let (written, outcome) = oneshot::channel();
+            {
+                let mut pipe = self.pipe.lock().expect("pipe lock");
+                let Pipe { stdin, queued } = &mut *pipe;
+                let stdin = stdin
+                    .as_mut()
+                    .ok_or_else(|| closed("the transport was closed"))?;
+                let at = if *queued == 0 {
+                    write_now(stdin, &message)
+                } else {
+                    0
+                };
+                if at == message.len() {
+                    return Ok(());
+                }
+                *queued += 1;
+                room.send(Outgoing {
+                    bytes: message,
+                    at,
+                    written,
+                });
             }
             // A message is read by the server only once its last byte (the newline) is
             // written, so a failed write never reached it.
@@ -207,6 +249,7 @@ impl Transport for StdioTransport {
             // Never waits for a write: a server that stopped reading would hold it forever.
             self.writer.lock().expect("writer lock").take();
             self.writer_task.abort();
+            self.pipe.lock().expect("pipe lock").stdin.take();
             let child = self.child.lock().expect("child lock").take();
             if let Some(child) = child {
                 let pid = self.pid;
@@ -226,8 +269,11 @@ impl Transport for StdioTransport {
 
 impl Drop for StdioTransport {
     fn drop(&mut self) {
-        // Aborting the writer drops stdin, which closes the pipe.
+        // Dropping stdin closes the pipe.
         self.writer_task.abort();
+        if let Ok(mut pipe) = self.pipe.lock() {
+            pipe.stdin.take();
+        }
         if let Some(child) = self.child.get_mut().expect("child lock").take() {
             // The rest of the sequence blocks, so it runs on a thread of its own.
             let pid = self.pid;
@@ -236,23 +282,53 @@ impl Drop for StdioTransport {
     }
 }
 
+/// Writes what the pipe takes now, without waiting; returns how much that was. An error stops
+/// it too: the writer task meets it again on the rest, and reports it.
+fn write_now(stdin: &mut ChildStdin, bytes: &[u8]) -> usize {
+    let mut cx = Context::from_waker(Waker::noop());
+    let mut at = 0;
+    while at < bytes.len() {
+        match Pin::new(&mut *stdin).poll_write(&mut cx, &bytes[at..]) {
+            Poll::Ready(Ok(n)) if n > 0 => at += n,
+            _ => break,
+        }
+    }
+    at
+}
+
 /// Writes queued messages to the server's stdin, one after another, until the queue closes
 /// or a write fails. A message whose sender stopped waiting before its turn is skipped.
-async fn write_stdin(mut stdin: ChildStdin, mut queue: mpsc::Receiver<Outgoing>) {
+async fn write_stdin(pipe: Arc<StdMutex<Pipe>>, mut queue: mpsc::Receiver<Outgoing>) {
     while let Some(outgoing) = queue.recv().await {
-        if outgoing.written.is_closed() {
-            continue;
-        }
-        let result = match stdin.write_all(&outgoing.bytes).await {
-            Ok(()) => stdin.flush().await,
-            Err(e) => Err(e),
+        let result = if outgoing.at == 0 && outgoing.written.is_closed() {
+            Ok(())
+        } else {
+            write_all(&pipe, &outgoing.bytes[outgoing.at..]).await
         };
+        pipe.lock().expect("pipe lock").queued -= 1;
         let failed = result.is_err();
         let _ = outgoing.written.send(result);
         if failed {
             return;
         }
     }
+}
+
+/// Writes all of `bytes` (a pipe needs no flush), holding the lock only while it polls.
+async fn write_all(pipe: &StdMutex<Pipe>, bytes: &[u8]) -> std::io::Result<()> {
+    let mut at = 0;
+    while at < bytes.len() {
+        let n = std::future::poll_fn(|cx| match &mut pipe.lock().expect("pipe lock").stdin {
+            Some(stdin) => Pin::new(stdin).poll_write(cx, &bytes[at..]),
+            None => Poll::Ready(Err(std::io::ErrorKind::BrokenPipe.into())),
+        })
+        .await?;
+        if n == 0 {
+            return Err(std::io::ErrorKind::WriteZero.into());
+        }
+        at += n;
+    }
+    Ok(())
 }
 
 /// The close sequence, after stdin is closed: wait for the server to exit, then SIGTERM the

@@ -1,0 +1,184 @@
+//! What the three Rust client programs share: the command line, the modes, and what they print
+//! (one JSON line on stdout, read by `run.py`). Each program only says how to connect, call and
+//! close with its library.
+//!
+//! `CLIENT TRANSPORT TARGET MODE [ARG]`
+//!   TRANSPORT  stdio | http-json | http-sse
+//!   TARGET     the server's command line (stdio, split on spaces) or its URL (http)
+//!   MODE       startup | echo N | inflight SECONDS | big BYTES
+
+use std::future::Future;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::{Duration, Instant};
+
+/// Concurrent calls in the `inflight` mode.
+pub const INFLIGHT: usize = 64;
+/// Echo calls made before the timed ones.
+pub const WARMUP: usize = 200;
+
+pub enum Mode {
+    Startup,
+    Echo(usize),
+    Inflight(f64),
+    Big(u64),
+}
+
+pub struct Args {
+    pub transport: String,
+    pub target: String,
+    pub mode: Mode,
+}
+
+pub fn args() -> Args {
+    let argv: Vec<String> = std::env::args().skip(1).collect();
+    let usage =
+        "usage: CLIENT stdio|http-json|http-sse TARGET startup|echo N|inflight SECS|big BYTES";
+    let arg = |i: usize| argv.get(i).cloned().unwrap_or_else(|| fail(usage));
+    let number = |i: usize| arg(i).parse::<f64>().unwrap_or_else(|_| fail(usage));
+    let mode = match arg(2).as_str() {
+        "startup" => Mode::Startup,
+        "echo" => Mode::Echo(number(3) as usize),
+        "inflight" => Mode::Inflight(number(3)),
+        "big" => Mode::Big(number(3) as u64),
+        _ => fail(usage),
+    };
+    let transport = arg(0);
+    if !["stdio", "http-json", "http-sse"].contains(&transport.as_str()) {
+        fail(usage);
+    }
+    Args {
+        transport,
+        target: arg(1),
+        mode,
+    }
+}
+
+pub fn fail(message: &str) -> ! {
+    eprintln!("{message}");
+    std::process::exit(2)
+}
+
+/// One connected client, as the modes use it.
+pub trait Peer: Send + Sync + 'static {
+    /// Lists the tools; returns how many.
+    fn tools(&self) -> impl Future<Output = Result<usize, String>> + Send;
+    /// Calls `echo` and returns its text.
+    fn echo(&self, text: &str) -> impl Future<Output = Result<String, String>> + Send;
+    /// Calls `big` and returns how many bytes of text the result had.
+    fn big(&self, bytes: u64) -> impl Future<Output = Result<u64, String>> + Send;
+    fn close(&self) -> impl Future<Output = ()> + Send;
+}
+
+/// Runs the mode and prints its one line.
+pub async fn drive<P, F>(args: &Args, connect: F)
+where
+    P: Peer,
+    F: Future<Output = Result<P, String>>,
+{
+    let start = Instant::now();
+    let peer = Arc::new(
+        connect
+            .await
+            .unwrap_or_else(|e| fail(&format!("connect: {e}"))),
+    );
+    let connected = start.elapsed();
+    let line = match args.mode {
+        Mode::Startup => {
+            let tools = peer.tools().await.unwrap_or_else(|e| fail(&e));
+            let listed = start.elapsed();
+            peer.close().await;
+            format!(
+                r#"{{"connect_us":{},"list_us":{},"total_us":{},"tools":{tools}}}"#,
+                connected.as_micros(),
+                listed.as_micros(),
+                start.elapsed().as_micros()
+            )
+        }
+        Mode::Echo(n) => {
+            for _ in 0..WARMUP {
+                check_echo(peer.echo("hello").await);
+            }
+            let mut times = Vec::with_capacity(n);
+            for _ in 0..n {
+                let t = Instant::now();
+                check_echo(peer.echo("hello").await);
+                times.push(t.elapsed());
+            }
+            peer.close().await;
+            times.sort();
+            let at = |q: f64| times[((times.len() as f64 * q) as usize).min(times.len() - 1)];
+            format!(
+                r#"{{"p50_us":{:.1},"p99_us":{:.1},"calls":{n}}}"#,
+                micros(at(0.50)),
+                micros(at(0.99))
+            )
+        }
+        Mode::Inflight(secs) => {
+            let done = Arc::new(AtomicU64::new(0));
+            let t = Instant::now();
+            let deadline = t + Duration::from_secs_f64(secs);
+            let workers: Vec<_> = (0..INFLIGHT)
+                .map(|_| {
+                    let (peer, done) = (peer.clone(), done.clone());
+                    tokio::spawn(async move {
+                        while Instant::now() < deadline {
+                            check_echo(peer.echo("hello").await);
+                            done.fetch_add(1, Ordering::Relaxed);
+                        }
+                    })
+                })
+                .collect();
+            for w in workers {
+                w.await.unwrap_or_else(|e| fail(&format!("worker: {e}")));
+            }
+            let calls = done.load(Ordering::Relaxed);
+            let rate = calls as f64 / t.elapsed().as_secs_f64();
+            peer.close().await;
+            format!(r#"{{"calls_per_s":{rate:.0},"calls":{calls}}}"#)
+        }
+        Mode::Big(bytes) => {
+            let t = Instant::now();
+            let outcome = peer.big(bytes).await;
+            let secs = t.elapsed().as_secs_f64();
+            peer.close().await;
+            match outcome {
+                Ok(got) if got == bytes => format!(r#"{{"ok":true,"secs":{secs:.3}}}"#),
+                Ok(got) => format!(
+                    r#"{{"ok":false,"secs":{secs:.3},"error":"got {got} bytes of {bytes}"}}"#
+                ),
+                Err(e) => format!(
+                    r#"{{"ok":false,"secs":{secs:.3},"error":{}}}"#,
+                    serde_json::Value::String(e.chars().take(2000).collect())
+                ),
+            }
+        }
+    };
+    // The client's own peak RSS (the server is another process, even where it is our child).
+    let line = format!(
+        r#"{},"rss_kb":{}}}"#,
+        &line[..line.len() - 1],
+        peak_rss_kb()
+    );
+    println!("{line}");
+}
+
+/// VmHWM of this process, in KiB (0 where /proc has none).
+pub fn peak_rss_kb() -> u64 {
+    let status = std::fs::read_to_string("/proc/self/status").unwrap_or_default();
+    let line = status.lines().find(|l| l.starts_with("VmHWM:"));
+    let kb = line.and_then(|l| l.split_whitespace().nth(1));
+    kb.and_then(|kb| kb.parse().ok()).unwrap_or(0)
+}
+
+fn check_echo(reply: Result<String, String>) {
+    match reply {
+        Ok(text) if text == "hello" => {}
+        Ok(text) => fail(&format!("echo answered {text:?}")),
+        Err(e) => fail(&format!("echo: {e}")),
+    }
+}
+
+fn micros(d: Duration) -> f64 {
+    d.as_secs_f64() * 1e6
+}
