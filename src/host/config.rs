@@ -534,7 +534,8 @@ impl Config {
                 .rsplit_once(" at line ")
                 .map_or(what.as_str(), |(w, _)| w);
             ConfigError {
-                position: Some((e.line(), e.column())),
+                // serde_json says column 0 at the end of a line (an empty file): 1-based here.
+                position: Some((e.line(), e.column().max(1))),
                 ..ConfigError::file(None, format!("not valid JSON ({what}); fix the file"))
             }
         })?;
@@ -905,6 +906,9 @@ mod tests {
             ),
             ("{\"servers\": {}", (1, 14)),
             ("[]", (1, 1)),
+            // Found by the config_expand fuzz target: serde_json says column 0 here.
+            ("", (1, 1)),
+            ("{\"servers\": {}\n", (2, 1)),
             ("{\n\"servers\": []}", (2, 1)),
         ];
         for (text, position) in table {
