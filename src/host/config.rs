@@ -933,6 +933,16 @@ mod tests {
         assert!(servers[1].0 == "good" && servers[1].1.is_ok());
     }
 
+    /// Found by the config_expand fuzz target: without serde_json's `float_roundtrip`, a
+    /// number such as 21e+300 read, saved and read again came back one unit in the last
+    /// place off, so every save could change a member this crate does not know.
+    #[test]
+    fn numbers_survive_a_save() {
+        let config =
+            Config::parse(r#"{"kept": [21e+300, 1e+303, 0.1, 2.2250738585072014e-308]}"#).unwrap();
+        assert_eq!(Config::parse(&config.to_text()).unwrap(), config);
+    }
+
     #[test]
     fn missing_file_is_no_servers_and_saves_keep_unknown_keys() {
         let dir = tempfile::tempdir().unwrap();
