@@ -1,14 +1,16 @@
 #!/usr/bin/env bash
-# Builds the fuzz targets and runs each for SECONDS seconds, seeded from fixtures/seeds/<target>.
-# Exits non-zero as soon as a target finds a failing input (libFuzzer leaves it in
-# fuzz/artifacts/<target>/).
+# Builds the fuzz targets and runs each (every one `cargo fuzz list` names, so a new target in
+# fuzz/Cargo.toml is run without being listed here) for SECONDS seconds, seeded from
+# fixtures/seeds/<target>. Exits non-zero as soon as a target finds a failing input (libFuzzer
+# leaves it in fuzz/artifacts/<target>/).
 set -euo pipefail
 SECONDS_PER_TARGET="${1:?usage: fuzz/run.sh SECONDS}"
 cd "$(dirname "$0")/.."
 export RUSTC_BOOTSTRAP=1
 echo "== building fuzz targets"
 (cd fuzz && cargo fuzz build)
-for target in render_equiv truncator framer sse_equiv; do
+mapfile -t targets < <(cd fuzz && cargo fuzz list)
+for target in "${targets[@]}"; do
   corpus="fuzz/corpus/$target"
   mkdir -p "$corpus"
   echo "== $target: ${SECONDS_PER_TARGET}s (seeds: fixtures/seeds/$target)"
@@ -18,4 +20,4 @@ for target in render_equiv truncator framer sse_equiv; do
     exit 1
   }
 done
-echo "== all targets ran ${SECONDS_PER_TARGET}s without a finding"
+echo "== all ${#targets[@]} targets ran ${SECONDS_PER_TARGET}s without a finding"

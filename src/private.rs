@@ -16,3 +16,59 @@ pub mod text;
 pub mod transport;
 #[path = "wire/mod.rs"]
 pub mod wire;
+
+/// Entry points for the fuzz targets (`fuzz/`) into checks that are private elsewhere.
+pub mod fuzz {
+    #[cfg(feature = "oauth")]
+    use crate::auth::{AuthServerMetadata, ProtectedResource, discovery, fetch};
+
+    /// `fetch::check_url`: https, or http on a loopback host.
+    #[cfg(feature = "oauth")]
+    pub fn check_url(url: &str) -> Result<(), String> {
+        fetch::check_url("the URL", url).map(drop)
+    }
+
+    /// Discovery's check of protected resource metadata for the server at `server_url`:
+    /// the resource to send and the issuer to ask.
+    #[cfg(feature = "oauth")]
+    pub fn check_protected_resource(
+        prm: &ProtectedResource,
+        server_url: &str,
+    ) -> Result<(String, String), String> {
+        discovery::check_protected_resource(prm, server_url)
+    }
+
+    /// Discovery's check of authorization server metadata fetched from `url` for `issuer`.
+    #[cfg(feature = "oauth")]
+    pub fn check_metadata(
+        meta: &AuthServerMetadata,
+        issuer: &str,
+        url: &str,
+    ) -> Result<(), String> {
+        discovery::check_metadata(meta, issuer, url)
+    }
+
+    /// The same for metadata on the MCP server's origin `base` (the 2025-03-26 rules).
+    #[cfg(feature = "oauth")]
+    pub fn check_legacy_metadata(
+        meta: &AuthServerMetadata,
+        base: &str,
+        url: &str,
+    ) -> Result<(), String> {
+        discovery::check_legacy_metadata(meta, base, url)
+    }
+
+    /// The management API's reading of one request (route, query, JSON body and members),
+    /// without acting on it; a refusal as (status, type, message).
+    #[cfg(feature = "api")]
+    pub fn api_request(
+        method: &str,
+        path: &str,
+        query: &str,
+        body: &[u8],
+    ) -> Result<(), (u16, &'static str, String)> {
+        let method = hyper::Method::from_bytes(method.as_bytes())
+            .map_err(|_| (400, "invalid_request", "not an HTTP method".to_string()))?;
+        crate::api::read_request(&method, path, query, body).map_err(|e| e.into_parts())
+    }
+}

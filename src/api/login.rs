@@ -36,7 +36,7 @@ fn event(value: &Value) -> Bytes {
 }
 
 /// The `name` query parameter.
-fn name_param(query: &str) -> Result<String, ApiError> {
+pub(super) fn name_param(query: &str) -> Result<String, ApiError> {
     crate::auth::pkce::parse_query(query)
         .into_iter()
         .find(|(k, _)| k == "name")
@@ -83,11 +83,18 @@ pub(super) fn start(state: Arc<State>, query: &str) -> Answer {
 /// `POST /v1/mcp/oauth/callback`: `{"name", "url"}` completes the login in progress with
 /// the URL the browser ended on; answers once the login has ended.
 pub(super) async fn callback(state: &State, body: Value) -> Answer {
-    only_members(&body, &["name", "url"])?;
-    let name = required_string(&body, "name")?;
-    let url = required_string(&body, "url")?;
+    let (name, url) = callback_request(&body)?;
     state.control.complete_login_by_paste(&name, &url).await?;
     ok(json!({"name": name, "ok": true}))
+}
+
+/// `POST /v1/mcp/oauth/callback`'s body: the server's name and the URL.
+pub(super) fn callback_request(body: &Value) -> Result<(String, String), ApiError> {
+    only_members(body, &["name", "url"])?;
+    Ok((
+        required_string(body, "name")?,
+        required_string(body, "url")?,
+    ))
 }
 
 /// `DELETE /v1/mcp/oauth?name=X`: forgets the tokens; the server then shows `needs login`.
@@ -100,16 +107,7 @@ pub(super) async fn logout(state: &State, query: &str) -> Answer {
 /// `POST /v1/mcp/oauth/client`: `{"name", "client_id", "client_secret"?, "redirect_uri"?}`.
 /// The id and redirect URI go to the entry; the secret to the token store, never back out.
 pub(super) async fn set_client(state: &State, body: Value) -> Answer {
-    only_members(
-        &body,
-        &["name", "client_id", "client_secret", "redirect_uri"],
-    )?;
-    let name = required_string(&body, "name")?;
-    let client = OAuthClient {
-        client_id: required_string(&body, "client_id")?,
-        client_secret: optional_string(&body, "client_secret")?,
-        redirect_uri: optional_string(&body, "redirect_uri")?,
-    };
+    let (name, client) = set_client_request(&body)?;
     let redirect_uri = state.control.set_oauth_client(&name, &client).await?;
     ok(json!({
         "name": name,
@@ -117,4 +115,19 @@ pub(super) async fn set_client(state: &State, body: Value) -> Answer {
         "redirect_uri": redirect_uri,
         "hasSecret": client.client_secret.is_some(),
     }))
+}
+
+/// `POST /v1/mcp/oauth/client`'s body: the server's name and its client.
+pub(super) fn set_client_request(body: &Value) -> Result<(String, OAuthClient), ApiError> {
+    only_members(
+        body,
+        &["name", "client_id", "client_secret", "redirect_uri"],
+    )?;
+    let name = required_string(body, "name")?;
+    let client = OAuthClient {
+        client_id: required_string(body, "client_id")?,
+        client_secret: optional_string(body, "client_secret")?,
+        redirect_uri: optional_string(body, "redirect_uri")?,
+    };
+    Ok((name, client))
 }

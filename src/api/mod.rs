@@ -226,6 +226,11 @@ impl ApiError {
         }
     }
 
+    /// The status, the `type` and the message the answer carries.
+    pub(crate) fn into_parts(self) -> (u16, &'static str, String) {
+        (self.status.as_u16(), self.kind, self.message)
+    }
+
     pub(crate) fn bad_request(message: impl Into<String>) -> Self {
         ApiError::new(StatusCode::BAD_REQUEST, "invalid_request", message)
     }
@@ -452,6 +457,35 @@ async fn dispatch(
     }
 }
 
+/// Reads a request as [`respond`] and the route's handler would, up to where the handler
+/// acts: the route, then the query (`name`) or the JSON body and its members. For the fuzz
+/// targets (through `__private`), which hold every refusal to a 4xx with a message.
+pub(crate) fn read_request(
+    method: &Method,
+    path: &str,
+    query: &str,
+    body: &[u8],
+) -> Result<(), ApiError> {
+    let route = route(method, path)?;
+    if matches!(route, Route::Login | Route::Logout) {
+        return login::name_param(query).map(drop);
+    }
+    if *method != Method::POST {
+        return Ok(());
+    }
+    let body = body_value(body)?;
+    match route {
+        Route::AddServer => servers::add_request(body).map(drop),
+        Route::RemoveServer => servers::remove_request(&body).map(drop),
+        Route::Reconnect => servers::reconnect_request(&body).map(drop),
+        Route::Call => servers::call_request(&body).map(drop),
+        Route::SetAllowlist => servers::set_allowlist_request(&body).map(drop),
+        Route::SetClient => login::set_client_request(&body).map(drop),
+        Route::Callback => login::callback_request(&body).map(drop),
+        _ => Ok(()),
+    }
+}
+
 /// Reads a JSON object body (empty is `{}`), at most `max_body` bytes, within the request
 /// deadline.
 async fn read_json(parts: &Parts, body: Incoming, limits: &Limits) -> Result<Value, ApiError> {
@@ -491,10 +525,15 @@ async fn read_json(parts: &Parts, body: Incoming, limits: &Limits) -> Result<Val
             )));
         }
     };
+    body_value(&bytes)
+}
+
+/// A body's JSON object (empty is `{}`).
+fn body_value(bytes: &[u8]) -> Result<Value, ApiError> {
     if bytes.iter().all(u8::is_ascii_whitespace) {
         return Ok(Value::Object(Map::new()));
     }
-    match serde_json::from_slice::<Value>(&bytes) {
+    match serde_json::from_slice::<Value>(bytes) {
         Ok(v @ Value::Object(_)) => Ok(v),
         Ok(_) => Err(ApiError::bad_request("the body must be a JSON object")),
         Err(e) => Err(ApiError::bad_request(format!(

@@ -73,8 +73,8 @@ pub(super) fn list(state: &State) -> Answer {
 /// What `POST /v1/mcp` takes besides `name`.
 const ENTRY_MEMBERS: [&str; 7] = ["name", "command", "args", "env", "url", "headers", "auth"];
 
-/// `POST /v1/mcp`: checked, saved, then connected and registered.
-pub(super) async fn add(state: &State, body: Value) -> Answer {
+/// `POST /v1/mcp`'s body: the server's name and its entry.
+pub(super) fn add_request(body: Value) -> Result<(String, ServerConfig), ApiError> {
     let name = required_string(&body, "name")?;
     only_members(&body, &ENTRY_MEMBERS)?;
     let mut entry = body;
@@ -83,6 +83,12 @@ pub(super) async fn add(state: &State, body: Value) -> Answer {
     }
     let server = ServerConfig::from_value(&name, &entry)
         .map_err(|e| ApiError::bad_request(e.to_string()))?;
+    Ok((name, server))
+}
+
+/// `POST /v1/mcp`: checked, saved, then connected and registered.
+pub(super) async fn add(state: &State, body: Value) -> Answer {
+    let (name, server) = add_request(body)?;
     let control = &state.control;
     let status = control.add_server(&name, server).await?;
     let collisions: Vec<String> = control
@@ -102,10 +108,16 @@ pub(super) async fn add(state: &State, body: Value) -> Answer {
 /// `POST /v1/mcp/remove`: out of the file, then closed and unregistered; its OAuth tokens
 /// and client secret are forgotten.
 pub(super) async fn remove(state: &State, body: Value) -> Answer {
-    let name = required_string(&body, "name")?;
-    only_members(&body, &["name"])?;
+    let name = remove_request(&body)?;
     state.control.remove_server(&name).await?;
     ok(json!({"removed": name}))
+}
+
+/// `POST /v1/mcp/remove`'s body: the server's name.
+pub(super) fn remove_request(body: &Value) -> Result<String, ApiError> {
+    let name = required_string(body, "name")?;
+    only_members(body, &["name"])?;
+    Ok(name)
 }
 
 /// `GET /v1/mcp/status`.
@@ -113,13 +125,18 @@ pub(super) fn status(state: &State) -> Answer {
     ok(json!({"servers": state.control.manager().status()}))
 }
 
+/// `POST /v1/mcp/reconnect`'s body: one server's name, or none for every server.
+pub(super) fn reconnect_request(body: &Value) -> Result<Option<String>, ApiError> {
+    only_members(body, &["name"])?;
+    match body.get("name") {
+        None | Some(Value::Null) => Ok(None),
+        Some(_) => Ok(Some(required_string(body, "name")?)),
+    }
+}
+
 /// `POST /v1/mcp/reconnect`: every server, or `{"name"}`.
 pub(super) async fn reconnect(state: &State, body: Value) -> Answer {
-    only_members(&body, &["name"])?;
-    let one = match body.get("name") {
-        None | Some(Value::Null) => None,
-        Some(_) => Some(required_string(&body, "name")?),
-    };
+    let one = reconnect_request(&body)?;
     let manager = state.control.manager();
     let outcomes = match one {
         Some(name) => {
@@ -165,19 +182,25 @@ pub(super) fn tools(state: &State) -> Answer {
     ok(json!({"tools": tools}))
 }
 
-/// `POST /v1/mcp/call`: through the gate; a call the gate refuses is 403 with the reason.
-pub(super) async fn call(state: &State, body: Value) -> Answer {
-    only_members(&body, &["name", "arguments", "mode"])?;
-    let name = required_string(&body, "name")?;
+/// `POST /v1/mcp/call`'s body: the tool's name, its arguments and the permission mode.
+pub(super) fn call_request(body: &Value) -> Result<(String, Value, PermissionMode), ApiError> {
+    only_members(body, &["name", "arguments", "mode"])?;
+    let name = required_string(body, "name")?;
     let arguments = match body.get("arguments") {
         None | Some(Value::Null) => json!({}),
         Some(v @ Value::Object(_)) => v.clone(),
         Some(_) => return Err(ApiError::bad_request("\"arguments\" must be a JSON object")),
     };
-    let mode = match optional_string(&body, "mode")? {
+    let mode = match optional_string(body, "mode")? {
         None => PermissionMode::Confirm,
         Some(m) => m.parse().map_err(ApiError::bad_request)?,
     };
+    Ok((name, arguments, mode))
+}
+
+/// `POST /v1/mcp/call`: through the gate; a call the gate refuses is 403 with the reason.
+pub(super) async fn call(state: &State, body: Value) -> Answer {
+    let (name, arguments, mode) = call_request(&body)?;
     match state.control.manager().call(&name, arguments, mode).await {
         Ok(output) => ok(json!({
             "text": output.text,
@@ -208,7 +231,14 @@ pub(super) fn allowlist(state: &State) -> Answer {
 /// `POST /v1/allowlist`: `{"tool": {"prefix": "mcp__x__", "entries": [...]}}` replaces the
 /// entries of that prefix only.
 pub(super) async fn set_allowlist(state: &State, body: Value) -> Answer {
-    only_members(&body, &["tool"])?;
+    let (prefix, entries) = set_allowlist_request(&body)?;
+    let list = state.control.set_allowed(&prefix, &entries).await?;
+    ok(json!({"entries": list.entries()}))
+}
+
+/// `POST /v1/allowlist`'s body: the prefix and its new entries.
+pub(super) fn set_allowlist_request(body: &Value) -> Result<(String, Vec<String>), ApiError> {
+    only_members(body, &["tool"])?;
     let shape =
         "the body must be {\"tool\": {\"prefix\": \"mcp__<server>__\", \"entries\": [...]}}";
     let tool = body
@@ -225,8 +255,7 @@ pub(super) async fn set_allowlist(state: &State, body: Value) -> Answer {
             .ok_or_else(|| ApiError::bad_request("\"entries\" must be an array of strings"))?,
         _ => return Err(ApiError::bad_request(shape)),
     };
-    let list = state.control.set_allowed(&prefix, &entries).await?;
-    ok(json!({"entries": list.entries()}))
+    Ok((prefix, entries))
 }
 
 #[cfg(test)]

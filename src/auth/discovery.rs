@@ -360,6 +360,43 @@ pub async fn discover(
     let Some(prm) = protected else {
         return legacy_discovery(client, server_url).await;
     };
+    let (resource, issuer) = check_protected_resource(&prm, server_url)?;
+    let mut tried = Vec::new();
+    for url in auth_server_metadata_urls(&issuer) {
+        match fetch::get(client, &url).await {
+            Ok(a) if a.status == 200 => {
+                let Some(meta) = a
+                    .json()
+                    .and_then(|v| serde_json::from_value::<AuthServerMetadata>(v).ok())
+                else {
+                    tried.push(format!("{url} (not JSON metadata)"));
+                    continue;
+                };
+                check_metadata(&meta, &issuer, &url)?;
+                return Ok(Discovery {
+                    resource,
+                    protected_resource: Some(prm),
+                    server: meta,
+                    legacy: false,
+                });
+            }
+            Ok(a) => tried.push(format!("{url} (HTTP {})", a.status)),
+            Err(e) => tried.push(e),
+        }
+    }
+    Err(format!(
+        "no authorization server metadata for {issuer}: tried {}",
+        tried.join(", ")
+    ))
+}
+
+/// Checks protected resource metadata against the server at `server_url`: its `resource`
+/// must name the server, and its first authorization server must be a URL OAuth may fetch.
+/// Returns the resource to send and that issuer.
+pub(crate) fn check_protected_resource(
+    prm: &ProtectedResource,
+    server_url: &str,
+) -> Result<(String, String), String> {
     let resource = match prm.resource.as_deref() {
         Some(r) if resource_matches(r, server_url) => r.to_string(),
         Some(r) => {
@@ -377,39 +414,23 @@ pub async fn discover(
         "the protected resource metadata lists no authorization server".to_string()
     })?;
     fetch::check_url("the authorization server", &issuer)?;
-    let mut tried = Vec::new();
-    for url in auth_server_metadata_urls(&issuer) {
-        match fetch::get(client, &url).await {
-            Ok(a) if a.status == 200 => {
-                let Some(meta) = a
-                    .json()
-                    .and_then(|v| serde_json::from_value::<AuthServerMetadata>(v).ok())
-                else {
-                    tried.push(format!("{url} (not JSON metadata)"));
-                    continue;
-                };
-                if !same_issuer(&meta.issuer, &issuer) {
-                    return Err(format!(
-                        "the authorization server metadata at {url} names issuer {:?}, not {issuer:?} (RFC 8414 section 3.3); refusing it",
-                        meta.issuer
-                    ));
-                }
-                check_endpoints(&meta)?;
-                return Ok(Discovery {
-                    resource,
-                    protected_resource: Some(prm),
-                    server: meta,
-                    legacy: false,
-                });
-            }
-            Ok(a) => tried.push(format!("{url} (HTTP {})", a.status)),
-            Err(e) => tried.push(e),
-        }
+    Ok((resource, issuer))
+}
+
+/// Checks authorization server metadata fetched from `url` for `issuer`: it must name that
+/// issuer (RFC 8414 section 3.3), and its endpoints must pass [`check_endpoints`].
+pub(crate) fn check_metadata(
+    meta: &AuthServerMetadata,
+    issuer: &str,
+    url: &str,
+) -> Result<(), String> {
+    if !same_issuer(&meta.issuer, issuer) {
+        return Err(format!(
+            "the authorization server metadata at {url} names issuer {:?}, not {issuer:?} (RFC 8414 section 3.3); refusing it",
+            meta.issuer
+        ));
     }
-    Err(format!(
-        "no authorization server metadata for {issuer}: tried {}",
-        tried.join(", ")
-    ))
+    check_endpoints(meta)
 }
 
 /// Checks what the flows will use of the metadata: a token endpoint, and every issuer and
@@ -446,6 +467,23 @@ pub fn legacy_issuer_matches(issuer: &str, base: &str) -> bool {
         && !issuer.contains(['?', '#'])
 }
 
+/// Checks authorization server metadata fetched from `url` on the MCP server's origin `base`
+/// (2025-03-26): its issuer must be on that origin ([`legacy_issuer_matches`]), and its
+/// endpoints must pass [`check_endpoints`].
+pub(crate) fn check_legacy_metadata(
+    meta: &AuthServerMetadata,
+    base: &str,
+    url: &str,
+) -> Result<(), String> {
+    if !legacy_issuer_matches(&meta.issuer, base) {
+        return Err(format!(
+            "the authorization server metadata at {url} names issuer {:?}, which is not on the server's own origin {base} (RFC 8414 section 3.3); refusing it",
+            meta.issuer
+        ));
+    }
+    check_endpoints(meta)
+}
+
 /// The 2025-03-26 rules: metadata on the server's origin, else the default endpoints.
 async fn legacy_discovery(client: &HttpsClient, server_url: &str) -> Result<Discovery, String> {
     let base = origin(server_url).ok_or_else(|| format!("{server_url:?} is not a URL"))?;
@@ -457,13 +495,7 @@ async fn legacy_discovery(client: &HttpsClient, server_url: &str) -> Result<Disc
             .json()
             .and_then(|v| serde_json::from_value::<AuthServerMetadata>(v).ok())
     {
-        if !legacy_issuer_matches(&meta.issuer, &base) {
-            return Err(format!(
-                "the authorization server metadata at {url} names issuer {:?}, which is not on the server's own origin {base} (RFC 8414 section 3.3); refusing it",
-                meta.issuer
-            ));
-        }
-        check_endpoints(&meta)?;
+        check_legacy_metadata(&meta, &base, &url)?;
         return Ok(Discovery {
             resource,
             protected_resource: None,
@@ -630,6 +662,10 @@ mod tests {
             ("javascript:alert(1)", "is not an https URL"),
             ("https:///nohost", "not a URL"),
             ("https://a b", "is not a URL"),
+            // Found by the oauth_metadata fuzz target: these parse as an authority (host
+            // `https`), not as a URL.
+            ("https:443", "is not a URL"),
+            ("https:", "is not a URL"),
         ] {
             let err = fetch::check_url("the token_endpoint", bad).unwrap_err();
             assert!(

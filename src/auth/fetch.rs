@@ -148,9 +148,12 @@ pub fn check_url(what: &str, url: &str) -> Result<Uri, String> {
             "{what} \"{shown}\" is not an https URL; OAuth uses https (or http on localhost) only, so it is refused"
         ));
     }
+    // `https:443` parses too, as an authority (host `https`) with no scheme: not a URL.
     let uri: Uri = url
         .parse()
-        .map_err(|_| format!("{what} \"{shown}\" is not a URL; refusing it"))?;
+        .ok()
+        .filter(|u: &Uri| u.scheme_str().map(str::to_ascii_lowercase) == scheme)
+        .ok_or_else(|| format!("{what} \"{shown}\" is not a URL; refusing it"))?;
     let host = uri.host().unwrap_or("");
     if host.is_empty() {
         return Err(format!("{what} \"{shown}\" names no host; refusing it"));

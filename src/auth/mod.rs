@@ -50,7 +50,7 @@
 pub mod callback;
 #[doc(hidden)]
 pub mod discovery;
-mod fetch;
+pub(crate) mod fetch;
 mod grants;
 #[doc(hidden)]
 pub mod jwt;

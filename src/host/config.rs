@@ -534,7 +534,8 @@ impl Config {
                 .rsplit_once(" at line ")
                 .map_or(what.as_str(), |(w, _)| w);
             ConfigError {
-                position: Some((e.line(), e.column())),
+                // serde_json says column 0 at the end of a line (an empty file): 1-based here.
+                position: Some((e.line(), e.column().max(1))),
                 ..ConfigError::file(None, format!("not valid JSON ({what}); fix the file"))
             }
         })?;
@@ -905,6 +906,9 @@ mod tests {
             ),
             ("{\"servers\": {}", (1, 14)),
             ("[]", (1, 1)),
+            // Found by the config_expand fuzz target: serde_json says column 0 here.
+            ("", (1, 1)),
+            ("{\"servers\": {}\n", (2, 1)),
             ("{\n\"servers\": []}", (2, 1)),
         ];
         for (text, position) in table {
@@ -927,6 +931,16 @@ mod tests {
         assert_eq!(servers.len(), 2);
         assert!(servers[0].0 == "bad" && servers[0].1.is_err());
         assert!(servers[1].0 == "good" && servers[1].1.is_ok());
+    }
+
+    /// Found by the config_expand fuzz target: without serde_json's `float_roundtrip`, a
+    /// number such as 21e+300 read, saved and read again came back one unit in the last
+    /// place off, so every save could change a member this crate does not know.
+    #[test]
+    fn numbers_survive_a_save() {
+        let config =
+            Config::parse(r#"{"kept": [21e+300, 1e+303, 0.1, 2.2250738585072014e-308]}"#).unwrap();
+        assert_eq!(Config::parse(&config.to_text()).unwrap(), config);
     }
 
     #[test]
