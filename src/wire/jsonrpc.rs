@@ -183,30 +183,55 @@ impl Message {
         }
     }
 
-    /// Serializes the message as compact JSON, without a trailing newline.
+    /// Serializes the message as compact JSON, without a trailing newline. The parts are
+    /// borrowed, not copied into a new `Value` (a call's arguments can be large).
     pub fn to_bytes(&self) -> Vec<u8> {
-        let value = match self {
+        let mut wire = Wire {
+            jsonrpc: "2.0",
+            id: None,
+            method: None,
+            params: None,
+            result: None,
+            error: None,
+        };
+        match self {
             Message::Request(r) => {
-                let mut v = serde_json::json!({"jsonrpc": "2.0", "id": r.id, "method": r.method});
-                if let Some(p) = &r.params {
-                    v["params"] = p.clone();
-                }
-                v
+                (wire.id, wire.method, wire.params) = (
+                    Some(Some(&r.id)),
+                    Some(r.method.as_str()),
+                    r.params.as_ref(),
+                );
             }
             Message::Notification(n) => {
-                let mut v = serde_json::json!({"jsonrpc": "2.0", "method": n.method});
-                if let Some(p) = &n.params {
-                    v["params"] = p.clone();
-                }
-                v
+                (wire.method, wire.params) = (Some(n.method.as_str()), n.params.as_ref())
             }
-            Message::Response(r) => match &r.outcome {
-                Ok(result) => serde_json::json!({"jsonrpc": "2.0", "id": r.id, "result": result}),
-                Err(error) => serde_json::json!({"jsonrpc": "2.0", "id": r.id, "error": error}),
-            },
-        };
-        serde_json::to_vec(&value).expect("a JSON value always serializes")
+            Message::Response(r) => {
+                wire.id = Some(r.id.as_ref());
+                match &r.outcome {
+                    Ok(result) => wire.result = Some(result),
+                    Err(error) => wire.error = Some(error),
+                }
+            }
+        }
+        serde_json::to_vec(&wire).expect("a JSON-RPC message always serializes")
     }
+}
+
+/// A message as it goes out: the members it has, borrowed.
+#[derive(Serialize)]
+struct Wire<'a> {
+    jsonrpc: &'static str,
+    /// A response's id may be null (an unreadable request's).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    id: Option<Option<&'a Id>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    method: Option<&'a str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    params: Option<&'a Value>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    result: Option<&'a Value>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    error: Option<&'a ErrorObject>,
 }
 
 #[cfg(test)]
@@ -285,5 +310,43 @@ mod tests {
             outcome: Err(ErrorObject::new(-1, "no")),
         });
         assert_eq!(Message::parse(&m.to_bytes()).unwrap(), m);
+    }
+
+    #[test]
+    fn each_kind_is_written_with_its_members_only() {
+        let text = |m: Message| String::from_utf8(m.to_bytes()).unwrap();
+        let request = Request {
+            id: Id::Number(3),
+            method: "tools/list".into(),
+            params: None,
+        };
+        assert_eq!(
+            text(Message::Request(request)),
+            r#"{"jsonrpc":"2.0","id":3,"method":"tools/list"}"#
+        );
+        let note = Notification {
+            method: "notifications/initialized".into(),
+            params: Some(json!({"a": [1]})),
+        };
+        assert_eq!(
+            text(Message::Notification(note)),
+            r#"{"jsonrpc":"2.0","method":"notifications/initialized","params":{"a":[1]}}"#
+        );
+        let answer = Response {
+            id: Some(Id::String("x".into())),
+            outcome: Ok(json!(null)),
+        };
+        assert_eq!(
+            text(Message::Response(answer)),
+            r#"{"jsonrpc":"2.0","id":"x","result":null}"#
+        );
+        let refusal = Response {
+            id: None,
+            outcome: Err(ErrorObject::new(-32700, "parse error")),
+        };
+        assert_eq!(
+            text(Message::Response(refusal)),
+            r#"{"jsonrpc":"2.0","id":null,"error":{"code":-32700,"message":"parse error"}}"#
+        );
     }
 }
