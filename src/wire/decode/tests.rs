@@ -327,3 +327,35 @@ fn matches_the_reference_on_mutated_samples() {
         assert_matches_reference(&m, cap, &cuts);
     }
 }
+
+#[test]
+fn escape_runs_split_anywhere_near_the_cap_match_the_reference() {
+    // Long runs of escapes (six-byte `\u00XX` as terminal output has them, among one-character
+    // ones, longer `\u`, surrogate pairs, lone surrogates), over many 64-byte windows, counted
+    // past the cap and kept before it: cut at every offset over the first hundreds of bytes,
+    // alone and with a second cut a window (64 bytes) or a little less or more after it.
+    let runs = [
+        r"\u001b".repeat(200),
+        r"\u0000\u0001\u0002\u0007\n\t\u001b[32m".repeat(30),
+        r"\u00e9\u0800\ud83d\ude00\u001f\\\u00ff\u0080\u07FF\u007F".repeat(20),
+        r#"\u0001\ud800\u0002\udc00x\u0003\"\/\b\f\r"#.repeat(20),
+    ];
+    for run in &runs {
+        let msg = format!(r#"{{"result":{{"content":[{{"type":"text","text":"ab{run}"}}]}}}}"#);
+        let msg = msg.as_bytes();
+        let start = msg.len() - run.len() - r#""}]}}"#.len();
+        for cap in [0, 2, 61, 130, 333, 10_000] {
+            assert_matches_reference(msg, cap, &[]);
+            for at in start..start + 400 {
+                for cuts in [
+                    vec![at],
+                    vec![at, at + 63],
+                    vec![at, at + 64],
+                    vec![at, at + 70],
+                ] {
+                    assert_matches_reference(msg, cap, &cuts);
+                }
+            }
+        }
+    }
+}
