@@ -63,21 +63,6 @@ fn open(
                 "this build has no stdio transport; build with the \"stdio\" feature".into(),
             ),
         )),
-        #[cfg(feature = "oauth")]
-        ServerConfig::Http(http) if http.auth.as_deref() == Some("oauth") => {
-            let store = store.unwrap_or_else(crate::host::oauth::token_store);
-            let oauth = crate::host::oauth::server_oauth(name, http, store);
-            // A store that cannot be read (a locked keyring) says so, rather than "log in". A
-            // machine grant gets its tokens at the first 401; a person must log in first.
-            if oauth.stored_tokens()?.is_none() && !oauth.is_machine_grant() {
-                return Err(Error::new(name, ErrorKind::LoginRequired));
-            }
-            let mut config = http.http_config();
-            config.authorizer = Some(Arc::new(oauth));
-            let (transport, inbound) =
-                crate::transport::http::HttpTransport::new(name, &config, options.limits())?;
-            Ok((Arc::new(transport), inbound))
-        }
         #[cfg(not(feature = "oauth"))]
         ServerConfig::Http(http) if http.auth.as_deref() == Some("oauth") => Err(Error::new(
             name,
@@ -87,11 +72,11 @@ fn open(
         )),
         #[cfg(feature = "http")]
         ServerConfig::Http(http) => {
-            let (transport, inbound) = crate::transport::http::HttpTransport::new(
-                name,
-                &http.http_config(),
-                options.limits(),
-            )?;
+            let config = http.http_config();
+            #[cfg(feature = "oauth")]
+            let config = with_oauth(name, http, config, store)?;
+            let (transport, inbound) =
+                crate::transport::http::HttpTransport::new(name, &config, options.limits())?;
             Ok((Arc::new(transport), inbound))
         }
         #[cfg(not(feature = "http"))]
@@ -102,6 +87,28 @@ fn open(
             ),
         )),
     }
+}
+
+/// `config` with the server's OAuth as its authorizer, for an `"auth": "oauth"` entry.
+#[cfg(feature = "oauth")]
+fn with_oauth(
+    name: &str,
+    http: &crate::host::config::HttpServer,
+    mut config: crate::transport::http::HttpConfig,
+    store: Store,
+) -> Result<crate::transport::http::HttpConfig> {
+    if http.auth.as_deref() != Some("oauth") {
+        return Ok(config);
+    }
+    let store = store.unwrap_or_else(crate::host::oauth::token_store);
+    let oauth = crate::host::oauth::server_oauth(name, http, store);
+    // A store that cannot be read (a locked keyring) says so, rather than "log in". A machine
+    // grant gets its tokens at the first 401; a person must log in first.
+    if oauth.stored_tokens()?.is_none() && !oauth.is_machine_grant() {
+        return Err(Error::new(name, ErrorKind::LoginRequired));
+    }
+    config.authorizer = Some(Arc::new(oauth));
+    Ok(config)
 }
 
 /// A server connected and listed.
