@@ -69,8 +69,8 @@ impl EraMemory {
         let mut known = self.read();
         let changed = match era {
             Era::Handshake => {
-                known.insert(name.to_string(), fingerprint(config)).as_ref()
-                    != Some(&fingerprint(config))
+                let print = fingerprint(config);
+                known.insert(name.to_string(), print.clone()) != Some(print)
             }
             Era::Stateless => known.remove(name).is_some(),
         };
