@@ -992,22 +992,13 @@ fn a_signal_during_startup_stops_the_servers_still_starting() {
         );
         std::thread::sleep(Duration::from_millis(20));
     };
-    let started = Instant::now();
     let status = Command::new("kill")
         .args(["-TERM", &daemon.id().to_string()])
         .status()
         .unwrap();
     assert!(status.success());
-    let exit = loop {
-        if let Some(exit) = daemon.try_wait().unwrap() {
-            break exit;
-        }
-        assert!(
-            started.elapsed() < Duration::from_secs(5),
-            "still running 5 s after SIGTERM"
-        );
-        std::thread::sleep(Duration::from_millis(20));
-    };
+    let exit = wait_exit(&mut daemon, Duration::from_secs(5))
+        .unwrap_or_else(|| panic!("still running 5 s after SIGTERM"));
     let output = daemon.wait_with_output().unwrap();
     let stdout = String::from_utf8_lossy(&output.stdout);
     let stderr = String::from_utf8_lossy(&output.stderr);

@@ -570,17 +570,8 @@ fn login_by_paste(home: &Home, seen: &mut Seen) {
     let location = redirect_of(&url);
     let mut stdin = child.stdin.take().unwrap();
     writeln!(stdin, "{location}").unwrap();
-    let started = Instant::now();
-    let status = loop {
-        if let Some(status) = child.try_wait().unwrap() {
-            break status;
-        }
-        assert!(
-            started.elapsed() < Duration::from_secs(40),
-            "login did not end"
-        );
-        std::thread::sleep(Duration::from_millis(50));
-    };
+    let status = wait_exit(&mut child, Duration::from_secs(40))
+        .unwrap_or_else(|| panic!("login did not end"));
     drop(stdin);
     std::thread::sleep(Duration::from_millis(100));
     let out = stdout.lock().unwrap().clone();

@@ -1090,17 +1090,8 @@ fn a_stopped_command_closes_its_servers() {
             .status()
             .unwrap();
         assert!(sent.success());
-        let started = Instant::now();
-        let exit = loop {
-            if let Some(exit) = command.try_wait().unwrap() {
-                break exit;
-            }
-            assert!(
-                started.elapsed() < Duration::from_secs(5),
-                "{args:?}: still running"
-            );
-            std::thread::sleep(Duration::from_millis(20));
-        };
+        let exit = common::wait_exit(&mut command, Duration::from_secs(5))
+            .unwrap_or_else(|| panic!("{args:?}: still running"));
         let mut stderr = String::new();
         std::io::Read::read_to_string(command.stderr.as_mut().unwrap(), &mut stderr).unwrap();
         assert!(
