@@ -11,7 +11,7 @@
 use super::types::{Progress, Root};
 use crate::error::{Error, ErrorKind, Result};
 use crate::transport::{BoxFuture, Inbound, Outbound, Transport};
-use crate::wire::decode::Decoded;
+use crate::wire::decode::{Decoded, ResultHead};
 use crate::wire::jsonrpc::{self, ErrorObject, Id, Message, Notification, Request, Response};
 use crate::wire::render::{RenderError, Rendered};
 use serde_json::{Value, json};
@@ -108,14 +108,71 @@ pub struct RequestOptions {
 /// A response as it arrived.
 #[derive(Debug, Clone)]
 pub struct Reply {
-    /// Its `result`, or its `error`; `None` when the message was too large to keep whole
-    /// (over [`Limits::max_message`](crate::transport::Limits::max_message)).
-    pub outcome: Option<Result<Value, ErrorObject>>,
+    /// Its `result` or its `error`, parsed or only read on the way.
+    outcome: Outcome,
     /// The message read as a tool result, rendered and capped while it arrived.
     pub rendered: Option<Result<Rendered, RenderError>>,
     /// Bytes of the message.
     pub len: u64,
 }
+
+/// A response's outcome as the session holds it.
+#[derive(Debug, Clone)]
+enum Outcome {
+    /// The result or the error; `None` when the message was too large to keep whole (over
+    /// [`Limits::max_message`](crate::transport::Limits::max_message)).
+    Parsed(Option<Result<Value, ErrorObject>>),
+    /// A result the decoder read on the way ([`Decoded::result`]): the message's bytes, parsed
+    /// only when a caller wants the result as a value (a tool call never does).
+    Read { raw: Vec<u8>, head: ResultHead },
+}
+
+impl Reply {
+    /// Whether the response carries a result (not an error).
+    fn is_result(&self) -> bool {
+        matches!(
+            self.outcome,
+            Outcome::Parsed(Some(Ok(_))) | Outcome::Read { .. }
+        )
+    }
+
+    /// The result's `resultType`, when it is a string.
+    fn result_type(&self) -> Option<&str> {
+        match &self.outcome {
+            Outcome::Parsed(Some(Ok(result))) => result.get("resultType")?.as_str(),
+            Outcome::Read { head, .. } => head.result_type.as_deref(),
+            _ => None,
+        }
+    }
+
+    /// The server's `serverInfo` in the result's `_meta` (stateless servers send it there).
+    fn server_info(&self) -> Option<&Value> {
+        let meta = match &self.outcome {
+            Outcome::Parsed(Some(Ok(result))) => result.get("_meta")?,
+            Outcome::Read { head, .. } => head.meta.as_ref()?,
+            _ => return None,
+        };
+        meta.get(SERVER_INFO_META)
+    }
+}
+
+impl Outcome {
+    /// The result or the error (`None` when the message was too large to keep whole), the
+    /// message parsed now if it was only read on the way; `Err` says why it is not a response.
+    fn parse(self) -> std::result::Result<Option<Result<Value, ErrorObject>>, String> {
+        match self {
+            Outcome::Parsed(outcome) => Ok(outcome),
+            Outcome::Read { raw, .. } => match Message::parse(&raw) {
+                Ok(Message::Response(r)) => Ok(Some(r.outcome)),
+                Ok(_) => Err("the answer is not a response".into()),
+                Err(e) => Err(e.to_string()),
+            },
+        }
+    }
+}
+
+/// The member of a result's `_meta` where a stateless server puts its `serverInfo`.
+const SERVER_INFO_META: &str = "io.modelcontextprotocol/serverInfo";
 
 struct Pending {
     reply: oneshot::Sender<Result<Reply>>,
@@ -218,13 +275,21 @@ impl Session {
         options: RequestOptions,
     ) -> Result<Value> {
         let reply = self.request_reply(method, params, options).await?;
-        match (reply.outcome, reply.rendered) {
+        let Reply {
+            outcome,
+            rendered,
+            len,
+        } = reply;
+        let outcome = outcome.parse().map_err(|why| {
+            let why = format!("the answer is not valid JSON-RPC: {why}");
+            self.error(ErrorKind::Protocol(why)).during(method)
+        })?;
+        match (outcome, rendered) {
             (Some(outcome), _) => outcome.map_err(|e| self.error(ErrorKind::Rpc(Box::new(e))).during(method)),
             (None, Some(Err(RenderError::Rpc(e)))) => Err(self.error(ErrorKind::Rpc(Box::new(e))).during(method)),
             (None, _) => Err(self
                 .error(ErrorKind::Protocol(format!(
-                    "the answer is {} bytes, more than this client keeps of one message; raise Limits::max_message",
-                    reply.len
+                    "the answer is {len} bytes, more than this client keeps of one message; raise Limits::max_message"
                 )))
                 .during(method)),
         }
@@ -265,15 +330,22 @@ impl Session {
             let reply = self
                 .exchange(method, params.clone(), options.clone())
                 .await?;
-            let Some(Ok(result)) = &reply.outcome else {
+            if !reply.is_result() {
                 return Ok(reply);
-            };
-            if let Some(info) = result.pointer("/_meta/io.modelcontextprotocol~1serverInfo") {
+            }
+            if let Some(info) = reply.server_info() {
                 *self.shared.server_info.lock().expect("server info lock") = Some(info.clone());
             }
-            match result.get("resultType").and_then(Value::as_str) {
+            match reply.result_type() {
                 None | Some("complete") => return Ok(reply),
                 Some("input_required") => {
+                    let result = match reply.outcome.parse() {
+                        Ok(Some(Ok(result))) => result,
+                        _ => {
+                            let why = "the result asking for input is not valid JSON-RPC";
+                            return Err(self.error(ErrorKind::Protocol(why.into())).during(method));
+                        }
+                    };
                     let mut next = match params.take() {
                         Some(Value::Object(map)) => map,
                         _ => serde_json::Map::new(),
@@ -511,7 +583,20 @@ async fn run_inbound(shared: Weak<Shared>, mut inbound: mpsc::Receiver<Inbound>)
 
 /// Routes one decoded message: responses to their requests, requests to their answers,
 /// notifications to their subscribers.
-fn receive(shared: &Arc<Shared>, decoded: Decoded) {
+fn receive(shared: &Arc<Shared>, mut decoded: Decoded) {
+    // A result read on the way is handed on as it is: a tool call needs nothing more of it.
+    if let (Some(head), Some(Id::Number(_))) = (decoded.result.take(), &decoded.id)
+        && let Some(raw) = decoded.raw.take()
+    {
+        let outcome = Outcome::Read { raw, head };
+        return complete(
+            shared,
+            decoded.id.as_ref(),
+            outcome,
+            decoded.render,
+            decoded.len,
+        );
+    }
     let message = match decoded.raw.as_deref().map(Message::parse) {
         Some(Ok(message)) => message,
         Some(Err(e)) => {
@@ -525,7 +610,7 @@ fn receive(shared: &Arc<Shared>, decoded: Decoded) {
             return complete(
                 shared,
                 decoded.id.as_ref(),
-                None,
+                Outcome::Parsed(None),
                 decoded.render,
                 decoded.len,
             );
@@ -547,7 +632,7 @@ fn receive(shared: &Arc<Shared>, decoded: Decoded) {
         Message::Response(r) => complete(
             shared,
             r.id.as_ref(),
-            Some(r.outcome),
+            Outcome::Parsed(Some(r.outcome)),
             decoded.render,
             decoded.len,
         ),
@@ -565,7 +650,7 @@ fn receive(shared: &Arc<Shared>, decoded: Decoded) {
 fn complete(
     shared: &Shared,
     id: Option<&Id>,
-    outcome: Option<Result<Value, ErrorObject>>,
+    outcome: Outcome,
     rendered: Option<Result<Rendered, RenderError>>,
     len: u64,
 ) {
@@ -581,7 +666,7 @@ fn complete(
                 len,
             }));
         }
-        (None, Some(Err(e))) => {
+        (None, Outcome::Parsed(Some(Err(e)))) => {
             tracing::warn!(server = %shared.server, "the server reported an error: {e}")
         }
         (None, _) => {

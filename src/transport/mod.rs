@@ -119,7 +119,6 @@ const EXCERPT: usize = 200;
 /// not JSON.
 #[cfg(any(feature = "stdio", feature = "http"))]
 pub(crate) struct Assembler {
-    limits: Limits,
     decoder: MessageDecoder,
     excerpt: Vec<u8>,
     fed: bool,
@@ -129,7 +128,6 @@ pub(crate) struct Assembler {
 impl Assembler {
     pub(crate) fn new(limits: Limits) -> Self {
         Assembler {
-            limits,
             decoder: MessageDecoder::new(limits.output_cap, limits.max_message),
             excerpt: Vec::new(),
             fed: false,
@@ -150,15 +148,14 @@ impl Assembler {
     /// Drops the current message unread (an SSE event that is not a message).
     #[cfg_attr(not(feature = "http"), allow(dead_code))]
     pub(crate) fn discard(&mut self) {
-        self.decoder = MessageDecoder::new(self.limits.output_cap, self.limits.max_message);
+        self.decoder.take();
         self.excerpt.clear();
         self.fed = false;
     }
 
     /// Ends the current message: `None` if it was empty or not JSON (warned about).
     pub(crate) fn finish(&mut self, server: &str) -> Option<Decoded> {
-        let fresh = MessageDecoder::new(self.limits.output_cap, self.limits.max_message);
-        let decoder = std::mem::replace(&mut self.decoder, fresh);
+        let decoder = self.decoder.take();
         let excerpt = std::mem::take(&mut self.excerpt);
         if !std::mem::take(&mut self.fed) {
             return None;

@@ -133,13 +133,33 @@ pub struct Decoded {
     /// `Some` when the message has a non-null `result` or `error`: what
     /// [`render_reference`](super::render::render_reference) says of the whole message.
     pub render: Option<Result<Rendered, RenderError>>,
+    /// `Some` when the message is a plain response with a result: `"jsonrpc": "2.0"`, a
+    /// non-null `result`, no `error` or `method` member, and no fault the decoder found. It
+    /// holds what a client reads of any result besides the rendering, so that a tool result
+    /// is never parsed a second time.
+    pub result: Option<ResultHead>,
 }
+
+/// What a client reads of a result besides its rendering (see [`Decoded::result`]).
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct ResultHead {
+    /// The result's `resultType` when it is a string (the stateless era's `"complete"` or
+    /// `"input_required"`).
+    pub result_type: Option<String>,
+    /// The result's `_meta` when it is not `null`.
+    pub meta: Option<serde_json::Value>,
+}
+
+/// The longest `resultType` read into [`ResultHead`]; a longer one leaves
+/// [`Decoded::result`] out (the message is then parsed whole).
+const WORD_LIMIT: usize = 64;
 
 /// Decodes one JSON-RPC message from chunks of bytes; see the module docs.
 #[derive(Debug)]
 pub struct MessageDecoder {
     /// The CPU has AVX2, for the string scan.
     avx2: bool,
+    cap: usize,
     raw_limit: usize,
     raw: Option<Vec<u8>>,
     len: u64,
@@ -157,11 +177,23 @@ pub struct MessageDecoder {
     compact_at: usize,
     /// Inside an error's `data`: its raw bytes are captured.
     capturing: bool,
+    /// What is captured: the result's `_meta` (else the error's `data`).
+    capturing_meta: bool,
     capture_at: usize,
     cap_from: usize,
     data_raw: Vec<u8>,
     data_len: u64,
     // The message.
+    /// The known members of the top-level object, bit per key of `TOP_KEYS`, once it closed.
+    top_seen: u8,
+    has_method: bool,
+    version_ok: bool,
+    result_type: Option<String>,
+    result_meta: Option<serde_json::Value>,
+    /// A `resultType` or `_meta` too large (or odd) to read into [`ResultHead`].
+    head_unread: bool,
+    /// The string being read into `strbuf` went past [`WORD_LIMIT`].
+    word_over: bool,
     msg_bad: Option<String>,
     res_bad: Option<String>,
     result_nonnull: bool,
@@ -191,6 +223,7 @@ impl MessageDecoder {
     pub fn new(cap: usize, raw_limit: usize) -> Self {
         MessageDecoder {
             avx2: scan::has_avx2(),
+            cap,
             raw_limit,
             raw: Some(Vec::new()),
             len: 0,
@@ -217,10 +250,18 @@ impl MessageDecoder {
             compact: false,
             compact_at: 0,
             capturing: false,
+            capturing_meta: false,
             capture_at: 0,
             cap_from: 0,
             data_raw: Vec::new(),
             data_len: 0,
+            top_seen: 0,
+            has_method: false,
+            version_ok: false,
+            result_type: None,
+            result_meta: None,
+            head_unread: false,
+            word_over: false,
             msg_bad: None,
             res_bad: None,
             result_nonnull: false,
@@ -239,6 +280,18 @@ impl MessageDecoder {
             message: None,
             data: None,
         }
+    }
+
+    /// Makes this decoder ready for a new message and returns the old one, to be finished or
+    /// dropped. The new one keeps the old one's scratch buffers: a connection decodes one
+    /// message after another, and allocating them for each costs more than a small message's
+    /// whole decoding.
+    pub fn take(&mut self) -> MessageDecoder {
+        let mut next = MessageDecoder::new(self.cap, self.raw_limit);
+        next.scratch = std::mem::take(&mut self.scratch);
+        next.stack = std::mem::take(&mut self.stack);
+        next.stack.clear();
+        std::mem::replace(self, next)
     }
 
     /// Feeds the next chunk of the message. Fails at the first byte that makes the message
@@ -280,6 +333,16 @@ impl MessageDecoder {
                 reason: "the message ends too early",
             });
         }
+        let result = (self.version_ok
+            && !self.has_method
+            && self.top_seen & 0b11 == 0b01
+            && self.result_nonnull
+            && self.msg_bad.is_none()
+            && !self.head_unread)
+            .then(|| ResultHead {
+                result_type: self.result_type.take(),
+                meta: self.result_meta.take(),
+            });
         let render = if self.result_nonnull || self.error_nonnull {
             Some(if let Some(why) = self.msg_bad.take() {
                 Err(RenderError::Invalid(why))
@@ -312,6 +375,7 @@ impl MessageDecoder {
             id: self.id,
             method: self.method,
             render,
+            result,
         })
     }
 

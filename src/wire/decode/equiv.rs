@@ -1,8 +1,10 @@
 //! The decoder's invariant, stated once: the unit tests (`tests`) and the `render_equiv` fuzz
 //! target both call [`assert_matches_reference`].
 
-use super::{DecodeError, Decoded, MessageDecoder, scan};
+use super::{DecodeError, Decoded, MessageDecoder, ResultHead, scan};
+use crate::wire::jsonrpc::{Message, Response};
 use crate::wire::render::{RenderError, render_reference};
+use serde_json::Value;
 
 /// Messages up to this many bytes are kept whole (`Decoded::raw`) in the check.
 const RAW_LIMIT: usize = 32;
@@ -19,7 +21,9 @@ const SHOWN: usize = 300;
 /// - that answer is [`render_reference`] of the whole message at `cap`: the same rendering,
 ///   the same RPC error, or, for a message the reference finds invalid, an invalid render or a
 ///   refusal. A refusal for an `id` or `method` over its bound is allowed whatever the
-///   reference says (it does not look at them).
+///   reference says (it does not look at them);
+/// - what it read of a result ([`Decoded::result`]) is what the whole message, parsed as a
+///   JSON-RPC message, says of it.
 #[doc(hidden)]
 pub fn assert_matches_reference(msg: &[u8], cap: usize, cuts: &[usize]) {
     let mut ends: Vec<usize> = cuts.iter().map(|&c| c.min(msg.len())).collect();
@@ -52,6 +56,23 @@ pub fn assert_matches_reference(msg: &[u8], cap: usize, cuts: &[usize]) {
         fault_blind(&decode(false)),
         "the AVX2 and the portable scanner disagree on {case}"
     );
+    if let Ok(Decoded {
+        result: Some(head), ..
+    }) = &got
+        && let Ok(Message::Response(Response {
+            outcome: Ok(result),
+            ..
+        })) = Message::parse(msg)
+    {
+        let read = ResultHead {
+            result_type: result
+                .get("resultType")
+                .and_then(Value::as_str)
+                .map(String::from),
+            meta: result.get("_meta").filter(|m| !m.is_null()).cloned(),
+        };
+        assert_eq!(head, &read, "what the decoder read of the result of {case}");
+    }
     let want = render_reference(msg, cap);
     match got {
         Err(DecodeError::IdTooLong | DecodeError::MethodTooLong) => {}

@@ -218,6 +218,17 @@ impl MessageDecoder {
             self.capture(&chunk[from..end]);
             self.capturing = false;
             self.cap_from = end;
+            if self.capturing_meta {
+                self.result_meta = if self.data_len <= ERROR_DATA_LIMIT as u64 {
+                    serde_json::from_slice(&self.data_raw).ok()
+                } else {
+                    None
+                };
+                self.head_unread |= self.result_meta.is_none();
+                self.data_raw = Vec::new();
+                self.lex = if depth == 0 { Lex::Done } else { Lex::After };
+                return;
+            }
             self.data = Some(if self.data_len <= ERROR_DATA_LIMIT as u64 {
                 match serde_json::from_slice(&self.data_raw) {
                     Ok(v) => v,
@@ -241,6 +252,7 @@ impl MessageDecoder {
         }
         let frame = self.stack.pop().expect("a container is open");
         match frame.ctx {
+            Ctx::Top => self.top_seen = frame.seen,
             Ctx::Block => self.block_end(),
             Ctx::ErrObj if frame.seen & 0b11 != 0b11 => {
                 self.bad(Fail::Msg, "missing field in the error");

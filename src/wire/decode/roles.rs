@@ -55,6 +55,12 @@ pub(super) enum Role {
     ErrData,
     Id,
     Method,
+    /// The top-level `jsonrpc`.
+    Version,
+    /// The result's `resultType`.
+    ResultType,
+    /// The result's `_meta`.
+    ResultMeta,
     Ignore(Mode),
 }
 
@@ -106,6 +112,7 @@ impl MessageDecoder {
             | Role::Message
             | Role::Id
             | Role::Method
+            | Role::Version
             | Role::Ignore(Mode::Loose) => Mode::Loose,
             _ => Mode::Utf8,
         }
@@ -173,11 +180,17 @@ impl MessageDecoder {
             (Ctx::Top, Some(0)) => Role::Result,
             (Ctx::Top, Some(1)) => Role::Error,
             (Ctx::Top, None) if key == b"id" => Role::Id,
-            (Ctx::Top, None) if key == b"method" => Role::Method,
+            (Ctx::Top, None) if key == b"method" => {
+                self.has_method = true;
+                Role::Method
+            }
+            (Ctx::Top, None) if key == b"jsonrpc" => Role::Version,
             (Ctx::Top, _) => Role::Ignore(Mode::Loose),
             (Ctx::Result, Some(0)) => Role::Content,
             (Ctx::Result, Some(1)) => Role::Structured,
             (Ctx::Result, Some(2)) => Role::IsError,
+            (Ctx::Result, None) if key == b"resultType" => Role::ResultType,
+            (Ctx::Result, None) if key == b"_meta" => Role::ResultMeta,
             (Ctx::Block, Some(0)) => Role::Type,
             (Ctx::Block, Some(1)) => Role::Text,
             (Ctx::Block, Some(2)) => Role::Data,
@@ -235,6 +248,9 @@ impl MessageDecoder {
         match role {
             Role::Id => self.id = None,
             Role::Method => self.method = None,
+            Role::Version => self.version_ok = false,
+            Role::ResultType => self.result_type = None,
+            Role::ResultMeta => self.result_meta = None,
             _ => {}
         }
         match role {
@@ -243,8 +259,9 @@ impl MessageDecoder {
                 self.compact_at = self.stack.len();
                 self.structured_in_out = true;
             }
-            Role::ErrData if b != b'n' => {
+            Role::ErrData | Role::ResultMeta if b != b'n' => {
                 self.capturing = true;
+                self.capturing_meta = role == Role::ResultMeta;
                 self.capture_at = self.stack.len();
                 self.cap_from = i;
                 self.data_raw.clear();
@@ -278,6 +295,10 @@ impl MessageDecoder {
                     Role::Error => Ctx::ErrObj,
                     Role::Ignore(m) => Ctx::Ignore(m),
                     Role::Structured | Role::ErrData => Ctx::Ignore(Mode::Utf8),
+                    // Not rendered: read like an unknown member of their object.
+                    Role::Version | Role::ResultType | Role::ResultMeta => {
+                        Ctx::Ignore(Self::region(role))
+                    }
                     _ => {
                         self.wrong_type(role);
                         Ctx::Ignore(Self::region(role))
@@ -296,6 +317,10 @@ impl MessageDecoder {
                     Role::Error => Ctx::ErrSeq,
                     Role::Ignore(m) => Ctx::Ignore(m),
                     Role::Structured | Role::ErrData => Ctx::Ignore(Mode::Utf8),
+                    // Not rendered: read like an unknown member of their object.
+                    Role::Version | Role::ResultType | Role::ResultMeta => {
+                        Ctx::Ignore(Self::region(role))
+                    }
                     _ => {
                         self.wrong_type(role);
                         Ctx::Ignore(Self::region(role))
@@ -421,6 +446,16 @@ impl MessageDecoder {
                 self.strbuf.clear();
                 (Sink::Method, None, None)
             }
+            Role::Version | Role::ResultType => {
+                self.strbuf.clear();
+                self.word_over = false;
+                let utf8 = match Self::region(role) {
+                    Mode::Utf8 => Some(Fail::Msg),
+                    Mode::Loose => None,
+                };
+                (Sink::Word, utf8, None)
+            }
+            Role::ResultMeta => (Sink::None, Some(Fail::Msg), None),
             Role::Structured | Role::ErrData | Role::Ignore(Mode::Utf8) => {
                 (Sink::None, Some(Fail::Msg), None)
             }
@@ -447,7 +482,15 @@ impl MessageDecoder {
     pub(super) fn literal_done(&mut self, word: u8) {
         let role = self.role;
         match (role, word) {
-            (Role::Ignore(_) | Role::Structured | Role::ErrData, _) => {}
+            (
+                Role::Ignore(_)
+                | Role::Structured
+                | Role::ErrData
+                | Role::Version
+                | Role::ResultType
+                | Role::ResultMeta,
+                _,
+            ) => {}
             (Role::IsError, 0) => self.is_error = true,
             (Role::IsError, 1) => self.is_error = false,
             (Role::Id | Role::Method, _) => {}
@@ -480,7 +523,13 @@ impl MessageDecoder {
         let text = &self.num[..self.num_len.min(self.num.len())];
         let fits = self.num_len <= self.num.len();
         match self.role {
-            Role::Ignore(_) | Role::Structured | Role::ErrData | Role::Method => {}
+            Role::Ignore(_)
+            | Role::Structured
+            | Role::ErrData
+            | Role::Method
+            | Role::Version
+            | Role::ResultType
+            | Role::ResultMeta => {}
             Role::Id => {
                 self.id = if fits {
                     parse_i64(text).map(Id::Number)
@@ -509,6 +558,13 @@ impl MessageDecoder {
             }
             Sink::Method => {
                 self.method = String::from_utf8(std::mem::take(&mut self.strbuf)).ok();
+            }
+            Sink::Word if self.role == Role::Version => {
+                self.version_ok = !self.word_over && self.strbuf == b"2.0";
+            }
+            Sink::Word => {
+                self.head_unread |= self.word_over;
+                self.result_type = String::from_utf8(std::mem::take(&mut self.strbuf)).ok();
             }
             Sink::Field(Slot::Type) => {
                 let kind = self.block.kind.as_ref().expect("type is being read");

@@ -3,7 +3,7 @@
 //! only counted once it keeps nothing more.
 
 use super::block::{B64Slot, Slot};
-use super::{DecodeError, ID_LIMIT, METHOD_LIMIT, MessageDecoder};
+use super::{DecodeError, ID_LIMIT, METHOD_LIMIT, MessageDecoder, WORD_LIMIT};
 use crate::wire::truncate::Truncator;
 
 /// Where the decoded bytes of the current string go.
@@ -16,6 +16,8 @@ pub(super) enum Sink {
     Key,
     Id,
     Method,
+    /// A short word read whole: `jsonrpc`, the result's `resultType`.
+    Word,
     ErrMsg,
 }
 
@@ -27,7 +29,7 @@ impl MessageDecoder {
             Sink::Out => self.out.is_over(),
             Sink::ErrMsg => self.message.as_ref().is_some_and(Truncator::is_over),
             Sink::Field(slot) => self.field_mut(slot).is_full(),
-            Sink::Key | Sink::Id | Sink::Method => false,
+            Sink::Key | Sink::Id | Sink::Method | Sink::Word => false,
         }
     }
 
@@ -38,7 +40,7 @@ impl MessageDecoder {
             Sink::Out => self.out.room(),
             Sink::ErrMsg => self.message.as_ref().map_or(0, Truncator::room),
             Sink::Field(slot) => self.field_mut(slot).room(),
-            Sink::Key | Sink::Id | Sink::Method => usize::MAX,
+            Sink::Key | Sink::Id | Sink::Method | Sink::Word => usize::MAX,
         }
     }
 
@@ -67,7 +69,9 @@ impl MessageDecoder {
                 };
                 *count.expect("the payload is being read") += counted - equals;
             }
-            Sink::Key | Sink::Id | Sink::Method => unreachable!("these sinks never count"),
+            Sink::Key | Sink::Id | Sink::Method | Sink::Word => {
+                unreachable!("these sinks never count")
+            }
         }
         Ok(())
     }
@@ -97,6 +101,12 @@ impl MessageDecoder {
                 if self.s.sink == Sink::Method && self.strbuf.len() > METHOD_LIMIT {
                     return Err(DecodeError::MethodTooLong);
                 }
+            }
+            Sink::Word => {
+                let room = WORD_LIMIT.saturating_sub(self.strbuf.len());
+                self.word_over |= bytes.len() > room;
+                self.strbuf
+                    .extend_from_slice(&bytes[..bytes.len().min(room)]);
             }
             Sink::ErrMsg => self
                 .message

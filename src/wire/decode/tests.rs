@@ -162,6 +162,70 @@ fn reads_id_and_method_and_keeps_small_raw() {
 }
 
 #[test]
+fn reads_the_result_type_and_meta_of_a_plain_result_once() {
+    let head = |msg: &str| {
+        check(msg);
+        MessageDecoder::decode(msg.as_bytes(), 100, 1000)
+            .unwrap()
+            .result
+    };
+    let meta = serde_json::json!({"io.modelcontextprotocol/serverInfo": {"name": "s"}});
+    assert_eq!(
+        head(
+            r#"{"jsonrpc":"2.0","id":1,"result":{"resultType":"complete","content":[],"_meta":{"io.modelcontextprotocol/serverInfo":{"name":"s"}}}}"#
+        ),
+        Some(ResultHead {
+            result_type: Some("complete".into()),
+            meta: Some(meta),
+        })
+    );
+    // The last of a member given twice, as serde_json's map keeps it; escapes decoded.
+    assert_eq!(
+        head(
+            r#"{"jsonrpc":"2.0","id":1,"result":{"resultType":"x","resultType":"input_required","_meta":null}}"#
+        ),
+        Some(ResultHead {
+            result_type: Some("input_required".into()),
+            meta: None,
+        })
+    );
+    assert_eq!(
+        head(r#"{"id":1,"jsonrpc":"2.0","result":{"resultType":7,"_meta":[1,{"a":"b"}]}}"#),
+        Some(ResultHead {
+            result_type: None,
+            meta: Some(serde_json::json!([1, {"a": "b"}])),
+        })
+    );
+    // Anything but a plain result is left to the whole parse.
+    for msg in [
+        r#"{"id":1,"result":{"content":[]}}"#,
+        r#"{"jsonrpc":"2.1","id":1,"result":{}}"#,
+        r#"{"jsonrpc":"2.0","id":1,"result":null}"#,
+        r#"{"jsonrpc":"2.0","id":1,"result":{},"error":null}"#,
+        r#"{"jsonrpc":"2.0","id":1,"result":{},"method":5}"#,
+        r#"{"jsonrpc":"2.0","id":1,"error":{"code":1,"message":"m"}}"#,
+        r#"{"jsonrpc":"2.0","id":1,"result":{},"result":{}}"#,
+    ] {
+        assert_eq!(head(msg), None, "{msg}");
+    }
+    let long = format!(
+        r#"{{"jsonrpc":"2.0","id":1,"result":{{"resultType":"{}"}}}}"#,
+        "x".repeat(WORD_LIMIT + 1)
+    );
+    assert_eq!(head(&long), None);
+    let big = format!(
+        r#"{{"jsonrpc":"2.0","id":1,"result":{{"_meta":"{}"}}}}"#,
+        "x".repeat(ERROR_DATA_LIMIT)
+    );
+    assert_eq!(
+        MessageDecoder::decode(big.as_bytes(), 100, usize::MAX)
+            .unwrap()
+            .result,
+        None
+    );
+}
+
+#[test]
 fn big_text_is_cut_and_counted() {
     let text = "é".repeat(5000) + "\\n" + &"x".repeat(100_000);
     let msg = format!(r#"{{"id":1,"result":{{"content":[{{"type":"text","text":"{text}"}}]}}}}"#);
