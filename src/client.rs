@@ -366,7 +366,7 @@ impl Client {
         };
         let mut reply = self
             .session
-            .request_reply("tools/call", Some(params.clone()), headed)
+            .request_reply("tools/call", Some(&params), headed)
             .await;
         if let Err(Error {
             kind: ErrorKind::Rpc(e),
@@ -382,7 +382,7 @@ impl Client {
             };
             reply = self
                 .session
-                .request_reply("tools/call", Some(params), headed)
+                .request_reply("tools/call", Some(&params), headed)
                 .await;
         }
         let reply = reply?;

@@ -274,7 +274,7 @@ impl Session {
         params: Option<Value>,
         options: RequestOptions,
     ) -> Result<Value> {
-        let reply = self.request_reply(method, params, options).await?;
+        let reply = self.request_reply(method, params.as_ref(), options).await?;
         let Reply {
             outcome,
             rendered,
@@ -322,14 +322,14 @@ impl Session {
     pub async fn request_reply(
         &self,
         method: &str,
-        params: Option<Value>,
+        params: Option<&Value>,
         options: RequestOptions,
     ) -> Result<Reply> {
-        let mut params = params;
+        // The params of the next round, once a result asked for input.
+        let mut next: Option<Value> = None;
         for _ in 0..MAX_INPUT_ROUNDS {
-            let reply = self
-                .exchange(method, params.clone(), options.clone())
-                .await?;
+            let sent = next.as_ref().or(params).cloned();
+            let reply = self.exchange(method, sent, options.clone()).await?;
             if !reply.is_result() {
                 return Ok(reply);
             }
@@ -346,20 +346,20 @@ impl Session {
                             return Err(self.error(ErrorKind::Protocol(why.into())).during(method));
                         }
                     };
-                    let mut next = match params.take() {
+                    let mut round = match next.take().or_else(|| params.cloned()) {
                         Some(Value::Object(map)) => map,
                         _ => serde_json::Map::new(),
                     };
-                    next.remove("inputResponses");
-                    next.remove("requestState");
+                    round.remove("inputResponses");
+                    round.remove("requestState");
                     if let Some(requests) = result.get("inputRequests").and_then(Value::as_object) {
                         let responses = self.answer_input_requests(method, requests).await?;
-                        next.insert("inputResponses".into(), Value::Object(responses));
+                        round.insert("inputResponses".into(), Value::Object(responses));
                     }
                     if let Some(state) = result.get("requestState") {
-                        next.insert("requestState".into(), state.clone());
+                        round.insert("requestState".into(), state.clone());
                     }
-                    params = Some(Value::Object(next));
+                    next = Some(Value::Object(round));
                 }
                 Some(other) => {
                     let why = format!(
