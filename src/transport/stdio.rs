@@ -337,27 +337,33 @@ fn shut_down(mut child: Child, pgid: u32) {
     let pgid = pgid as libc::pid_t;
     // An error means the leader was already reaped (by the group reaping below).
     let mut exited = || matches!(child.try_wait(), Ok(Some(_)) | Err(_));
-    wait_until(GRACE, &mut exited);
+    // Polled each millisecond: most servers exit a few milliseconds after their stdin closes,
+    // and a close should not wait much past that.
+    wait_until(GRACE, Duration::from_millis(1), &mut exited);
     for signal in [libc::SIGTERM, libc::SIGKILL] {
         if exited() && !group_alive(pgid) {
             return;
         }
         signal_group(pgid, signal);
-        wait_until(GRACE, || exited() && !group_alive(pgid));
+        // Each poll may read /proc: every 10 ms.
+        wait_until(GRACE, Duration::from_millis(10), || {
+            exited() && !group_alive(pgid)
+        });
     }
 }
 
-/// Polls `done` until it holds or `limit` passes; says whether it held.
-fn wait_until(limit: Duration, mut done: impl FnMut() -> bool) -> bool {
+/// Polls `done` every `pause` until it holds or `limit` passes; says whether it held.
+fn wait_until(limit: Duration, pause: Duration, mut done: impl FnMut() -> bool) -> bool {
     let deadline = Instant::now() + limit;
     loop {
         if done() {
             return true;
         }
-        if Instant::now() >= deadline {
+        let now = Instant::now();
+        if now >= deadline {
             return false;
         }
-        std::thread::sleep(Duration::from_millis(10));
+        std::thread::sleep(pause.min(deadline - now));
     }
 }
 
