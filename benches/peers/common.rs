@@ -59,6 +59,21 @@ pub fn fail(message: &str) -> ! {
     std::process::exit(2)
 }
 
+/// The program's tokio runtime: multi-threaded (what `#[tokio::main]` builds), or with
+/// `PEER_RUNTIME=current` one thread, the caller's, as the floor and Node run. The flavor
+/// decides whether a response wakes the caller across threads: tokio's workers poll the
+/// server's pipe, and `block_on` runs the caller on the main thread.
+pub fn runtime() -> tokio::runtime::Runtime {
+    let mut builder = match std::env::var("PEER_RUNTIME").as_deref() {
+        Ok("current") => tokio::runtime::Builder::new_current_thread(),
+        _ => tokio::runtime::Builder::new_multi_thread(),
+    };
+    builder
+        .enable_all()
+        .build()
+        .unwrap_or_else(|e| fail(&format!("runtime: {e}")))
+}
+
 /// One connected client, as the modes use it.
 pub trait Peer: Send + Sync + 'static {
     /// Lists the tools; returns how many.

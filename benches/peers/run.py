@@ -11,7 +11,8 @@ one hand-written Python server (server.py), plus a no-library floor (floor/).
 It builds the Rust clients (cargo build --release, in this directory's own workspace), installs
 the TS SDK (npm ci into ./node_modules), then runs the clients interleaved (ours, rmcp, ts,
 floor, ours, rmcp, ...) for several rounds and prints one table, each peer's figure beside ours
-with its ratio to ours. Medians over rounds. "pinned" runs client and server with `taskset -c 0`
+with its ratio to ours. Medians over rounds. The Rust programs run tokio's multi-threaded runtime,
+and the stdio echo is measured once more with a current-thread one (PEER_RUNTIME=current). "pinned" runs client and server with `taskset -c 0`
 (one CPU: no cross-CPU wake-ups, the cost of the code itself); "unpinned" leaves them to the
 scheduler. RSS is each client's own peak (VmHWM read by the Rust clients at exit, Node's
 resourceUsage().maxRSS), never the server's. Every run has a timeout; a run that outlives it has
@@ -94,15 +95,15 @@ def kill_tree(pid):
             pass
 
 
-def run(argv, timeout, pinned=False):
-    """Runs one client program; returns its JSON line (a dict) with the wall time, or an
-    outcome saying why there is none."""
+def run(argv, timeout, pinned=False, env=None):
+    """Runs one client program (with `env` added to the environment); returns its JSON line (a
+    dict) with the wall time, or an outcome saying why there is none."""
     if pinned:
         argv = ["taskset", "-c", "0"] + argv
     with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
         start = time.perf_counter()
         proc = subprocess.Popen(argv, stdout=out, stderr=err, stdin=subprocess.DEVNULL,
-                                start_new_session=True)
+                                start_new_session=True, env={**os.environ, **(env or {})})
         hung = threading.Event()
 
         def on_timeout():
@@ -257,12 +258,12 @@ def callgrind_per_call():
     return per_call
 
 
-def interleaved(clients, rounds, make_argv, timeout, pinned=False):
+def interleaved(clients, rounds, make_argv, timeout, pinned=False, env=None):
     """Runs the clients in turn, `rounds` times; returns each client's list of results."""
     results = {c: [] for c in clients}
     for _ in range(rounds):
         for c in clients:
-            results[c].append(run(make_argv(c), timeout, pinned))
+            results[c].append(run(make_argv(c), timeout, pinned, env))
     return results
 
 
@@ -342,6 +343,20 @@ def main():
                                  {c: round(p50[c] - p50["floor"], 1) for c in PEERS}))
                 rows.append(("echo", f"{t} p99, {where}", "µs", "lower",
                              {c: median_of(r, "p99_us") for c, r in res.items()}))
+
+        # The Rust programs run tokio's multi-threaded runtime above, where every answer
+        # wakes the caller on another thread; here they run on one thread, like the floor and
+        # Node, which leaves each library's own cost.
+        log(f"echo: {echo_calls} sequential calls, Rust clients on a current-thread runtime")
+        res = interleaved(PEERS + ["floor"], rounds,
+                          lambda c: CLIENTS[c] + ["stdio", target("stdio", servers, True), "echo",
+                                                  str(echo_calls)], 120, True,
+                          {"PEER_RUNTIME": "current"})
+        p50 = {c: median_of(r, "p50_us") for c, r in res.items()}
+        rows.append(("echo", "stdio p50, pinned, current-thread runtime", "µs", "lower", p50))
+        if all(isinstance(v, (int, float)) for v in p50.values()):
+            rows.append(("echo", "stdio p50 over the floor, pinned, current-thread runtime", "µs",
+                         "lower", {c: round(p50[c] - p50["floor"], 1) for c in PEERS}))
 
         log(f"inflight: 64 concurrent calls for {inflight_secs:g} s")
         for t in transports:

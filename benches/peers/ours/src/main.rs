@@ -51,8 +51,7 @@ async fn connect(args: &common::Args) -> Result<Ours, String> {
     client.map(Ours).map_err(|e| e.to_string())
 }
 
-#[tokio::main]
-async fn main() {
+fn main() {
     let args = common::args();
-    common::drive(&args, connect(&args)).await;
+    common::runtime().block_on(common::drive(&args, connect(&args)));
 }

@@ -75,8 +75,7 @@ async fn connect(args: &common::Args) -> Result<Rmcp, String> {
     })
 }
 
-#[tokio::main]
-async fn main() {
+fn main() {
     let args = common::args();
-    common::drive(&args, connect(&args)).await;
+    common::runtime().block_on(common::drive(&args, connect(&args)));
 }
