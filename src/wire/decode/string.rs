@@ -46,6 +46,9 @@ enum Step {
 /// Decoded bytes are handed to a sink that keeps them in blocks of about this many bytes.
 const SCRATCH: usize = 4096;
 
+/// The longest rest of a string read without the scanner (see `short_string`).
+const SHORT: usize = 48;
+
 pub(super) enum Utf8 {
     Valid,
     Incomplete,
@@ -264,7 +267,10 @@ impl MessageDecoder {
 
     /// Reads string contents from `chunk[i..]`; returns the index after what was read.
     pub(super) fn string(&mut self, chunk: &[u8], i: usize) -> Result<usize, DecodeError> {
-        let (end, closed) = self.contents(chunk, i)?;
+        let (end, closed) = match self.short_string(chunk, i)? {
+            Some(end) => (end, true),
+            None => self.contents(chunk, i)?,
+        };
         self.flush()?;
         let next = if closed { end + 1 } else { end };
         if self.s.raw {
@@ -277,6 +283,38 @@ impl MessageDecoder {
             }
         }
         Ok(next)
+    }
+
+    /// Reads the rest of the string when it is printable ASCII (no escape) closed within
+    /// [`SHORT`] bytes of this chunk, as most keys and small values are, without the scanner,
+    /// whose 64-byte windows cost more than such a string; returns the closing quote's index,
+    /// or `None` (nothing read) for any other string.
+    #[inline(always)]
+    fn short_string(&mut self, chunk: &[u8], i: usize) -> DecodeResult<Option<usize>> {
+        if self.s.esc != Esc::None || self.s.plen > 0 || self.held > 0 {
+            return Ok(None);
+        }
+        let ahead = &chunk[i..chunk.len().min(i + SHORT)];
+        // The quote first (memchr is quick to say there is none): a longer string costs little.
+        let Some(q) = memchr::memchr(b'"', ahead) else {
+            return Ok(None);
+        };
+        let contents = &ahead[..q];
+        if !contents
+            .iter()
+            .all(|&b| (0x20..0x7F).contains(&b) && b != b'\\')
+        {
+            return Ok(None);
+        }
+        if self.counts() {
+            self.s.counted += q as u64;
+            if matches!(self.s.sink, Sink::B64(_)) {
+                self.s.equals += contents.iter().filter(|&&b| b == b'=').count() as u64;
+            }
+        } else {
+            self.sink(contents)?;
+        }
+        Ok(Some(i + q))
     }
 
     /// Reads string contents from `chunk[i..]` up to the closing quote (returns its index and
