@@ -141,7 +141,7 @@ pub struct Decoded {
 }
 
 /// What a client reads of a result besides its rendering (see [`Decoded::result`]).
-#[derive(Debug, Clone, PartialEq, Default)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct ResultHead {
     /// The result's `resultType` when it is a string (the stateless era's `"complete"` or
     /// `"input_required"`).
@@ -150,7 +150,7 @@ pub struct ResultHead {
     pub meta: Option<serde_json::Value>,
 }
 
-/// The longest `resultType` read into [`ResultHead`]; a longer one leaves
+/// The most bytes of a `jsonrpc` or a `resultType` read; a longer `resultType` leaves
 /// [`Decoded::result`] out (the message is then parsed whole).
 const WORD_LIMIT: usize = 64;
 
@@ -175,7 +175,7 @@ pub struct MessageDecoder {
     /// Inside `structuredContent` being rendered: every byte outside whitespace goes to `out`.
     compact: bool,
     compact_at: usize,
-    /// Inside an error's `data`: its raw bytes are captured.
+    /// Inside an error's `data` or a result's `_meta`: its raw bytes are captured.
     capturing: bool,
     /// What is captured: the result's `_meta` (else the error's `data`).
     capturing_meta: bool,

@@ -225,24 +225,27 @@ impl MessageDecoder {
                     None
                 };
                 self.head_unread |= self.result_meta.is_none();
-                self.data_raw = Vec::new();
-                self.lex = if depth == 0 { Lex::Done } else { Lex::After };
-                return;
-            }
-            self.data = Some(if self.data_len <= ERROR_DATA_LIMIT as u64 {
-                match serde_json::from_slice(&self.data_raw) {
-                    Ok(v) => v,
-                    Err(e) => {
-                        self.bad(Fail::Msg, &e.to_string());
-                        serde_json::Value::Null
-                    }
-                }
             } else {
-                error_data_omitted(self.data_len)
-            });
+                self.data = Some(self.captured_data());
+            }
             self.data_raw = Vec::new();
         }
         self.lex = if depth == 0 { Lex::Done } else { Lex::After };
+    }
+
+    /// The error's `data` just captured: its value, or what stands for it when it is too
+    /// large or not JSON serde_json reads.
+    fn captured_data(&mut self) -> serde_json::Value {
+        if self.data_len > ERROR_DATA_LIMIT as u64 {
+            return error_data_omitted(self.data_len);
+        }
+        match serde_json::from_slice(&self.data_raw) {
+            Ok(v) => v,
+            Err(e) => {
+                self.bad(Fail::Msg, &e.to_string());
+                serde_json::Value::Null
+            }
+        }
     }
 
     /// Closes the innermost container on byte `b` (already consumed; `i` is after it).
