@@ -705,8 +705,42 @@ impl Config {
 }
 
 /// The line and column of the first `"key"` in `text`, for errors about a member.
+/// Where (line, column, from 1) the top-level object of `text`, a JSON document that parsed,
+/// has the member `key`: its last one, which is the one a parse keeps. A `key` inside a string
+/// or a nested object does not count.
 fn position_of_key(text: &str, key: &str) -> Option<(usize, usize)> {
-    let at = text.find(&format!("\"{key}\""))?;
+    let bytes = text.as_bytes();
+    let (mut depth, mut i, mut found) = (0usize, 0, None);
+    while i < bytes.len() {
+        match bytes[i] {
+            b'{' | b'[' => depth += 1,
+            b'}' | b']' => depth = depth.saturating_sub(1),
+            b'"' => {
+                let start = i;
+                i += 1;
+                while i < bytes.len() && bytes[i] != b'"' {
+                    i += if bytes[i] == b'\\' { 2 } else { 1 };
+                }
+                if i >= bytes.len() {
+                    break;
+                }
+                let literal = text.get(start..=i);
+                let is_key = text[i + 1..].trim_start().starts_with(':');
+                if depth == 1
+                    && is_key
+                    && literal
+                        .and_then(|l| serde_json::from_str::<String>(l).ok())
+                        .as_deref()
+                        == Some(key)
+                {
+                    found = Some(start);
+                }
+            }
+            _ => {}
+        }
+        i += 1;
+    }
+    let at = found?;
     let before = &text[..at];
     let line = before.matches('\n').count() + 1;
     let column = before.len() - before.rfind('\n').map_or(0, |i| i + 1) + 1;
@@ -910,6 +944,12 @@ mod tests {
             ("", (1, 1)),
             ("{\"servers\": {}\n", (2, 1)),
             ("{\n\"servers\": []}", (2, 1)),
+            // The top-level member, the last one (the one a parse keeps): not the text in a
+            // string, a nested member, or an earlier duplicate.
+            (
+                "{\"note\": \"see \\\"servers\\\": {}\",\n \"x\": {\"servers\": 1},\n \"servers\": {},\n \"serv\\u0065rs\": 2}",
+                (4, 2),
+            ),
         ];
         for (text, position) in table {
             let e = Config::parse(text).unwrap_err();
