@@ -337,15 +337,22 @@ impl OAuth {
         matches!(self.stored_tokens(), Ok(Some(_)))
     }
 
-    /// Forgets this server's tokens and their DPoP key (the registered client is kept).
+    /// Forgets this server's tokens, their DPoP key and the authorization server its configured
+    /// client secret was used with (the registered client is kept).
     pub async fn logout(&self) -> Result<()> {
         let mut rt = self.runtime.lock().await;
         rt.tokens = None;
         rt.dpop = None;
         rt.loaded = true;
+        let pin = self
+            .config
+            .client
+            .as_ref()
+            .map(|pre| store::secret_issuer_key(&self.config.url, &pre.client_id));
         self.store
             .delete(&store::tokens_key(&self.config.server))
             .and_then(|()| self.store.delete(&dpop_key_name(&self.config.server)))
+            .and_then(|()| pin.map_or(Ok(()), |key| self.store.delete(&key)))
             .map_err(|e| self.auth_error(format!("deleting the tokens: {e}")))
     }
 
@@ -490,6 +497,7 @@ impl OAuth {
         let found = discovery::discover(&self.http, &self.config.url, challenge)
             .await
             .map_err(|e| self.auth_error(e))?;
+        let secret_pin = self.secret_pin(&found.server.issuer)?;
         let mut scopes: Vec<String> = match challenge.map(Challenge::scopes) {
             Some(s) if !s.is_empty() => s,
             _ => found
@@ -555,7 +563,42 @@ impl OAuth {
         let bound = if answer.dpop_bound { dpop } else { None };
         let tokens = self.tokens_from(&found, answer, &scope);
         self.save(rt, tokens, bound);
+        if let Some(key) = secret_pin {
+            self.store.save(&key, &found.server.issuer).map_err(|e| {
+                self.auth_error(format!("keeping the issuer of the client secret: {e}"))
+            })?;
+        }
         Ok(())
+    }
+
+    /// The configured client secret goes to one authorization server only: the one it was
+    /// first used with (trust on first use; the config names no issuer). A server whose
+    /// metadata now names another one (a compromised or hostile server can) does not get it.
+    /// Returns the store key to record the issuer under, on a first use; `None` when there is
+    /// nothing to record (no configured secret, or the issuer already recorded).
+    fn secret_pin(&self, issuer: &str) -> Result<Option<String>> {
+        let Some(pre) = self
+            .config
+            .client
+            .as_ref()
+            .filter(|pre| pre.client_secret.is_some())
+        else {
+            return Ok(None);
+        };
+        let key = store::secret_issuer_key(&self.config.url, &pre.client_id);
+        let pinned = self
+            .store
+            .load(&key)
+            .map_err(|e| self.auth_error(format!("reading the token store: {e}")))?;
+        let same = |p: &str| p.trim_end_matches('/') == issuer.trim_end_matches('/');
+        match pinned {
+            None => Ok(Some(key)),
+            Some(p) if same(&p) => Ok(None),
+            Some(p) => Err(self.auth_error(format!(
+                "the server now names the authorization server {issuer:?}, but its configured client secret was used with {p:?}, so it is not sent; if the move is expected, run `agenvoy-mcp logout {}` and log in again",
+                self.config.server
+            ))),
+        }
     }
 
     /// The client to refresh with: the configured one, the stored registration, or a public
@@ -1235,6 +1278,68 @@ mod tests {
             err.to_string()
                 .contains("the server URL \"http://mcp.example.com/mcp\" is plain http"),
             "{err}"
+        );
+    }
+
+    /// A configured client secret goes only to the authorization server it was first used
+    /// with: a server whose metadata then names another one (as a compromised server can)
+    /// gets a clear error, and that one never sees the secret. A logout forgets the issuer.
+    #[tokio::test]
+    async fn a_configured_secret_stays_with_the_issuer_it_was_first_used_with() {
+        let (first, second) = (
+            TestServer::start(|r, base| own_as(r, base, Some(OWN_METADATA))).await,
+            TestServer::start(|r, base| own_as(r, base, Some(OWN_METADATA))).await,
+        );
+        let named = Arc::new(Mutex::new(first.base.clone()));
+        let shown = named.clone();
+        let mcp = TestServer::start(move |r, base| match r.path() {
+            "/.well-known/oauth-protected-resource/mcp" => Reply::json(
+                200,
+                json!({"resource": format!("{base}/mcp"),
+                    "authorization_servers": [shown.lock().unwrap().clone()]}),
+            ),
+            _ => own_as(r, base, None),
+        })
+        .await;
+        let store = Arc::new(MemoryStore::new());
+        let oauth = || {
+            let mut config = OAuthConfig::new("s", &format!("{}/mcp", mcp.base));
+            config.grant = Grant::ClientCredentials;
+            config.client = Some(PreRegistered {
+                client_id: "cfg-id".into(),
+                client_secret: Some("CFG-SECRET".into()),
+                redirect_uri: None,
+                private_key: None,
+            });
+            OAuth::new(config, store.clone())
+        };
+        oauth().login_with(None).await.unwrap();
+        assert!(
+            first
+                .seen_at("/token")
+                .iter()
+                .any(|r| carries(r, "CFG-SECRET"))
+        );
+        *named.lock().unwrap() = second.base.clone();
+        let err = oauth().login_with(None).await.unwrap_err().to_string();
+        assert!(
+            err.contains(&format!("names the authorization server {:?}", second.base))
+                && err.contains(&format!("was used with {:?}", first.base))
+                && err.contains("agenvoy-mcp logout s"),
+            "{err}"
+        );
+        assert!(second.seen_at("/token").is_empty());
+        // The same issuer again is fine; after a logout the new one is trusted on first use.
+        *named.lock().unwrap() = first.base.clone();
+        oauth().login_with(None).await.unwrap();
+        *named.lock().unwrap() = second.base.clone();
+        oauth().logout().await.unwrap();
+        oauth().login_with(None).await.unwrap();
+        assert!(
+            second
+                .seen_at("/token")
+                .iter()
+                .any(|r| carries(r, "CFG-SECRET"))
         );
     }
 

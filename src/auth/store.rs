@@ -430,6 +430,12 @@ pub fn tokens_key(server: &str) -> String {
     format!("tokens:{server}")
 }
 
+/// The key of the issuer that the configured secret of client `client_id` for the MCP server at
+/// `url` was first sent to: later logins send it to that issuer only.
+pub fn secret_issuer_key(url: &str, client_id: &str) -> String {
+    format!("secret-issuer:{url}#{client_id}")
+}
+
 /// The key of the client registered with `issuer`.
 pub fn client_key(issuer: &str) -> String {
     format!("client:{}", issuer.trim_end_matches('/'))

@@ -150,6 +150,9 @@ fn label(key: &str) -> String {
         Some(("client_secret", server)) => {
             format!("agenvoy: OAuth client secret for MCP server {server}")
         }
+        Some(("secret-issuer", client)) => {
+            format!("agenvoy: the authorization server trusted with the client secret of {client}")
+        }
         _ => format!("agenvoy: {key}"),
     }
 }
@@ -254,6 +257,10 @@ mod tests {
         assert_eq!(
             label("client_secret:github"),
             "agenvoy: OAuth client secret for MCP server github"
+        );
+        assert_eq!(
+            label("secret-issuer:https://mcp.example.com/mcp#id"),
+            "agenvoy: the authorization server trusted with the client secret of https://mcp.example.com/mcp#id"
         );
         assert_eq!(label("dpop:github"), "agenvoy: dpop:github");
     }
