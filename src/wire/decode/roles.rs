@@ -64,6 +64,22 @@ pub(super) enum Role {
     Ignore(Mode),
 }
 
+impl Role {
+    /// Whether a value of any type is fine here: members not rendered (unknown ones, and those
+    /// only read or captured on the way), where no type makes the result invalid.
+    fn takes_any(self) -> bool {
+        matches!(
+            self,
+            Role::Ignore(_)
+                | Role::Structured
+                | Role::ErrData
+                | Role::Version
+                | Role::ResultType
+                | Role::ResultMeta
+        )
+    }
+}
+
 /// What a container is.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(super) enum Ctx {
@@ -115,6 +131,15 @@ impl MessageDecoder {
             | Role::Version
             | Role::Ignore(Mode::Loose) => Mode::Loose,
             _ => Mode::Utf8,
+        }
+    }
+
+    /// Who fails when a string in `role`'s region is not UTF-8: the message in a `Utf8`
+    /// region, nobody in a `Loose` one.
+    fn utf8_check(role: Role) -> Option<Fail> {
+        match Self::region(role) {
+            Mode::Utf8 => Some(Fail::Msg),
+            Mode::Loose => None,
         }
     }
 
@@ -293,12 +318,7 @@ impl MessageDecoder {
                         Ctx::Resource
                     }
                     Role::Error => Ctx::ErrObj,
-                    Role::Ignore(m) => Ctx::Ignore(m),
-                    Role::Structured | Role::ErrData => Ctx::Ignore(Mode::Utf8),
-                    // Not rendered: read like an unknown member of their object.
-                    Role::Version | Role::ResultType | Role::ResultMeta => {
-                        Ctx::Ignore(Self::region(role))
-                    }
+                    role if role.takes_any() => Ctx::Ignore(Self::region(role)),
                     _ => {
                         self.wrong_type(role);
                         Ctx::Ignore(Self::region(role))
@@ -315,12 +335,7 @@ impl MessageDecoder {
                         Ctx::Content
                     }
                     Role::Error => Ctx::ErrSeq,
-                    Role::Ignore(m) => Ctx::Ignore(m),
-                    Role::Structured | Role::ErrData => Ctx::Ignore(Mode::Utf8),
-                    // Not rendered: read like an unknown member of their object.
-                    Role::Version | Role::ResultType | Role::ResultMeta => {
-                        Ctx::Ignore(Self::region(role))
-                    }
+                    role if role.takes_any() => Ctx::Ignore(Self::region(role)),
                     _ => {
                         self.wrong_type(role);
                         Ctx::Ignore(Self::region(role))
@@ -449,10 +464,7 @@ impl MessageDecoder {
             Role::Version | Role::ResultType => {
                 self.strbuf.clear();
                 self.word_over = false;
-                let utf8 = match Self::region(role) {
-                    Mode::Utf8 => Some(Fail::Msg),
-                    Mode::Loose => None,
-                };
+                let utf8 = Self::utf8_check(role);
                 (Sink::Word, utf8, None)
             }
             Role::ResultMeta => (Sink::None, Some(Fail::Msg), None),
@@ -469,10 +481,7 @@ impl MessageDecoder {
             | Role::Error
             | Role::Code => {
                 self.wrong_type(role);
-                let utf8 = match Self::region(role) {
-                    Mode::Utf8 => Some(Fail::Msg),
-                    Mode::Loose => None,
-                };
+                let utf8 = Self::utf8_check(role);
                 (Sink::None, utf8, None)
             }
         };
@@ -482,15 +491,7 @@ impl MessageDecoder {
     pub(super) fn literal_done(&mut self, word: u8) {
         let role = self.role;
         match (role, word) {
-            (
-                Role::Ignore(_)
-                | Role::Structured
-                | Role::ErrData
-                | Role::Version
-                | Role::ResultType
-                | Role::ResultMeta,
-                _,
-            ) => {}
+            (role, _) if role.takes_any() => {}
             (Role::IsError, 0) => self.is_error = true,
             (Role::IsError, 1) => self.is_error = false,
             (Role::Id | Role::Method, _) => {}
@@ -523,13 +524,8 @@ impl MessageDecoder {
         let text = &self.num[..self.num_len.min(self.num.len())];
         let fits = self.num_len <= self.num.len();
         match self.role {
-            Role::Ignore(_)
-            | Role::Structured
-            | Role::ErrData
-            | Role::Method
-            | Role::Version
-            | Role::ResultType
-            | Role::ResultMeta => {}
+            role if role.takes_any() => {}
+            Role::Method => {}
             Role::Id => {
                 self.id = if fits {
                     parse_i64(text).map(Id::Number)
