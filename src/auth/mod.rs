@@ -1313,14 +1313,14 @@ mod tests {
             });
             OAuth::new(config, store.clone())
         };
+        let got_secret = |server: &TestServer| {
+            let tokens = server.seen_at("/token");
+            tokens.iter().any(|r| carries(r, "CFG-SECRET"))
+        };
+        let name = |server: &TestServer| *named.lock().unwrap() = server.base.clone();
         oauth().login_with(None).await.unwrap();
-        assert!(
-            first
-                .seen_at("/token")
-                .iter()
-                .any(|r| carries(r, "CFG-SECRET"))
-        );
-        *named.lock().unwrap() = second.base.clone();
+        assert!(got_secret(&first));
+        name(&second);
         let err = oauth().login_with(None).await.unwrap_err().to_string();
         assert!(
             err.contains(&format!("names the authorization server {:?}", second.base))
@@ -1330,17 +1330,12 @@ mod tests {
         );
         assert!(second.seen_at("/token").is_empty());
         // The same issuer again is fine; after a logout the new one is trusted on first use.
-        *named.lock().unwrap() = first.base.clone();
+        name(&first);
         oauth().login_with(None).await.unwrap();
-        *named.lock().unwrap() = second.base.clone();
+        name(&second);
         oauth().logout().await.unwrap();
         oauth().login_with(None).await.unwrap();
-        assert!(
-            second
-                .seen_at("/token")
-                .iter()
-                .any(|r| carries(r, "CFG-SECRET"))
-        );
+        assert!(got_secret(&second));
     }
 
     /// The 2025-11-25 authorization specification, "Authorization Code Protection": without
