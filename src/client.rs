@@ -34,6 +34,7 @@ pub struct ClientOptions {
     /// Cap on the rendered output of one tool call, in bytes.
     pub output_cap: usize,
     /// Largest message kept whole; larger ones are only rendered (tool results) or refused.
+    /// A tool result whose text passes `output_cap` is only rendered too.
     pub max_message: usize,
     /// Which protocol era to speak: found out by default.
     pub era: EraPreference,

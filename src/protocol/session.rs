@@ -123,8 +123,12 @@ enum Outcome {
     /// [`Limits::max_message`](crate::transport::Limits::max_message)).
     Parsed(Option<Result<Value, ErrorObject>>),
     /// A result the decoder read on the way ([`Decoded::result`]): the message's bytes, parsed
-    /// only when a caller wants the result as a value (a tool call never does).
-    Read { raw: Vec<u8>, head: ResultHead },
+    /// only when a caller wants the result as a value (a tool call never does); `None` when
+    /// they were not kept (too large, or a tool result rendered past the cap).
+    Read {
+        raw: Option<Vec<u8>>,
+        head: ResultHead,
+    },
 }
 
 impl Reply {
@@ -162,7 +166,8 @@ impl Outcome {
     fn parse(self) -> std::result::Result<Option<Result<Value, ErrorObject>>, String> {
         match self {
             Outcome::Parsed(outcome) => Ok(outcome),
-            Outcome::Read { raw, .. } => match Message::parse(&raw) {
+            Outcome::Read { raw: None, .. } => Ok(None),
+            Outcome::Read { raw: Some(raw), .. } => match Message::parse(&raw) {
                 Ok(Message::Response(r)) => Ok(Some(r.outcome)),
                 Ok(_) => Err("the answer is not a response".into()),
                 Err(e) => Err(e.to_string()),
@@ -289,7 +294,7 @@ impl Session {
             (None, Some(Err(RenderError::Rpc(e)))) => Err(self.error(ErrorKind::Rpc(Box::new(e))).during(method)),
             (None, _) => Err(self
                 .error(ErrorKind::Protocol(format!(
-                    "the answer is {len} bytes, more than this client keeps of one message; raise Limits::max_message"
+                    "the answer is {len} bytes, more than this client keeps of one message: raise Limits::max_message, or Limits::output_cap for a result with content"
                 )))
                 .during(method)),
         }
@@ -585,10 +590,11 @@ async fn run_inbound(shared: Weak<Shared>, mut inbound: mpsc::Receiver<Inbound>)
 /// notifications to their subscribers.
 fn receive(shared: &Arc<Shared>, mut decoded: Decoded) {
     // A result read on the way is handed on as it is: a tool call needs nothing more of it.
-    if let (Some(head), Some(Id::Number(_))) = (decoded.result.take(), &decoded.id)
-        && let Some(raw) = decoded.raw.take()
-    {
-        let outcome = Outcome::Read { raw, head };
+    if let (Some(head), Some(Id::Number(_))) = (decoded.result.take(), &decoded.id) {
+        let outcome = Outcome::Read {
+            raw: decoded.raw.take(),
+            head,
+        };
         return complete(
             shared,
             decoded.id.as_ref(),

@@ -95,7 +95,8 @@ pub struct Limits {
     /// Cap on the rendered output of one tool result, in bytes.
     pub output_cap: usize,
     /// Largest message kept whole (to be parsed); a larger one is only rendered (a tool
-    /// result) or reported, never held.
+    /// result) or reported, never held. A tool result whose text passes `output_cap` is not
+    /// kept whole either: it is read from its rendering.
     pub max_message: usize,
 }
 
@@ -143,6 +144,11 @@ impl Assembler {
         self.fed |= bytes.iter().any(|b| !b.is_ascii_whitespace());
         // An error is remembered by the decoder and reported by `finish`.
         let _ = self.decoder.feed(bytes);
+        // A tool result is read from its rendering; once that passes the cap, keeping its
+        // bytes (up to `max_message` of them) would only cost copies and page faults.
+        if self.decoder.rendered_past_cap() {
+            self.decoder.forget_raw();
+        }
     }
 
     /// Drops the current message unread (an SSE event that is not a message).
@@ -172,5 +178,50 @@ impl Assembler {
                 None
             }
         }
+    }
+}
+
+#[cfg(all(test, any(feature = "stdio", feature = "http")))]
+mod tests {
+    use super::*;
+
+    fn assembled(message: &str, output_cap: usize) -> Decoded {
+        let limits = Limits {
+            output_cap,
+            max_message: 1 << 20,
+        };
+        let mut assembler = Assembler::new(limits);
+        for piece in message.as_bytes().chunks(1000) {
+            assembler.feed(piece);
+        }
+        assembler.finish("test").expect("a message")
+    }
+
+    #[test]
+    fn a_tool_result_past_the_cap_is_read_from_its_rendering_alone() {
+        let text = "x".repeat(4096);
+        let result = format!(
+            r#"{{"jsonrpc":"2.0","id":7,"result":{{"content":[{{"type":"text","text":"{text}"}}],"resultType":"complete"}}}}"#
+        );
+        let past = assembled(&result, 1024);
+        assert_eq!(past.raw, None, "its bytes are not kept");
+        let head = past.result.expect("the result's head is still read");
+        assert_eq!(head.result_type.as_deref(), Some("complete"));
+        let rendered = past.render.expect("a result").expect("rendered");
+        assert_eq!(rendered.total, 4096);
+        assert!(
+            rendered
+                .text
+                .ends_with("[mcp output truncated: 4096 bytes total, 1024 kept]")
+        );
+
+        // Under the cap the bytes are kept, and so are those of a message that is not
+        // rendered, however long its strings.
+        let under = assembled(&result, 8192);
+        assert_eq!(under.raw.as_deref(), Some(result.as_bytes()));
+        let list = format!(
+            r#"{{"jsonrpc":"2.0","id":8,"result":{{"tools":[{{"name":"t","description":"{text}"}}]}}}}"#
+        );
+        assert_eq!(assembled(&list, 1024).raw.as_deref(), Some(list.as_bytes()));
     }
 }

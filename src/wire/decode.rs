@@ -322,6 +322,17 @@ impl MessageDecoder {
         Ok(())
     }
 
+    /// Whether the result's rendering has passed the cap: the message is a tool result too
+    /// large to show whole.
+    pub fn rendered_past_cap(&self) -> bool {
+        self.out.is_over()
+    }
+
+    /// Stops keeping the message's bytes: [`Decoded::raw`] will be `None`.
+    pub fn forget_raw(&mut self) {
+        self.raw = None;
+    }
+
     /// Ends the message and returns what was decoded.
     pub fn finish(mut self) -> Result<Decoded, DecodeError> {
         if let Some(e) = self.fatal {
