@@ -111,15 +111,31 @@ where
             )
         }
         Mode::Echo(n) => {
-            for _ in 0..WARMUP {
-                check_echo(peer.echo("hello").await);
-            }
-            let mut times = Vec::with_capacity(n);
-            for _ in 0..n {
-                let t = Instant::now();
-                check_echo(peer.echo("hello").await);
-                times.push(t.elapsed());
-            }
+            let calls = {
+                let peer = peer.clone();
+                async move {
+                    for _ in 0..WARMUP {
+                        check_echo(peer.echo("hello").await);
+                    }
+                    let mut times = Vec::with_capacity(n);
+                    for _ in 0..n {
+                        let t = Instant::now();
+                        check_echo(peer.echo("hello").await);
+                        times.push(t.elapsed());
+                    }
+                    times
+                }
+            };
+            // With `PEER_CALLER=task` the calls run in a spawned task, as in a server or an
+            // agent host: on the multi-threaded runtime the answer then wakes the caller on the
+            // worker that read it, where from `block_on` it wakes the main thread.
+            let mut times = if std::env::var("PEER_CALLER").as_deref() == Ok("task") {
+                tokio::spawn(calls)
+                    .await
+                    .unwrap_or_else(|e| fail(&format!("caller: {e}")))
+            } else {
+                calls.await
+            };
             peer.close().await;
             times.sort();
             let at = |q: f64| times[((times.len() as f64 * q) as usize).min(times.len() - 1)];

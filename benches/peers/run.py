@@ -12,7 +12,9 @@ It builds the Rust clients (cargo build --release, in this directory's own works
 the TS SDK (npm ci into ./node_modules), then runs the clients interleaved (ours, rmcp, ts,
 floor, ours, rmcp, ...) for several rounds and prints one table, each peer's figure beside ours
 with its ratio to ours. Medians over rounds. The Rust programs run tokio's multi-threaded runtime,
-and the stdio echo is measured once more with a current-thread one (PEER_RUNTIME=current). "pinned" runs client and server with `taskset -c 0`
+and the stdio echo is measured again with a current-thread one (PEER_RUNTIME=current) and with
+the calls made from a spawned task (PEER_CALLER=task). "pinned" runs client and server with
+`taskset -c 0`
 (one CPU: no cross-CPU wake-ups, the cost of the code itself); "unpinned" leaves them to the
 scheduler. RSS is each client's own peak (VmHWM read by the Rust clients at exit, Node's
 resourceUsage().maxRSS), never the server's. Every run has a timeout; a run that outlives it has
@@ -344,19 +346,22 @@ def main():
                 rows.append(("echo", f"{t} p99, {where}", "µs", "lower",
                              {c: median_of(r, "p99_us") for c, r in res.items()}))
 
-        # The Rust programs run tokio's multi-threaded runtime above, where every answer
-        # wakes the caller on another thread; here they run on one thread, like the floor and
-        # Node, which leaves each library's own cost.
-        log(f"echo: {echo_calls} sequential calls, Rust clients on a current-thread runtime")
-        res = interleaved(PEERS + ["floor"], rounds,
-                          lambda c: CLIENTS[c] + ["stdio", target("stdio", servers, True), "echo",
-                                                  str(echo_calls)], 120, True,
-                          {"PEER_RUNTIME": "current"})
-        p50 = {c: median_of(r, "p50_us") for c, r in res.items()}
-        rows.append(("echo", "stdio p50, pinned, current-thread runtime", "µs", "lower", p50))
-        if all(isinstance(v, (int, float)) for v in p50.values()):
-            rows.append(("echo", "stdio p50 over the floor, pinned, current-thread runtime", "µs",
-                         "lower", {c: round(p50[c] - p50["floor"], 1) for c in PEERS}))
+        # The Rust programs run tokio's multi-threaded runtime above, calling from `block_on`
+        # on the main thread, where every answer wakes the caller from a worker thread. Here
+        # they run on one thread, like the floor and Node, and then on the multi-threaded
+        # runtime with the calls made from a spawned task (as in a server or an agent host),
+        # where the answer wakes the caller on the worker that read it: each library's own cost.
+        for setting, env in (("current-thread runtime", {"PEER_RUNTIME": "current"}),
+                             ("calls from a spawned task", {"PEER_CALLER": "task"})):
+            log(f"echo: {echo_calls} sequential calls, Rust clients: {setting}")
+            res = interleaved(PEERS + ["floor"], rounds,
+                              lambda c: CLIENTS[c] + ["stdio", target("stdio", servers, True),
+                                                      "echo", str(echo_calls)], 120, True, env)
+            p50 = {c: median_of(r, "p50_us") for c, r in res.items()}
+            rows.append(("echo", f"stdio p50, pinned, {setting}", "µs", "lower", p50))
+            if all(isinstance(v, (int, float)) for v in p50.values()):
+                rows.append(("echo", f"stdio p50 over the floor, pinned, {setting}", "µs",
+                             "lower", {c: round(p50[c] - p50["floor"], 1) for c in PEERS}))
 
         log(f"inflight: 64 concurrent calls for {inflight_secs:g} s")
         for t in transports:
