@@ -121,7 +121,8 @@ impl std::error::Error for DecodeError {}
 /// One decoded message.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Decoded {
-    /// The whole message bytes when it is at most `raw_limit` bytes, else `None`.
+    /// The whole message bytes when it is at most `raw_limit` bytes (and the decoder was not
+    /// told to [`forget_raw`](MessageDecoder::forget_raw)), else `None`.
     pub raw: Option<Vec<u8>>,
     /// Byte length of the message.
     pub len: u64,
