@@ -146,6 +146,40 @@ async fn calls_render_text_and_flag_tool_errors() {
 }
 
 #[tokio::test]
+async fn a_result_past_the_cap_is_only_rendered_and_a_request_for_its_value_says_so() {
+    let client = connect(&[], ClientOptions::default()).await;
+    let session = client.session();
+    let big = |bytes: u64| Some(json!({"name": "big", "arguments": {"bytes": bytes}}));
+
+    // Under the cap the result is kept whole, so it can be had as a value.
+    let small = session
+        .request("tools/call", big(1000), RequestOptions::default())
+        .await
+        .expect("a result under the cap is kept");
+    assert_eq!(
+        small["content"][0]["text"].as_str().map(str::len),
+        Some(1000)
+    );
+
+    // Past the cap (and under max_message) only the rendering is kept: a tool call gets it,
+    // a request for the value is told why it cannot have it.
+    let err = session
+        .request("tools/call", big(2_000_000), RequestOptions::default())
+        .await
+        .expect_err("a result past the cap is not kept whole");
+    let text = err.to_string();
+    assert!(
+        text.contains("more than this client keeps of one message"),
+        "{text}"
+    );
+    assert!(text.contains("output_cap"), "{text}");
+    assert!(text.contains("tools/call"), "{text}");
+    let out = call(&client, "big", json!({"bytes": 2_000_000})).await;
+    assert_eq!(out.total_bytes, 2_000_000);
+    client.close().await;
+}
+
+#[tokio::test]
 async fn big_results_are_capped_with_the_exact_marker() {
     let client = connect(&[], ClientOptions::default()).await;
     let out = call(&client, "big", json!({"bytes": 3_000_000})).await;
