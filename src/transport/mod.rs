@@ -162,14 +162,14 @@ impl Assembler {
     /// Ends the current message: `None` if it was empty or not JSON (warned about).
     pub(crate) fn finish(&mut self, server: &str) -> Option<Decoded> {
         let decoder = self.decoder.take();
-        let excerpt = std::mem::take(&mut self.excerpt);
         if !std::mem::take(&mut self.fed) {
+            self.excerpt.clear();
             return None;
         }
-        match decoder.finish() {
+        let decoded = match decoder.finish() {
             Ok(decoded) => Some(decoded),
             Err(e) => {
-                let text = String::from_utf8_lossy(&excerpt);
+                let text = String::from_utf8_lossy(&self.excerpt);
                 tracing::warn!(
                     server = %server,
                     "skipping a message that is not JSON-RPC ({e}): {}",
@@ -177,7 +177,10 @@ impl Assembler {
                 );
                 None
             }
-        }
+        };
+        // Cleared, not dropped: the next message reuses its room.
+        self.excerpt.clear();
+        decoded
     }
 }
 
