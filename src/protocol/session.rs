@@ -12,7 +12,7 @@ use super::types::{Progress, Root};
 use crate::error::{Error, ErrorKind, Result};
 use crate::transport::{BoxFuture, Inbound, Outbound, Transport};
 use crate::wire::decode::{Decoded, ResultHead};
-use crate::wire::jsonrpc::{self, ErrorObject, Id, Message, Notification, Request, Response};
+use crate::wire::jsonrpc::{self, ErrorObject, Id, Message, Notification, Response};
 use crate::wire::render::{RenderError, Rendered};
 use serde_json::{Value, json};
 use std::collections::HashMap;
@@ -333,7 +333,7 @@ impl Session {
         // The params of the next round, once a result asked for input.
         let mut next: Option<Value> = None;
         for _ in 0..MAX_INPUT_ROUNDS {
-            let sent = next.as_ref().or(params).cloned();
+            let sent = next.as_ref().or(params);
             let reply = self.exchange(method, sent, options.clone()).await?;
             if !reply.is_result() {
                 return Ok(reply);
@@ -409,17 +409,18 @@ impl Session {
     async fn exchange(
         &self,
         method: &str,
-        params: Option<Value>,
+        params: Option<&Value>,
         options: RequestOptions,
     ) -> Result<Reply> {
         if let Some(reason) = self.closed_reason() {
             return Err(self.error(ErrorKind::Closed(reason)).during(method));
         }
         let id = self.shared.next_id.fetch_add(1, Ordering::Relaxed);
-        let mut params = params;
         let envelope = self.shared.envelope.lock().expect("envelope lock").clone();
+        // The params are copied only when `_meta` is added to them.
+        let mut with_meta = None;
         if options.on_progress.is_some() || envelope.is_some() {
-            let p = params.get_or_insert_with(|| json!({}));
+            let p = with_meta.insert(params.cloned().unwrap_or_else(|| json!({})));
             if let Some(obj) = p.as_object_mut() {
                 let meta = obj.entry("_meta").or_insert_with(|| json!({}));
                 if let Some(meta) = meta.as_object_mut() {
@@ -448,11 +449,8 @@ impl Session {
             cancel: method != "initialize",
             reason: "the caller stopped waiting",
         };
-        let message = Message::Request(Request {
-            id: Id::Number(id),
-            method: method.to_string(),
-            params,
-        });
+        let outbound = Outbound::request(Id::Number(id), method, with_meta.as_ref().or(params))
+            .with_headers(options.headers.clone());
         let timeout = options.timeout.unwrap_or(self.shared.default_timeout);
         let started = tokio::time::Instant::now();
         let mut deadline = started + timeout;
@@ -468,10 +466,7 @@ impl Session {
         };
         // The write is part of the request: a server that stops reading cannot hold it
         // past its deadline.
-        let sent = self
-            .shared
-            .transport
-            .send(Outbound::new(message).with_headers(options.headers.clone()));
+        let sent = self.shared.transport.send(outbound);
         match tokio::time::timeout_at(deadline, sent).await {
             Ok(Ok(())) => {}
             Ok(Err(e)) => {
@@ -514,7 +509,7 @@ impl Session {
         });
         self.shared
             .transport
-            .send(Outbound::new(message))
+            .send(Outbound::new(&message))
             .await
             .map_err(|e| e.during(method))
     }
@@ -757,7 +752,7 @@ fn answer_in_background(
                 id: Some(id),
                 outcome: work.await,
             });
-            let sent = shared.transport.send(Outbound::new(response));
+            let sent = shared.transport.send(Outbound::new(&response));
             match tokio::time::timeout(WRITE_TIMEOUT, sent).await {
                 Ok(Ok(())) => {}
                 Ok(Err(e)) => {

@@ -34,7 +34,7 @@
 //!   a JSON-RPC error, the server is taken for an HTTP+SSE one: GET the URL, wait for the
 //!   `endpoint` event, and POST every message there; answers arrive on that SSE stream.
 
-use super::{Assembler, BoxFuture, Inbound, Limits, Outbound, Transport};
+use super::{Assembler, BoxFuture, Inbound, Kind, Limits, Outbound, Transport};
 use crate::error::{Error, ErrorKind, Result};
 use crate::wire::decode::Decoded;
 use crate::wire::jsonrpc::{Id, Message};
@@ -318,26 +318,29 @@ impl Transport for HttpTransport {
                 return Err(inner.error(ErrorKind::Closed("the transport was closed".into())));
             }
             let Outbound {
-                message,
+                kind,
                 bytes,
                 headers,
             } = message;
             let body = Bytes::from(bytes);
-            match message {
-                Message::Request(request) => {
-                    if request.method == "initialize" {
+            match kind {
+                Kind::Request {
+                    id,
+                    method,
+                    version,
+                    name,
+                } => {
+                    if method == "initialize" {
                         inner.state.lock().expect("state lock").initialize =
-                            Some((request.id.clone(), body.clone()));
+                            Some((id.clone(), body.clone()));
                     }
-                    let modern = modern_headers(&request, &headers);
+                    let modern = version.map(|v| modern_headers(&v, &method, name, &headers));
                     let cancels_by_closing = modern.is_some();
                     let extra = modern.unwrap_or_default();
-                    let key = request.id.clone();
+                    let key = id.clone();
                     let task = inner.clone();
-                    let handle = inner.spawn(async move {
-                        task.run_request(request.id, request.method, body, extra)
-                            .await
-                    });
+                    let handle =
+                        inner.spawn(async move { task.run_request(id, method, body, extra).await });
                     if let Id::Number(n) = key {
                         let mut requests = inner.requests.lock().expect("requests lock");
                         requests.retain(|_, (h, _)| !h.is_finished());
@@ -345,17 +348,17 @@ impl Transport for HttpTransport {
                     }
                     Ok(())
                 }
-                Message::Notification(n) => {
+                Kind::Notification { method } => {
                     inner
                         .post_one_way(body)
                         .await
-                        .map_err(|e| e.during(&n.method))?;
-                    if n.method == "notifications/initialized" {
+                        .map_err(|e| e.during(&method))?;
+                    if method == "notifications/initialized" {
                         inner.start_listening();
                     }
                     Ok(())
                 }
-                Message::Response(_) => inner.post_one_way(body).await,
+                Kind::Response => inner.post_one_way(body).await,
             }
         })
     }
@@ -401,7 +404,7 @@ impl Transport for HttpTransport {
                 Some((handle, true)) => handle.abort(),
                 _ => {
                     let message = crate::protocol::cancelled(id, &reason);
-                    let _ = self.send(Outbound::new(message)).await;
+                    let _ = self.send(Outbound::new(&message)).await;
                 }
             }
         })

@@ -19,7 +19,9 @@ use crate::error::Result;
 use crate::wire::decode::Decoded;
 #[cfg(any(feature = "stdio", feature = "http"))]
 use crate::wire::decode::MessageDecoder;
+use crate::wire::jsonrpc::{Id, Message};
 use crate::wire::render::DEFAULT_CAP;
+use serde_json::Value;
 use std::future::Future;
 use std::pin::Pin;
 
@@ -33,29 +35,82 @@ pub enum Inbound {
     Message(Decoded),
     /// A request the transport could not complete (an HTTP error, a lost stream): the
     /// session fails it with this error.
-    Failed(crate::wire::jsonrpc::Id, crate::error::Error),
+    Failed(Id, crate::error::Error),
     /// The connection ended; nothing follows. The text says why.
     Closed(String),
 }
 
-/// One message for the server: the message, its bytes, and the extra headers of a request,
-/// so that no transport reads its own outgoing bytes again to learn what they are.
+/// One message for the server: what it is, its bytes, and the extra headers of a request, so
+/// that no transport reads its own outgoing bytes again to learn what they are.
 #[derive(Debug, Clone)]
 pub struct Outbound {
-    /// The message (a request's id and method, for one).
-    pub message: crate::wire::jsonrpc::Message,
+    /// What the message is.
+    pub kind: Kind,
     /// Its bytes, compact JSON without framing.
     pub bytes: Vec<u8>,
     /// Extra headers for transports that have them (HTTP's `Mcp-Param-*`); others ignore them.
     pub headers: Vec<(String, String)>,
 }
 
+/// What an outgoing message is, as a transport routes it.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Kind {
+    /// A request, with what a stateless request's HTTP headers repeat of its params: the
+    /// protocol version in its `_meta`, and the tool's or prompt's `name` or the resource's
+    /// `uri`.
+    Request {
+        id: Id,
+        method: String,
+        version: Option<String>,
+        name: Option<String>,
+    },
+    Notification {
+        method: String,
+    },
+    Response,
+}
+
 impl Outbound {
     /// `message`, serialized, without extra headers.
-    pub fn new(message: crate::wire::jsonrpc::Message) -> Self {
+    pub fn new(message: &Message) -> Self {
+        match message {
+            Message::Request(r) => Outbound::request(r.id.clone(), &r.method, r.params.as_ref()),
+            Message::Notification(n) => Outbound {
+                kind: Kind::Notification {
+                    method: n.method.clone(),
+                },
+                bytes: message.to_bytes(),
+                headers: Vec::new(),
+            },
+            Message::Response(_) => Outbound {
+                kind: Kind::Response,
+                bytes: message.to_bytes(),
+                headers: Vec::new(),
+            },
+        }
+    }
+
+    /// A request, serialized from its borrowed parts (a call's arguments are not copied).
+    pub fn request(id: Id, method: &str, params: Option<&Value>) -> Self {
+        let text = |v: Option<&Value>| v.and_then(Value::as_str).map(str::to_string);
+        let version = text(
+            params
+                .and_then(|p| p.get("_meta"))
+                .and_then(|m| m.get(crate::protocol::META_PROTOCOL_VERSION)),
+        );
+        let name = match method {
+            "tools/call" | "prompts/get" => text(params.and_then(|p| p.get("name"))),
+            "resources/read" => text(params.and_then(|p| p.get("uri"))),
+            _ => None,
+        };
         Outbound {
-            bytes: message.to_bytes(),
-            message,
+            bytes: crate::wire::jsonrpc::request_bytes(&id, method, params),
+            kind: Kind::Request {
+                id,
+                method: method.to_string(),
+                version,
+                name,
+            },
             headers: Vec::new(),
         }
     }
@@ -74,7 +129,7 @@ pub trait Transport: Send + Sync + 'static {
     /// Cancels a request in flight. By default: `notifications/cancelled`; a transport that
     /// can end the request's own exchange (modern HTTP: close its stream) does that instead.
     fn cancel(&self, id: i64, reason: &str) -> BoxFuture<'_, ()> {
-        let message = Outbound::new(crate::protocol::cancelled(id, reason));
+        let message = Outbound::new(&crate::protocol::cancelled(id, reason));
         Box::pin(async move {
             let _ = self.send(message).await;
         })

@@ -186,22 +186,9 @@ impl Message {
     /// Serializes the message as compact JSON, without a trailing newline. The parts are
     /// borrowed, not copied into a new `Value` (a call's arguments can be large).
     pub fn to_bytes(&self) -> Vec<u8> {
-        let mut wire = Wire {
-            jsonrpc: "2.0",
-            id: None,
-            method: None,
-            params: None,
-            result: None,
-            error: None,
-        };
+        let mut wire = Wire::default();
         match self {
-            Message::Request(r) => {
-                (wire.id, wire.method, wire.params) = (
-                    Some(Some(&r.id)),
-                    Some(r.method.as_str()),
-                    r.params.as_ref(),
-                );
-            }
+            Message::Request(r) => return request_bytes(&r.id, &r.method, r.params.as_ref()),
             Message::Notification(n) => {
                 (wire.method, wire.params) = (Some(n.method.as_str()), n.params.as_ref())
             }
@@ -215,6 +202,17 @@ impl Message {
         }
         serde_json::to_vec(&wire).expect("a JSON-RPC message always serializes")
     }
+}
+
+/// A request as compact JSON, serialized from its borrowed parts (see [`Message::to_bytes`]).
+pub fn request_bytes(id: &Id, method: &str, params: Option<&Value>) -> Vec<u8> {
+    let wire = Wire {
+        id: Some(Some(id)),
+        method: Some(method),
+        params,
+        ..Wire::default()
+    };
+    serde_json::to_vec(&wire).expect("a JSON-RPC message always serializes")
 }
 
 /// A message as it goes out: the members it has, borrowed.
@@ -232,6 +230,19 @@ struct Wire<'a> {
     result: Option<&'a Value>,
     #[serde(skip_serializing_if = "Option::is_none")]
     error: Option<&'a ErrorObject>,
+}
+
+impl Default for Wire<'_> {
+    fn default() -> Self {
+        Wire {
+            jsonrpc: "2.0",
+            id: None,
+            method: None,
+            params: None,
+            result: None,
+            error: None,
+        }
+    }
 }
 
 #[cfg(test)]

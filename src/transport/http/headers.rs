@@ -86,33 +86,25 @@ pub(super) fn resolve(base: &Uri, reference: &str) -> Option<Uri> {
         .ok()
 }
 
-/// The headers of a request in the stateless era, read off the message itself:
-/// `MCP-Protocol-Version` (from its `_meta`), `Mcp-Method`, `Mcp-Name` (the tool or prompt
-/// name, or the resource URI), then the caller's (`Mcp-Param-*`). `None` for a request of the
-/// initialize era, which carries no protocol version of its own.
+/// The headers of a request in the stateless era (one whose `_meta` names its protocol
+/// `version`): `MCP-Protocol-Version`, `Mcp-Method`, `Mcp-Name` (the tool or prompt name, or
+/// the resource URI, as [`Kind::Request`](crate::transport::Kind::Request) read it), then the
+/// caller's (`Mcp-Param-*`).
 pub(super) fn modern_headers(
-    request: &crate::wire::jsonrpc::Request,
+    version: &str,
+    method: &str,
+    name: Option<String>,
     extra: &[(String, String)],
-) -> Option<Vec<(HeaderName, HeaderValue)>> {
-    let params = request.params.as_ref()?;
-    let version = params
-        .get("_meta")?
-        .get(crate::protocol::META_PROTOCOL_VERSION)?
-        .as_str()?;
+) -> Vec<(HeaderName, HeaderValue)> {
     let mut pairs = vec![
         ("mcp-protocol-version".to_string(), version.to_string()),
-        ("mcp-method".to_string(), request.method.clone()),
+        ("mcp-method".to_string(), method.to_string()),
     ];
-    let name = match request.method.as_str() {
-        "tools/call" | "prompts/get" => params.get("name"),
-        "resources/read" => params.get("uri"),
-        _ => None,
-    };
-    if let Some(name) = name.and_then(|n| n.as_str()) {
-        pairs.push(("mcp-name".to_string(), header_value(name)));
+    if let Some(name) = name {
+        pairs.push(("mcp-name".to_string(), header_value(&name)));
     }
     pairs.extend(extra.iter().cloned());
-    let headers = pairs
+    pairs
         .into_iter()
         .filter_map(|(name, value)| {
             let parsed = (
@@ -127,8 +119,7 @@ pub(super) fn modern_headers(
                 }
             }
         })
-        .collect();
-    Some(headers)
+        .collect()
 }
 
 /// A value as an HTTP header carries it: as it is when it is printable ASCII without
