@@ -57,7 +57,7 @@ pub struct Outbound {
 pub enum Kind {
     /// A request, with what a stateless request's HTTP headers repeat of its params: the
     /// protocol version in its `_meta`, and the tool's or prompt's `name` or the resource's
-    /// `uri`.
+    /// `uri` (both `None` for a request of the initialize era).
     Request {
         id: Id,
         method: String,
@@ -98,7 +98,9 @@ impl Outbound {
                 .and_then(|p| p.get("_meta"))
                 .and_then(|m| m.get(crate::protocol::META_PROTOCOL_VERSION)),
         );
+        // Only a stateless request (one whose `_meta` names its version) has these headers.
         let name = match method {
+            _ if version.is_none() => None,
             "tools/call" | "prompts/get" => text(params.and_then(|p| p.get("name"))),
             "resources/read" => text(params.and_then(|p| p.get("uri"))),
             _ => None,
