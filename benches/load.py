@@ -70,9 +70,8 @@ def sample(pid, ports):
             if line.startswith("VmRSS:"):
                 rss = int(line.split()[1])
     sockets = set()
-    descriptors = 0
-    for entry in os.listdir(f"/proc/{pid}/fd"):
-        descriptors += 1
+    entries = os.listdir(f"/proc/{pid}/fd")
+    for entry in entries:
         try:
             target = os.readlink(f"/proc/{pid}/fd/{entry}")
         except OSError:
@@ -90,7 +89,7 @@ def sample(pid, ports):
             remote_port = int(fields[2].rsplit(":", 1)[1], 16)
             if fields[9] in sockets and remote_port in ports:
                 pooled += 1
-    return rss, descriptors, pooled
+    return rss, len(entries), pooled
 
 
 class Caller(threading.Thread):

@@ -73,20 +73,19 @@ pub enum Kind {
 impl Outbound {
     /// `message`, serialized, without extra headers.
     pub fn new(message: &Message) -> Self {
-        match message {
-            Message::Request(r) => Outbound::request(r.id.clone(), &r.method, r.params.as_ref()),
-            Message::Notification(n) => Outbound {
-                kind: Kind::Notification {
-                    method: n.method.clone(),
-                },
-                bytes: message.to_bytes(),
-                headers: Vec::new(),
+        let kind = match message {
+            Message::Request(r) => {
+                return Outbound::request(r.id.clone(), &r.method, r.params.as_ref());
+            }
+            Message::Notification(n) => Kind::Notification {
+                method: n.method.clone(),
             },
-            Message::Response(_) => Outbound {
-                kind: Kind::Response,
-                bytes: message.to_bytes(),
-                headers: Vec::new(),
-            },
+            Message::Response(_) => Kind::Response,
+        };
+        Outbound {
+            kind,
+            bytes: message.to_bytes(),
+            headers: Vec::new(),
         }
     }
 
