@@ -360,9 +360,14 @@ impl Client {
         arguments: Value,
         options: RequestOptions,
     ) -> Result<ToolOutput> {
-        let params = json!({"name": tool, "arguments": arguments});
+        let headers = self.param_headers(tool, &arguments);
+        // Built by hand: `json!` would copy the arguments through serialization.
+        let mut params = serde_json::Map::new();
+        params.insert("name".into(), Value::String(tool.into()));
+        params.insert("arguments".into(), arguments);
+        let params = Value::Object(params);
         let mut headed = RequestOptions {
-            headers: self.param_headers(tool, &arguments),
+            headers,
             ..options.clone()
         };
         let mut reply = self
@@ -378,7 +383,7 @@ impl Client {
             *self.tools.lock().expect("tools lock") = None;
             self.list_tools().await?;
             headed = RequestOptions {
-                headers: self.param_headers(tool, &arguments),
+                headers: self.param_headers(tool, &params["arguments"]),
                 ..options
             };
             reply = self

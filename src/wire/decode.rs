@@ -292,6 +292,8 @@ impl MessageDecoder {
         next.scratch = std::mem::take(&mut self.scratch);
         next.stack = std::mem::take(&mut self.stack);
         next.stack.clear();
+        next.strbuf = std::mem::take(&mut self.strbuf);
+        next.strbuf.clear();
         std::mem::replace(self, next)
     }
 

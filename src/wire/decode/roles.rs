@@ -105,11 +105,22 @@ pub(super) struct Frame {
 
 /// The i64 of a JSON number's text, as serde_json's `i64` reads it: integers only, no `-0`.
 fn parse_i64(text: &[u8]) -> Option<i64> {
-    let s = std::str::from_utf8(text).ok()?;
-    if s.contains(['.', 'e', 'E']) || s == "-0" {
+    let (negative, digits) = match text {
+        [b'-', digits @ ..] => (true, digits),
+        _ => (false, text),
+    };
+    if digits.is_empty() || !digits.iter().all(u8::is_ascii_digit) || negative && digits == b"0" {
         return None;
     }
-    s.parse().ok()
+    // Summed below zero, where i64 reaches one further (i64::MIN).
+    let below = digits.iter().try_fold(0i64, |n, &d| {
+        n.checked_mul(10)?.checked_sub(i64::from(d - b'0'))
+    })?;
+    if negative {
+        Some(below)
+    } else {
+        below.checked_neg()
+    }
 }
 
 const TOP_KEYS: [&[u8]; 2] = [b"result", b"error"];
@@ -577,6 +588,41 @@ impl MessageDecoder {
                 self.block.known = Some(known);
             }
             _ => {}
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::parse_i64;
+
+    #[test]
+    fn ids_and_codes_read_as_serde_json_reads_an_i64() {
+        let cases = [
+            "0",
+            "-0",
+            "7",
+            "-7",
+            "42",
+            "9223372036854775807",
+            "-9223372036854775808",
+            "9223372036854775808",
+            "-9223372036854775809",
+            "18446744073709551615",
+            "1.0",
+            "1e3",
+            "-1E3",
+            "0.5",
+            "-",
+            "",
+            "123456789012345678901234",
+        ];
+        for text in cases {
+            let want = match serde_json::from_str::<serde_json::Value>(text) {
+                Ok(v) if v.is_i64() => v.as_i64(),
+                _ => None,
+            };
+            assert_eq!(parse_i64(text.as_bytes()), want, "{text:?}");
         }
     }
 }

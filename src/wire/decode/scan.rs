@@ -252,6 +252,10 @@ fn all_escapes(c: &Classes) -> Option<(usize, usize)> {
 /// `bytes` as a `String` when they are UTF-8, else back: [`String::from_utf8`] with the
 /// scanner's check, much faster on text that is not ASCII.
 pub(crate) fn utf8_string(bytes: Vec<u8>) -> Result<String, Vec<u8>> {
+    // Short of a window, std's check costs less than setting up the scanner's.
+    if bytes.len() < 64 {
+        return String::from_utf8(bytes).map_err(|e| e.into_bytes());
+    }
     if !is_utf8(&bytes, has_avx2()) {
         return Err(bytes);
     }
