@@ -149,7 +149,7 @@ enum Command {
         /// Fault mode. Over stdio: normal, crash-mid-call, hang, junk-stdout,
         /// no-init-response, version=<v>, spawn-grandchild, ignore-sigterm, cursor-repeat,
         /// cursor-empty, endless-pages, crash-at-start, slow-start=<secs>, no-list-changed,
-        /// stop-reading, flood, hostile.
+        /// stop-reading, flood, hostile, batch.
         /// Over HTTP: json, sse, stateless, cut-stream, expire-session, expire-mid-stream, rate-limit,
         /// slow-headers, junk-sse, legacy, redirect, retry-zero.
         #[arg(long, default_value = "normal")]

@@ -223,17 +223,20 @@ async fn many_requests_in_flight_are_correlated() {
         let client = client.clone();
         tokio::spawn(async move { call(&client, "slow", json!({"seconds": 0.5})).await })
     };
-    let calls = (0..50).map(|i| {
-        let client = client.clone();
-        tokio::spawn(async move {
-            (
-                i,
-                call(&client, "echo", json!({"text": format!("n{i}")}))
-                    .await
-                    .text,
-            )
+    // Collected: spawning is lazy in `map`, and the calls must all be in flight at once.
+    let calls: Vec<_> = (0..50)
+        .map(|i| {
+            let client = client.clone();
+            tokio::spawn(async move {
+                (
+                    i,
+                    call(&client, "echo", json!({"text": format!("n{i}")}))
+                        .await
+                        .text,
+                )
+            })
         })
-    });
+        .collect();
     for handle in calls {
         let (i, text) = handle.await.unwrap();
         assert_eq!(text, format!("n{i}"));
@@ -247,22 +250,54 @@ async fn many_requests_in_flight_are_correlated() {
 #[tokio::test]
 async fn requests_larger_than_the_pipe_stay_whole_beside_small_ones() {
     let client = Arc::new(connect(&[], ClientOptions::default()).await);
-    let calls = (0..24).map(|i| {
-        let client = client.clone();
-        tokio::spawn(async move {
-            let text = if i % 3 == 0 {
-                format!("{i}:{}", "x".repeat(300_000 + i * 1000))
-            } else {
-                format!("n{i}")
-            };
-            let answer = call(&client, "echo", json!({ "text": text })).await.text;
-            (text, answer)
+    // Collected: spawning is lazy in `map`, and the calls must all be in flight at once.
+    let calls: Vec<_> = (0..24)
+        .map(|i| {
+            let client = client.clone();
+            tokio::spawn(async move {
+                let text = if i % 3 == 0 {
+                    format!("{i}:{}", "x".repeat(300_000 + i * 1000))
+                } else {
+                    format!("n{i}")
+                };
+                let answer = call(&client, "echo", json!({ "text": text })).await.text;
+                (text, answer)
+            })
         })
-    });
+        .collect();
     for handle in calls {
         let (text, answer) = handle.await.unwrap();
         assert_eq!(answer.len(), text.len());
         assert!(answer == text, "an answer differs from its request's text");
+    }
+    client.close().await;
+}
+
+/// Callers that keep calling get their answers in batches (the `batch` server writes what it
+/// answers to the lines it read together in one write), and their next requests go out
+/// gathered in one write (the cork); large ones among them, more than the pipe holds, must not
+/// break the order or mix two requests.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn requests_gathered_while_answers_arrive_together_stay_whole_and_in_order() {
+    let client = Arc::new(connect(&["--mode", "batch"], ClientOptions::default()).await);
+    let callers: Vec<_> = (0..16)
+        .map(|c| {
+            let client = client.clone();
+            tokio::spawn(async move {
+                for n in 0..40 {
+                    let text = if (c + n) % 5 == 0 {
+                        format!("{c}/{n}:{}", "y".repeat(300_000))
+                    } else {
+                        format!("{c}/{n}")
+                    };
+                    let answer = call(&client, "echo", json!({ "text": text })).await.text;
+                    assert!(answer == text, "caller {c}, call {n}: the answer differs");
+                }
+            })
+        })
+        .collect();
+    for caller in callers {
+        caller.await.unwrap();
     }
     client.close().await;
 }

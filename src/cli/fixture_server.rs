@@ -20,7 +20,9 @@
 //! (sleeps before reading anything), `no-list-changed` (declares no `tools.listChanged` and
 //! `add_tool` sends no notification), `stop-reading` (never reads stdin again once it has
 //! answered tools/list), `flood` (once initialized, never reads stdin again and sends `ping`
-//! requests without end); `hostile` ([`HOSTILE`], terminal control sequences, in
+//! requests without end), `batch` (reads 2 ms after it last had nothing to read, calls tools
+//! one after another, and writes what it answers to the lines it read together in one write,
+//! as a busy server with a buffered stdout does); `hostile` ([`HOSTILE`], terminal control sequences, in
 //! its server info, instructions, tool descriptions, tool results, progress messages, log
 //! notifications and stderr lines, plus a tool `trap<HOSTILE>` listed twice, whose calls fail
 //! with an error that names it).
@@ -85,6 +87,10 @@ pub enum Mode {
     Flood,
     /// Puts [`HOSTILE`] in every text it sends.
     Hostile,
+    /// Reads 2 ms after it last had nothing to read, calls tools in turn, and flushes stdout
+    /// only when it has no more lines read and waiting: answers to requests that came together
+    /// go out together.
+    Batch,
 }
 
 impl std::str::FromStr for Mode {
@@ -106,6 +112,7 @@ impl std::str::FromStr for Mode {
             "stop-reading" => Mode::StopReading,
             "flood" => Mode::Flood,
             "hostile" => Mode::Hostile,
+            "batch" => Mode::Batch,
             _ => {
                 if let Some(v) = s.strip_prefix("version=") {
                     Mode::Version(v.to_string())
@@ -145,13 +152,21 @@ fn reply(out: &dyn Output, id: Id, outcome: Result<Value, ErrorObject>) {
 struct Stdout {
     junk: bool,
     /// Stdout's descriptor without std's line buffering, which scans every piece for a newline
-    /// (a third of the fixture's time on a 256 MiB result); flushed after each message.
-    out: Mutex<std::io::BufWriter<std::fs::File>>,
+    /// (a third of the fixture's time on a 256 MiB result); flushed after each message unless
+    /// held.
+    out: Mutex<Held>,
+}
+
+struct Held {
+    out: std::io::BufWriter<std::fs::File>,
+    /// In `batch` mode, while more lines read are waiting: messages are flushed after them.
+    hold: bool,
 }
 
 impl Output for Stdout {
     fn message(&self, pieces: &mut dyn Iterator<Item = Vec<u8>>, _: Option<&Id>) {
-        let mut out = self.out.lock().unwrap();
+        let mut held = self.out.lock().unwrap();
+        let out = &mut held.out;
         if self.junk {
             let _ = out.write_all(b"this line is not JSON\n");
         }
@@ -161,7 +176,9 @@ impl Output for Stdout {
             }
         }
         let _ = out.write_all(b"\n");
-        let _ = out.flush();
+        if !held.hold {
+            let _ = held.out.flush();
+        }
     }
 }
 
@@ -241,20 +258,42 @@ pub fn run(mode: Mode, page_size: Option<usize>) -> std::process::ExitCode {
             .spawn()
             .expect("spawn the grandchild")
     });
-    let out: Arc<dyn Output> = Arc::new(Stdout {
+    let stdout = Arc::new(Stdout {
         junk: mode == Mode::JunkStdout,
-        out: Mutex::new(std::io::BufWriter::with_capacity(
-            1 << 16,
-            std::fs::File::from(
-                std::os::fd::AsFd::as_fd(&std::io::stdout())
-                    .try_clone_to_owned()
-                    .expect("stdout can be duplicated"),
+        out: Mutex::new(Held {
+            out: std::io::BufWriter::with_capacity(
+                1 << 16,
+                std::fs::File::from(
+                    std::os::fd::AsFd::as_fd(&std::io::stdout())
+                        .try_clone_to_owned()
+                        .expect("stdout can be duplicated"),
+                ),
             ),
-        )),
+            hold: false,
+        }),
     });
+    let out: Arc<dyn Output> = stdout.clone();
     let server = Server::new(mode, page_size);
-    for line in std::io::stdin().lock().lines() {
-        let Ok(line) = line else { break };
+    let mut stdin = std::io::BufReader::new(std::fs::File::from(
+        std::os::fd::AsFd::as_fd(&std::io::stdin())
+            .try_clone_to_owned()
+            .expect("stdin can be duplicated"),
+    ));
+    let mut line = String::new();
+    loop {
+        if server.mode == Mode::Batch && !stdin.buffer().contains(&b'\n') {
+            // As a busy server would: requests sent meanwhile are read together.
+            std::thread::sleep(Duration::from_millis(2));
+        }
+        line.clear();
+        match stdin.read_line(&mut line) {
+            Ok(0) | Err(_) => break,
+            Ok(_) => {}
+        }
+        // In batch mode answers wait while another whole line does: the last line's answer
+        // goes out with them (and after it, whatever it was, they are flushed).
+        let hold = server.mode == Mode::Batch && stdin.buffer().contains(&b'\n');
+        stdout.out.lock().unwrap().hold = hold;
         if line.trim().is_empty() {
             continue;
         }
@@ -262,6 +301,9 @@ pub fn run(mode: Mode, page_size: Option<usize>) -> std::process::ExitCode {
         match Message::parse(line.as_bytes()) {
             Ok(message) => server.receive(message, out.clone()),
             Err(e) => eprintln!("fixture-server: ignoring a bad line: {e}"),
+        }
+        if !hold {
+            let _ = stdout.out.lock().unwrap().out.flush();
         }
         let listed = server.lists.load(std::sync::atomic::Ordering::SeqCst) > 0;
         if server.mode == Mode::StopReading && listed {
@@ -384,6 +426,10 @@ fn handle(server: &Arc<Server>, request: Request, out: Arc<dyn Output>) {
         "tools/call" => {
             if server.mode == Mode::Hang {
                 return;
+            }
+            if server.mode == Mode::Batch {
+                // Answered in turn, so that answers to requests read together go out together.
+                return call_tool(server, request.id, &params, &*out);
             }
             let server = server.clone();
             std::thread::spawn(move || call_tool(&server, request.id, &params, &*out));

@@ -561,6 +561,7 @@ async fn run_inbound(shared: Weak<Shared>, mut inbound: mpsc::Receiver<Inbound>)
         };
         match item {
             Inbound::Message(decoded) => receive(&shared, decoded),
+            Inbound::Batch(messages) => messages.into_iter().for_each(|d| receive(&shared, d)),
             Inbound::Failed(Id::Number(id), error) => {
                 let pending = shared.pending.lock().expect("pending lock").remove(&id);
                 if let Some(p) = pending {

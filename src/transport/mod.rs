@@ -33,6 +33,8 @@ pub type BoxFuture<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;
 pub enum Inbound {
     /// One JSON-RPC message, decoded as it arrived.
     Message(Decoded),
+    /// Several messages read together, in the order they came: one hand-over for all.
+    Batch(Vec<Decoded>),
     /// A request the transport could not complete (an HTTP error, a lost stream): the
     /// session fails it with this error.
     Failed(Id, crate::error::Error),

@@ -25,7 +25,7 @@ use std::task::{Context, Poll, Waker};
 use std::time::{Duration, Instant};
 use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncWrite, BufReader};
 use tokio::process::{Child, ChildStdin, Command};
-use tokio::sync::{mpsc, oneshot};
+use tokio::sync::{Notify, mpsc, oneshot};
 
 /// Size asked for the pipe of the server's stdout, and of each read from it: with the default
 /// 64 KiB pipe, server and client take turns on every 64 KiB; with 1 MiB the server writes
@@ -122,8 +122,8 @@ struct Outgoing {
 }
 
 /// The server's stdin, shared by `send`, which writes a message itself when nothing is queued
-/// and the pipe takes it whole (no task hop: the common case), and the writer task, which
-/// writes everything else in order.
+/// and the pipe takes it whole (no task hop: the common case), the writer task, which writes
+/// everything else in order, and the reader, which corks it.
 struct Pipe {
     /// `None` once closed: dropping it closes the pipe, even in the middle of a write the
     /// server does not read.
@@ -131,6 +131,11 @@ struct Pipe {
     /// Messages queued for the writer task and not yet written; while there are any, `send`
     /// queues too, so messages keep their order.
     queued: usize,
+    /// Set by the reader when it hands over several answers at once: their callers' next
+    /// requests are gathered here, and the writer writes them in one write once the runtime
+    /// has run the tasks that were ready, instead of one write (and one wake-up of the
+    /// server) each.
+    corked: Option<Vec<u8>>,
 }
 
 /// A running stdio server.
@@ -175,14 +180,20 @@ impl StdioTransport {
         let stderr = child.stderr.take().expect("stderr is piped");
         grow_pipe(&stdout);
         let (tx, rx) = mpsc::channel(64);
-        tokio::spawn(read_stdout(server.to_string(), stdout, limits, tx));
-        tokio::spawn(forward_stderr(server.to_string(), stderr));
         let (queue, outgoing) = mpsc::channel(WRITE_QUEUE);
         let pipe = Arc::new(StdMutex::new(Pipe {
             stdin: Some(stdin),
             queued: 0,
+            corked: None,
         }));
-        let writer_task = tokio::spawn(write_stdin(pipe.clone(), outgoing)).abort_handle();
+        let cork = Cork {
+            pipe: pipe.clone(),
+            flush: Arc::new(Notify::new()),
+        };
+        let reader = read_stdout(server.to_string(), stdout, limits, tx, cork.clone());
+        tokio::spawn(reader);
+        tokio::spawn(forward_stderr(server.to_string(), stderr));
+        let writer_task = tokio::spawn(write_stdin(cork, outgoing)).abort_handle();
         let transport = StdioTransport {
             server: server.to_string(),
             writer: StdMutex::new(Some(queue)),
@@ -196,10 +207,10 @@ impl StdioTransport {
 }
 
 impl Transport for StdioTransport {
-    /// Writes the message at once if nothing is queued and the pipe takes it whole; else
-    /// queues (the rest of) it for the writer and waits until it is written. Dropping the
-    /// future (a deadline) before the write starts means it is never written; once a byte of
-    /// it is written, the rest follows.
+    /// Writes the message at once if nothing is queued and the pipe takes it whole; adds it to
+    /// the cork if the pipe is corked; else queues (the rest of) it for the writer and waits
+    /// until it is written. Dropping the future (a deadline) before the write starts means it
+    /// is never written; once a byte of it is written or it is in the cork, it all follows.
     fn send(&self, message: super::Outbound) -> BoxFuture<'_, Result<()>> {
         let mut message = message.bytes;
         Box::pin(async move {
@@ -212,13 +223,20 @@ impl Transport for StdioTransport {
             let Ok(room) = queue.reserve().await else {
                 return Err(closed("the server's stdin is closed"));
             };
-            let (written, outcome) = oneshot::channel();
-            {
+            let outcome = {
                 let mut pipe = self.pipe.lock().expect("pipe lock");
-                let Pipe { stdin, queued } = &mut *pipe;
+                let Pipe {
+                    stdin,
+                    queued,
+                    corked,
+                } = &mut *pipe;
                 let stdin = stdin
                     .as_mut()
                     .ok_or_else(|| closed("the transport was closed"))?;
+                if let Some(cork) = corked {
+                    cork.extend_from_slice(&message);
+                    return Ok(());
+                }
                 let at = if *queued == 0 {
                     write_now(stdin, &message)
                 } else {
@@ -228,12 +246,14 @@ impl Transport for StdioTransport {
                     return Ok(());
                 }
                 *queued += 1;
+                let (written, outcome) = oneshot::channel();
                 room.send(Outgoing {
                     bytes: message,
                     at,
                     written,
                 });
-            }
+                outcome
+            };
             // A message is read by the server only once its last byte (the newline) is
             // written, so a failed write never reached it.
             match outcome.await {
@@ -296,20 +316,69 @@ fn write_now(stdin: &mut ChildStdin, bytes: &[u8]) -> usize {
     at
 }
 
-/// Writes queued messages to the server's stdin, one after another, until the queue closes
-/// or a write fails. A message whose sender stopped waiting before its turn is skipped.
-async fn write_stdin(pipe: Arc<StdMutex<Pipe>>, mut queue: mpsc::Receiver<Outgoing>) {
-    while let Some(outgoing) = queue.recv().await {
-        let result = if outgoing.at == 0 && outgoing.written.is_closed() {
-            Ok(())
-        } else {
-            write_all(&pipe, &outgoing.bytes[outgoing.at..]).await
-        };
-        pipe.lock().expect("pipe lock").queued -= 1;
-        let failed = result.is_err();
-        let _ = outgoing.written.send(result);
-        if failed {
-            return;
+/// The pipe, with the means to cork it.
+#[derive(Clone)]
+struct Cork {
+    pipe: Arc<StdMutex<Pipe>>,
+    /// Tells the writer that the pipe was corked.
+    flush: Arc<Notify>,
+}
+
+impl Cork {
+    /// Corks the pipe, unless a write is queued or it is corked already.
+    fn cork(&self) {
+        let mut pipe = self.pipe.lock().expect("pipe lock");
+        if pipe.queued == 0 && pipe.corked.is_none() && pipe.stdin.is_some() {
+            pipe.corked = Some(Vec::new());
+            self.flush.notify_one();
+        }
+    }
+}
+
+/// Writes queued messages to the server's stdin, one after another, and what the cork
+/// gathered, until the queue closes or a write fails. A message whose sender stopped waiting
+/// before its turn is skipped.
+async fn write_stdin(cork: Cork, mut queue: mpsc::Receiver<Outgoing>) {
+    let pipe = &*cork.pipe;
+    loop {
+        tokio::select! {
+            biased;
+            outgoing = queue.recv() => {
+                let Some(outgoing) = outgoing else { return };
+                let result = if outgoing.at == 0 && outgoing.written.is_closed() {
+                    Ok(())
+                } else {
+                    write_all(pipe, &outgoing.bytes[outgoing.at..]).await
+                };
+                pipe.lock().expect("pipe lock").queued -= 1;
+                let failed = result.is_err();
+                let _ = outgoing.written.send(result);
+                if failed {
+                    return;
+                }
+            }
+            () = cork.flush.notified() => {
+                // The runtime runs the tasks that are ready (the callers the reader woke)
+                // before it comes back here.
+                tokio::task::yield_now().await;
+                let gathered = {
+                    let mut pipe = pipe.lock().expect("pipe lock");
+                    match pipe.corked.take() {
+                        Some(bytes) if !bytes.is_empty() => {
+                            // Later messages queue behind these.
+                            pipe.queued += 1;
+                            bytes
+                        }
+                        _ => continue,
+                    }
+                };
+                let result = write_all(pipe, &gathered).await;
+                pipe.lock().expect("pipe lock").queued -= 1;
+                // A failed write ends the connection: the callers learn of it from its end.
+                if result.is_err() {
+                    return;
+                }
+            }
         }
     }
 }
@@ -436,11 +505,19 @@ fn grow_pipe(stdout: &tokio::process::ChildStdout) {
     let _ = stdout;
 }
 
+/// Most messages handed to the session at once: many small answers read together cost the
+/// session one wake-up, and the channel (64 deliveries) holds a bounded number of them.
+const BATCH: usize = 64;
+/// Most bytes of a read decoded before what they hold is delivered: decoded messages take more
+/// memory than their bytes, so a read of many tiny ones is not decoded whole first.
+const SLICE: usize = 16 << 10;
+
 async fn read_stdout(
     server: String,
     mut stdout: tokio::process::ChildStdout,
     limits: Limits,
     tx: mpsc::Sender<Inbound>,
+    cork: Cork,
 ) {
     let mut framer = LineFramer::new();
     let mut incoming = Assembler::new(limits);
@@ -450,24 +527,41 @@ async fn read_stdout(
         let n = match stdout.read(&mut buf).await {
             Ok(0) => {
                 framer.finish(&mut |p| take_piece(p, &mut incoming, &mut messages, &server));
-                for message in messages.drain(..) {
-                    let _ = tx.send(Inbound::Message(message)).await;
-                }
+                let _ = deliver(&tx, &mut messages).await;
                 break "the server closed its stdout (it exited)".to_string();
             }
             Ok(n) => n,
             Err(e) => break format!("reading the server's stdout: {e}"),
         };
-        framer.push(&buf[..n], &mut |p| {
-            take_piece(p, &mut incoming, &mut messages, &server)
-        });
-        for message in messages.drain(..) {
-            if tx.send(Inbound::Message(message)).await.is_err() {
+        for slice in buf[..n].chunks(SLICE) {
+            framer.push(slice, &mut |p| {
+                take_piece(p, &mut incoming, &mut messages, &server)
+            });
+            // Several answers wake several callers, whose next requests then go out together.
+            if messages.len() > 1 {
+                cork.cork();
+            }
+            if deliver(&tx, &mut messages).await.is_err() {
                 return;
             }
         }
     };
     let _ = tx.send(Inbound::Closed(reason)).await;
+}
+
+/// Hands `messages` to the session, in order, [`BATCH`] at most at a time; fails once the
+/// session is gone.
+async fn deliver(tx: &mpsc::Sender<Inbound>, messages: &mut Vec<Decoded>) -> Result<(), ()> {
+    while !messages.is_empty() {
+        let item = if messages.len() == 1 {
+            Inbound::Message(messages.pop().expect("one message"))
+        } else {
+            let rest = messages.split_off(messages.len().min(BATCH));
+            Inbound::Batch(std::mem::replace(messages, rest))
+        };
+        tx.send(item).await.map_err(drop)?;
+    }
+    Ok(())
 }
 
 /// Feeds one piece of a line to the decoder; a line's end completes its message.
