@@ -375,6 +375,11 @@ def main():
                 where = "pinned" if pinned else "unpinned"
                 rows.append(("inflight", f"{t} 64 in flight, {where}", "calls/s", "higher",
                              {c: median_of(r, "calls_per_s") for c, r in res.items()}))
+                for r in (r for rs in res.values() for r in rs if r.get("calls")):
+                    r["cpu_us_per_call"] = round(r["cpu_ms"] * 1000 / r["calls"], 2)
+                rows.append(("inflight", f"{t} 64 in flight, {where}: client CPU per call",
+                             "µs", "lower",
+                             {c: median_of(r, "cpu_us_per_call") for c, r in res.items()}))
 
         log(f"big: one result of {', '.join(str(s // MIB) for s in big_sizes)} MiB")
         for t in transports:

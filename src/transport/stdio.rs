@@ -132,9 +132,9 @@ struct Pipe {
     /// queues too, so messages keep their order.
     queued: usize,
     /// Set by the reader when it hands over several answers at once: their callers' next
-    /// requests are gathered here, and the writer writes them in one write once the runtime
-    /// has run the tasks that were ready, instead of one write (and one wake-up of the
-    /// server) each.
+    /// requests are gathered here, and the writer writes them in one write each time the
+    /// runtime has run the tasks that were ready, instead of one write (and one wake-up of the
+    /// server) each; the pipe stays corked until a turn gathers nothing.
     corked: Option<Vec<u8>>,
 }
 
@@ -208,7 +208,7 @@ impl StdioTransport {
 
 impl Transport for StdioTransport {
     /// Writes the message at once if nothing is queued and the pipe takes it whole; adds it to
-    /// the cork if the pipe is corked; else queues (the rest of) it for the writer and waits
+    /// the cork if the pipe is corked and no write is under way; else queues (the rest of) it for the writer and waits
     /// until it is written. Dropping the future (a deadline) before the write starts means it
     /// is never written; once a byte of it is written or it is in the cork, it all follows.
     fn send(&self, message: super::Outbound) -> BoxFuture<'_, Result<()>> {
@@ -233,8 +233,14 @@ impl Transport for StdioTransport {
                 let stdin = stdin
                     .as_mut()
                     .ok_or_else(|| closed("the transport was closed"))?;
-                if let Some(cork) = corked {
-                    cork.extend_from_slice(&message);
+                // Only while no write is under way: a server that stops reading leaves later
+                // messages waiting for room on the bounded queue, not growing the cork.
+                if let Some(cork) = corked.as_mut().filter(|_| *queued == 0) {
+                    if cork.is_empty() {
+                        *cork = message;
+                    } else {
+                        cork.extend_from_slice(&message);
+                    }
                     return Ok(());
                 }
                 let at = if *queued == 0 {
@@ -358,25 +364,29 @@ async fn write_stdin(cork: Cork, mut queue: mpsc::Receiver<Outgoing>) {
                 }
             }
             () = cork.flush.notified() => {
-                // The runtime runs the tasks that are ready (the callers the reader woke)
-                // before it comes back here.
-                tokio::task::yield_now().await;
-                let gathered = {
-                    let mut pipe = pipe.lock().expect("pipe lock");
-                    match pipe.corked.take() {
-                        Some(bytes) if !bytes.is_empty() => {
-                            // Later messages queue behind these.
-                            pipe.queued += 1;
-                            bytes
+                // Each turn writes what the callers the runtime ran since the last one gathered
+                // (it runs the ready tasks before it comes back here), and the pipe stays corked
+                // until a turn gathers nothing: the callers woken in one turn may run in
+                // several (the runtime's maintenance comes every 61 polls).
+                loop {
+                    tokio::task::yield_now().await;
+                    let gathered = {
+                        let mut pipe = pipe.lock().expect("pipe lock");
+                        let gathered = pipe.corked.take().unwrap_or_default();
+                        if gathered.is_empty() || pipe.stdin.is_none() {
+                            break;
                         }
-                        _ => continue,
+                        pipe.corked = Some(Vec::new());
+                        // Messages that find the pipe uncorked later queue behind these.
+                        pipe.queued += 1;
+                        gathered
+                    };
+                    let result = write_all(pipe, &gathered).await;
+                    pipe.lock().expect("pipe lock").queued -= 1;
+                    // A failed write ends the connection: the callers learn of it from its end.
+                    if result.is_err() {
+                        return;
                     }
-                };
-                let result = write_all(pipe, &gathered).await;
-                pipe.lock().expect("pipe lock").queued -= 1;
-                // A failed write ends the connection: the callers learn of it from its end.
-                if result.is_err() {
-                    return;
                 }
             }
         }

@@ -36,9 +36,12 @@ async function echo(client) {
 }
 
 const micros = (ns) => Number(ns) / 1000;
-// The one line of output, with the process's own peak RSS (maxRSS is in KiB).
-const report = (fields) =>
-  console.log(JSON.stringify({ ...fields, rss_kb: process.resourceUsage().maxRSS }));
+// The one line of output, with the process's own peak RSS (maxRSS is in KiB) and CPU time.
+const report = (fields) => {
+  const cpu = process.cpuUsage();
+  const cpu_ms = Math.round((cpu.user + cpu.system) / 1000);
+  console.log(JSON.stringify({ ...fields, rss_kb: process.resourceUsage().maxRSS, cpu_ms }));
+};
 const start = process.hrtime.bigint();
 let client;
 try {
