@@ -22,10 +22,10 @@
 //! answered tools/list), `flood` (once initialized, never reads stdin again and sends `ping`
 //! requests without end), `batch` (reads 2 ms after it last had nothing to read, calls tools
 //! one after another, and writes what it answers to the lines it read together in one write,
-//! as a busy server with a buffered stdout does); `hostile` ([`HOSTILE`], terminal control sequences, in
-//! its server info, instructions, tool descriptions, tool results, progress messages, log
-//! notifications and stderr lines, plus a tool `trap<HOSTILE>` listed twice, whose calls fail
-//! with an error that names it).
+//! as a busy server with a buffered stdout does); `hostile` ([`HOSTILE`], terminal control
+//! sequences, in its server info, instructions, tool descriptions, tool results, progress
+//! messages, log notifications and stderr lines, plus a tool `trap<HOSTILE>` listed twice,
+//! whose calls fail with an error that names it).
 //!
 //! With `FIXTURE_CALL_LOG` set to a file, every tools/call appends the tool's name to it
 //! first (so a test can count how often a call reached the server); with
