@@ -377,7 +377,7 @@ async fn write_stdin(cork: Cork, mut queue: mpsc::Receiver<Outgoing>) {
                             break;
                         }
                         pipe.corked = Some(Vec::new());
-                        // Messages that find the pipe uncorked later queue behind these.
+                        // While this write is under way, later messages queue behind it.
                         pipe.queued += 1;
                         gathered
                     };
