@@ -397,6 +397,33 @@ mod tests {
             request_bytes(&ids[0], method, None),
             serde(&ids[0], method, None)
         );
+        // Random strings over an alphabet of every control, the quote, the backslash and
+        // characters of each UTF-8 length, as keys and as values.
+        let alphabet: Vec<char> = (0u8..0x20)
+            .map(char::from)
+            .chain(['"', '\\', '/', 'a', '\u{7f}', 'é', '\u{2028}', '😀'])
+            .collect();
+        let mut state = 0x2545_F491_4F6C_DD1Du64;
+        let mut next = |n: usize| {
+            state ^= state << 13;
+            state ^= state >> 7;
+            state ^= state << 17;
+            (state % n as u64) as usize
+        };
+        for _ in 0..500 {
+            let mut text = || -> String {
+                (0..next(12))
+                    .map(|_| alphabet[next(alphabet.len())])
+                    .collect()
+            };
+            let params = json!({ text(): text(), "n": [text(), {text(): null}] });
+            let id = Id::String(text());
+            assert_eq!(
+                request_bytes(&id, "m", Some(&params)),
+                serde(&id, "m", Some(&params)),
+                "{params}"
+            );
+        }
     }
 
     fn parse(v: Value) -> Result<Message, MessageError> {
