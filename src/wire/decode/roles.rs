@@ -78,6 +78,13 @@ impl Role {
                 | Role::ResultMeta
         )
     }
+
+    /// Whether an object or array here is skipped: where any type is fine, and at `id` and
+    /// `method`, read when they are a string or a number and otherwise left out (`None`), as the
+    /// reference, which never reads them, leaves them.
+    fn skips_containers(self) -> bool {
+        self.takes_any() || matches!(self, Role::Id | Role::Method)
+    }
 }
 
 /// What a container is.
@@ -329,7 +336,7 @@ impl MessageDecoder {
                         Ctx::Resource
                     }
                     Role::Error => Ctx::ErrObj,
-                    role if role.takes_any() => Ctx::Ignore(Self::region(role)),
+                    role if role.skips_containers() => Ctx::Ignore(Self::region(role)),
                     _ => {
                         self.wrong_type(role);
                         Ctx::Ignore(Self::region(role))
@@ -346,7 +353,7 @@ impl MessageDecoder {
                         Ctx::Content
                     }
                     Role::Error => Ctx::ErrSeq,
-                    role if role.takes_any() => Ctx::Ignore(Self::region(role)),
+                    role if role.skips_containers() => Ctx::Ignore(Self::region(role)),
                     _ => {
                         self.wrong_type(role);
                         Ctx::Ignore(Self::region(role))
