@@ -220,13 +220,10 @@ impl Assembler {
     /// Ends the current message: `None` if it was empty or not JSON (warned about).
     pub(crate) fn finish(&mut self, server: &str) -> Option<Decoded> {
         let decoder = self.decoder.take();
-        if !std::mem::take(&mut self.fed) {
-            self.excerpt.clear();
-            return None;
-        }
-        let decoded = match decoder.finish() {
-            Ok(decoded) => Some(decoded),
-            Err(e) => {
+        let decoded = match std::mem::take(&mut self.fed).then(|| decoder.finish()) {
+            None => None,
+            Some(Ok(decoded)) => Some(decoded),
+            Some(Err(e)) => {
                 let text = String::from_utf8_lossy(&self.excerpt);
                 tracing::warn!(
                     server = %server,
