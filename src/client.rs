@@ -29,8 +29,12 @@ pub struct ClientOptions {
     pub client_info: ClientInfo,
     /// What the embedder offers servers (roots, sampling, elicitation).
     pub handlers: Handlers,
-    /// Default timeout of every request, the handshake included.
+    /// Default timeout of every request (a call's own [`RequestOptions::timeout`] wins), from
+    /// its first byte to its last, over stdio and HTTP alike.
     pub timeout: Duration,
+    /// Timeout of each request of the handshake (`server/discover`, `initialize`); `None`:
+    /// [`timeout`](Self::timeout).
+    pub startup_timeout: Option<Duration>,
     /// Cap on the rendered output of one tool call, in bytes.
     pub output_cap: usize,
     /// Largest message kept whole; larger ones are only rendered (tool results) or refused.
@@ -56,6 +60,7 @@ impl Default for ClientOptions {
             client_info: ClientInfo::default(),
             handlers: Handlers::default(),
             timeout: DEFAULT_TIMEOUT,
+            startup_timeout: None,
             output_cap: DEFAULT_CAP,
             max_message: DEFAULT_MAX_MESSAGE,
             era: EraPreference::Auto,
@@ -187,7 +192,8 @@ impl Client {
             options.handlers,
             options.timeout,
         );
-        match era::establish(&session, &options.client_info, options.timeout, options.era).await {
+        let startup = options.startup_timeout.unwrap_or(options.timeout);
+        match era::establish(&session, &options.client_info, startup, options.era).await {
             Ok(details) => Ok(Client {
                 session,
                 details,

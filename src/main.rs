@@ -25,17 +25,25 @@ struct HostOptions {
     /// $AGENVOY_CONFIG_DIR).
     #[arg(long, value_name = "FILE")]
     config: Option<std::path::PathBuf>,
-    /// Seconds each server gets to start, and to answer each request.
-    #[arg(long, value_name = "SECS", default_value_t = 60.0)]
-    timeout: f64,
+    /// Seconds each server gets to start, and to answer each request, where its entry in the
+    /// config sets no "timeout" or "startup_timeout" (default: 60). For `call`, the call's own
+    /// timeout, over the entry's.
+    #[arg(long, value_name = "SECS")]
+    timeout: Option<f64>,
 }
 
 impl HostOptions {
     fn into_args(self) -> Result<cli::HostArgs, ExitCode> {
-        match std::time::Duration::try_from_secs_f64(self.timeout) {
+        let Some(seconds) = self.timeout else {
+            return Ok(cli::HostArgs {
+                config: self.config,
+                timeout: None,
+            });
+        };
+        match std::time::Duration::try_from_secs_f64(seconds) {
             Ok(timeout) if !timeout.is_zero() => Ok(cli::HostArgs {
                 config: self.config,
-                timeout,
+                timeout: Some(timeout),
             }),
             _ => {
                 eprintln!("--timeout must be a positive number of seconds");

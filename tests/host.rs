@@ -869,6 +869,57 @@ fn call_refuses_without_a_terminal_and_says_why() {
     );
 }
 
+/// The timeouts a user sets are the ones that apply, over HTTP too: against a remote tool whose
+/// answer starts after 3 s, an entry's `"timeout": 1` ends the call at 1 s, `call --timeout`
+/// wins over the entry, and status shows what applies. (The transport's own 30 s wait for
+/// response headers no longer bounds a request: its timeout does, from first byte to last.)
+#[test]
+fn the_timeouts_a_user_sets_are_the_ones_that_apply() {
+    let fixture = HttpFixture::start("slow-headers", &[]);
+    let dir = tempfile::tempdir().unwrap();
+    let config = write_config(
+        dir.path(),
+        json!({"slow": {"url": fixture.url, "timeout": 1, "startup_timeout": 20}}),
+    );
+    let config = config.to_str().unwrap();
+    let call = |extra: &[&str]| {
+        let mut args = vec!["call", "--config", config, "--yes"];
+        args.extend_from_slice(extra);
+        args.extend(["mcp__slow__echo", r#"{"text":"late"}"#]);
+        run(dir.path(), &args)
+    };
+    let (out, stdout, stderr) = call(&[]);
+    assert_eq!(out.status.code(), Some(1), "{stdout}{stderr}");
+    assert!(
+        stderr.contains("mcp server \"slow\", tools/call: no response after 1.0 s"),
+        "{stderr}"
+    );
+    let (out, stdout, stderr) = call(&["--timeout", "20"]);
+    assert!(out.status.success(), "{stderr}");
+    assert_eq!(stdout, "late\n");
+
+    let (out, stdout, stderr) = run(dir.path(), &["tools", "--config", config, "--json"]);
+    assert!(out.status.success(), "{stderr}");
+    let report: Value = serde_json::from_str(&stdout).unwrap();
+    let slow = &report["servers"][0];
+    assert_eq!(
+        (&slow["timeout"], &slow["startupTimeout"]),
+        (&json!(1.0), &json!(20.0))
+    );
+
+    // A value that is not a positive number of seconds is refused, naming the server and key.
+    let config = write_config(
+        dir.path(),
+        json!({"slow": {"url": fixture.url, "timeout": 0}}),
+    );
+    let (out, stdout, stderr) = run(dir.path(), &["tools", "--config", config.to_str().unwrap()]);
+    assert!(out.status.success(), "{stderr}");
+    assert!(
+        stdout.contains("\"timeout\" is 0; it must be a number of seconds above 0"),
+        "{stdout}"
+    );
+}
+
 #[test]
 fn call_runs_with_yes_or_when_allowlisted() {
     let dir = tempfile::tempdir().unwrap();

@@ -69,8 +69,9 @@ pub struct Limits {
     /// How long a client has to send a request's headers (and how long an idle connection
     /// is kept).
     pub header_read_timeout: Duration,
-    /// How long a request is waited for, its body included (a login stream excepted). Its
-    /// work goes on after the deadline: a server being added is still added.
+    /// How long a request is waited for, its body included (a login stream excepted; a tool
+    /// call is bounded by its server's own timeout instead). Its work goes on after the
+    /// deadline: a server being added is still added.
     pub request_timeout: Duration,
     /// How long a login stream stays open.
     pub login_timeout: Duration,
@@ -416,7 +417,15 @@ async fn respond(
     } else {
         Value::Object(Map::new())
     };
-    let deadline = options.limits.request_timeout;
+    let deadline = match route {
+        // A call is bounded by its server's own timeout (its entry's `timeout`, at most a
+        // day), which may be longer than this API's: this deadline only backs it up.
+        Route::Call => options
+            .limits
+            .request_timeout
+            .max(crate::host::config::MAX_TIMEOUT),
+        _ => options.limits.request_timeout,
+    };
     // On a task of its own, so a client that goes away or a deadline that passes never
     // stops a change half made.
     let work = tokio::spawn(dispatch(state, route, query, body));

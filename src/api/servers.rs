@@ -71,7 +71,17 @@ pub(super) fn list(state: &State) -> Answer {
 }
 
 /// What `POST /v1/mcp` takes besides `name`.
-const ENTRY_MEMBERS: [&str; 7] = ["name", "command", "args", "env", "url", "headers", "auth"];
+const ENTRY_MEMBERS: [&str; 9] = [
+    "name",
+    "command",
+    "args",
+    "env",
+    "url",
+    "headers",
+    "auth",
+    "timeout",
+    "startup_timeout",
+];
 
 /// `POST /v1/mcp`'s body: the server's name and its entry.
 pub(super) fn add_request(body: Value) -> Result<(String, ServerConfig), ApiError> {

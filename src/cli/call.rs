@@ -128,10 +128,16 @@ pub async fn run(args: CallArgs) -> ExitCode {
 }
 
 /// Calls tool `name` through the confirm gate and prints what the model would see.
-async fn call(manager: &Manager, name: &str, arguments: Value, timeout: Duration) -> ExitCode {
+/// `timeout` is `--timeout`; without it the server's own (its entry's `timeout`, else 60 s).
+async fn call(
+    manager: &Manager,
+    name: &str,
+    arguments: Value,
+    timeout: Option<Duration>,
+) -> ExitCode {
     let shown = Arc::new(AtomicBool::new(false));
     let request = RequestOptions {
-        timeout: Some(timeout),
+        timeout,
         on_progress: Some(progress_printer(shown.clone())),
         progress_resets_timeout: true,
         ..Default::default()

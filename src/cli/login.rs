@@ -65,7 +65,10 @@ pub async fn run(args: LoginArgs) -> ExitCode {
         return ExitCode::SUCCESS;
     };
     let options = ClientOptions {
-        timeout: args.host.timeout,
+        timeout: args
+            .host
+            .timeout
+            .unwrap_or(ClientOptions::default().timeout),
         ..Default::default()
     };
     match connect_server_with_store(&args.name, &server, &options, store).await {

@@ -23,8 +23,9 @@ use std::time::Duration;
 pub struct HostArgs {
     /// `--config FILE`, else the default config file.
     pub config: Option<PathBuf>,
-    /// Seconds each server gets to start and to answer each request.
-    pub timeout: Duration,
+    /// `--timeout`: seconds each server gets to start and to answer each request, where its
+    /// entry sets none; for `call`, the call's own timeout.
+    pub timeout: Option<Duration>,
 }
 
 impl HostArgs {
@@ -89,13 +90,13 @@ pub fn token_store(token_file: Option<&std::path::Path>) -> (Arc<dyn TokenStore>
     (store, options)
 }
 
-/// `options` as the binary runs them: the clients' timeout of `--timeout`, and the servers'
+/// `options` as the binary runs them: the clients' default timeout of `--timeout`, and the servers'
 /// eras remembered in the config folder (`server-eras.json`), so a server of the initialize
 /// era starts without the `server/discover` probe the next time.
 pub fn binary_options(args: &HostArgs, options: ManagerOptions) -> ManagerOptions {
     ManagerOptions {
         client: ClientOptions {
-            timeout: args.timeout,
+            timeout: args.timeout.unwrap_or(options.client.timeout),
             ..options.client
         },
         eras: options.eras.or_else(|| {

@@ -96,7 +96,8 @@ pub async fn run(args: ServeArgs) -> ExitCode {
         allow_remote: args.allow_remote,
         limits: Limits {
             // Room for a connect and a tools/list (or a call) and a reconnect.
-            request_timeout: args.host.timeout * 2 + Duration::from_secs(30),
+            request_timeout: args.host.timeout.unwrap_or(Duration::from_secs(60)) * 2
+                + Duration::from_secs(30),
             ..Limits::default()
         },
     };

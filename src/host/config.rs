@@ -15,7 +15,9 @@
 //! `oauth_client_id`, `oauth_client_secret` or `oauth_client_private_key`,
 //! `oauth_redirect_uri`; `oauth_client_metadata_url` names a Client ID Metadata Document;
 //! `oauth_grant` and `oauth_workload_assertion` pick a machine grant: see [`HttpServer`]),
-//! never both. Names match `[A-Za-z0-9_-]+`.
+//! never both. Names match `[A-Za-z0-9_-]+`. Either kind may set `timeout` (seconds for each
+//! request's answer) and `startup_timeout` (seconds to connect and finish the handshake): see
+//! [`Timeouts`].
 //! `$VAR` and `${VAR}` in `args`, `env`, `headers` and `oauth_client_secret` are expanded when the server is
 //! connected (see [`super::expand`]), never when the file is read or saved, so secrets stay
 //! references in the file.
@@ -30,6 +32,7 @@ use serde_json::{Map, Value, json};
 use std::collections::BTreeMap;
 use std::fmt;
 use std::path::{Path, PathBuf};
+use std::time::Duration;
 
 /// The config file's name inside the config folder.
 pub const CONFIG_FILE: &str = "mcp.json";
@@ -117,6 +120,69 @@ pub enum ServerConfig {
     Http(HttpServer),
 }
 
+/// The timeouts an entry sets, each `None` where it sets none (the host's default then
+/// applies: [`crate::ClientOptions::timeout`], 60 s in the binary, or `--timeout`).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Timeouts {
+    /// `"timeout"`: how long each request may wait for its answer, from its first byte to its
+    /// last, over stdio and HTTP alike (a call's own timeout, such as `call --timeout`, wins).
+    pub request: Option<Duration>,
+    /// `"startup_timeout"`: how long the connection and its handshake may take.
+    pub startup: Option<Duration>,
+}
+
+/// The longest timeout an entry may set: a day.
+pub const MAX_TIMEOUT: Duration = Duration::from_secs(24 * 3600);
+
+impl Timeouts {
+    /// The keys, as the file names them.
+    const KEYS: [&'static str; 2] = ["timeout", "startup_timeout"];
+
+    /// Reads both keys of `entry`; a value that is not a positive number of seconds up to a
+    /// day is an error naming the server and the key.
+    fn read(name: &str, entry: &Map<String, Value>) -> Result<Timeouts, ConfigError> {
+        let seconds = |key: &str| {
+            match entry.get(key) {
+            None | Some(Value::Null) => Ok(None),
+            Some(value) => value
+                .as_f64()
+                .filter(|s| *s > 0.0 && *s <= MAX_TIMEOUT.as_secs_f64())
+                .map(|s| Some(Duration::from_secs_f64(s)))
+                .ok_or_else(|| {
+                    ConfigError::server(
+                        name,
+                        format!(
+                            "\"{key}\" is {value}; it must be a number of seconds above 0 and at most 86400 (a day)"
+                        ),
+                    )
+                }),
+        }
+        };
+        Ok(Timeouts {
+            request: seconds(Self::KEYS[0])?,
+            startup: seconds(Self::KEYS[1])?,
+        })
+    }
+
+    /// Writes the keys that are set into `entry`, as seconds.
+    fn write(&self, entry: &mut Map<String, Value>) {
+        for (key, value) in Self::KEYS.into_iter().zip([self.request, self.startup]) {
+            if let Some(value) = value {
+                entry.insert(key.into(), seconds_value(value));
+            }
+        }
+    }
+}
+
+/// `value` in seconds as JSON: a whole number when it is one (`120`, not `120.0`).
+fn seconds_value(value: Duration) -> Value {
+    if value.subsec_nanos() == 0 {
+        json!(value.as_secs())
+    } else {
+        json!(value.as_secs_f64())
+    }
+}
+
 /// A local (stdio) server's entry.
 #[derive(Clone, Default, PartialEq, Eq)]
 pub struct StdioServer {
@@ -129,6 +195,8 @@ pub struct StdioServer {
     pub env: BTreeMap<String, String>,
     /// `"inherit_env": true`: it inherits this process's whole environment.
     pub inherit_env: bool,
+    /// `"timeout"` and `"startup_timeout"`.
+    pub timeouts: Timeouts,
 }
 
 impl fmt::Debug for StdioServer {
@@ -138,6 +206,7 @@ impl fmt::Debug for StdioServer {
             .field("args", &format_args!("[{} hidden]", self.args.len()))
             .field("env", &self.env.keys().collect::<Vec<_>>())
             .field("inherit_env", &self.inherit_env)
+            .field("timeouts", &self.timeouts)
             .finish()
     }
 }
@@ -172,6 +241,8 @@ pub struct HttpServer {
     /// Workload identity (RFC 7523 JWT bearer grant): where the workload's JWT is, `$VAR` or
     /// a file path (read at each grant, so a rotated token file is followed).
     pub oauth_workload_assertion: Option<String>,
+    /// `"timeout"` and `"startup_timeout"`.
+    pub timeouts: Timeouts,
 }
 
 impl fmt::Debug for HttpServer {
@@ -189,6 +260,7 @@ impl fmt::Debug for HttpServer {
             .field("oauth_grant", &self.oauth_grant)
             .field("oauth_client_private_key", &self.oauth_client_private_key)
             .field("oauth_workload_assertion", &self.oauth_workload_assertion)
+            .field("timeouts", &self.timeouts)
             .finish()
     }
 }
@@ -255,6 +327,14 @@ impl ServerConfig {
         }
     }
 
+    /// The timeouts the entry sets.
+    pub fn timeouts(&self) -> Timeouts {
+        match self {
+            ServerConfig::Stdio(s) => s.timeouts,
+            ServerConfig::Http(h) => h.timeouts,
+        }
+    }
+
     /// Reads one entry; the error names the server.
     pub fn from_value(name: &str, value: &Value) -> Result<ServerConfig, ConfigError> {
         let bad = |message: String| Err(ConfigError::server(name, message));
@@ -288,6 +368,7 @@ impl ServerConfig {
                     args: string_list(name, entry, "args")?,
                     env: string_map(name, entry, "env")?,
                     inherit_env,
+                    timeouts: Timeouts::read(name, entry)?,
                 }))
             }
             (None, Some(url)) => {
@@ -325,6 +406,7 @@ impl ServerConfig {
                         entry,
                         "oauth_workload_assertion",
                     )?,
+                    timeouts: Timeouts::read(name, entry)?,
                 };
                 match http.grant_problem() {
                     Some(why) => bad(why),
@@ -374,6 +456,7 @@ impl ServerConfig {
                 }
             }
         }
+        self.timeouts().write(&mut entry);
         Value::Object(entry)
     }
 }
@@ -671,6 +754,8 @@ impl Config {
             "oauth_grant",
             "oauth_client_private_key",
             "oauth_workload_assertion",
+            "timeout",
+            "startup_timeout",
         ] {
             entry.remove(key);
         }
@@ -765,6 +850,7 @@ mod tests {
                     args: vec!["mcp-server-time".into()],
                     env: [("TZ".to_string(), "$TZ".to_string())].into(),
                     inherit_env: false,
+                    ..Default::default()
                 }),
             ),
             (
@@ -973,6 +1059,56 @@ mod tests {
         assert!(servers[1].0 == "good" && servers[1].1.is_ok());
     }
 
+    #[test]
+    fn timeouts_are_read_checked_and_written_back() {
+        let entry = |timeouts: &str| {
+            Config::parse(&format!(
+                r#"{{"servers": {{"s": {{"url": "https://h/mcp"{timeouts}}}}}}}"#
+            ))
+            .unwrap()
+            .server("s")
+            .unwrap()
+        };
+        let read = entry(r#", "timeout": 120, "startup_timeout": 2.5"#).unwrap();
+        assert_eq!(
+            read.timeouts(),
+            Timeouts {
+                request: Some(Duration::from_secs(120)),
+                startup: Some(Duration::from_millis(2500)),
+            }
+        );
+        assert_eq!(read.to_value()["timeout"], json!(120));
+        assert_eq!(read.to_value()["startup_timeout"], json!(2.5));
+        assert_eq!(entry("").unwrap().timeouts(), Timeouts::default());
+        assert_eq!(
+            entry(r#", "timeout": 86400"#).unwrap().timeouts().request,
+            Some(MAX_TIMEOUT)
+        );
+        for (bad, key) in [
+            (r#", "timeout": 0"#, "timeout"),
+            (r#", "timeout": -5"#, "timeout"),
+            (r#", "timeout": "120""#, "timeout"),
+            (r#", "timeout": 86401"#, "timeout"),
+            (r#", "startup_timeout": true"#, "startup_timeout"),
+            (r#", "startup_timeout": 1e30"#, "startup_timeout"),
+        ] {
+            let error = entry(bad).unwrap_err().to_string();
+            assert!(
+                error.starts_with("config, server \"s\": ")
+                    && error.contains(&format!("\"{key}\" is "))
+                    && error.contains("at most 86400 (a day)"),
+                "{bad}: {error}"
+            );
+        }
+        // A stdio entry takes them the same way.
+        let stdio = Config::parse(r#"{"servers": {"l": {"command": "x", "timeout": 5}}}"#)
+            .unwrap()
+            .server("l")
+            .unwrap()
+            .unwrap();
+        assert_eq!(stdio.timeouts().request, Some(Duration::from_secs(5)));
+    }
+
     /// Found by the config_expand fuzz target: without serde_json's `float_roundtrip`, a
     /// number such as 21e+300 read, saved and read again came back one unit in the last
     /// place off, so every save could change a member this crate does not know.
@@ -1044,6 +1180,7 @@ mod tests {
             args: vec!["--token=${AGENVOY_TEST_EXPAND_TOKEN}".into(), "$$".into()],
             env: [("T".to_string(), "a-$AGENVOY_TEST_EXPAND_TOKEN".to_string())].into(),
             inherit_env: true,
+            ..Default::default()
         };
         #[cfg(feature = "stdio")]
         {

@@ -162,6 +162,21 @@ pub struct ServerStatus {
     pub tool_count: usize,
     /// Whether it declared instructions.
     pub has_instructions: bool,
+    /// How long each request may wait for its answer (its entry's `timeout`, else the
+    /// default); in JSON, seconds.
+    #[serde(serialize_with = "as_seconds")]
+    pub timeout: Duration,
+    /// How long connecting may take (its entry's `startup_timeout`, else `timeout`); in JSON,
+    /// seconds.
+    #[serde(serialize_with = "as_seconds")]
+    pub startup_timeout: Duration,
+}
+
+fn as_seconds<S: serde::Serializer>(
+    value: &Duration,
+    to: S,
+) -> std::result::Result<S::Ok, S::Error> {
+    to.serialize_f64(value.as_secs_f64())
 }
 
 /// Why [`Manager::call`] did not return an output.
@@ -717,6 +732,9 @@ impl Manager {
                     last_error = Some(Error::new(name, ErrorKind::Closed(reason)).to_string());
                 }
                 let details = slot.client.as_ref().map(|c| c.details());
+                let timeouts = slot.config.as_ref().ok().map(ServerConfig::timeouts);
+                let defaults = &self.inner.options.client;
+                let timeout = timeouts.and_then(|t| t.request).unwrap_or(defaults.timeout);
                 ServerStatus {
                     name: name.clone(),
                     transport: slot
@@ -732,6 +750,11 @@ impl Manager {
                     has_instructions: details
                         .and_then(|d| d.instructions.as_deref())
                         .is_some_and(|i| !i.trim().is_empty()),
+                    timeout,
+                    startup_timeout: timeouts
+                        .and_then(|t| t.startup)
+                        .or(defaults.startup_timeout)
+                        .unwrap_or(timeout),
                 }
             })
             .collect()

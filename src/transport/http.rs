@@ -160,7 +160,10 @@ pub struct HttpConfig {
     pub headers: Vec<(String, String)>,
     /// Longest wait for a TCP (and TLS) connection.
     pub connect_timeout: Duration,
-    /// Longest wait for the response headers of one request.
+    /// Longest wait for the response headers of what is not a request: a notification or a
+    /// response we send, the GET stream, the session's end. A request is bounded by its own
+    /// deadline instead ([`ClientOptions::timeout`](crate::ClientOptions::timeout) or the
+    /// call's), from its first byte to its last: a slow tool is not cut off here.
     pub header_timeout: Duration,
     /// Tokens, DPoP proofs and challenges (OAuth); `None` sends only the configured headers.
     pub authorizer: Option<Arc<dyn Authorizer>>,
@@ -375,7 +378,7 @@ impl Transport for HttpTransport {
                 state.legacy_endpoint.is_none() && state.session_id.is_some()
             };
             if streamable_session {
-                let delete = inner.exchange(Method::DELETE, &inner.url, None, None, &[]);
+                let delete = inner.exchange(Method::DELETE, &inner.url, None, None, &[], None);
                 if let Ok(Err(Failure::Status { status, .. })) =
                     tokio::time::timeout(CLOSE_TIMEOUT, delete).await
                 {
@@ -399,13 +402,15 @@ impl Transport for HttpTransport {
                 .lock()
                 .expect("requests lock")
                 .remove(&id);
-            match request {
-                // Stateless era: cancelling is closing the request's own stream.
-                Some((handle, true)) => handle.abort(),
-                _ => {
-                    let message = crate::protocol::cancelled(id, &reason);
-                    let _ = self.send(Outbound::new(&message)).await;
-                }
+            // Stateless era: cancelling is closing the request's own stream. Before it, the
+            // server is told, then the stream is closed too: no answer is awaited any more,
+            // and the exchange has no deadline of its own.
+            if !matches!(request, Some((_, true))) {
+                let message = crate::protocol::cancelled(id, &reason);
+                let _ = self.send(Outbound::new(&message)).await;
+            }
+            if let Some((handle, _)) = request {
+                handle.abort();
             }
         })
     }
@@ -535,6 +540,8 @@ impl Inner {
     }
 
     /// One HTTP exchange up to the response headers: redirects followed, 429 and 502-504 retried.
+    /// Each wait for headers is bounded by `headers_within`; `None` is for a request's own
+    /// exchanges, which its deadline bounds (the session cancels it, which aborts its task).
     async fn exchange(
         &self,
         method: Method,
@@ -542,6 +549,7 @@ impl Inner {
         body: Option<Bytes>,
         last_event_id: Option<&str>,
         extra: &[(HeaderName, HeaderValue)],
+        headers_within: Option<Duration>,
     ) -> std::result::Result<Response<Incoming>, Failure> {
         let mut uri = target.clone();
         let mut credentials = true;
@@ -572,31 +580,36 @@ impl Inner {
                     request.headers_mut().insert(name, value);
                 }
             }
-            let response =
-                match tokio::time::timeout(self.header_timeout, self.client.request(request)).await
-                {
-                    Err(_) => {
-                        let secs = self.header_timeout.as_secs_f64();
-                        return Err(Failure::Unreachable(
-                            format!("no response headers from {uri} within {secs:.1} s"),
-                            None,
-                        ));
+            let headers = self.client.request(request);
+            let headers = async {
+                match headers_within {
+                    Some(within) => tokio::time::timeout(within, headers).await,
+                    None => Ok(headers.await),
+                }
+            };
+            let response = match headers.await {
+                Err(_) => {
+                    let secs = headers_within.unwrap_or_default().as_secs_f64();
+                    return Err(Failure::Unreachable(
+                        format!("no response headers from {uri} within {secs:.1} s"),
+                        None,
+                    ));
+                }
+                Ok(Err(e)) => {
+                    if stale_connection(&e, &method) && retries < MAX_RETRIES {
+                        // A pooled connection the server closed (it restarted, or timed
+                        // the connection out): try once more on a fresh one.
+                        retries += 1;
+                        continue;
                     }
-                    Ok(Err(e)) => {
-                        if stale_connection(&e, &method) && retries < MAX_RETRIES {
-                            // A pooled connection the server closed (it restarted, or timed
-                            // the connection out): try once more on a fresh one.
-                            retries += 1;
-                            continue;
-                        }
-                        let why = crate::error::chain_text(&e);
-                        return Err(Failure::Unreachable(
-                            format!("{uri}: {why}"),
-                            Some(std::sync::Arc::new(e)),
-                        ));
-                    }
-                    Ok(Ok(r)) => r,
-                };
+                    let why = crate::error::chain_text(&e);
+                    return Err(Failure::Unreachable(
+                        format!("{uri}: {why}"),
+                        Some(std::sync::Arc::new(e)),
+                    ));
+                }
+                Ok(Ok(r)) => r,
+            };
             let status = response.status();
             let follow = matches!(status.as_u16(), 307 | 308)
                 || (method == Method::GET && matches!(status.as_u16(), 301..=303));
@@ -677,7 +690,14 @@ impl Inner {
     /// POSTs a notification or a response; the server should answer 202.
     async fn post_one_way(&self, body: Bytes) -> Result<()> {
         let response = self
-            .exchange(Method::POST, &self.post_target(), Some(body), None, &[])
+            .exchange(
+                Method::POST,
+                &self.post_target(),
+                Some(body),
+                None,
+                &[],
+                Some(self.header_timeout),
+            )
             .await
             .map_err(|f| self.failure(f))?;
         // Anything in the body (some servers answer 200 with JSON) is not ours to read.
@@ -717,6 +737,7 @@ impl Inner {
                     Some(body.clone()),
                     None,
                     extra,
+                    None,
                 )
                 .await
             {
@@ -851,7 +872,7 @@ impl Inner {
             let wait = cursor.retry.unwrap_or_else(|| backoff(attempts));
             tokio::time::sleep(wait.max(MIN_RETRY)).await;
             let response = self
-                .exchange(Method::GET, &self.url, None, Some(&last), &[])
+                .exchange(Method::GET, &self.url, None, Some(&last), &[], None)
                 .await
                 .map_err(|f| {
                     let e = self.failure(f);
@@ -897,6 +918,7 @@ impl Inner {
                     None,
                     cursor.last_event_id.as_deref(),
                     &[],
+                    Some(self.header_timeout),
                 )
                 .await
             {

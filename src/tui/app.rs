@@ -898,6 +898,8 @@ mod tests {
             last_error: None,
             tool_count: 0,
             has_instructions: false,
+            timeout: std::time::Duration::from_secs(60),
+            startup_timeout: std::time::Duration::from_secs(60),
         }
     }
 

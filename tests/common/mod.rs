@@ -100,17 +100,28 @@ pub struct Listening {
 }
 
 impl Listening {
-    /// Starts `command` and waits for its `listening on URL` line.
+    /// Starts `command` and waits for its `listening on URL` line. What it prints after that
+    /// line, and on stderr, goes to the test's own output, which the harness shows only for a
+    /// test that fails: a passing run stays quiet.
     pub fn start(mut command: std::process::Command) -> Listening {
+        command.stderr(std::process::Stdio::piped());
+        Listening::start_keeping_stderr(command)
+    }
+
+    /// [`Listening::start`] for a `command` whose stderr the caller has set (a file to read).
+    pub fn start_keeping_stderr(mut command: std::process::Command) -> Listening {
         use std::io::BufRead;
         let mut child = command
             .stdout(std::process::Stdio::piped())
             .spawn()
             .expect("start the server");
+        let mut stdout = std::io::BufReader::new(child.stdout.take().unwrap());
         let mut line = String::new();
-        std::io::BufReader::new(child.stdout.take().unwrap())
-            .read_line(&mut line)
-            .unwrap();
+        stdout.read_line(&mut line).unwrap();
+        forward_to_test_output(stdout);
+        if let Some(stderr) = child.stderr.take() {
+            forward_to_test_output(std::io::BufReader::new(stderr));
+        }
         let url = line
             .trim()
             .strip_prefix("listening on ")
@@ -128,6 +139,18 @@ impl Listening {
     pub fn wait_exit(&mut self, limit: Duration) -> Option<std::process::ExitStatus> {
         wait_exit(&mut self.child, limit)
     }
+}
+
+/// Copies `from`'s lines into the test's captured output (threads inherit the capture) until
+/// it ends; read to the end, so the writer never fails on a closed pipe.
+fn forward_to_test_output(mut from: impl std::io::BufRead + Send + 'static) {
+    std::thread::spawn(move || {
+        let mut line = Vec::new();
+        while from.read_until(b'\n', &mut line).is_ok_and(|n| n > 0) {
+            print!("{}", String::from_utf8_lossy(&line));
+            line.clear();
+        }
+    });
 }
 
 /// Waits up to `limit` for `child` to exit; its exit status, or `None` if it still runs.

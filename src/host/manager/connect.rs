@@ -16,8 +16,17 @@ pub async fn connect_server(
     config: &ServerConfig,
     options: &ClientOptions,
 ) -> Result<Client> {
-    let (transport, inbound) = open(name, config, options, None)?;
-    Client::connect(name, transport, inbound, options.clone()).await
+    let options = entry_options(config, options.clone());
+    let (transport, inbound) = open(name, config, &options, None)?;
+    Client::connect(name, transport, inbound, options).await
+}
+
+/// `options` with the timeouts `config` sets in place of the defaults.
+fn entry_options(config: &ServerConfig, mut options: ClientOptions) -> ClientOptions {
+    let timeouts = config.timeouts();
+    options.timeout = timeouts.request.unwrap_or(options.timeout);
+    options.startup_timeout = timeouts.startup.or(options.startup_timeout);
+    options
 }
 
 /// [`connect_server`] with OAuth tokens kept in `store`.
@@ -28,8 +37,9 @@ pub async fn connect_server_with_store(
     options: &ClientOptions,
     store: Arc<dyn crate::auth::TokenStore>,
 ) -> Result<Client> {
-    let (transport, inbound) = open(name, config, options, Some(store))?;
-    Client::connect(name, transport, inbound, options.clone()).await
+    let options = entry_options(config, options.clone());
+    let (transport, inbound) = open(name, config, &options, Some(store))?;
+    Client::connect(name, transport, inbound, options).await
 }
 
 /// Where OAuth tokens are kept, when the build has OAuth (`None`: the process's store).
@@ -127,7 +137,7 @@ pub(super) async fn connect_and_list(
     mut closing: watch::Receiver<bool>,
 ) -> Result<Connected> {
     let eras = manager_options.eras.as_deref();
-    let mut options = manager_options.client.clone();
+    let mut options = entry_options(&config, manager_options.client.clone());
     if let Some(eras) = eras {
         options.era = eras.recall(&name, &config, options.era);
     }

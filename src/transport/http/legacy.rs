@@ -8,7 +8,14 @@ impl Inner {
     /// keep reading that stream for the server's messages.
     pub(super) async fn start_legacy(self: &Arc<Self>) -> Result<()> {
         let response = self
-            .exchange(Method::GET, &self.url, None, None, &[])
+            .exchange(
+                Method::GET,
+                &self.url,
+                None,
+                None,
+                &[],
+                Some(self.header_timeout),
+            )
             .await
             .map_err(|f| self.failure(f))?;
         if content_type(&response) != "text/event-stream" {

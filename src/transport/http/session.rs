@@ -30,7 +30,14 @@ impl Inner {
             )))
         };
         let response = self
-            .exchange(Method::POST, &self.url, Some(initialize), None, &[])
+            .exchange(
+                Method::POST,
+                &self.url,
+                Some(initialize),
+                None,
+                &[],
+                Some(self.header_timeout),
+            )
             .await
             .map_err(|f| failed(self.failure(f)))?;
         if let Some(session) = response
