@@ -312,16 +312,26 @@ fn serve_with_no_config_file_serves_the_embedded_default() {
         json!({"text": "hi", "isError": false, "totalBytes": 2})
     );
 
-    // The first change writes the file: the embedded server and the new one.
+    // The first change writes the file with what the user added only: the embedded server
+    // (a path into a build folder) is not the user's. It still runs until the daemon stops,
+    // and removing it writes nothing.
     assert!(!daemon.path("mcp.json").exists());
     let added = api.post(
         "/v1/mcp",
         json!({"name": "two", "command": binary(), "args": ["fixture-server"]}),
     );
     assert_eq!(added.status, 201, "{added:?}");
-    let written = daemon.config();
-    let names: Vec<&String> = written["servers"].as_object().unwrap().keys().collect();
-    assert_eq!(names, ["fixture", "two"]);
+    assert_eq!(
+        daemon.config(),
+        json!({"servers": {"two": {"command": binary(), "args": ["fixture-server"]}}})
+    );
+    assert_eq!(api.status_of("fixture")["state"], "connected");
+    let removed = api.post("/v1/mcp/remove", json!({"name": "fixture"}));
+    assert_eq!(removed.status, 200, "{removed:?}");
+    assert_eq!(
+        daemon.config(),
+        json!({"servers": {"two": {"command": binary(), "args": ["fixture-server"]}}})
+    );
 }
 
 #[test]
@@ -469,6 +479,20 @@ fn requests_are_locked_to_the_owner() {
             "no Content-Type",
             &[post, &host, &auth],
             b"{}",
+            415,
+            "application/json",
+        ),
+        case(
+            "an empty body with no Content-Type is {} (curl -X POST)",
+            &[post, &host, &auth],
+            b"",
+            200,
+            "",
+        ),
+        case(
+            "an empty body of another type",
+            &[post, &host, &auth, "Content-Type: text/plain"],
+            b"",
             415,
             "application/json",
         ),
@@ -1276,12 +1300,17 @@ async fn the_bounds_hold() {
     let (api, manager, stop, _dir) = small_api(limits).await;
     tokio::task::block_in_place(|| {
         // A request that passes its deadline is 504; its work goes on.
-        let slow = api.post(
+        let mut late = fixture_entry(&["--mode", "slow-start=2"]);
+        late["name"] = json!("late");
+        let slow = api.post("/v1/mcp", late);
+        assert_eq!(slow.status, 504, "{slow:?}");
+        assert!(slow.error().contains("the work goes on"));
+        // A tool call is bounded by its server's own timeout, not by this deadline.
+        let call = api.post(
             "/v1/mcp/call",
             json!({"name": "mcp__fx__slow", "arguments": {"seconds": 2}, "mode": "auto"}),
         );
-        assert_eq!(slow.status, 504, "{slow:?}");
-        assert!(slow.error().contains("the work goes on"));
+        assert_eq!(call.status, 200, "{call:?}");
 
         // A body over the cap is refused even without Content-Length (chunked).
         let mut stream = TcpStream::connect(&api.authority).unwrap();

@@ -33,6 +33,31 @@ fn entry(name: &str, value: Value) -> ServerConfig {
     ServerConfig::from_value(name, &value).unwrap()
 }
 
+/// A command typed relative to the current folder is saved as an absolute path, so `tools`
+/// run from another folder still finds it; a bare name is left for `PATH`.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_relative_command_is_saved_absolute_and_a_bare_name_as_it_is() {
+    let dir = tempfile::tempdir().unwrap();
+    let control = control_in(dir.path(), json!({"servers": {}})).await;
+    let here = std::env::current_dir().unwrap();
+    for (name, typed, saved) in [
+        ("dotted", "./bin/server.sh", here.join("bin/server.sh")),
+        ("nested", "bin/server", here.join("bin/server")),
+        ("bare", "npx", "npx".into()),
+        ("absolute", "/usr/bin/env", "/usr/bin/env".into()),
+    ] {
+        let adding = entry(name, json!({"command": typed}));
+        control.begin_add_server(name, adding).await.unwrap();
+        let written: Value = serde_json::from_str(&read_in(dir.path(), "mcp.json")).unwrap();
+        assert_eq!(
+            written["servers"][name]["command"],
+            json!(saved.display().to_string()),
+            "{typed}"
+        );
+    }
+    control.manager().close().await;
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn errors_say_their_kind_and_change_nothing() {
     let dir = tempfile::tempdir().unwrap();

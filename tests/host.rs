@@ -143,10 +143,12 @@ async fn a_crashing_a_hanging_and_an_invalid_server_never_block_the_others() {
     assert_eq!(ok.protocol_version.as_deref(), Some("2025-11-25"));
     let crash = status_of(&manager, "crash");
     assert_eq!(crash.state, ServerState::Failed);
+    // A server that dies at start says why: its exit status and its last stderr lines; and
+    // no "check before sending it again" (a handshake carries nothing out).
     let e = crash.last_error.unwrap();
-    assert!(
-        e.contains("\"crash\"") && e.contains("server/discover") && e.contains("closed"),
-        "{e}"
+    assert_eq!(
+        e,
+        "mcp server \"crash\", server/discover: connection closed: the server exited (exit status: 3); its last stderr lines: fixture-server: crashing at start, as asked; reconnect the server"
     );
     let hang = status_of(&manager, "hang");
     assert_eq!(hang.state, ServerState::Failed);
@@ -788,6 +790,7 @@ fn tools_shows_every_server_state() {
         "  invalid  failed        ?",
         "  ok       connected     stdio  2025-11-25  9 tools  instructions",
         "no response after 2.0 s",
+        "the server exited (exit status: 3); its last stderr lines: fixture-server: crashing at start, as asked",
         "both \"command\" and \"url\"",
         "tools (9):",
     ] {

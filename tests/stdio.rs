@@ -481,6 +481,46 @@ async fn a_crash_mid_call_fails_the_call_at_once() {
     assert_group_gone_within(pid, Duration::from_secs(1));
 }
 
+/// A server that exits at start says why: the error names its exit status (or signal) and its
+/// last stderr lines, bounded, escaped, with its `env` values hidden; and being a handshake, it
+/// is not a request that "may have been carried out".
+#[tokio::test]
+async fn a_server_that_exits_at_start_names_its_status_and_last_stderr_lines() {
+    let script = "for i in $(seq 1 40); do echo \"line $i\" >&2; done; \
+                  printf 'token %s \\033[2J\\n' \"$TOKEN\" >&2; exit 3";
+    let config = agenvoy_mcp::__private::transport::stdio::StdioConfig {
+        command: "sh".into(),
+        args: vec!["-c".into(), script.into()],
+        env: [("TOKEN".to_string(), "s3cret-value".to_string())].into(),
+        ..Default::default()
+    };
+    let err = Client::connect_stdio("dies", &config, ClientOptions::default())
+        .await
+        .err()
+        .expect("the server exits");
+    assert!(matches!(err.kind, ErrorKind::Closed(_)), "{err:?}");
+    assert!(!err.may_have_run(), "{err}");
+    assert_eq!(
+        err.to_string(),
+        "mcp server \"dies\", server/discover: connection closed: the server exited (exit status: 3); its last stderr lines: line 37 | line 38 | line 39 | line 40 | token *** \\u{1b}[2J; reconnect the server"
+    );
+
+    let config = agenvoy_mcp::__private::transport::stdio::StdioConfig {
+        command: "sh".into(),
+        args: vec!["-c".into(), "kill -9 $$".into()],
+        ..Default::default()
+    };
+    let err = Client::connect_stdio("killed", &config, ClientOptions::default())
+        .await
+        .err()
+        .expect("the server is killed");
+    assert!(
+        err.to_string()
+            .contains("the server exited (signal: 9 (SIGKILL))"),
+        "{err}"
+    );
+}
+
 #[tokio::test]
 async fn a_hanging_server_times_out_and_is_stopped() {
     let options = ClientOptions {

@@ -16,7 +16,7 @@
 //! `<v>`), `spawn-grandchild` (starts a `sleep` child that outlives it unless killed),
 //! `ignore-sigterm` (ignores SIGTERM and the end of stdin: only SIGKILL stops it);
 //! tools/list paging faults `cursor-repeat`, `cursor-empty` and `endless-pages`;
-//! `crash-at-start` (exits with status 1 before reading anything), `slow-start=<secs>`
+//! `crash-at-start` (prints a line to stderr and exits with status 3 before reading anything), `slow-start=<secs>`
 //! (sleeps before reading anything), `no-list-changed` (declares no `tools.listChanged` and
 //! `add_tool` sends no notification), `stop-reading` (never reads stdin again once it has
 //! answered tools/list), `flood` (once initialized, never reads stdin again and sends `ping`
@@ -239,7 +239,7 @@ pub fn run(mode: Mode, page_size: Option<usize>) -> std::process::ExitCode {
     match mode {
         Mode::CrashAtStart => {
             eprintln!("fixture-server: crashing at start, as asked");
-            return std::process::ExitCode::FAILURE;
+            return std::process::ExitCode::from(3);
         }
         Mode::SlowStart(secs) => std::thread::sleep(Duration::from_secs_f64(secs)),
         _ => {}

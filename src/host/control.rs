@@ -7,7 +7,8 @@
 //! processes (a daemon and a panel may run at once; see `filelock`). The file is read again
 //! every time, so no change made elsewhere is lost, and members this crate does not know
 //! survive. When there is no config file, the config the manager started with (the embedded
-//! default, say) stands for it, and the first change writes it.
+//! default, say) stands for it where it is read, but never where it is written: the first
+//! server added makes a file that holds that server only.
 //!
 //! Adding a server saves the file and takes the name in the manager under the lock, then
 //! connects outside it ([`Control::begin_add_server`], [`AddingServer::connect`]), so a slow
@@ -73,6 +74,25 @@ impl From<AddError> for ControlError {
             _ => ControlError::Conflict(e.to_string()),
         }
     }
+}
+
+/// `server` with a command typed relative to the current folder (`./server.sh`,
+/// `bin/server`) made absolute, so it still runs when the config is read from another folder;
+/// a bare name (`npx`) is left for `PATH`.
+fn with_absolute_command(mut server: ServerConfig) -> Result<ServerConfig, ControlError> {
+    if let ServerConfig::Stdio(stdio) = &mut server {
+        let command = Path::new(&stdio.command);
+        if command.components().count() > 1 && command.is_relative() {
+            let absolute = std::path::absolute(command).map_err(|e| {
+                ControlError::Failed(format!(
+                    "cannot make the command {:?} an absolute path: {e}; give its full path",
+                    stdio.command
+                ))
+            })?;
+            stdio.command = absolute.display().to_string();
+        }
+    }
+    Ok(server)
 }
 
 /// One file's read-modify-write lock: in this process, then across processes.
@@ -227,6 +247,13 @@ impl Control {
         })
     }
 
+    /// The config file as it is now, to change and save: empty when there is none (what the
+    /// manager started with instead is not the user's to write into the file).
+    fn file_config(&self) -> Result<Config, ControlError> {
+        Config::load(self.config_path())
+            .map_err(|e| ControlError::Failed(format!("{e}; fix the file, then try again")))
+    }
+
     fn save_config(&self, config: &Config) -> Result<(), ControlError> {
         config
             .save(self.config_path())
@@ -255,12 +282,13 @@ impl Control {
         server: ServerConfig,
     ) -> Result<AddingServer, ControlError> {
         let _held = self.inner.config.hold().await?;
-        let mut config = self.config()?;
+        let mut config = self.file_config()?;
         if config.server_value(name).is_some() {
             return Err(ControlError::Conflict(format!(
                 "a server named {name:?} is already in the config; remove it first or pick another name"
             )));
         }
+        let server = with_absolute_command(server)?;
         let pending = self.manager().begin_add(name, server.clone())?;
         config
             .set_server(name, &server)
@@ -280,7 +308,7 @@ impl Control {
     pub async fn remove_server(&self, name: &str) -> Result<(), ControlError> {
         let client = {
             let _held = self.inner.config.hold().await?;
-            let mut config = self.config()?;
+            let mut config = self.file_config()?;
             let in_file = config.remove_server(name);
             if !in_file && !self.is_running(name) {
                 return Err(ControlError::NotFound(format!(

@@ -488,10 +488,17 @@ impl Session {
                     return match reply {
                         Ok(Ok(reply)) => Ok(reply),
                         Ok(Err(e)) => Err(e.during(method)),
-                        // The request was written, then the connection ended.
+                        // The request was written, then the connection ended. A handshake
+                        // carries nothing out, so it may be sent again; any other request may
+                        // have been.
                         Err(_) => {
                             let reason = self.closed_reason().unwrap_or_else(|| "the session ended".into());
-                            Err(self.error(ErrorKind::Interrupted(reason)).during(method))
+                            let kind = if matches!(method, "initialize" | "server/discover") {
+                                ErrorKind::Closed(reason)
+                            } else {
+                                ErrorKind::Interrupted(reason)
+                            };
+                            Err(self.error(kind).during(method))
                         }
                     };
                 }

@@ -2,7 +2,9 @@
 //!
 //! The child gets [`DEFAULT_ENV`] from this process's environment plus its config's `env`,
 //! not the whole environment (unless [`StdioConfig::inherit_env`]). Its stderr lines go to
-//! the log (target `agenvoy_mcp::server`, level info), control characters escaped.
+//! the log (target `agenvoy_mcp::server`, level info), control characters escaped and its
+//! `env` values hidden; the last few are kept, so that when the server exits, the connection's
+//! end names its exit status and what it said last (a server that fails at start says why).
 //!
 //! The child runs in a process group of its own, so closing reaches everything it started
 //! (npx-style launchers start node). Closing is: close stdin, wait 2 s, SIGTERM the group,
@@ -17,7 +19,7 @@ use super::{Assembler, BoxFuture, Inbound, Limits, Transport};
 use crate::error::{Error, ErrorKind, Result};
 use crate::wire::decode::Decoded;
 use crate::wire::framing::{LineFramer, Piece};
-use std::collections::HashMap;
+use std::collections::{HashMap, VecDeque};
 use std::pin::Pin;
 use std::process::Stdio;
 use std::sync::{Arc, Mutex as StdMutex};
@@ -38,6 +40,12 @@ const PIPE_SIZE: usize = 1 << 20;
 pub const GRACE: Duration = Duration::from_secs(2);
 /// Longest stderr line forwarded to the log; the rest is cut.
 pub const STDERR_LINE_MAX: usize = 4096;
+/// How many of the last stderr lines the end of a connection names, and how many characters
+/// of each: enough to say why a server failed, bounded whatever it prints.
+const STDERR_TAIL_LINES: usize = 5;
+const STDERR_TAIL_CHARS: usize = 300;
+/// How long the end of stdout waits for the server's exit status and the rest of its stderr.
+const EXIT_WAIT: Duration = Duration::from_millis(500);
 
 /// The variables a server inherits from this process unless its config says
 /// [`StdioConfig::inherit_env`]: what programs need to find themselves, their home, the
@@ -146,8 +154,12 @@ pub struct StdioTransport {
     pipe: Arc<StdMutex<Pipe>>,
     /// The writer task.
     writer_task: tokio::task::AbortHandle,
-    child: StdMutex<Option<Child>>,
+    /// The server, until the close sequence takes it; the reader reads its exit status.
+    child: Arc<StdMutex<Option<Child>>>,
     pid: u32,
+    /// Why the server's stdout ended, once the reader knows: a write that failed because the
+    /// server exited says so, with its exit status and last stderr lines.
+    ended: tokio::sync::watch::Receiver<Option<String>>,
 }
 
 impl StdioTransport {
@@ -190,19 +202,56 @@ impl StdioTransport {
             pipe: pipe.clone(),
             flush: Arc::new(Notify::new()),
         };
-        let reader = read_stdout(server.to_string(), stdout, limits, tx, cork.clone());
+        let child = Arc::new(StdMutex::new(Some(child)));
+        let tail = Arc::new(StdMutex::new(VecDeque::new()));
+        let secrets = config.env.values().filter(|v| v.len() >= 4).cloned();
+        let stderr = tokio::spawn(forward_stderr(
+            server.to_string(),
+            stderr,
+            secrets.collect(),
+            tail.clone(),
+        ));
+        let (why_ended, ended) = tokio::sync::watch::channel(None);
+        let reader_ended = Ended {
+            child: child.clone(),
+            stderr,
+            tail,
+            reported: why_ended,
+        };
+        let reader = read_stdout(
+            server.to_string(),
+            stdout,
+            limits,
+            tx,
+            cork.clone(),
+            reader_ended,
+        );
         tokio::spawn(reader);
-        tokio::spawn(forward_stderr(server.to_string(), stderr));
         let writer_task = tokio::spawn(write_stdin(cork, outgoing)).abort_handle();
         let transport = StdioTransport {
             server: server.to_string(),
             writer: StdMutex::new(Some(queue)),
             pipe,
             writer_task,
-            child: StdMutex::new(Some(child)),
+            child,
             pid,
+            ended,
         };
         Ok((transport, rx))
+    }
+}
+
+impl StdioTransport {
+    /// The error of a write that failed (`fallback` says how): why the server ended, when its
+    /// stdout ends within [`EXIT_WAIT`] and a little more, as it does when it exited.
+    async fn ended_error(&self, fallback: &str) -> Error {
+        let mut ended = self.ended.clone();
+        let known = ended.wait_for(Option::is_some);
+        let why = match tokio::time::timeout(EXIT_WAIT * 2, known).await {
+            Ok(Ok(why)) => why.clone().unwrap_or_default(),
+            _ => fallback.to_string(),
+        };
+        Error::new(&self.server, ErrorKind::Closed(why))
     }
 }
 
@@ -221,7 +270,7 @@ impl Transport for StdioTransport {
             // The one wait before the message is committed: room in the queue, in case the
             // pipe does not take it all now.
             let Ok(room) = queue.reserve().await else {
-                return Err(closed("the server's stdin is closed"));
+                return Err(self.ended_error("the server's stdin is closed").await);
             };
             let outcome = {
                 let mut pipe = self.pipe.lock().expect("pipe lock");
@@ -264,7 +313,9 @@ impl Transport for StdioTransport {
             // written, so a failed write never reached it.
             match outcome.await {
                 Ok(Ok(())) => Ok(()),
-                Ok(Err(e)) => Err(closed(&format!("writing to the server's stdin: {e}"))),
+                Ok(Err(e)) => Err(self
+                    .ended_error(&format!("writing to the server's stdin: {e}"))
+                    .await),
                 Err(_) => Err(closed("the transport was closed during the write")),
             }
         })
@@ -300,7 +351,7 @@ impl Drop for StdioTransport {
         if let Ok(mut pipe) = self.pipe.lock() {
             pipe.stdin.take();
         }
-        if let Some(child) = self.child.get_mut().expect("child lock").take() {
+        if let Some(child) = self.child.lock().expect("child lock").take() {
             // The rest of the sequence blocks, so it runs on a thread of its own.
             let pid = self.pid;
             std::thread::spawn(move || shut_down(child, pid));
@@ -528,6 +579,7 @@ async fn read_stdout(
     limits: Limits,
     tx: mpsc::Sender<Inbound>,
     cork: Cork,
+    ended: Ended,
 ) {
     let mut framer = LineFramer::new();
     let mut incoming = Assembler::new(limits);
@@ -538,7 +590,7 @@ async fn read_stdout(
             Ok(0) => {
                 framer.finish(&mut |p| take_piece(p, &mut incoming, &mut messages, &server));
                 let _ = deliver(&tx, &mut messages).await;
-                break "the server closed its stdout (it exited)".to_string();
+                break ended.why().await;
             }
             Ok(n) => n,
             Err(e) => break format!("reading the server's stdout: {e}"),
@@ -587,7 +639,63 @@ fn take_piece(
     }
 }
 
-async fn forward_stderr(server: String, stderr: tokio::process::ChildStderr) {
+/// What the end of stdout needs to say why the server ended.
+struct Ended {
+    child: Arc<StdMutex<Option<Child>>>,
+    /// The task that reads stderr: it ends when the server's stderr closes.
+    stderr: tokio::task::JoinHandle<()>,
+    /// The last lines of stderr, escaped, secrets hidden, each cut to [`STDERR_TAIL_CHARS`].
+    tail: Arc<StdMutex<VecDeque<String>>>,
+    /// Where the reason goes for a write that failed meanwhile.
+    reported: tokio::sync::watch::Sender<Option<String>>,
+}
+
+impl Ended {
+    /// Why stdout ended: the server's exit status, when it exited within [`EXIT_WAIT`], and the
+    /// last lines of its stderr. Waits for the rest of stderr only while the server is ours
+    /// (the close sequence has not taken it), and at most [`EXIT_WAIT`] in all.
+    async fn why(mut self) -> String {
+        let deadline = tokio::time::Instant::now() + EXIT_WAIT;
+        let mut status = None;
+        let ours = loop {
+            let polled = match self.child.lock().expect("child lock").as_mut() {
+                Some(child) => child.try_wait().map(|s| s.map(|s| s.to_string())),
+                None => break false,
+            };
+            match polled {
+                Ok(None) if tokio::time::Instant::now() < deadline => {
+                    tokio::time::sleep(Duration::from_millis(5)).await;
+                }
+                Ok(exited) => {
+                    status = exited;
+                    break true;
+                }
+                Err(_) => break true,
+            }
+        };
+        if ours {
+            let _ = tokio::time::timeout_at(deadline, &mut self.stderr).await;
+        }
+        let mut why = match status {
+            Some(status) => format!("the server exited ({status})"),
+            None => "the server closed its stdout".to_string(),
+        };
+        let tail = self.tail.lock().expect("tail lock");
+        if !tail.is_empty() {
+            let lines: Vec<&str> = tail.iter().map(String::as_str).collect();
+            why.push_str(&format!("; its last stderr lines: {}", lines.join(" | ")));
+        }
+        self.reported.send_replace(Some(why.clone()));
+        why
+    }
+}
+
+async fn forward_stderr(
+    server: String,
+    stderr: tokio::process::ChildStderr,
+    secrets: Vec<String>,
+    tail: Arc<StdMutex<VecDeque<String>>>,
+) {
     let mut reader = BufReader::new(stderr);
     let mut line = Vec::new();
     loop {
@@ -614,8 +722,25 @@ async fn forward_stderr(server: String, stderr: tokio::process::ChildStderr) {
                 Ok(_) => {}
             }
         }
-        let text = String::from_utf8_lossy(&line);
+        let mut text = String::from_utf8_lossy(&line).into_owned();
+        // A server that prints a value of its `env` (a token) does not get it logged or shown.
+        for secret in &secrets {
+            if text.contains(secret.as_str()) {
+                text = text.replace(secret.as_str(), crate::text::REDACTED);
+            }
+        }
         let text = crate::text::escape_controls(text.trim_end());
+        if !text.is_empty() {
+            let mut tail = tail.lock().expect("tail lock");
+            if tail.len() == STDERR_TAIL_LINES {
+                tail.pop_front();
+            }
+            let mut kept: String = text.chars().take(STDERR_TAIL_CHARS).collect();
+            if cut || kept.len() < text.len() {
+                kept.push('…');
+            }
+            tail.push_back(kept);
+        }
         if cut {
             tracing::info!(target: "agenvoy_mcp::server", server = %server, "stderr: {text}…");
         } else if !text.is_empty() {
