@@ -55,3 +55,8 @@ pub use transport::http::{Authorizer, Credentials, HttpConfig, Refusal};
 #[cfg(feature = "stdio")]
 pub use transport::stdio::StdioConfig;
 pub use wire::jsonrpc::ErrorObject;
+
+// The README's Rust blocks, compiled by `cargo test --doc`, so they cannot drift.
+#[cfg(doctest)]
+#[doc = include_str!("../README.md")]
+struct ReadmeDoctests;

@@ -47,16 +47,9 @@ const BUS_CONFIG: &str = r#"<!DOCTYPE busconfig PUBLIC "-//freedesktop//DTD D-Bu
 
 /// Whether the programs are there; says SKIPPED (or fails, when required) if not.
 fn programs_installed() -> bool {
-    let path = std::env::var_os("PATH").unwrap_or_default();
-    let missing = PROGRAMS
+    PROGRAMS
         .into_iter()
-        .find(|p| !std::env::split_paths(&path).any(|dir| dir.join(p).is_file()));
-    if let Some(program) = missing {
-        common::not_installed(&format!(
-            "{program} (Debian's dbus, gnome-keyring and libsecret-tools)"
-        ));
-    }
-    missing.is_none()
+        .all(|p| common::system_program(p, "Debian's dbus, gnome-keyring and libsecret-tools"))
 }
 
 /// A person's session: HOME, XDG_RUNTIME_DIR, a session bus and, when started, GNOME

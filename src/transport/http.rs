@@ -158,7 +158,8 @@ pub struct HttpConfig {
     pub url: String,
     /// Headers sent with every request; an `Authorization` value of one word gets `Bearer `.
     pub headers: Vec<(String, String)>,
-    /// Longest wait for a TCP (and TLS) connection.
+    /// Longest wait for a TCP (and TLS) connection; a request's own deadline
+    /// ([`ClientOptions::timeout`](crate::ClientOptions::timeout)) bounds it too.
     pub connect_timeout: Duration,
     /// Longest wait for the response headers of what is not a request: a notification or a
     /// response we send, the GET stream, the session's end. A request is bounded by its own

@@ -54,7 +54,8 @@ pub(crate) enum Effect {
     Quit,
     Add {
         name: String,
-        server: ServerConfig,
+        // Boxed: an entry is larger than every other effect.
+        server: Box<ServerConfig>,
     },
     Remove(String),
     Reconnect(String),
@@ -659,7 +660,7 @@ impl App {
                         wizard.saving = true;
                         effects.push(Effect::Add {
                             name: wizard.name.clone(),
-                            server,
+                            server: Box::new(server),
                         });
                     } else {
                         wizard.error = self.notice.take().map(|n| n.text);

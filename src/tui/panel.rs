@@ -293,7 +293,7 @@ impl Panel {
                         job,
                         outcome,
                     };
-                    let adding = match control.begin_add_server(&name, server).await {
+                    let adding = match control.begin_add_server(&name, *server).await {
                         Ok(adding) => adding,
                         Err(e) => return Some(finished(Job::Saving, Err(e.to_string()))),
                     };

@@ -214,6 +214,12 @@ impl HttpFixture {
     }
 }
 
+/// Whether `AGENVOY_HIDE_PEERS=1` asks every test to run as on a fresh clone, with none of the
+/// peers `.ci/install` brings (`.ci/run` runs the suite so once, to prove that it passes).
+fn peers_hidden() -> bool {
+    std::env::var("AGENVOY_HIDE_PEERS").is_ok_and(|v| v == "1")
+}
+
 /// The installed program `relative` (under `.ci/peers`, or `$AGENVOY_INTEROP_DIR`), if it is
 /// there. `.ci/install` installs the real servers; without them a test says so and passes,
 /// unless `AGENVOY_REQUIRE_INTEROP=1` (as `.ci/run` sets), where a missing one fails it.
@@ -222,11 +228,23 @@ pub fn installed(relative: &str) -> Option<std::path::PathBuf> {
         .map(std::path::PathBuf::from)
         .unwrap_or_else(|| std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR")).join(".ci/peers"));
     let path = dir.join(relative);
-    if path.exists() {
+    if path.exists() && !peers_hidden() {
         return Some(path);
     }
     not_installed(&path.display().to_string());
     None
+}
+
+/// Whether the system program `name` (Debian's tmux, gnome-keyring, ...) is on `PATH`; says
+/// SKIPPED (or fails, when required) if not, naming `what` installs it.
+pub fn system_program(name: &str, what: &str) -> bool {
+    let path = std::env::var_os("PATH").unwrap_or_default();
+    let found = std::env::split_paths(&path).any(|dir| dir.join(name).is_file());
+    if found && !peers_hidden() {
+        return true;
+    }
+    not_installed(&format!("{name} ({what})"));
+    false
 }
 
 /// Says that `what` is missing: fails the test when `AGENVOY_REQUIRE_INTEROP=1` (as `.ci/run`

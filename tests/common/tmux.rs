@@ -12,8 +12,7 @@ pub struct Tmux {
 impl Tmux {
     /// Starts `command` (a shell line) in a detached 80x24 session.
     pub fn start(dir: &Path, command: &str) -> Option<Tmux> {
-        if Command::new("tmux").arg("-V").output().is_err() {
-            super::not_installed("tmux");
+        if !super::system_program("tmux", "Debian's tmux") {
             return None;
         }
         let tmux = Tmux {
