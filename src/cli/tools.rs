@@ -18,7 +18,8 @@
 //! "tools": [{"name", "description", "input_schema", "server", "tool"}], "collisions": [...]}`.
 //!
 //! Exit code 0 whenever the config could be read (failed servers are shown, not fatal); 1 if
-//! it could not, with the reason on stderr. What the servers sent (versions, descriptions,
+//! it could not, with the reason on stderr; 141 if stdout closed early (see
+//! [`super::output`]). What the servers sent (versions, descriptions,
 //! errors) is shown with its control characters escaped.
 
 use super::HostArgs;
@@ -39,14 +40,15 @@ pub struct ToolsArgs {
 pub async fn run(args: ToolsArgs) -> ExitCode {
     let options = ManagerOptions::default();
     super::run_with_servers(&args.host, options, "tools", async |manager, source| {
-        report(manager, source, args.json);
-        ExitCode::SUCCESS
+        let written = report(manager, source, args.json).map(|()| ExitCode::SUCCESS);
+        super::output::exit_code("tools", written)
     })
     .await
 }
 
-/// Prints the servers and their tools, as text or (`json`) one JSON document.
-fn report(manager: &Manager, source: &str, json: bool) {
+/// Prints the servers and their tools, as text or (`json`) one JSON document; stops at the
+/// first failed write.
+fn report(manager: &Manager, source: &str, json: bool) -> std::io::Result<()> {
     let collisions = manager.register_all();
     let status = manager.status();
     let registry = manager.registry();
@@ -69,10 +71,10 @@ fn report(manager: &Manager, source: &str, json: bool) {
             "tools": tools,
             "collisions": collisions.iter().map(ToString::to_string).collect::<Vec<_>>(),
         });
-        super::print_json(&report);
+        super::output::json(&report)?;
     } else {
-        println!("config: {source}");
-        println!("servers ({}):", status.len());
+        out!("config: {source}")?;
+        out!("servers ({}):", status.len())?;
         let width = status.iter().map(|s| s.name.len()).max().unwrap_or(0);
         for s in &status {
             let instructions = if s.has_instructions {
@@ -80,19 +82,19 @@ fn report(manager: &Manager, source: &str, json: bool) {
             } else {
                 ""
             };
-            println!(
+            out!(
                 "  {:<width$}  {:<12}  {:<5}  {:<10}  {} tools{instructions}",
                 s.name,
                 s.state.name(),
                 s.transport,
                 escape_controls(s.protocol_version.as_deref().unwrap_or("-")),
                 s.tool_count,
-            );
+            )?;
             if let Some(e) = &s.last_error {
-                println!("    error: {}", escape_controls(e));
+                out!("    error: {}", escape_controls(e))?;
             }
         }
-        println!("tools ({}):", registry.len());
+        out!("tools ({}):", registry.len())?;
         let width = registry
             .tools()
             .map(|t| t.definition.name.len())
@@ -100,17 +102,18 @@ fn report(manager: &Manager, source: &str, json: bool) {
             .unwrap_or(0);
         for t in registry.tools() {
             let first_line = t.definition.description.lines().next().unwrap_or("");
-            println!(
+            out!(
                 "  {:<width$}  {}",
                 t.definition.name,
                 escape_controls(first_line)
-            );
+            )?;
         }
         if !collisions.is_empty() {
-            println!("collisions ({}):", collisions.len());
+            out!("collisions ({}):", collisions.len())?;
             for c in &collisions {
-                println!("  {}", escape_controls(&c.to_string()));
+                out!("  {}", escape_controls(&c.to_string()))?;
             }
         }
     }
+    Ok(())
 }
