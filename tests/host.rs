@@ -769,6 +769,15 @@ fn tools_with_no_config_file_uses_the_embedded_default() {
         stdout.contains("tools (9):") && stdout.contains("  mcp__fixture__echo "),
         "{stdout}"
     );
+    // With --json: the path alone, and whether the file is there in a member of its own.
+    let (out, stdout, stderr) = run(dir.path(), &["tools", "--json"]);
+    assert!(out.status.success(), "{stderr}");
+    let report: Value = serde_json::from_str(&stdout).unwrap();
+    let path = dir.path().join("mcp.json");
+    assert_eq!(
+        report["config"],
+        json!({"path": path.to_str().unwrap(), "found": false})
+    );
 }
 
 #[test]
@@ -821,8 +830,20 @@ fn tools_shows_every_server_state() {
         (echo["server"].as_str(), echo["tool"].as_str()),
         (Some("ok"), Some("echo"))
     );
-    assert_eq!(echo["input_schema"]["required"], json!(["text"]));
-    assert_eq!(report["config"]["found"], true);
+    // Named as the API names them (docs/API.md), and nothing else.
+    let mut members: Vec<&str> = echo
+        .as_object()
+        .unwrap()
+        .keys()
+        .map(String::as_str)
+        .collect();
+    members.sort();
+    assert_eq!(
+        members,
+        ["description", "inputSchema", "name", "server", "tool"]
+    );
+    assert_eq!(echo["inputSchema"]["required"], json!(["text"]));
+    assert_eq!(report["config"], json!({"path": config, "found": true}));
 }
 
 #[test]

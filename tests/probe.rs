@@ -70,9 +70,16 @@ fn json_report_has_the_documented_shape() {
     }
     assert_eq!(report["transport"], "stdio");
     assert_eq!(report["tools"].as_array().unwrap().len(), 9);
+    let echo = report["tools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|t| t["name"] == "echo")
+        .unwrap();
+    assert_eq!(echo["inputSchema"]["required"], serde_json::json!(["text"]));
     assert_eq!(
         report["call"],
-        serde_json::json!({"tool": "echo", "isError": false, "totalBytes": 2, "output": "hi"})
+        serde_json::json!({"tool": "echo", "text": "hi", "isError": false, "totalBytes": 2})
     );
 }
 

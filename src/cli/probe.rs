@@ -13,11 +13,14 @@
 //!   "capabilities": {"tools": {}},
 //!   "instructions": "..." | null,
 //!   "tools": [{"name": "...", "description": "...", "inputSchema": {}}],
-//!   "call": {"tool": "echo", "isError": false, "totalBytes": 2, "output": "hi"}
+//!   "call": {"tool": "echo", "text": "hi", "isError": false, "totalBytes": 2}
 //! }
 //! ```
 //!
-//! `call` is present only with `--call`. On failure nothing is printed to stdout; one line on
+//! Members are named as the management API names them (docs/API.md): `call` holds what
+//! `POST /v1/mcp/call` answers (the text the model sees, `isError`, `totalBytes`) and the
+//! tool's name; `tools` are the server's tool objects as it sent them (`inputSchema`). `call`
+//! is present only with `--call`. On failure nothing is printed to stdout; one line on
 //! stderr names the step that failed (`start`, `initialize`, `tools/list`, `tools/call`), and
 //! the exit code is 1. A tool that reports `isError` prints its output and exits with 1 too.
 //! If stdout closes early (`probe ... | head -1`), the server is closed and the exit code is
@@ -183,8 +186,8 @@ fn report(
             "tools": tools,
         });
         if let Some((tool, output)) = call {
-            report["call"] = json!({"tool": tool, "isError": output.is_error,
-                                    "totalBytes": output.total_bytes, "output": output.text});
+            report["call"] = json!({"tool": tool, "text": output.text,
+                                    "isError": output.is_error, "totalBytes": output.total_bytes});
         }
         super::output::json(&report)?;
     } else {
