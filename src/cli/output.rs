@@ -60,3 +60,60 @@ pub fn exit_code(command: &str, written: io::Result<ExitCode>) -> ExitCode {
         }
     }
 }
+
+/// How many columns `text` takes on a terminal.
+pub fn width(text: &str) -> usize {
+    ratatui::text::Span::raw(text).width()
+}
+
+/// Rows of cells as lines, each cell padded to its column's widest, two spaces between
+/// columns, so columns stay aligned whatever the content (a long tool name, a wide
+/// character); no trailing spaces.
+pub fn columns(rows: &[Vec<String>]) -> Vec<String> {
+    let mut widths: Vec<usize> = Vec::new();
+    for row in rows {
+        for (i, cell) in row.iter().enumerate() {
+            match widths.get_mut(i) {
+                Some(w) => *w = (*w).max(width(cell)),
+                None => widths.push(width(cell)),
+            }
+        }
+    }
+    rows.iter()
+        .map(|row| {
+            let mut line = String::new();
+            for (cell, w) in row.iter().zip(&widths) {
+                line.push_str(cell);
+                line.push_str(&" ".repeat(w - width(cell) + 2));
+            }
+            line.trim_end().to_string()
+        })
+        .collect()
+}
+
+/// `label` then `text`; on a terminal too narrow for them on one line, `text` wraps with every
+/// further line indented under its start. Into a pipe or a file it stays one line, for
+/// `grep`.
+pub fn labelled(label: &str, text: &str) -> String {
+    use std::io::IsTerminal;
+    let terminal = io::stdout().is_terminal();
+    let Some((columns, _)) = terminal
+        .then(crossterm::terminal::size)
+        .and_then(Result::ok)
+    else {
+        return format!("{label}{text}");
+    };
+    let indent = width(label);
+    let room = usize::from(columns).saturating_sub(indent);
+    let lines =
+        agenvoy_mcp::__private::text::wrap(text, room, |c| width(c.encode_utf8(&mut [0; 4])));
+    let mut out = label.to_string();
+    for (i, line) in lines.iter().enumerate() {
+        if i > 0 {
+            out.push('\n');
+            out.push_str(&" ".repeat(indent));
+        }
+        out.push_str(line);
+    }
+    out
+}

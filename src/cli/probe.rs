@@ -215,19 +215,19 @@ fn report(
             None => out!("instructions: (none)")?,
         }
         out!("tools ({}):", tools.len())?;
-        for tool in tools {
-            let description = tool
-                .description
-                .as_deref()
-                .unwrap_or("")
-                .lines()
-                .next()
-                .unwrap_or("");
-            out!(
-                "  {:<24} {}",
-                escape_controls(&tool.name),
-                escape_controls(description)
-            )?;
+        let rows: Vec<Vec<String>> = tools
+            .iter()
+            .map(|tool| {
+                let description = tool.description.as_deref().unwrap_or("");
+                let first_line = description.lines().next().unwrap_or("");
+                vec![
+                    escape_controls(&tool.name).into_owned(),
+                    escape_controls(first_line).into_owned(),
+                ]
+            })
+            .collect();
+        for line in super::output::columns(&rows) {
+            out!("  {line}")?;
         }
         if let Some((tool, output)) = call {
             let flag = if output.is_error { " (tool error)" } else { "" };

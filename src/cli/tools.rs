@@ -6,12 +6,17 @@
 //! ```text
 //! config: /home/me/.config/agenvoy/mcp.json
 //! servers (2):
-//!   fixture   connected  stdio  2025-11-25  9 tools  instructions
-//!   broken    failed     stdio  -           0 tools
-//!     error: mcp server "broken": could not start the server: ...
+//!   broken   failed     stdio  -           0 tools
+//!     error: mcp server "broken": could not start the server: ./broken-server: No such
+//!            file or directory (os error 2); check its command and args
+//!   fixture  connected  stdio  2025-11-25  9 tools  instructions
 //! tools (9):
-//!   mcp__fixture__add    Adds two numbers.
+//!   mcp__fixture__add   Adds two numbers.
+//!   mcp__fixture__echo  Returns the text it is given (and writes it to stderr if asked).
 //! ```
+//!
+//! Columns are as wide as their widest cell. On a terminal, an error too long for its line
+//! wraps under its start; into a pipe it stays one line.
 //!
 //! With `--json`, one object, its members named as the management API names them
 //! (docs/API.md): `{"config": {"path", "found"}, "servers": [{"name", "transport", "era",
@@ -25,7 +30,7 @@
 //! [`super::output`]). What the servers sent (versions, descriptions,
 //! errors) is shown with its control characters escaped.
 
-use super::HostArgs;
+use super::{HostArgs, output};
 use agenvoy_mcp::__private::text::escape_controls;
 use agenvoy_mcp::host::{Manager, ManagerOptions};
 use serde_json::json;
@@ -51,7 +56,7 @@ pub async fn run(args: ToolsArgs) -> ExitCode {
             report(manager, source)
         };
         let written = written.map(|()| ExitCode::SUCCESS);
-        super::output::exit_code("tools", written)
+        output::exit_code("tools", written)
     })
     .await
 }
@@ -72,7 +77,7 @@ fn report_json(manager: &Manager, path: &Path) -> std::io::Result<()> {
             })
         })
         .collect();
-    super::output::json(&json!({
+    output::json(&json!({
         "config": {"path": path.to_string_lossy(), "found": manager.config().found()},
         "servers": manager.status(),
         "tools": tools,
@@ -87,38 +92,43 @@ fn report(manager: &Manager, source: &str) -> std::io::Result<()> {
     let registry = manager.registry();
     out!("config: {source}")?;
     out!("servers ({}):", status.len())?;
-    let width = status.iter().map(|s| s.name.len()).max().unwrap_or(0);
-    for s in &status {
-        let instructions = if s.has_instructions {
-            "  instructions"
-        } else {
-            ""
-        };
-        out!(
-            "  {:<width$}  {:<12}  {:<5}  {:<10}  {} tools{instructions}",
-            s.name,
-            s.state.name(),
-            s.transport,
-            escape_controls(s.protocol_version.as_deref().unwrap_or("-")),
-            s.tool_count,
-        )?;
+    let rows: Vec<Vec<String>> = status
+        .iter()
+        .map(|s| {
+            vec![
+                s.name.clone(),
+                s.state.name().to_string(),
+                s.transport.clone(),
+                escape_controls(s.protocol_version.as_deref().unwrap_or("-")).into_owned(),
+                format!("{} tools", s.tool_count),
+                if s.has_instructions {
+                    "instructions"
+                } else {
+                    ""
+                }
+                .to_string(),
+            ]
+        })
+        .collect();
+    for (s, line) in status.iter().zip(output::columns(&rows)) {
+        out!("  {line}")?;
         if let Some(e) = &s.last_error {
-            out!("    error: {}", escape_controls(e))?;
+            out!("{}", output::labelled("    error: ", &escape_controls(e)))?;
         }
     }
     out!("tools ({}):", registry.len())?;
-    let width = registry
+    let rows: Vec<Vec<String>> = registry
         .tools()
-        .map(|t| t.definition.name.len())
-        .max()
-        .unwrap_or(0);
-    for t in registry.tools() {
-        let first_line = t.definition.description.lines().next().unwrap_or("");
-        out!(
-            "  {:<width$}  {}",
-            t.definition.name,
-            escape_controls(first_line)
-        )?;
+        .map(|t| {
+            let first_line = t.definition.description.lines().next().unwrap_or("");
+            vec![
+                t.definition.name.clone(),
+                escape_controls(first_line).into_owned(),
+            ]
+        })
+        .collect();
+    for line in output::columns(&rows) {
+        out!("  {line}")?;
     }
     if !collisions.is_empty() {
         out!("collisions ({}):", collisions.len())?;
