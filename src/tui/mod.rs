@@ -10,7 +10,7 @@
 //! | screen | keys |
 //! |---|---|
 //! | list | ↑/↓ (j/k) move, Enter open, `a` add, `d` delete (then `y`), `q` quit |
-//! | server | `t` tools, `r` reconnect, `l` login / relogin, `c` OAuth client, `i` instructions, Esc back |
+//! | server | `t` tools, `r` reconnect, `i` instructions, Esc back; `l` login / relogin and `c` OAuth client for `"auth": "oauth"` servers |
 //! | tools | ↑/↓ move, Space toggles the tool, `A` toggles `mcp__<server>__*`, Esc back |
 //! | add | one field a step, Enter accepts, Esc cancels; ↑/↓ choose on choice steps |
 //! | login | `p` paste the URL the browser ended on, Esc cancel |
