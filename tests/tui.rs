@@ -589,6 +589,106 @@ async fn columns_follow_their_content_and_an_error_wraps_under_its_label() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_wizard_goes_back_keeping_what_was_typed_and_hides_url_secrets() {
+    let mut h = Harness::start(json!({"servers": {}}));
+    h.settle().await;
+    let before = h.read("mcp.json");
+    h.char('a');
+    // Backspace on the first step's empty field goes nowhere.
+    h.key(KeyCode::Backspace);
+    assert!(h.screen().contains("Name ("));
+    h.text("web");
+    h.enter();
+    assert!(h.screen().contains("› Local stdio"));
+    // Shift-Tab: back to the name, as typed.
+    h.key(KeyCode::BackTab);
+    assert!(h.row("> ").contains("> web"), "{}", h.screen());
+    h.enter();
+    h.key(KeyCode::Down);
+    h.enter();
+    // The URL: its query values hidden while typed, and on every later step.
+    let url = "http://127.0.0.1:9/mcp?token=s3cret&v=2";
+    h.text(url);
+    let screen = h.screen();
+    assert!(
+        screen.contains("> http://127.0.0.1:9/mcp?token=***&v=***"),
+        "{screen}"
+    );
+    assert!(!screen.contains("s3cret"), "{screen}");
+    h.enter();
+    let screen = h.screen();
+    assert!(screen.contains("Headers,"), "{screen}");
+    assert!(
+        screen.contains("url          http://127.0.0.1:9/mcp?token=***&v=***")
+            && !screen.contains("s3cret"),
+        "{screen}"
+    );
+    // Backspace on the empty headers field: back to the URL, kept.
+    h.key(KeyCode::Backspace);
+    let screen = h.screen();
+    assert!(
+        screen.contains("URL (") && screen.contains("> http://127.0.0.1:9/mcp?token=***&v=***"),
+        "{screen}"
+    );
+    h.enter();
+    h.text("X-Key: k");
+    h.enter();
+    h.enter();
+    assert!(h.screen().contains("Authentication:"));
+    h.key(KeyCode::BackTab);
+    h.key(KeyCode::BackTab);
+    let screen = h.screen();
+    assert!(screen.contains("URL ("), "{screen}");
+    // Forward again: the header kept, then the summary, secrets hidden.
+    h.enter();
+    assert!(h.screen().contains("X-Key (values hidden)"));
+    h.enter();
+    h.enter();
+    let screen = h.screen();
+    assert!(screen.contains("Enter save and connect"), "{screen}");
+    assert!(
+        screen.contains("http://127.0.0.1:9/mcp?token=***&v=***") && !screen.contains("s3cret"),
+        "{screen}"
+    );
+    assert!(screen.contains("Shift-Tab back"), "{screen}");
+    // Esc still cancels; nothing was written.
+    h.key(KeyCode::Esc);
+    assert!(h.screen().contains("nothing was added"));
+    assert_eq!(h.read("mcp.json"), before);
+    // Back and forth through a local server: the arguments and env kept as typed.
+    h.char('a');
+    h.text("loc");
+    h.enter();
+    h.enter();
+    h.text(&binary());
+    h.enter();
+    h.text("fixture-server --page-size 6401");
+    h.enter();
+    h.text("A=1");
+    h.enter();
+    h.key(KeyCode::Backspace);
+    assert!(
+        h.row("> ").contains("> fixture-server --page-size 6401"),
+        "{}",
+        h.screen()
+    );
+    h.key(KeyCode::BackTab);
+    assert!(h.row("> ").contains(&format!("> {}", binary())));
+    h.enter();
+    h.enter();
+    h.enter();
+    let screen = h.screen();
+    assert!(screen.contains("A (values hidden)"), "{screen}");
+    h.enter();
+    h.wait_for("loc connected: 9 tools");
+    assert_eq!(
+        h.config()["servers"]["loc"],
+        json!({"command": binary(), "args": ["fixture-server", "--page-size", "6401"], "env": {"A": "1"}})
+    );
+    h.close().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn delete_asks_first() {
     let mut h = Harness::start(json!({"servers": {
         "a": fixture_entry(&["--page-size", "6301"]),

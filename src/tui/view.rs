@@ -1,10 +1,12 @@
 //! Drawing the panel: one function per screen, a status line and the footer with the
 //! screen's keys. Text a server sent (names, descriptions, errors, instructions, URLs) is
-//! drawn with control characters escaped; env values, header values and secrets never are.
+//! drawn with control characters escaped; env values, header values and secrets never are,
+//! and the URL the add wizard takes is drawn with its query values and password as `***`.
 
 use super::app::{AUTHS, App, ClientField, LoginState, Screen, Step, TRANSPORTS, ToolRow, Wizard};
 use crate::host::manager::{ServerState, ServerStatus};
 use crate::host::registry::PREFIX;
+use crate::text::redact_url;
 use ratatui::Frame;
 use ratatui::layout::{Constraint, Layout, Position, Rect};
 use ratatui::style::{Color, Modifier, Style, Stylize};
@@ -98,10 +100,15 @@ fn title_and_keys(app: &App) -> (String, &'static str) {
         Screen::Add(wizard) => (
             "/mcp · add a server".to_string(),
             match wizard.step {
-                Step::Transport | Step::Auth => "↑/↓ choose  Enter accept  Esc cancel",
-                Step::Env | Step::Headers => "Enter add the line (empty line: done)  Esc cancel",
-                Step::Summary => "Enter save and connect  Esc cancel",
-                _ => "Enter accept  Esc cancel",
+                Step::Name => "Enter accept  Esc cancel",
+                Step::Transport | Step::Auth => {
+                    "↑/↓ choose  Enter accept  Shift-Tab back  Esc cancel"
+                }
+                Step::Env | Step::Headers => {
+                    "Enter add the line (empty line: done)  Shift-Tab back  Esc cancel"
+                }
+                Step::Summary => "Enter save and connect  Shift-Tab back  Esc cancel",
+                _ => "Enter accept  Shift-Tab back  Esc cancel",
             },
         ),
         Screen::Client { server, .. } => (
@@ -429,7 +436,8 @@ fn choices(lines: &mut Vec<Line<'static>>, options: &[&str], chosen: usize) {
 
 fn draw_wizard(app: &App, frame: &mut Frame, area: Rect, wizard: &Wizard) {
     let mut lines: Vec<Line<'static>> = Vec::new();
-    if !wizard.name.is_empty() {
+    // What earlier steps took; the current step's value is in its field.
+    if !wizard.name.is_empty() && wizard.step != Step::Name {
         lines.push(field("name", clean_line(&wizard.name)));
     }
     let stdio = wizard.is_stdio();
@@ -437,15 +445,15 @@ fn draw_wizard(app: &App, frame: &mut Frame, area: Rect, wizard: &Wizard) {
     if past_transport {
         lines.push(field("transport", TRANSPORTS[wizard.transport]));
     }
-    if stdio && !wizard.command.is_empty() {
+    if stdio && !wizard.command.is_empty() && wizard.step != Step::Command {
         lines.push(field("command", clean_line(&wizard.command)));
     }
     if stdio && matches!(wizard.step, Step::Env | Step::Summary) {
         lines.push(field("args", clean_line(&shown_args(&wizard.args))));
         lines.push(field("env", names(&wizard.env)));
     }
-    if !stdio && !wizard.url.is_empty() {
-        lines.push(field("url", clean_line(&wizard.url)));
+    if !stdio && !wizard.url.is_empty() && wizard.step != Step::Url {
+        lines.push(field("url", clean_line(&redact_url(&wizard.url))));
         lines.push(field("headers", names(&wizard.headers)));
     }
     if !stdio && wizard.step == Step::Summary {
