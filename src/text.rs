@@ -160,6 +160,36 @@ pub fn redact_urls(text: &str) -> Cow<'_, str> {
     Cow::Owned(out)
 }
 
+/// `text` in lines of at most `width` columns (at least one), broken at spaces; a word longer
+/// than a line is cut where the line ends. For a value shown under its label, each line after
+/// the first indented to where the first began. `columns` is how many columns a character
+/// takes on the terminal (two for most CJK ones).
+pub fn wrap(text: &str, width: usize, columns: impl Fn(char) -> usize) -> Vec<String> {
+    let width = width.max(1);
+    let mut lines = vec![String::new()];
+    let mut used = 0;
+    for (i, word) in text.split(' ').enumerate() {
+        let wide: usize = word.chars().map(&columns).sum();
+        if used > 0 && used + 1 + wide > width {
+            lines.push(String::new());
+            used = 0;
+        } else if i > 0 && used > 0 {
+            lines.last_mut().expect("one line at least").push(' ');
+            used += 1;
+        }
+        for c in word.chars() {
+            let w = columns(c);
+            if used > 0 && used + w > width {
+                lines.push(String::new());
+                used = 0;
+            }
+            lines.last_mut().expect("one line at least").push(c);
+            used += w;
+        }
+    }
+    lines
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -244,5 +274,25 @@ mod tests {
         for (text, want) in table {
             assert_eq!(redact_urls(text), *want, "{text}");
         }
+    }
+
+    #[test]
+    fn wrapped_lines_break_at_spaces_and_fit() {
+        let one = |_: char| 1;
+        let table: &[(&str, usize, &[&str])] = &[
+            ("", 10, &[""]),
+            ("short", 10, &["short"]),
+            ("one two three four", 9, &["one two", "three", "four"]),
+            ("one two three", 7, &["one two", "three"]),
+            ("abcdefghij kl", 4, &["abcd", "efgh", "ij", "kl"]),
+            ("a  b", 10, &["a  b"]),
+            ("x y", 0, &["x", "y"]),
+        ];
+        for (text, width, want) in table {
+            assert_eq!(wrap(text, *width, one), *want, "{text:?} in {width}");
+        }
+        // Wide characters count as what they take.
+        let cjk = |c: char| if c.is_ascii() { 1 } else { 2 };
+        assert_eq!(wrap("漢字漢字 ok", 5, cjk), ["漢字", "漢字", "ok"]);
     }
 }

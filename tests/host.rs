@@ -771,6 +771,15 @@ fn tools_with_no_config_file_uses_the_embedded_default() {
         stdout.contains("tools (9):") && stdout.contains("  mcp__fixture__echo "),
         "{stdout}"
     );
+    // With --json: the path alone, and whether the file is there in a member of its own.
+    let (out, stdout, stderr) = run(dir.path(), &["tools", "--json"]);
+    assert!(out.status.success(), "{stderr}");
+    let report: Value = serde_json::from_str(&stdout).unwrap();
+    let path = dir.path().join("mcp.json");
+    assert_eq!(
+        report["config"],
+        json!({"path": path.to_str().unwrap(), "found": false})
+    );
 }
 
 #[test]
@@ -787,8 +796,8 @@ fn tools_shows_every_server_state() {
     for line in [
         "  crash    failed",
         "  hang     failed",
-        "  invalid  failed        ?",
-        "  ok       connected     stdio  2025-11-25  9 tools  instructions",
+        "  invalid  failed     ?",
+        "  ok       connected  stdio  2025-11-25  9 tools  instructions",
         "no response after 2.0 s",
         "the server exited (exit status: 3); its last stderr lines: fixture-server: crashing at start, as asked",
         "both \"command\" and \"url\"",
@@ -824,8 +833,68 @@ fn tools_shows_every_server_state() {
         (echo["server"].as_str(), echo["tool"].as_str()),
         (Some("ok"), Some("echo"))
     );
-    assert_eq!(echo["input_schema"]["required"], json!(["text"]));
-    assert_eq!(report["config"]["found"], true);
+    // Named as the API names them (docs/API.md), and nothing else.
+    let mut members: Vec<&str> = echo
+        .as_object()
+        .unwrap()
+        .keys()
+        .map(String::as_str)
+        .collect();
+    members.sort();
+    assert_eq!(
+        members,
+        ["description", "inputSchema", "name", "server", "tool"]
+    );
+    assert_eq!(echo["inputSchema"]["required"], json!(["text"]));
+    assert_eq!(report["config"], json!({"path": config, "found": true}));
+}
+
+/// On a terminal (tmux, 80 columns), a failed server's error that does not fit wraps with each
+/// further line under the error's start, not at the terminal's left edge.
+#[test]
+fn tools_on_a_terminal_wraps_an_error_under_its_label() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = write_config(
+        dir.path(),
+        json!({"unreachable-server-with-a-long-name": {"url": closed_url()}}),
+    );
+    let command = format!(
+        "env AGENVOY_CONFIG_DIR={dir} {binary} tools --config {config} 2>/dev/null; echo done; sleep 60",
+        dir = common::tmux::quoted(dir.path()),
+        binary = common::tmux::quoted(Path::new(&binary())),
+        config = common::tmux::quoted(&path),
+    );
+    let Some(tmux) = common::tmux::Tmux::start(dir.path(), &command) else {
+        return;
+    };
+    let screen = tmux.wait_for("\ndone");
+    let lines: Vec<&str> = screen.lines().collect();
+    let at = lines
+        .iter()
+        .position(|l| l.starts_with("    error: "))
+        .unwrap_or_else(|| panic!("no error line:\n{screen}"));
+    let more: Vec<&str> = lines[at + 1..]
+        .iter()
+        .take_while(|l| l.starts_with("           "))
+        .copied()
+        .collect();
+    assert!(!more.is_empty(), "the error wraps:\n{screen}");
+    for line in &more {
+        assert!(
+            !line[11..].starts_with(' ') && line.len() <= 80,
+            "{line:?} under the error's start:\n{screen}"
+        );
+    }
+    let whole: Vec<&str> = std::iter::once(&lines[at][11..])
+        .chain(more.iter().map(|l| &l[11..]))
+        .collect();
+    let whole = whole.join(" ");
+    assert!(
+        whole.contains("mcp server \"unreachable-server-with-a-long-name\"")
+            && whole.contains("connect"),
+        "{whole}"
+    );
+    assert_eq!(lines[at + 1 + more.len()], "tools (0):", "{screen}");
 }
 
 #[test]

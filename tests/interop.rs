@@ -260,7 +260,7 @@ fn probe_lists_and_calls_each_real_server() {
                 .iter()
                 .any(|t| t["name"] == tool)
         );
-        let out = report["call"]["output"].as_str().unwrap();
+        let out = report["call"]["text"].as_str().unwrap();
         assert!(out.contains(expect), "{tool}: {out}");
     }
 }
@@ -322,14 +322,14 @@ fn probe_server_everything_over_streamable_http_and_legacy_sse() {
         &url,
     ]);
     assert_eq!(report["transport"], "http");
-    assert_eq!(report["call"]["output"], "Echo: streamable");
+    assert_eq!(report["call"]["text"], "Echo: streamable");
     assert!(report["tools"].as_array().unwrap().len() > 5);
 
     let sse = EverythingHttp::start(&program, "sse", None);
     let url = format!("http://127.0.0.1:{}/sse", sse.port);
     let report = probe_json(&["--call", "get-sum", "--args", r#"{"a":20,"b":22}"#, &url]);
     assert_eq!(report["transport"], "http+sse");
-    assert!(report["call"]["output"].as_str().unwrap().contains("42"));
+    assert!(report["call"]["text"].as_str().unwrap().contains("42"));
 }
 
 #[tokio::test]

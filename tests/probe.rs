@@ -48,6 +48,26 @@ fn text_report_shows_the_server() {
 }
 
 #[test]
+fn long_tool_names_keep_the_descriptions_aligned() {
+    // In hostile mode two tools have a long name (escaped, 70 columns) and every
+    // description starts with the same escaped text.
+    let (out, stdout, _) = run(&[], &["--mode", "hostile"]);
+    assert!(out.status.success());
+    let rows: Vec<&str> = stdout
+        .lines()
+        .skip_while(|l| !l.starts_with("tools ("))
+        .skip(1)
+        .take_while(|l| l.starts_with("  "))
+        .collect();
+    assert_eq!(rows.len(), 11, "{stdout}");
+    let starts: std::collections::BTreeSet<usize> = rows
+        .iter()
+        .map(|row| row.rfind("\\u{1b}[2J").unwrap())
+        .collect();
+    assert_eq!(starts.len(), 1, "one column for descriptions:\n{stdout}");
+}
+
+#[test]
 fn json_report_has_the_documented_shape() {
     let (out, stdout, _) = run(
         &["--json", "--call", "echo", "--args", r#"{"text":"hi"}"#],
@@ -70,9 +90,16 @@ fn json_report_has_the_documented_shape() {
     }
     assert_eq!(report["transport"], "stdio");
     assert_eq!(report["tools"].as_array().unwrap().len(), 9);
+    let echo = report["tools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|t| t["name"] == "echo")
+        .unwrap();
+    assert_eq!(echo["inputSchema"]["required"], serde_json::json!(["text"]));
     assert_eq!(
         report["call"],
-        serde_json::json!({"tool": "echo", "isError": false, "totalBytes": 2, "output": "hi"})
+        serde_json::json!({"tool": "echo", "text": "hi", "isError": false, "totalBytes": 2})
     );
 }
 

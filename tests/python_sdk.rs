@@ -240,7 +240,7 @@ fn probe_finds_each_era_with_no_flag() {
         assert_eq!(report["protocolVersion"], "2026-07-28", "{report}");
         assert_eq!(report["transport"], transport, "{report}");
         assert_eq!(report["serverInfo"]["name"], "python-modern", "{report}");
-        assert_eq!(report["call"]["output"], "42", "{report}");
+        assert_eq!(report["call"]["text"], "42", "{report}");
     }
 
     let Some(everything) = installed("node_modules/.bin/mcp-server-everything") else {

@@ -110,7 +110,7 @@ fn stdio_servers_get_a_small_environment_unless_their_entry_inherits() {
         let out = run(dir.path(), &args, &host);
         assert!(out.status.success(), "{out:?}");
         let report: Value = serde_json::from_slice(&out.stdout).unwrap();
-        report["call"]["output"].as_str().unwrap().to_string()
+        report["call"]["text"].as_str().unwrap().to_string()
     };
     check_small(&probe(&[]));
     let canary = [r#"{"name":"AGENVOY_TEST_CANARY"}"#];

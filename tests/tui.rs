@@ -238,10 +238,15 @@ async fn the_server_screen_and_its_actions() {
         "tools        9",
         "instructions yes",
         "auth         none",
-        "t tools  r reconnect  l login  c client  i instructions  Esc back",
+        "t tools  r reconnect  i instructions  Esc back",
     ] {
         assert!(screen.contains(shown), "{shown:?}:\n{screen}");
     }
+    // Login and client are keys of OAuth servers only.
+    assert!(
+        !screen.contains("l login") && !screen.contains("login / relogin"),
+        "{screen}"
+    );
     // i: the instructions; Esc back.
     h.char('i');
     let screen = h.screen();
@@ -260,7 +265,7 @@ async fn the_server_screen_and_its_actions() {
     let after = pid_with("6101");
     assert_ne!(before, after);
     assert_group_gone_within(before, Duration::from_secs(5));
-    // l and c need an OAuth server.
+    // l and c, not shown here, say why they do nothing.
     for key in ['l', 'c'] {
         h.char(key);
         assert!(h.screen().contains("fx does not log in"), "{key}");
@@ -269,7 +274,14 @@ async fn the_server_screen_and_its_actions() {
     // A login that cannot reach its server says why; Enter goes back.
     h.key(KeyCode::Down);
     h.enter();
-    assert!(h.screen().contains("oauth login required"));
+    let screen = h.screen();
+    assert!(screen.contains("oauth login required"), "{screen}");
+    assert!(
+        screen.contains("t tools  r reconnect  l login  c client  i instructions  Esc back")
+            && screen.contains("login / relogin (OAuth)")
+            && screen.contains("client: a pre-registered OAuth client"),
+        "{screen}"
+    );
     h.char('l');
     let screen = h.wait_for("The login failed");
     assert!(screen.contains("cannot reach the server"), "{screen}");
@@ -499,6 +511,183 @@ async fn the_add_wizard_saves_connects_and_refuses_bad_input() {
     h.close().await;
 }
 
+/// The column where `needle` starts in `row`, in characters (each cell is one).
+fn column(row: &str, needle: &str) -> usize {
+    let at = row
+        .find(needle)
+        .unwrap_or_else(|| panic!("{needle:?} not in {row:?}"));
+    row[..at].chars().count()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn columns_follow_their_content_and_an_error_wraps_under_its_label() {
+    let long = "a-server-with-quite-a-long-name";
+    let mut h = Harness::start(json!({"servers": {
+        "fx": fixture_entry(&[]),
+        "broken": unreachable_entry(false),
+    }}));
+    h.settle().await;
+    // Short names: a narrow NAME column, every row's cells under their titles.
+    let header = h.row("NAME");
+    let transport = column(&header, "TRANSPORT");
+    assert!(transport < 16, "{header}");
+    for (name, kind) in [("fx", "stdio"), ("broken", "http")] {
+        let row = h.row(&format!(" {name} "));
+        assert_eq!(column(&row, kind), transport, "{row}");
+    }
+    // The server screen: the error's further lines start under its first.
+    h.enter();
+    let screen = h.screen();
+    let lines: Vec<&str> = screen.lines().collect();
+    let at = lines.iter().position(|l| l.contains("last error")).unwrap();
+    let start = column(lines[at], "last error") + 13;
+    assert!(
+        lines[at].chars().nth(start).is_some_and(|c| c != ' '),
+        "{screen}"
+    );
+    let next = lines[at + 1];
+    assert!(
+        next.chars().skip(1).take(start - 1).all(|c| c == ' ')
+            && next.chars().nth(start).is_some_and(|c| c != ' '),
+        "the error wraps under its start:\n{screen}"
+    );
+    h.key(KeyCode::Esc);
+
+    // A long name: the NAME column as wide as it, the tools' names whole and aligned.
+    h.char('a');
+    h.text(long);
+    h.enter();
+    h.enter();
+    h.text(&binary());
+    h.enter();
+    h.text("fixture-server");
+    h.enter();
+    h.enter();
+    h.enter();
+    h.wait_for(&format!("{long} connected: 9 tools"));
+    h.settle().await;
+    let header = h.row("NAME");
+    let transport = column(&header, "TRANSPORT");
+    assert_eq!(transport, column(&h.row(long), "stdio"));
+    assert_eq!(transport, column(&h.row(" fx "), "stdio"));
+    h.enter();
+    h.char('t');
+    let screen = h.screen();
+    let rows: Vec<&str> = screen.lines().filter(|l| l.contains("mcp__")).collect();
+    assert_eq!(rows.len(), 9, "{screen}");
+    let name = format!("mcp__{long}__client_request");
+    assert!(screen.contains(&name), "whole:\n{screen}");
+    let after = column(rows[0], "mcp__") + name.chars().count() + 1;
+    for row in &rows {
+        let cells: Vec<char> = row.chars().collect();
+        assert!(
+            cells[after - 1] == ' ' && cells[after] != ' ',
+            "descriptions in one column:\n{screen}"
+        );
+    }
+    h.close().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_wizard_goes_back_keeping_what_was_typed_and_hides_url_secrets() {
+    let mut h = Harness::start(json!({"servers": {}}));
+    h.settle().await;
+    let before = h.read("mcp.json");
+    h.char('a');
+    // Backspace on the first step's empty field goes nowhere.
+    h.key(KeyCode::Backspace);
+    assert!(h.screen().contains("Name ("));
+    h.text("web");
+    h.enter();
+    assert!(h.screen().contains("› Local stdio"));
+    // Shift-Tab: back to the name, as typed.
+    h.key(KeyCode::BackTab);
+    assert!(h.row("> ").contains("> web"), "{}", h.screen());
+    h.enter();
+    h.key(KeyCode::Down);
+    h.enter();
+    // The URL: its query values hidden while typed, and on every later step.
+    let url = "http://127.0.0.1:9/mcp?token=s3cret&v=2";
+    h.text(url);
+    let screen = h.screen();
+    assert!(
+        screen.contains("> http://127.0.0.1:9/mcp?token=***&v=***"),
+        "{screen}"
+    );
+    assert!(!screen.contains("s3cret"), "{screen}");
+    h.enter();
+    let screen = h.screen();
+    assert!(screen.contains("Headers,"), "{screen}");
+    assert!(
+        screen.contains("url          http://127.0.0.1:9/mcp?token=***&v=***")
+            && !screen.contains("s3cret"),
+        "{screen}"
+    );
+    // Backspace on the empty headers field: back to the URL, kept.
+    h.key(KeyCode::Backspace);
+    let screen = h.screen();
+    assert!(
+        screen.contains("URL (") && screen.contains("> http://127.0.0.1:9/mcp?token=***&v=***"),
+        "{screen}"
+    );
+    h.enter();
+    h.text("X-Key: k");
+    h.enter();
+    h.enter();
+    assert!(h.screen().contains("Authentication:"));
+    h.key(KeyCode::BackTab);
+    h.key(KeyCode::BackTab);
+    let screen = h.screen();
+    assert!(screen.contains("URL ("), "{screen}");
+    // Forward again: the header kept, then the summary, secrets hidden.
+    h.enter();
+    assert!(h.screen().contains("X-Key (values hidden)"));
+    h.enter();
+    h.enter();
+    let screen = h.screen();
+    assert!(screen.contains("Enter save and connect"), "{screen}");
+    assert!(
+        screen.contains("http://127.0.0.1:9/mcp?token=***&v=***") && !screen.contains("s3cret"),
+        "{screen}"
+    );
+    assert!(screen.contains("Shift-Tab back"), "{screen}");
+    // Esc still cancels; nothing was written.
+    h.key(KeyCode::Esc);
+    assert!(h.screen().contains("nothing was added"));
+    assert_eq!(h.read("mcp.json"), before);
+    // Back and forth through a local server: the arguments and env kept as typed.
+    h.char('a');
+    h.text("loc");
+    h.enter();
+    h.enter();
+    h.text(&binary());
+    h.enter();
+    h.text("fixture-server --page-size 6401");
+    h.enter();
+    h.text("A=1");
+    h.enter();
+    h.key(KeyCode::Backspace);
+    assert!(
+        h.row("> ").contains("> fixture-server --page-size 6401"),
+        "{}",
+        h.screen()
+    );
+    h.key(KeyCode::BackTab);
+    assert!(h.row("> ").contains(&format!("> {}", binary())));
+    h.enter();
+    h.enter();
+    h.enter();
+    let screen = h.screen();
+    assert!(screen.contains("A (values hidden)"), "{screen}");
+    h.enter();
+    h.wait_for("loc connected: 9 tools");
+    assert_eq!(
+        h.config()["servers"]["loc"],
+        json!({"command": binary(), "args": ["fixture-server", "--page-size", "6401"], "env": {"A": "1"}})
+    );
+    h.close().await;
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn delete_asks_first() {
     let mut h = Harness::start(json!({"servers": {
@@ -619,7 +808,7 @@ async fn every_screen_fits_80x24_and_survives_a_resize() {
         (&[], "↑/↓ move  Enter open  a add  d delete  q quit"),
         (
             &[KeyCode::Enter],
-            "t tools  r reconnect  l login  c client  i instructions  Esc back",
+            "t tools  r reconnect  i instructions  Esc back",
         ),
         (
             &[KeyCode::Char('t')],
@@ -634,14 +823,10 @@ async fn every_screen_fits_80x24_and_survives_a_resize() {
             "Enter accept  Esc cancel",
         ),
         (
-            &[
-                KeyCode::Esc,
-                KeyCode::Down,
-                KeyCode::Enter,
-                KeyCode::Char('c'),
-            ],
-            "Enter accept  Esc cancel",
+            &[KeyCode::Esc, KeyCode::Down, KeyCode::Enter],
+            "t tools  r reconnect  l login  c client  i instructions  Esc back",
         ),
+        (&[KeyCode::Char('c')], "Enter accept  Esc cancel"),
     ];
     for (keys, footer) in screens {
         for key in *keys {

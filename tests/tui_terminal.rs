@@ -1,7 +1,7 @@
 //! `agenvoy-mcp tui` in a real terminal (tmux, 80x24): a server connected, opened, a tool
-//! toggled, a server added through the wizard and deleted, then `q`: exit status 0, the
-//! terminal restored, no server left running; `mcp.json` and `allow_tool` checked after each
-//! step.
+//! toggled, a server added through the wizard (going back a step with Backspace and
+//! Shift-Tab) and deleted, then `q`: exit status 0, the terminal restored, no server left
+//! running; `mcp.json` and `allow_tool` checked after each step.
 //!
 //! Needs tmux (`.ci/install` installs it); skipped without it unless
 //! `AGENVOY_REQUIRE_INTEROP=1` (as `.ci/run` sets).
@@ -106,6 +106,12 @@ fn the_panel_in_a_real_terminal() {
     tmux.type_text(&binary());
     tmux.keys(&["Enter"]);
     tmux.wait_for("Arguments (");
+    // Backspace on the empty field goes back a step, the command kept; Enter comes back.
+    tmux.keys(&["BSpace"]);
+    let screen = tmux.wait_for("Command (");
+    assert!(screen.contains(&format!("> {}", binary())), "{screen}");
+    tmux.keys(&["Enter"]);
+    tmux.wait_for("Arguments (");
     tmux.type_text("fixture-server --page-size 7102");
     tmux.keys(&["Enter"]);
     tmux.wait_for("Environment");
@@ -114,6 +120,12 @@ fn the_panel_in_a_real_terminal() {
     assert!(!screen.contains("never-drawn"), "{screen}");
     tmux.keys(&["Enter", "Enter"]);
     tmux.wait_for("Enter save and connect");
+    // Shift-Tab: back to the environment (its entry kept), and on to the summary again.
+    tmux.keys(&["BTab"]);
+    tmux.wait_for("Environment, one KEY=VALUE");
+    tmux.keys(&["Enter"]);
+    let screen = tmux.wait_for("Enter save and connect");
+    assert!(screen.contains("TOKEN (values hidden)"), "{screen}");
     assert_eq!(
         read_in(dir, "mcp.json"),
         before,

@@ -5,7 +5,8 @@
 //! `--yes` it runs, on a terminal the user is asked `y/N` on stderr, and without a terminal
 //! the call is refused with the reason. Progress notifications are shown as a progress line on
 //! stderr. The output goes to stdout. Exit code: 0 on success; 1 if the call failed, was
-//! refused, or the tool reported an error (its output is still printed); 2 for bad arguments.
+//! refused, or the tool reported an error (its output is still printed); 2 for bad arguments;
+//! 141 if stdout closed before the output was written (see [`super::output`]).
 //! What the server sent (output, progress messages, errors) is shown with its control
 //! characters escaped (the output keeps its newlines and tabs).
 
@@ -150,13 +151,14 @@ async fn call(
     }
     match result {
         Ok(output) => {
-            println!("{}", escape_controls_keep_lines(&output.text));
-            if output.is_error {
+            let written = out!("{}", escape_controls_keep_lines(&output.text));
+            let code = if output.is_error {
                 eprintln!("call: the tool reported an error (isError)");
                 ExitCode::from(1)
             } else {
                 ExitCode::SUCCESS
-            }
+            };
+            super::output::exit_code("call", written.map(|()| code))
         }
         Err(e) => {
             eprintln!("call failed: {}", escape_controls(&e.to_string()));

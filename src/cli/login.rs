@@ -56,11 +56,13 @@ pub async fn run(args: LoginArgs) -> ExitCode {
         eprintln!("login failed: {e}");
         return ExitCode::from(1);
     }
-    println!(
+    if let Err(e) = out!(
         "logged in to {} (tokens in {})",
         args.name,
         store.describe()
-    );
+    ) {
+        return super::output::exit_code("login", Err(e));
+    }
     let Some(Ok(server @ ServerConfig::Http(_))) = loaded.server(&args.name) else {
         return ExitCode::SUCCESS;
     };
@@ -73,12 +75,15 @@ pub async fn run(args: LoginArgs) -> ExitCode {
     };
     match connect_server_with_store(&args.name, &server, &options, store).await {
         Ok(client) => {
-            match client.list_tools().await {
-                Ok(tools) => println!("{}: connected, {} tools", args.name, tools.len()),
-                Err(e) => eprintln!("logged in, but listing the tools failed: {e}"),
-            }
+            let written = match client.list_tools().await {
+                Ok(tools) => out!("{}: connected, {} tools", args.name, tools.len()),
+                Err(e) => {
+                    eprintln!("logged in, but listing the tools failed: {e}");
+                    Ok(())
+                }
+            };
             client.close().await;
-            ExitCode::SUCCESS
+            super::output::exit_code("login", written.map(|()| ExitCode::SUCCESS))
         }
         Err(e) => {
             eprintln!("logged in, but connecting failed: {e}");

@@ -1,5 +1,8 @@
 //! The command line: one binary, several commands.
 
+#[macro_use]
+pub mod output;
+
 pub mod call;
 pub mod conformance;
 pub mod fixture_http;
@@ -35,23 +38,6 @@ impl HostArgs {
             .clone()
             .unwrap_or_else(config::default_config_path)
     }
-}
-
-/// Prints `value` as pretty JSON on stdout. serde_json escapes C0 controls in strings; the
-/// other characters that drive a terminal (DEL, C1, bidirectional controls) are escaped here
-/// too, so no server text reaches the terminal raw. JSON's structure is ASCII, so each such
-/// character is inside a string, where `\uXXXX` means the same character.
-pub fn print_json(value: &serde_json::Value) {
-    let text = serde_json::to_string_pretty(value).expect("JSON serializes");
-    let mut out = String::with_capacity(text.len());
-    for c in text.chars() {
-        if agenvoy_mcp::__private::text::drives_terminal(c) && !c.is_ascii_whitespace() {
-            out.push_str(&format!("\\u{:04x}", c as u32));
-        } else {
-            out.push(c);
-        }
-    }
-    println!("{out}");
 }
 
 /// Where the config came from, for the first line of output.

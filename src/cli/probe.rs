@@ -13,13 +13,18 @@
 //!   "capabilities": {"tools": {}},
 //!   "instructions": "..." | null,
 //!   "tools": [{"name": "...", "description": "...", "inputSchema": {}}],
-//!   "call": {"tool": "echo", "isError": false, "totalBytes": 2, "output": "hi"}
+//!   "call": {"tool": "echo", "text": "hi", "isError": false, "totalBytes": 2}
 //! }
 //! ```
 //!
-//! `call` is present only with `--call`. On failure nothing is printed to stdout; one line on
+//! Members are named as the management API names them (docs/API.md): `call` holds what
+//! `POST /v1/mcp/call` answers (the text the model sees, `isError`, `totalBytes`) and the
+//! tool's name; `tools` are the server's tool objects as it sent them (`inputSchema`). `call`
+//! is present only with `--call`. On failure nothing is printed to stdout; one line on
 //! stderr names the step that failed (`start`, `initialize`, `tools/list`, `tools/call`), and
 //! the exit code is 1. A tool that reports `isError` prints its output and exits with 1 too.
+//! If stdout closes early (`probe ... | head -1`), the server is closed and the exit code is
+//! 141 (see [`super::output`]).
 //! What the server sent is shown with its control characters escaped (newlines and tabs of
 //! the instructions and the tool's output kept).
 
@@ -27,7 +32,7 @@ use agenvoy_mcp::__private::text::{escape_controls, escape_controls_keep_lines};
 use agenvoy_mcp::__private::transport::Transport;
 use agenvoy_mcp::__private::transport::http::{HttpConfig, HttpTransport};
 use agenvoy_mcp::__private::transport::stdio::{StdioConfig, StdioTransport};
-use agenvoy_mcp::{Client, ClientOptions, Error};
+use agenvoy_mcp::{Client, ClientOptions, Error, Tool, ToolOutput};
 use serde_json::{Value, json};
 use std::process::ExitCode;
 use std::sync::Arc;
@@ -152,7 +157,24 @@ async fn probe(client: &Client, args: &ProbeArgs, arguments: Value) -> ExitCode 
         },
         None => None,
     };
-    if args.json {
+    let code = match &call {
+        Some((_, output)) if output.is_error => ExitCode::from(1),
+        _ => ExitCode::SUCCESS,
+    };
+    let written = report(client, args.json, &tools, call.as_ref()).map(|()| code);
+    super::output::exit_code("probe", written)
+}
+
+/// Prints what the server is (and the call's output), as text or (`json`) one JSON
+/// document; stops at the first failed write.
+fn report(
+    client: &Client,
+    json: bool,
+    tools: &[Tool],
+    call: Option<&(String, ToolOutput)>,
+) -> std::io::Result<()> {
+    let details = client.details();
+    if json {
         let mut report = json!({
             "server": client.name(),
             "transport": client.session().transport().kind(),
@@ -163,60 +185,57 @@ async fn probe(client: &Client, args: &ProbeArgs, arguments: Value) -> ExitCode 
             "instructions": details.instructions,
             "tools": tools,
         });
-        if let Some((tool, output)) = &call {
-            report["call"] = json!({"tool": tool, "isError": output.is_error,
-                                    "totalBytes": output.total_bytes, "output": output.text});
+        if let Some((tool, output)) = call {
+            report["call"] = json!({"tool": tool, "text": output.text,
+                                    "isError": output.is_error, "totalBytes": output.total_bytes});
         }
-        super::print_json(&report);
+        super::output::json(&report)?;
     } else {
         let info = &details.server_info;
         let field = |k: &str| {
             let text = info.get(k).and_then(Value::as_str).unwrap_or("?");
             escape_controls(text).into_owned()
         };
-        println!("server:       {} {}", field("name"), field("version"));
-        println!("transport:    {}", client.session().transport().kind());
-        println!("era:          {}", details.era.name());
-        println!(
+        out!("server:       {} {}", field("name"), field("version"))?;
+        out!("transport:    {}", client.session().transport().kind())?;
+        out!("era:          {}", details.era.name())?;
+        out!(
             "protocol:     {}",
             escape_controls(&details.protocol_version)
-        );
-        println!(
+        )?;
+        out!(
             "capabilities: {}",
             escape_controls(&details.capabilities.to_string())
-        );
+        )?;
         match &details.instructions {
-            Some(text) => println!(
+            Some(text) => out!(
                 "instructions:\n{}",
                 indent(&escape_controls_keep_lines(text))
-            ),
-            None => println!("instructions: (none)"),
+            )?,
+            None => out!("instructions: (none)")?,
         }
-        println!("tools ({}):", tools.len());
-        for tool in &tools {
-            let description = tool
-                .description
-                .as_deref()
-                .unwrap_or("")
-                .lines()
-                .next()
-                .unwrap_or("");
-            println!(
-                "  {:<24} {}",
-                escape_controls(&tool.name),
-                escape_controls(description)
-            );
+        out!("tools ({}):", tools.len())?;
+        let rows: Vec<Vec<String>> = tools
+            .iter()
+            .map(|tool| {
+                let description = tool.description.as_deref().unwrap_or("");
+                let first_line = description.lines().next().unwrap_or("");
+                vec![
+                    escape_controls(&tool.name).into_owned(),
+                    escape_controls(first_line).into_owned(),
+                ]
+            })
+            .collect();
+        for line in super::output::columns(&rows) {
+            out!("  {line}")?;
         }
-        if let Some((tool, output)) = &call {
+        if let Some((tool, output)) = call {
             let flag = if output.is_error { " (tool error)" } else { "" };
-            println!("call {}{flag}:", escape_controls(tool));
-            println!("{}", escape_controls_keep_lines(&output.text));
+            out!("call {}{flag}:", escape_controls(tool))?;
+            out!("{}", escape_controls_keep_lines(&output.text))?;
         }
     }
-    match call {
-        Some((_, output)) if output.is_error => ExitCode::from(1),
-        _ => ExitCode::SUCCESS,
-    }
+    Ok(())
 }
 
 /// A short name for an HTTP server in logs and errors: its host and port (never the

@@ -15,7 +15,6 @@
 use super::HostArgs;
 use agenvoy_mcp::api::{self, ApiOptions, ApiToken, Limits};
 use agenvoy_mcp::host::Manager;
-use std::io::Write;
 use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -87,8 +86,9 @@ pub async fn run(args: ServeArgs) -> ExitCode {
             "warning: the API is reachable from other machines on {address}, over plain HTTP; anyone who has the token can run commands as you"
         );
     }
-    println!("listening on http://{address}");
-    let _ = std::io::stdout().flush();
+    // The only line on stdout: a reader that has gone away (`serve | head -1`) stops no
+    // daemon, so a failed write is not an error.
+    let _ = out!("listening on http://{address}");
     let options = ApiOptions {
         config_path,
         token,

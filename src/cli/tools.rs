@@ -6,25 +6,35 @@
 //! ```text
 //! config: /home/me/.config/agenvoy/mcp.json
 //! servers (2):
-//!   fixture   connected  stdio  2025-11-25  9 tools  instructions
-//!   broken    failed     stdio  -           0 tools
-//!     error: mcp server "broken": could not start the server: ...
+//!   broken   failed     stdio  -           0 tools
+//!     error: mcp server "broken": could not start the server: ./broken-server: No such
+//!            file or directory (os error 2); check its command and args
+//!   fixture  connected  stdio  2025-11-25  9 tools  instructions
 //! tools (9):
-//!   mcp__fixture__add    Adds two numbers.
+//!   mcp__fixture__add   Adds two numbers.
+//!   mcp__fixture__echo  Returns the text it is given (and writes it to stderr if asked).
 //! ```
 //!
-//! With `--json`, one object: `{"config": {"path", "found"}, "servers": [{"name",
-//! "transport", "era", "protocolVersion", "state", "lastError", "toolCount", "hasInstructions"}],
-//! "tools": [{"name", "description", "input_schema", "server", "tool"}], "collisions": [...]}`.
+//! Columns are as wide as their widest cell. On a terminal, an error too long for its line
+//! wraps under its start; into a pipe it stays one line.
+//!
+//! With `--json`, one object, its members named as the management API names them
+//! (docs/API.md): `{"config": {"path", "found"}, "servers": [{"name", "transport", "era",
+//! "protocolVersion", "state", "lastError", "toolCount", "hasInstructions"}], "tools":
+//! [{"name", "server", "tool", "description", "inputSchema"}], "collisions": [...]}`. `path`
+//! is the config file's path alone; `found` says whether it exists (when it does not, the
+//! embedded default config is used).
 //!
 //! Exit code 0 whenever the config could be read (failed servers are shown, not fatal); 1 if
-//! it could not, with the reason on stderr. What the servers sent (versions, descriptions,
+//! it could not, with the reason on stderr; 141 if stdout closed early (see
+//! [`super::output`]). What the servers sent (versions, descriptions,
 //! errors) is shown with its control characters escaped.
 
-use super::HostArgs;
+use super::{HostArgs, output};
 use agenvoy_mcp::__private::text::escape_controls;
 use agenvoy_mcp::host::{Manager, ManagerOptions};
 use serde_json::json;
+use std::path::Path;
 use std::process::ExitCode;
 
 /// What `tools` was asked to do.
@@ -38,79 +48,93 @@ pub struct ToolsArgs {
 /// Runs `tools`.
 pub async fn run(args: ToolsArgs) -> ExitCode {
     let options = ManagerOptions::default();
+    let path = args.host.config_path();
     super::run_with_servers(&args.host, options, "tools", async |manager, source| {
-        report(manager, source, args.json);
-        ExitCode::SUCCESS
+        let written = if args.json {
+            report_json(manager, &path)
+        } else {
+            report(manager, source)
+        };
+        let written = written.map(|()| ExitCode::SUCCESS);
+        output::exit_code("tools", written)
     })
     .await
 }
 
-/// Prints the servers and their tools, as text or (`json`) one JSON document.
-fn report(manager: &Manager, source: &str, json: bool) {
+/// Prints the servers and their tools as one JSON document.
+fn report_json(manager: &Manager, path: &Path) -> std::io::Result<()> {
+    let collisions = manager.register_all();
+    let tools: Vec<_> = manager
+        .registry()
+        .tools()
+        .map(|t| {
+            json!({
+                "name": t.definition.name,
+                "server": t.server,
+                "tool": t.tool,
+                "description": t.definition.description,
+                "inputSchema": t.definition.input_schema,
+            })
+        })
+        .collect();
+    output::json(&json!({
+        "config": {"path": path.to_string_lossy(), "found": manager.config().found()},
+        "servers": manager.status(),
+        "tools": tools,
+        "collisions": collisions.iter().map(ToString::to_string).collect::<Vec<_>>(),
+    }))
+}
+
+/// Prints the servers and their tools as text; stops at the first failed write.
+fn report(manager: &Manager, source: &str) -> std::io::Result<()> {
     let collisions = manager.register_all();
     let status = manager.status();
     let registry = manager.registry();
-    if json {
-        let tools: Vec<_> = registry
-            .tools()
-            .map(|t| {
-                json!({
-                    "name": t.definition.name,
-                    "description": t.definition.description,
-                    "input_schema": t.definition.input_schema,
-                    "server": t.server,
-                    "tool": t.tool,
-                })
-            })
-            .collect();
-        let report = json!({
-            "config": {"path": source, "found": manager.config().found()},
-            "servers": status,
-            "tools": tools,
-            "collisions": collisions.iter().map(ToString::to_string).collect::<Vec<_>>(),
-        });
-        super::print_json(&report);
-    } else {
-        println!("config: {source}");
-        println!("servers ({}):", status.len());
-        let width = status.iter().map(|s| s.name.len()).max().unwrap_or(0);
-        for s in &status {
-            let instructions = if s.has_instructions {
-                "  instructions"
-            } else {
-                ""
-            };
-            println!(
-                "  {:<width$}  {:<12}  {:<5}  {:<10}  {} tools{instructions}",
-                s.name,
-                s.state.name(),
-                s.transport,
-                escape_controls(s.protocol_version.as_deref().unwrap_or("-")),
-                s.tool_count,
-            );
-            if let Some(e) = &s.last_error {
-                println!("    error: {}", escape_controls(e));
-            }
-        }
-        println!("tools ({}):", registry.len());
-        let width = registry
-            .tools()
-            .map(|t| t.definition.name.len())
-            .max()
-            .unwrap_or(0);
-        for t in registry.tools() {
-            let first_line = t.definition.description.lines().next().unwrap_or("");
-            println!(
-                "  {:<width$}  {}",
-                t.definition.name,
-                escape_controls(first_line)
-            );
-        }
-        if !collisions.is_empty() {
-            println!("collisions ({}):", collisions.len());
-            for c in &collisions {
-                println!("  {}", escape_controls(&c.to_string()));
-            }
+    out!("config: {source}")?;
+    out!("servers ({}):", status.len())?;
+    let rows: Vec<Vec<String>> = status
+        .iter()
+        .map(|s| {
+            vec![
+                s.name.clone(),
+                s.state.name().to_string(),
+                s.transport.clone(),
+                escape_controls(s.protocol_version.as_deref().unwrap_or("-")).into_owned(),
+                format!("{} tools", s.tool_count),
+                if s.has_instructions {
+                    "instructions"
+                } else {
+                    ""
+                }
+                .to_string(),
+            ]
+        })
+        .collect();
+    for (s, line) in status.iter().zip(output::columns(&rows)) {
+        out!("  {line}")?;
+        if let Some(e) = &s.last_error {
+            out!("{}", output::labelled("    error: ", &escape_controls(e)))?;
         }
     }
+    out!("tools ({}):", registry.len())?;
+    let rows: Vec<Vec<String>> = registry
+        .tools()
+        .map(|t| {
+            let first_line = t.definition.description.lines().next().unwrap_or("");
+            vec![
+                t.definition.name.clone(),
+                escape_controls(first_line).into_owned(),
+            ]
+        })
+        .collect();
+    for line in output::columns(&rows) {
+        out!("  {line}")?;
+    }
+    if !collisions.is_empty() {
+        out!("collisions ({}):", collisions.len())?;
+        for c in &collisions {
+            out!("  {}", escape_controls(&c.to_string()))?;
+        }
+    }
+    Ok(())
 }

@@ -125,7 +125,7 @@ pub(crate) struct Notice {
 }
 
 /// The steps of the add wizard, in order.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
 pub(crate) enum Step {
     Name,
     Transport,
@@ -157,6 +157,9 @@ pub(crate) struct Wizard {
     pub(crate) headers: Vec<(String, String)>,
     /// Index into [`AUTHS`].
     pub(crate) auth: usize,
+    /// The text last typed on each one-line step, shown again when the wizard comes back
+    /// to it.
+    typed: BTreeMap<Step, String>,
     pub(crate) input: Input,
     pub(crate) error: Option<String>,
     /// Enter was pressed on the summary; the save is running.
@@ -175,6 +178,7 @@ impl Wizard {
             url: String::new(),
             headers: Vec::new(),
             auth: 0,
+            typed: BTreeMap::new(),
             input: Input::new(Mask::None),
             error: None,
             saving: false,
@@ -218,16 +222,43 @@ impl Wizard {
         Value::Object(entry)
     }
 
-    /// Moves to `step` with an empty field masked as that step's values are.
+    /// Moves to `step`, its field masked as that step's values are: a one-line step's with
+    /// what was typed there before, the others' empty.
     fn go(&mut self, step: Step) {
+        let one_line = |step| matches!(step, Step::Name | Step::Command | Step::Args | Step::Url);
+        if one_line(self.step) {
+            self.typed.insert(self.step, self.input.text().to_string());
+        }
         self.step = step;
         self.error = None;
         let mask = match step {
             Step::Env => Mask::After('='),
             Step::Headers => Mask::After(':'),
+            Step::Url => Mask::Url,
             _ => Mask::None,
         };
         self.input = Input::new(mask);
+        if one_line(step)
+            && let Some(text) = self.typed.get(&step)
+        {
+            self.input.insert(text);
+        }
+    }
+
+    /// Back one step (Shift-Tab, or Backspace on an empty field), keeping what was typed.
+    fn back(&mut self) {
+        let previous = match self.step {
+            Step::Name => return,
+            Step::Transport => Step::Name,
+            Step::Command | Step::Url => Step::Transport,
+            Step::Args => Step::Command,
+            Step::Env => Step::Args,
+            Step::Headers => Step::Url,
+            Step::Auth => Step::Headers,
+            Step::Summary if self.is_stdio() => Step::Env,
+            Step::Summary => Step::Auth,
+        };
+        self.go(previous);
     }
 
     /// Enter on the current step: the next step, an error on this one, or the server to
@@ -648,7 +679,11 @@ impl App {
             return Vec::new();
         }
         let mut effects = Vec::new();
+        let choosing = matches!(wizard.step, Step::Transport | Step::Auth | Step::Summary);
+        let empty = choosing || wizard.input.text().is_empty();
         match (wizard.step, key.code) {
+            (_, KeyCode::BackTab) => wizard.back(),
+            (_, KeyCode::Backspace) if empty => wizard.back(),
             (Step::Transport, _) if up(&key) => wizard.transport = 0,
             (Step::Transport, _) if down(&key) => wizard.transport = 1,
             (Step::Auth, _) if up(&key) => wizard.auth = 0,

@@ -2,6 +2,7 @@
 //! parsers of what the add wizard takes (arguments split as a shell would, `KEY=VALUE`,
 //! `Name: value`).
 
+use crate::text::redact_url;
 use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
 
 /// How a field's text is drawn.
@@ -14,6 +15,8 @@ pub(crate) enum Mask {
     All,
     /// As typed up to the first `sep`, then `•` (an env or header value).
     After(char),
+    /// A URL: its query values and password as `***` ([`crate::text::redact_url`]).
+    Url,
 }
 
 /// A one-line editor.
@@ -107,6 +110,14 @@ impl Input {
                 }
                 None => self.text.clone(),
             },
+            Mask::Url => {
+                // The cursor stays after what is before it, as that part is shown.
+                let before = &self.text[..self.byte_at(self.cursor)];
+                let cursor = redact_url(before).chars().count();
+                let shown = redact_url(&self.text).into_owned();
+                let cursor = cursor.min(shown.chars().count());
+                return (shown, cursor);
+            }
         };
         (shown, self.cursor)
     }

@@ -10,15 +10,15 @@
 //! | screen | keys |
 //! |---|---|
 //! | list | ↑/↓ (j/k) move, Enter open, `a` add, `d` delete (then `y`), `q` quit |
-//! | server | `t` tools, `r` reconnect, `l` login / relogin, `c` OAuth client, `i` instructions, Esc back |
+//! | server | `t` tools, `r` reconnect, `i` instructions, Esc back; `l` login / relogin and `c` OAuth client for `"auth": "oauth"` servers |
 //! | tools | ↑/↓ move, Space toggles the tool, `A` toggles `mcp__<server>__*`, Esc back |
-//! | add | one field a step, Enter accepts, Esc cancels; ↑/↓ choose on choice steps |
+//! | add | one field a step, Enter accepts, Shift-Tab (or Backspace on an empty field) goes back, Esc cancels; ↑/↓ choose on choice steps |
 //! | login | `p` paste the URL the browser ended on, Esc cancel |
 //!
 //! Ctrl-C leaves from any screen. Connecting, reconnecting, saving and logging in run in
 //! the background with a spinner; the panel keeps drawing and taking keys. Text a server
 //! sent is drawn with control characters escaped; env values, header values and secrets are
-//! never drawn.
+//! never drawn, and a URL's query values and password are drawn as `***`.
 //!
 //! ```no_run
 //! # async fn demo(control: agenvoy_mcp::host::Control) -> std::io::Result<()> {

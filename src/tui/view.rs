@@ -1,10 +1,12 @@
 //! Drawing the panel: one function per screen, a status line and the footer with the
 //! screen's keys. Text a server sent (names, descriptions, errors, instructions, URLs) is
-//! drawn with control characters escaped; env values, header values and secrets never are.
+//! drawn with control characters escaped; env values, header values and secrets never are,
+//! and the URL the add wizard takes is drawn with its query values and password as `***`.
 
 use super::app::{AUTHS, App, ClientField, LoginState, Screen, Step, TRANSPORTS, ToolRow, Wizard};
 use crate::host::manager::{ServerState, ServerStatus};
 use crate::host::registry::PREFIX;
+use crate::text::redact_url;
 use ratatui::Frame;
 use ratatui::layout::{Constraint, Layout, Position, Rect};
 use ratatui::style::{Color, Modifier, Style, Stylize};
@@ -79,9 +81,13 @@ fn title_and_keys(app: &App) -> (String, &'static str) {
             "/mcp · servers".to_string(),
             "↑/↓ move  Enter open  a add  d delete  q quit",
         ),
-        Screen::Server(name) => (
+        Screen::Server(name) if app.data.oauth.contains_key(name) => (
             format!("/mcp · {name}"),
             "t tools  r reconnect  l login  c client  i instructions  Esc back",
+        ),
+        Screen::Server(name) => (
+            format!("/mcp · {name}"),
+            "t tools  r reconnect  i instructions  Esc back",
         ),
         Screen::Tools { server, .. } => (
             format!("/mcp · {server} · tools"),
@@ -94,10 +100,15 @@ fn title_and_keys(app: &App) -> (String, &'static str) {
         Screen::Add(wizard) => (
             "/mcp · add a server".to_string(),
             match wizard.step {
-                Step::Transport | Step::Auth => "↑/↓ choose  Enter accept  Esc cancel",
-                Step::Env | Step::Headers => "Enter add the line (empty line: done)  Esc cancel",
-                Step::Summary => "Enter save and connect  Esc cancel",
-                _ => "Enter accept  Esc cancel",
+                Step::Name => "Enter accept  Esc cancel",
+                Step::Transport | Step::Auth => {
+                    "↑/↓ choose  Enter accept  Shift-Tab back  Esc cancel"
+                }
+                Step::Env | Step::Headers => {
+                    "Enter add the line (empty line: done)  Shift-Tab back  Esc cancel"
+                }
+                Step::Summary => "Enter save and connect  Shift-Tab back  Esc cancel",
+                _ => "Enter accept  Shift-Tab back  Esc cancel",
             },
         ),
         Screen::Client { server, .. } => (
@@ -183,33 +194,55 @@ fn draw_list(app: &App, frame: &mut Frame, area: Rect) {
         frame.render_widget(Paragraph::new("No servers yet. Press a to add one."), area);
         return;
     }
-    let rows = app.data.servers.iter().map(|s| {
-        Row::new([
-            Cell::from(clean_line(&s.name)),
-            Cell::from(s.transport.clone()),
-            Cell::from(state_text(app, s)).style(state_style(s.state)),
-            Cell::from(s.tool_count.to_string()),
-        ])
-    });
-    let table = Table::new(
-        rows,
-        [
-            Constraint::Fill(1),
-            Constraint::Length(10),
-            Constraint::Length(16),
-            Constraint::Length(6),
-        ],
-    )
-    .header(Row::new(["NAME", "TRANSPORT", "STATE", "TOOLS"]).style(Style::new().bold()))
-    .row_highlight_style(Style::new().add_modifier(Modifier::REVERSED))
-    .highlight_symbol("› ");
+    let cells: Vec<[String; 4]> = app
+        .data
+        .servers
+        .iter()
+        .map(|s| {
+            [
+                clean_line(&s.name),
+                s.transport.clone(),
+                state_text(app, s),
+                s.tool_count.to_string(),
+            ]
+        })
+        .collect();
+    let header = ["NAME", "TRANSPORT", "STATE", "TOOLS"];
+    // Each column as wide as its widest cell, the header's included.
+    let widths: Vec<Constraint> = (0..header.len())
+        .map(|i| {
+            let widest = cells.iter().map(|row| width(&row[i])).max().unwrap_or(0);
+            Constraint::Length(widest.max(width(header[i])))
+        })
+        .collect();
+    let rows = app
+        .data
+        .servers
+        .iter()
+        .zip(cells)
+        .map(|(s, [name, transport, state, tools])| {
+            Row::new([
+                Cell::from(name),
+                Cell::from(transport),
+                Cell::from(state).style(state_style(s.state)),
+                Cell::from(tools),
+            ])
+        });
+    let table = Table::new(rows, widths)
+        .column_spacing(2)
+        .header(Row::new(header).style(Style::new().bold()))
+        .row_highlight_style(Style::new().add_modifier(Modifier::REVERSED))
+        .highlight_symbol("› ");
     let mut state = TableState::default().with_selected(Some(app.selected));
     frame.render_stateful_widget(table, area, &mut state);
 }
 
+/// How wide the labels of [`field`] are.
+const LABEL: usize = 13;
+
 fn field(name: &str, value: impl Into<String>) -> Line<'static> {
     Line::from(vec![
-        Span::styled(format!("{name:<13}"), Style::new().bold()),
+        Span::styled(format!("{name:<LABEL$}"), Style::new().bold()),
         Span::raw(value.into()),
     ])
 }
@@ -254,12 +287,19 @@ fn draw_server(app: &App, frame: &mut Frame, area: Rect, name: &str) {
         },
     };
     lines.push(field("auth", auth));
-    lines.push(field(
-        "last error",
-        clean_line(status.last_error.as_deref().unwrap_or("-")),
-    ));
+    // A long error wraps under its start, not under its label.
+    let error = clean_line(status.last_error.as_deref().unwrap_or("-"));
+    let room = usize::from(area.width).saturating_sub(LABEL);
+    for (i, part) in crate::text::wrap(&error, room, unicode_width)
+        .into_iter()
+        .enumerate()
+    {
+        let label = if i == 0 { "last error" } else { "" };
+        lines.push(field(label, part));
+    }
     lines.push(Line::default());
     lines.push(Line::from("Actions").bold());
+    let oauth = app.data.oauth.contains_key(name);
     for (key, what) in [
         ("t", "tools and their auto-approve marks"),
         ("r", "reconnect this server"),
@@ -267,6 +307,9 @@ fn draw_server(app: &App, frame: &mut Frame, area: Rect, name: &str) {
         ("c", "client: a pre-registered OAuth client"),
         ("i", "instructions the server gives the model"),
     ] {
+        if matches!(key, "l" | "c") && !oauth {
+            continue;
+        }
         lines.push(Line::from(vec![
             Span::styled(format!("  {key}  "), Style::new().fg(Color::Cyan).bold()),
             Span::raw(what),
@@ -296,6 +339,10 @@ fn draw_tools(app: &App, frame: &mut Frame, area: Rect, server: &str, selected: 
         frame.render_widget(Paragraph::new(why), list);
         return;
     }
+    // Names as wide as the longest, but the descriptions keep 16 columns (besides the
+    // selection mark, the check box and the spaces between columns, 7 in all).
+    let widest = tools.iter().map(|t| width(&clean_line(&t.name))).max();
+    let names = widest.unwrap_or(0).min(list.width.saturating_sub(7 + 16));
     let rows = tools.iter().map(|t| {
         let mark = if app.data.allowlist.allows(&t.name, Some(&t.server)) {
             "[x]"
@@ -312,7 +359,7 @@ fn draw_tools(app: &App, frame: &mut Frame, area: Rect, server: &str, selected: 
         rows,
         [
             Constraint::Length(3),
-            Constraint::Max(30),
+            Constraint::Length(names),
             Constraint::Fill(1),
         ],
     )
@@ -371,6 +418,11 @@ fn unicode_width(c: char) -> usize {
     Span::raw(c.to_string()).width()
 }
 
+/// How many columns `text` takes, for a table column's width.
+fn width(text: &str) -> u16 {
+    u16::try_from(Span::raw(text).width()).unwrap_or(u16::MAX)
+}
+
 fn choices(lines: &mut Vec<Line<'static>>, options: &[&str], chosen: usize) {
     for (i, option) in options.iter().enumerate() {
         let line = if i == chosen {
@@ -384,7 +436,8 @@ fn choices(lines: &mut Vec<Line<'static>>, options: &[&str], chosen: usize) {
 
 fn draw_wizard(app: &App, frame: &mut Frame, area: Rect, wizard: &Wizard) {
     let mut lines: Vec<Line<'static>> = Vec::new();
-    if !wizard.name.is_empty() {
+    // What earlier steps took; the current step's value is in its field.
+    if !wizard.name.is_empty() && wizard.step != Step::Name {
         lines.push(field("name", clean_line(&wizard.name)));
     }
     let stdio = wizard.is_stdio();
@@ -392,15 +445,15 @@ fn draw_wizard(app: &App, frame: &mut Frame, area: Rect, wizard: &Wizard) {
     if past_transport {
         lines.push(field("transport", TRANSPORTS[wizard.transport]));
     }
-    if stdio && !wizard.command.is_empty() {
+    if stdio && !wizard.command.is_empty() && wizard.step != Step::Command {
         lines.push(field("command", clean_line(&wizard.command)));
     }
     if stdio && matches!(wizard.step, Step::Env | Step::Summary) {
         lines.push(field("args", clean_line(&shown_args(&wizard.args))));
         lines.push(field("env", names(&wizard.env)));
     }
-    if !stdio && !wizard.url.is_empty() {
-        lines.push(field("url", clean_line(&wizard.url)));
+    if !stdio && !wizard.url.is_empty() && wizard.step != Step::Url {
+        lines.push(field("url", clean_line(&redact_url(&wizard.url))));
         lines.push(field("headers", names(&wizard.headers)));
     }
     if !stdio && wizard.step == Step::Summary {
