@@ -687,7 +687,7 @@ fn run_panel(home: &Home, _shared: &Shared, seen: &mut Seen) {
     typed(&tmux, "fixture-server");
     press(&tmux, &["Enter"]);
     typed(&tmux, &format!("TOKEN={PANEL_ENV}"));
-    press(&tmux, &["Enter", "Enter"]);
+    press(&tmux, &["Enter", "Enter", "Enter"]);
     screens.push_str(&tmux.wait_for("Enter saves"));
     press(&tmux, &["Enter"]);
     screens.push_str(&tmux.wait_for("› zz-local "));
@@ -697,7 +697,7 @@ fn run_panel(home: &Home, _shared: &Shared, seen: &mut Seen) {
     typed(&tmux, "http://127.0.0.1:9/mcp");
     press(&tmux, &["Enter"]);
     typed(&tmux, &format!("X-Api-Key: {PANEL_HEADER}"));
-    press(&tmux, &["Enter", "Enter", "Down", "Enter"]);
+    press(&tmux, &["Enter", "Enter", "Down", "Enter", "Enter"]);
     screens.push_str(&tmux.wait_for("Enter saves"));
     press(&tmux, &["Enter"]);
     screens.push_str(&tmux.wait_for("› zz-web "));

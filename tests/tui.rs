@@ -425,11 +425,24 @@ async fn the_add_wizard_saves_connects_and_refuses_bad_input() {
         "{screen}"
     );
     h.enter();
+    // Timeouts: checked on their step, then kept.
+    assert!(h.screen().contains("Timeouts in seconds"));
+    h.text("0");
+    h.enter();
+    assert!(
+        h.screen()
+            .contains("\"timeout\" is 0; it must be a number of seconds above 0")
+    );
+    h.panel
+        .handle_key(KeyEvent::new(KeyCode::Char('u'), KeyModifiers::CONTROL));
+    h.text("90 15");
+    h.enter();
     let screen = h.screen();
     for shown in [
         "two",
         "Local stdio",
         "fixture-server --page-size 6202",
+        "90 s a request, 15 s to start",
         "Enter save and connect",
     ] {
         assert!(screen.contains(shown), "{shown:?}:\n{screen}");
@@ -448,6 +461,13 @@ async fn the_add_wizard_saves_connects_and_refuses_bad_input() {
     assert_eq!(
         config["servers"]["two"]["env"],
         json!({"TOKEN": "supersecret", "OTHER": "pasted-secret"})
+    );
+    assert_eq!(
+        (
+            &config["servers"]["two"]["timeout"],
+            &config["servers"]["two"]["startup_timeout"]
+        ),
+        (&json!(90), &json!(15))
     );
     pid_with("6202");
 
@@ -470,6 +490,7 @@ async fn the_add_wizard_saves_connects_and_refuses_bad_input() {
     h.enter();
     assert!(h.screen().contains("› none"));
     h.key(KeyCode::Down);
+    h.enter();
     h.enter();
     let screen = h.screen();
     assert!(
@@ -499,6 +520,7 @@ async fn the_add_wizard_saves_connects_and_refuses_bad_input() {
     h.enter();
     h.enter();
     h.key(KeyCode::Down);
+    h.enter();
     h.enter();
     h.enter();
     h.wait_for("web needs a login");
@@ -561,6 +583,7 @@ async fn columns_follow_their_content_and_an_error_wraps_under_its_label() {
     h.text(&binary());
     h.enter();
     h.text("fixture-server");
+    h.enter();
     h.enter();
     h.enter();
     h.enter();
@@ -644,6 +667,7 @@ async fn the_wizard_goes_back_keeping_what_was_typed_and_hides_url_secrets() {
     assert!(h.screen().contains("X-Key (values hidden)"));
     h.enter();
     h.enter();
+    h.enter();
     let screen = h.screen();
     assert!(screen.contains("Enter save and connect"), "{screen}");
     assert!(
@@ -679,6 +703,7 @@ async fn the_wizard_goes_back_keeping_what_was_typed_and_hides_url_secrets() {
     h.enter();
     let screen = h.screen();
     assert!(screen.contains("A (values hidden)"), "{screen}");
+    h.enter();
     h.enter();
     h.wait_for("loc connected: 9 tools");
     assert_eq!(

@@ -119,13 +119,22 @@ fn the_panel_in_a_real_terminal() {
     let screen = tmux.wait_for("TOKEN=•");
     assert!(!screen.contains("never-drawn"), "{screen}");
     tmux.keys(&["Enter", "Enter"]);
+    tmux.wait_for("Timeouts in seconds");
+    tmux.type_text("45");
+    tmux.keys(&["Enter"]);
     tmux.wait_for("Enter save and connect");
-    // Shift-Tab: back to the environment (its entry kept), and on to the summary again.
+    // Shift-Tab: back to the environment (its entry kept), and on to the summary again, the
+    // timeout as typed.
+    tmux.keys(&["BTab"]);
+    tmux.wait_for("> 45");
     tmux.keys(&["BTab"]);
     tmux.wait_for("Environment, one KEY=VALUE");
     tmux.keys(&["Enter"]);
+    tmux.wait_for("> 45");
+    tmux.keys(&["Enter"]);
     let screen = tmux.wait_for("Enter save and connect");
     assert!(screen.contains("TOKEN (values hidden)"), "{screen}");
+    assert!(screen.contains("45 s a request"), "{screen}");
     assert_eq!(
         read_in(dir, "mcp.json"),
         before,
@@ -138,7 +147,7 @@ fn the_panel_in_a_real_terminal() {
     assert_eq!(saved["theme"], "dark");
     assert_eq!(
         saved["servers"]["two"],
-        json!({"command": binary(), "args": ["fixture-server", "--page-size", "7102"], "env": {"TOKEN": "never-drawn"}})
+        json!({"command": binary(), "args": ["fixture-server", "--page-size", "7102"], "env": {"TOKEN": "never-drawn"}, "timeout": 45})
     );
     assert_eq!(processes_with_arg("7102").len(), 1);
 

@@ -141,27 +141,30 @@ impl Timeouts {
     /// Reads both keys of `entry`; a value that is not a positive number of seconds up to a
     /// day is an error naming the server and the key.
     fn read(name: &str, entry: &Map<String, Value>) -> Result<Timeouts, ConfigError> {
-        let seconds = |key: &str| {
-            match entry.get(key) {
+        let read = |key: &str| match entry.get(key) {
             None | Some(Value::Null) => Ok(None),
-            Some(value) => value
-                .as_f64()
-                .filter(|s| *s > 0.0 && *s <= MAX_TIMEOUT.as_secs_f64())
-                .map(|s| Some(Duration::from_secs_f64(s)))
-                .ok_or_else(|| {
-                    ConfigError::server(
-                        name,
-                        format!(
-                            "\"{key}\" is {value}; it must be a number of seconds above 0 and at most 86400 (a day)"
-                        ),
-                    )
-                }),
-        }
+            Some(value) => Timeouts::seconds(key, value)
+                .map(Some)
+                .map_err(|why| ConfigError::server(name, why)),
         };
         Ok(Timeouts {
-            request: seconds(Self::KEYS[0])?,
-            startup: seconds(Self::KEYS[1])?,
+            request: read(Self::KEYS[0])?,
+            startup: read(Self::KEYS[1])?,
         })
+    }
+
+    /// The value of `key` as a timeout: a number of seconds above 0 and at most a day, else
+    /// what is wrong with it, naming the key.
+    pub fn seconds(key: &str, value: &Value) -> Result<Duration, String> {
+        value
+            .as_f64()
+            .filter(|s| *s > 0.0 && *s <= MAX_TIMEOUT.as_secs_f64())
+            .map(Duration::from_secs_f64)
+            .ok_or_else(|| {
+                format!(
+                    "\"{key}\" is {value}; it must be a number of seconds above 0 and at most 86400 (a day)"
+                )
+            })
     }
 
     /// Writes the keys that are set into `entry`, as seconds.

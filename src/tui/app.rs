@@ -3,7 +3,7 @@
 
 use super::input::{Input, Mask, parse_env, parse_header, split_args};
 use crate::auth::callback::DEFAULT_REDIRECT_URI;
-use crate::host::config::{ServerConfig, is_valid_server_name};
+use crate::host::config::{ServerConfig, Timeouts, is_valid_server_name};
 use crate::host::control::OAuthClient;
 use crate::host::gate::Allowlist;
 use crate::host::manager::{ServerState, ServerStatus};
@@ -135,6 +135,7 @@ pub(crate) enum Step {
     Url,
     Headers,
     Auth,
+    Timeouts,
     Summary,
 }
 
@@ -157,6 +158,8 @@ pub(crate) struct Wizard {
     pub(crate) headers: Vec<(String, String)>,
     /// Index into [`AUTHS`].
     pub(crate) auth: usize,
+    /// `timeout` and `startup_timeout` as typed, each checked (none: the defaults).
+    pub(crate) timeouts: Vec<Value>,
     /// The text last typed on each one-line step, shown again when the wizard comes back
     /// to it.
     typed: BTreeMap<Step, String>,
@@ -178,6 +181,7 @@ impl Wizard {
             url: String::new(),
             headers: Vec::new(),
             auth: 0,
+            timeouts: Vec::new(),
             typed: BTreeMap::new(),
             input: Input::new(Mask::None),
             error: None,
@@ -219,13 +223,21 @@ impl Wizard {
                 entry.insert("auth".into(), json!("oauth"));
             }
         }
+        for (key, value) in ["timeout", "startup_timeout"].iter().zip(&self.timeouts) {
+            entry.insert(key.to_string(), value.clone());
+        }
         Value::Object(entry)
     }
 
     /// Moves to `step`, its field masked as that step's values are: a one-line step's with
     /// what was typed there before, the others' empty.
     fn go(&mut self, step: Step) {
-        let one_line = |step| matches!(step, Step::Name | Step::Command | Step::Args | Step::Url);
+        let one_line = |step| {
+            matches!(
+                step,
+                Step::Name | Step::Command | Step::Args | Step::Url | Step::Timeouts
+            )
+        };
         if one_line(self.step) {
             self.typed.insert(self.step, self.input.text().to_string());
         }
@@ -255,8 +267,9 @@ impl Wizard {
             Step::Env => Step::Args,
             Step::Headers => Step::Url,
             Step::Auth => Step::Headers,
-            Step::Summary if self.is_stdio() => Step::Env,
-            Step::Summary => Step::Auth,
+            Step::Timeouts if self.is_stdio() => Step::Env,
+            Step::Timeouts => Step::Auth,
+            Step::Summary => Step::Timeouts,
         };
         self.go(previous);
     }
@@ -299,7 +312,7 @@ impl Wizard {
                 Step::Env
             }),
             Step::Env | Step::Headers if text.is_empty() => Ok(if self.step == Step::Env {
-                Step::Summary
+                Step::Timeouts
             } else {
                 Step::Auth
             }),
@@ -321,7 +334,11 @@ impl Wizard {
                 self.url = text;
                 Ok(Step::Headers)
             }
-            Step::Auth => Ok(Step::Summary),
+            Step::Auth => Ok(Step::Timeouts),
+            Step::Timeouts => parse_timeouts(&text).map(|timeouts| {
+                self.timeouts = timeouts;
+                Step::Summary
+            }),
             Step::Summary => {
                 return match ServerConfig::from_value(&self.name, &self.entry()) {
                     Ok(server) => Some(server),
@@ -338,6 +355,26 @@ impl Wizard {
         }
         None
     }
+}
+
+/// The timeouts step's text: nothing (the defaults), `TIMEOUT`, or `TIMEOUT STARTUP`, each a
+/// number of seconds as the config file takes it.
+fn parse_timeouts(text: &str) -> Result<Vec<Value>, String> {
+    let words: Vec<&str> = text.split_whitespace().collect();
+    if words.len() > 2 {
+        return Err("give at most two numbers: the request timeout, then the startup one".into());
+    }
+    words
+        .iter()
+        .zip(["timeout", "startup_timeout"])
+        .map(|(word, key)| {
+            // As the file would hold it: a number as written, anything else as text.
+            let value = serde_json::from_str::<serde_json::Number>(word)
+                .map_or_else(|_| json!(word), Value::Number);
+            Timeouts::seconds(key, &value)?;
+            Ok(value)
+        })
+        .collect()
 }
 
 /// The fields of the client form, in order.
@@ -1001,6 +1038,30 @@ mod tests {
         assert_eq!(wizard(&app).step, Step::Auth);
         app.handle_key(key(KeyCode::Down));
         app.handle_key(key(KeyCode::Enter));
+        assert_eq!(wizard(&app).step, Step::Timeouts);
+        for (bad, why) in [
+            (
+                "0",
+                "\"timeout\" is 0; it must be a number of seconds above 0",
+            ),
+            ("soon", "\"timeout\" is \"soon\""),
+            ("30 90000", "\"startup_timeout\" is 90000;"),
+            ("1 2 3", "at most two numbers"),
+        ] {
+            app.handle_key(KeyEvent::new(KeyCode::Char('u'), KeyModifiers::CONTROL));
+            typed(&mut app, bad);
+            app.handle_key(key(KeyCode::Enter));
+            let w = wizard(&app);
+            assert_eq!(w.step, Step::Timeouts, "{bad}");
+            assert!(
+                w.error.as_deref().unwrap().contains(why),
+                "{bad}: {:?}",
+                w.error
+            );
+        }
+        app.handle_key(KeyEvent::new(KeyCode::Char('u'), KeyModifiers::CONTROL));
+        typed(&mut app, "120 2.5");
+        app.handle_key(key(KeyCode::Enter));
         assert_eq!(wizard(&app).step, Step::Summary);
         let effects = app.handle_key(key(KeyCode::Enter));
         let Effect::Add { name, server } = &effects[0] else {
@@ -1009,7 +1070,8 @@ mod tests {
         assert_eq!(name, "web");
         assert_eq!(
             server.to_value(),
-            json!({"url": "https://h.test/mcp", "headers": {"X-Key": "s3cret"}, "auth": "oauth"})
+            json!({"url": "https://h.test/mcp", "headers": {"X-Key": "s3cret"}, "auth": "oauth",
+                   "timeout": 120, "startup_timeout": 2.5})
         );
         // A refusal from the save is shown on the summary; nothing more is sent.
         app.apply(Update::Finished {

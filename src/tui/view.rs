@@ -434,6 +434,15 @@ fn choices(lines: &mut Vec<Line<'static>>, options: &[&str], chosen: usize) {
     }
 }
 
+/// The wizard's timeouts as the summary shows them.
+fn shown_timeouts(timeouts: &[serde_json::Value]) -> String {
+    match timeouts {
+        [] => "the defaults".into(),
+        [request] => format!("{request} s a request"),
+        [request, startup, ..] => format!("{request} s a request, {startup} s to start"),
+    }
+}
+
 fn draw_wizard(app: &App, frame: &mut Frame, area: Rect, wizard: &Wizard) {
     let mut lines: Vec<Line<'static>> = Vec::new();
     // What earlier steps took; the current step's value is in its field.
@@ -448,7 +457,7 @@ fn draw_wizard(app: &App, frame: &mut Frame, area: Rect, wizard: &Wizard) {
     if stdio && !wizard.command.is_empty() && wizard.step != Step::Command {
         lines.push(field("command", clean_line(&wizard.command)));
     }
-    if stdio && matches!(wizard.step, Step::Env | Step::Summary) {
+    if stdio && matches!(wizard.step, Step::Env | Step::Timeouts | Step::Summary) {
         lines.push(field("args", clean_line(&shown_args(&wizard.args))));
         lines.push(field("env", names(&wizard.env)));
     }
@@ -456,8 +465,11 @@ fn draw_wizard(app: &App, frame: &mut Frame, area: Rect, wizard: &Wizard) {
         lines.push(field("url", clean_line(&redact_url(&wizard.url))));
         lines.push(field("headers", names(&wizard.headers)));
     }
-    if !stdio && wizard.step == Step::Summary {
+    if !stdio && matches!(wizard.step, Step::Timeouts | Step::Summary) {
         lines.push(field("auth", AUTHS[wizard.auth]));
+    }
+    if wizard.step == Step::Summary {
+        lines.push(field("timeouts", shown_timeouts(&wizard.timeouts)));
     }
     if !lines.is_empty() {
         lines.push(Line::default());
@@ -471,6 +483,9 @@ fn draw_wizard(app: &App, frame: &mut Frame, area: Rect, wizard: &Wizard) {
         Step::Url => "URL (http:// or https://):",
         Step::Headers => "Headers, one Name: value a line (values stay hidden); empty line: done:",
         Step::Auth => "Authentication:",
+        Step::Timeouts => {
+            "Timeouts in seconds: each request's, then optionally the startup's (120, or 120 20); empty: the defaults (60):"
+        }
         Step::Summary => "Enter saves the server to the config file and connects it.",
     };
     lines.push(Line::from(prompt).bold());
