@@ -22,6 +22,27 @@ pub const LISTEN_TIMEOUT: Duration = Duration::from_secs(24 * 3600);
 /// Most `tools/list` pages read before giving up on a server that never stops paging.
 pub const MAX_TOOL_PAGES: usize = 1000;
 
+/// The bound on all that is kept of one server's lists: however it pages them, a server whose
+/// lists pass it is refused (nothing of them kept), so that one server cannot exhaust the
+/// host's memory. The defaults are far above any real server's (a large one lists about a
+/// hundred tools in under a megabyte).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ListLimits {
+    /// Most entries (tools) kept of one server.
+    pub max_items: usize,
+    /// Most bytes of the list pages (their messages as sent) kept of one server.
+    pub max_bytes: u64,
+}
+
+impl Default for ListLimits {
+    fn default() -> Self {
+        ListLimits {
+            max_items: 10_000,
+            max_bytes: 8 << 20,
+        }
+    }
+}
+
 /// How a client connects and behaves.
 #[derive(Debug, Clone)]
 pub struct ClientOptions {
@@ -42,6 +63,8 @@ pub struct ClientOptions {
     pub max_message: usize,
     /// Which protocol era to speak: found out by default.
     pub era: EraPreference,
+    /// The bound on all that is kept of the server's lists.
+    pub list_limits: ListLimits,
 }
 
 impl ClientOptions {
@@ -64,6 +87,7 @@ impl Default for ClientOptions {
             output_cap: DEFAULT_CAP,
             max_message: DEFAULT_MAX_MESSAGE,
             era: EraPreference::Auto,
+            list_limits: ListLimits::default(),
         }
     }
 }
@@ -86,6 +110,17 @@ pub struct Client {
     tools: Mutex<Option<ToolCache>>,
     /// Per tool, its `x-mcp-header` names and the argument path each mirrors.
     header_params: Mutex<HashMap<String, Vec<HeaderParam>>>,
+    list_limits: ListLimits,
+}
+
+/// One page of `tools/list`, read straight from the message's bytes.
+#[derive(serde::Deserialize)]
+struct ToolsPage {
+    tools: Vec<Tool>,
+    #[serde(rename = "nextCursor", default)]
+    next_cursor: Option<Value>,
+    #[serde(rename = "ttlMs", default)]
+    ttl_ms: Option<Value>,
 }
 
 /// The `x-mcp-header` annotations of an input schema: the header name and the path of the
@@ -199,6 +234,7 @@ impl Client {
                 details,
                 tools: Mutex::new(None),
                 header_params: Mutex::new(HashMap::new()),
+                list_limits: options.list_limits,
             }),
             Err(e) => {
                 transport.close().await;
@@ -237,7 +273,9 @@ impl Client {
     }
 
     /// Lists every tool, following `nextCursor` to the end. A repeated or empty cursor stops
-    /// the listing with a warning, as does reaching [`MAX_TOOL_PAGES`] pages.
+    /// the listing with a warning, as does reaching [`MAX_TOOL_PAGES`] pages. A list past
+    /// [`ClientOptions::list_limits`], whatever its pages, is an error, and nothing of it is
+    /// kept.
     ///
     /// A list the server marked cacheable (`ttlMs`) is served from memory until it goes stale
     /// or the server says the list changed. Over HTTP in the stateless era, a tool whose
@@ -254,36 +292,36 @@ impl Client {
         let mut ttl: Option<u64> = None;
         let mut seen = HashSet::new();
         let mut cursor: Option<String> = None;
+        let limits = self.list_limits;
+        let mut bytes = 0u64;
         for page_number in 0..=MAX_TOOL_PAGES {
             if page_number == MAX_TOOL_PAGES {
                 tracing::warn!(server = %self.name(), "tools/list: stopping after {MAX_TOOL_PAGES} pages");
                 break;
             }
             let params = cursor.as_ref().map(|c| json!({"cursor": c}));
-            let result = self
+            let (page, len) = self
                 .session
-                .request("tools/list", params, RequestOptions::default())
+                .request_as::<ToolsPage>("tools/list", params, RequestOptions::default())
                 .await?;
-            let page = result.get("tools").cloned().ok_or_else(|| {
-                self.error(
-                    "tools/list",
-                    ErrorKind::Protocol("the result has no tools array".into()),
-                )
-            })?;
-            let page: Vec<Tool> = serde_json::from_value(page).map_err(|e| {
-                self.error(
-                    "tools/list",
-                    ErrorKind::Protocol(format!("invalid tools: {e}")),
-                )
-                .caused_by(e)
-            })?;
-            tools.extend(page);
-            let page_ttl = result.get("ttlMs").and_then(Value::as_u64).unwrap_or(0);
+            bytes += len;
+            if tools.len() + page.tools.len() > limits.max_items || bytes > limits.max_bytes {
+                // Nothing of the list is kept: a partial list would look whole to the model.
+                let why = format!(
+                    "the server lists more than this client keeps of one server ({} tools, {} bytes of list pages; it sent {} tools in {bytes} bytes so far): ask its maintainers, or raise ClientOptions::list_limits for a server you trust",
+                    limits.max_items,
+                    limits.max_bytes,
+                    tools.len() + page.tools.len(),
+                );
+                return Err(self.error("tools/list", ErrorKind::Protocol(why)));
+            }
+            tools.extend(page.tools);
+            let page_ttl = page.ttl_ms.as_ref().and_then(Value::as_u64).unwrap_or(0);
             ttl = Some(ttl.map_or(page_ttl, |t| t.min(page_ttl)));
-            match result.get("nextCursor") {
+            match page.next_cursor {
                 None | Some(Value::Null) => break,
                 Some(Value::String(next)) if !next.is_empty() && seen.insert(next.clone()) => {
-                    cursor = Some(next.clone())
+                    cursor = Some(next)
                 }
                 Some(other) => {
                     tracing::warn!(server = %self.name(), "tools/list: stopping at cursor {other}, which is empty or was seen before");
@@ -298,7 +336,7 @@ impl Client {
             if !checks_headers {
                 return true;
             }
-            match header_params_of(&tool.input_schema) {
+            match header_params_of(&tool.input_schema_value()) {
                 Ok(params) => {
                     header_params.insert(tool.name.clone(), params);
                     true

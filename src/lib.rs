@@ -44,7 +44,7 @@ pub mod tui;
 pub mod __private;
 pub(crate) use __private::{client, error, protocol, text, transport, wire};
 
-pub use client::{Client, ClientOptions};
+pub use client::{Client, ClientOptions, ListLimits};
 pub use error::{Error, ErrorKind, Result};
 pub use protocol::session::{
     DEFAULT_TIMEOUT, Handlers, ProgressCallback, RequestHandler, RequestOptions,

@@ -183,6 +183,33 @@ async fn a_crashing_a_hanging_and_an_invalid_server_never_block_the_others() {
     manager.close().await;
 }
 
+/// A server that lists more than the bound on a server's lists, each page under the message
+/// cap, is failed with an error that says so and what to do; nothing of its list is
+/// registered, and the other servers are untouched.
+#[tokio::test]
+async fn a_server_whose_lists_pass_the_bound_is_failed_and_keeps_nothing() {
+    let dir = tempfile::tempdir().unwrap();
+    let manager = start(
+        json!({"ok": fixture_entry(&[]),
+               "flood": fixture_entry(&["--mode", "list-flood=1000x40000"])}),
+        options(dir.path()),
+    )
+    .await;
+    manager.register_all();
+    let flood = status_of(&manager, "flood");
+    assert_eq!((flood.state, flood.tool_count), (ServerState::Failed, 0));
+    let error = flood.last_error.unwrap();
+    assert!(
+        error.contains(
+            "tools/list: protocol error: the server lists more than this client keeps of one server"
+        ) && error.contains("raise ClientOptions::list_limits"),
+        "{error}"
+    );
+    assert_eq!(registered_names(&manager).len(), 9);
+    assert!(manager.client("flood").is_none());
+    manager.close().await;
+}
+
 #[tokio::test]
 async fn http_entries_connect_and_failures_keep_secrets_out() {
     // SAFETY: a variable only this test reads, set before any server starts.

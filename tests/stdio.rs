@@ -88,7 +88,7 @@ async fn tools_list_follows_every_page() {
         ]
     );
     let echo = &client.list_tools().await.unwrap()[0];
-    assert_eq!(echo.input_schema["required"], json!(["text"]));
+    assert_eq!(echo.input_schema_value()["required"], json!(["text"]));
     client.close().await;
 }
 
@@ -118,6 +118,53 @@ async fn tools_list_stops_at_a_repeated_or_empty_cursor_and_at_the_page_limit() 
     let tools = names(client.list_tools().await.unwrap());
     assert_eq!(tools.len(), agenvoy_mcp::__private::client::MAX_TOOL_PAGES);
     assert_eq!(tools.last().unwrap(), "tool_999");
+    client.close().await;
+}
+
+/// A server's lists are bounded as a whole, however they are paged: a page of 40,000 tiny
+/// tools under the message cap passes the count, pages of 3.8 MB pass the bytes at the third;
+/// either fails the listing with an error that says so, and nothing of the list is kept. A
+/// list within the bounds is read whole, and each tool keeps its members as given.
+#[tokio::test]
+async fn a_list_past_its_bounds_fails_whatever_its_pages() {
+    let client = connect(
+        &["--mode", "list-flood=1000x40000"],
+        ClientOptions::default(),
+    )
+    .await;
+    let err = client.list_tools().await.unwrap_err();
+    assert!(
+        err.to_string().contains(
+            "tools/list: protocol error: the server lists more than this client keeps of one server (10000 tools, 8388608 bytes of list pages; it sent 40000 tools in"
+        ),
+        "{err}"
+    );
+    client.close().await;
+    let client = connect(&["--mode", "list-flood=1000x100"], ClientOptions::default()).await;
+    let err = client.list_tools().await.unwrap_err();
+    assert!(err.to_string().contains("it sent 300 tools in"), "{err}");
+    assert!(
+        err.to_string().contains("raise ClientOptions::list_limits"),
+        "{err}"
+    );
+    client.close().await;
+
+    let client = connect(&["--mode", "list-flood=2x100"], ClientOptions::default()).await;
+    let tools = client.list_tools().await.unwrap();
+    assert_eq!(tools.len(), 200);
+    assert_eq!(tools[199].name, "t1_99");
+    assert_eq!(tools[199].input_schema.get(), r#"{"type":"object"}"#);
+    client.close().await;
+    let options = ClientOptions {
+        list_limits: agenvoy_mcp::ListLimits {
+            max_items: 199,
+            ..Default::default()
+        },
+        ..Default::default()
+    };
+    let client = connect(&["--mode", "list-flood=2x100"], options).await;
+    let err = client.list_tools().await.unwrap_err();
+    assert!(err.to_string().contains("(199 tools,"), "{err}");
     client.close().await;
 }
 

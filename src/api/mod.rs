@@ -285,8 +285,9 @@ impl From<ControlError> for ApiError {
     }
 }
 
-pub(crate) fn json_response(status: StatusCode, value: &Value) -> Response<Body> {
-    let mut response = Response::new(Full::new(Bytes::from(value.to_string())).boxed());
+pub(crate) fn json_response(status: StatusCode, value: &impl serde::Serialize) -> Response<Body> {
+    let text = serde_json::to_vec(value).expect("an answer serializes");
+    let mut response = Response::new(Full::new(Bytes::from(text)).boxed());
     *response.status_mut() = status;
     let headers = response.headers_mut();
     headers.insert(CONTENT_TYPE, HeaderValue::from_static("application/json"));

@@ -172,24 +172,36 @@ pub(super) async fn reconnect(state: &State, body: Value) -> Answer {
 
 /// `GET /v1/mcp/tools`.
 pub(super) fn tools(state: &State) -> Answer {
+    /// One tool as the answer lists it: its schema written as the server's text, never parsed
+    /// (a parsed schema takes many times its size).
+    #[derive(serde::Serialize)]
+    #[serde(rename_all = "camelCase")]
+    struct Listed<'a> {
+        name: &'a str,
+        server: &'a str,
+        tool: &'a str,
+        description: &'a str,
+        input_schema: &'a serde_json::value::RawValue,
+        auto_approve: bool,
+    }
     let allowlist = state.control.allowlist()?;
-    let tools: Vec<Value> = state
-        .control
-        .manager()
-        .registry()
+    let registry = state.control.manager().registry();
+    let tools: Vec<Listed> = registry
         .tools()
-        .map(|t| {
-            json!({
-                "name": t.definition.name,
-                "server": t.server,
-                "tool": t.tool,
-                "description": t.definition.description,
-                "inputSchema": t.definition.input_schema,
-                "autoApprove": allowlist.allows(&t.definition.name, Some(&t.server)),
-            })
+        .map(|t| Listed {
+            name: &t.definition.name,
+            server: &t.server,
+            tool: &t.tool,
+            description: &t.definition.description,
+            input_schema: &t.definition.input_schema,
+            auto_approve: allowlist.allows(&t.definition.name, Some(&t.server)),
         })
         .collect();
-    ok(json!({"tools": tools}))
+    #[derive(serde::Serialize)]
+    struct Answer<'a> {
+        tools: Vec<Listed<'a>>,
+    }
+    Ok(super::json_response(StatusCode::OK, &Answer { tools }))
 }
 
 /// `POST /v1/mcp/call`'s body: the tool's name, its arguments and the permission mode.

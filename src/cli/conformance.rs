@@ -139,10 +139,10 @@ async fn exercise(client: &Client, scenario: &str, context: &Value) -> agenvoy_m
                         .iter()
                         .find(|t| t.name == "json_schema_2020_12_tool")
                         .map_or_else(
-                            || sample_arguments(&tool.input_schema),
+                            || sample_arguments(&tool.input_schema_value()),
                             |t| json!({"schema": t.input_schema}),
                         ),
-                    _ => sample_arguments(&tool.input_schema),
+                    _ => sample_arguments(&tool.input_schema_value()),
                 };
                 (tool.name.clone(), arguments)
             })

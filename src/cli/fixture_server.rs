@@ -16,6 +16,9 @@
 //! `<v>`), `spawn-grandchild` (starts a `sleep` child that outlives it unless killed),
 //! `ignore-sigterm` (ignores SIGTERM and the end of stdin: only SIGKILL stops it);
 //! tools/list paging faults `cursor-repeat`, `cursor-empty` and `endless-pages`;
+//! `list-flood=<pages>x<tools>` (tools/list in `<pages>` pages of about 3.8 MB, each of
+//! `<tools>` tools whose descriptions fill the page: a server that lists more than any host
+//! should keep, each page under the message cap);
 //! `crash-at-start` (prints a line to stderr and exits with status 3 before reading anything), `slow-start=<secs>`
 //! (sleeps before reading anything), `no-list-changed` (declares no `tools.listChanged` and
 //! `add_tool` sends no notification), `stop-reading` (never reads stdin again once it has
@@ -75,6 +78,8 @@ pub enum Mode {
     CursorEmpty,
     /// tools/list: pages of one tool each, never ending.
     EndlessPages,
+    /// tools/list: this many pages of about 3.8 MB, each of this many tools.
+    ListFlood(u64, usize),
     /// Exits with status 1 before reading anything.
     CrashAtStart,
     /// Sleeps this many seconds before reading anything.
@@ -116,6 +121,16 @@ impl std::str::FromStr for Mode {
             _ => {
                 if let Some(v) = s.strip_prefix("version=") {
                     Mode::Version(v.to_string())
+                } else if let Some(flood) = s.strip_prefix("list-flood=") {
+                    let parsed = flood
+                        .split_once('x')
+                        .and_then(|(p, t)| Some((p.parse().ok()?, t.parse().ok()?)));
+                    match parsed {
+                        Some((pages, tools)) if tools > 0 => Mode::ListFlood(pages, tools),
+                        _ => {
+                            return Err(format!("list-flood needs <pages>x<tools>, not {flood:?}"));
+                        }
+                    }
                 } else if let Some(secs) = s.strip_prefix("slow-start=") {
                     match secs.parse::<f64>() {
                         Ok(n) if n >= 0.0 && n.is_finite() => Mode::SlowStart(n),
@@ -378,6 +393,29 @@ fn handle(server: &Arc<Server>, request: Request, out: Arc<dyn Output>) {
             reply(&*out, request.id, Ok(result));
         }
         "ping" => reply(&*out, request.id, Ok(json!({}))),
+        "tools/list" if matches!(server.mode, Mode::ListFlood(..)) => {
+            let Mode::ListFlood(pages, per_page) = server.mode else {
+                unreachable!("matched above")
+            };
+            let n: u64 = params
+                .get("cursor")
+                .and_then(Value::as_str)
+                .and_then(|c| c.parse().ok())
+                .unwrap_or(0);
+            // Each tool is about 75 bytes of JSON besides its description, which fills the page.
+            let filler = "d".repeat((3_800_000 / per_page).saturating_sub(75));
+            let tools: Vec<Value> = (0..per_page)
+                .map(|i| {
+                    json!({"name": format!("t{n}_{i}"), "description": filler,
+                           "inputSchema": {"type": "object"}})
+                })
+                .collect();
+            let mut result = json!({"tools": tools});
+            if n + 1 < pages {
+                result["nextCursor"] = json!((n + 1).to_string());
+            }
+            reply(&*out, request.id, Ok(result));
+        }
         "tools/list" if server.mode == Mode::EndlessPages => {
             let n: u64 = params
                 .get("cursor")

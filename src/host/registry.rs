@@ -12,11 +12,11 @@
 //! and the collision is reported, never silently overwritten. Each server's tools are tracked
 //! by server, never by name prefix, so refreshing server `a` never touches server `a__b`.
 
-use crate::protocol::types::Tool;
+use crate::protocol::types::{RawJson, Tool, empty_object_schema};
 use serde::Serialize;
-use serde_json::{Value, json};
 use std::collections::BTreeMap;
 use std::fmt;
+use std::sync::Arc;
 
 /// Longest tool name LLM APIs accept.
 pub const MAX_NAME_LEN: usize = 64;
@@ -64,15 +64,25 @@ pub fn llm_tool_name(server: &str, tool: &str) -> String {
 }
 
 /// A tool as an LLM API takes it.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, Serialize)]
 pub struct ToolDefinition {
     /// The registered name, `mcp__<server>__<tool>` (mapped if needed).
     pub name: String,
-    /// The server's description, or `MCP tool "<tool>" from server "<server>".`
-    pub description: String,
-    /// The server's input schema, or `{"type":"object","properties":{}}`.
+    /// The server's description (trimmed; shared with the server's tool when it needs no
+    /// trimming), or `MCP tool "<tool>" from server "<server>".`
+    pub description: Arc<str>,
+    /// The server's input schema, as its text (shared with the server's tool, not copied),
+    /// or `{"type":"object","properties":{}}`; serialized as the JSON it is.
     #[serde(rename = "input_schema")]
-    pub input_schema: Value,
+    pub input_schema: RawJson,
+}
+
+impl PartialEq for ToolDefinition {
+    fn eq(&self, other: &ToolDefinition) -> bool {
+        self.name == other.name
+            && self.description == other.description
+            && self.input_schema.get() == other.input_schema.get()
+    }
 }
 
 /// One registered tool: its definition and where it comes from.
@@ -89,13 +99,18 @@ pub struct RegisteredTool {
 impl RegisteredTool {
     /// Builds the registered form of one of `server`'s tools.
     pub fn new(server: &str, tool: &Tool) -> RegisteredTool {
-        let description = match tool.description.as_deref().map(str::trim) {
-            Some(d) if !d.is_empty() => d.to_string(),
-            _ => format!("MCP tool \"{}\" from server \"{server}\".", tool.name),
+        let description = match &tool.description {
+            Some(d) if d.trim().len() == d.len() && !d.is_empty() => d.clone(),
+            Some(d) if !d.trim().is_empty() => Arc::from(d.trim()),
+            _ => Arc::from(format!(
+                "MCP tool \"{}\" from server \"{server}\".",
+                tool.name
+            )),
         };
-        let input_schema = match &tool.input_schema {
-            Value::Object(_) => tool.input_schema.clone(),
-            _ => json!({"type": "object", "properties": {}}),
+        let input_schema = if tool.has_object_schema() {
+            tool.input_schema.clone()
+        } else {
+            empty_object_schema()
         };
         RegisteredTool {
             definition: ToolDefinition {
@@ -226,6 +241,7 @@ impl Registry {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use serde_json::{Value, json};
 
     fn tool(name: &str) -> Tool {
         serde_json::from_value(json!({"name": name, "inputSchema": {"type": "object"}})).unwrap()
@@ -261,29 +277,28 @@ mod tests {
         let mut registry = Registry::new();
         let bare: Tool = serde_json::from_value(json!({"name": "get.it"})).unwrap();
         let mut null_schema = tool("n");
-        null_schema.input_schema = Value::Null;
+        null_schema.input_schema = serde_json::value::RawValue::from_string("null".into())
+            .unwrap()
+            .into();
         null_schema.description = Some("  ".into());
         registry.register_server("srv", &[bare, null_schema]);
         let name = llm_tool_name("srv", "get.it");
         let t = registry.get(&name).unwrap();
         assert_eq!(
-            t.definition.description,
+            &*t.definition.description,
             "MCP tool \"get.it\" from server \"srv\"."
         );
-        assert_eq!(
-            t.definition.input_schema,
-            json!({"type": "object", "properties": {}})
-        );
+        let schema = |t: &RegisteredTool| {
+            serde_json::from_str::<Value>(t.definition.input_schema.get()).unwrap()
+        };
+        assert_eq!(schema(t), json!({"type": "object", "properties": {}}));
         assert_eq!(registry.resolve(&name), Some(("srv", "get.it")));
         let n = registry.get("mcp__srv__n").unwrap();
         assert_eq!(
-            n.definition.description,
+            &*n.definition.description,
             "MCP tool \"n\" from server \"srv\"."
         );
-        assert_eq!(
-            n.definition.input_schema,
-            json!({"type": "object", "properties": {}})
-        );
+        assert_eq!(schema(n), json!({"type": "object", "properties": {}}));
         assert_eq!(
             serde_json::to_value(&n.definition).unwrap(),
             json!({"name": "mcp__srv__n", "description": "MCP tool \"n\" from server \"srv\".",

@@ -289,14 +289,68 @@ impl Session {
             let why = format!("the answer is not valid JSON-RPC: {why}");
             self.error(ErrorKind::Protocol(why)).during(method)
         })?;
-        match (outcome, rendered) {
-            (Some(outcome), _) => outcome.map_err(|e| self.error(ErrorKind::Rpc(Box::new(e))).during(method)),
-            (None, Some(Err(RenderError::Rpc(e)))) => Err(self.error(ErrorKind::Rpc(Box::new(e))).during(method)),
-            (None, _) => Err(self
+        match outcome {
+            Some(outcome) => {
+                outcome.map_err(|e| self.error(ErrorKind::Rpc(Box::new(e))).during(method))
+            }
+            None => Err(self.unkept(method, rendered, len)),
+        }
+    }
+
+    /// [`Session::request`] with the result read straight into `T` from the message's bytes,
+    /// never built as a `Value` first (a page of a long list costs about its size), and the
+    /// message's length in bytes.
+    pub async fn request_as<T: serde::de::DeserializeOwned>(
+        &self,
+        method: &str,
+        params: Option<Value>,
+        options: RequestOptions,
+    ) -> Result<(T, u64)> {
+        #[derive(serde::Deserialize)]
+        struct ResultOf<T> {
+            result: T,
+        }
+        let reply = self.request_reply(method, params.as_ref(), options).await?;
+        let invalid = |e: serde_json::Error| {
+            self.error(ErrorKind::Protocol(format!("invalid result: {e}")))
+                .during(method)
+                .caused_by(e)
+        };
+        let Reply {
+            outcome,
+            rendered,
+            len,
+        } = reply;
+        let result = match outcome {
+            Outcome::Read { raw: Some(raw), .. } => serde_json::from_slice::<ResultOf<T>>(&raw)
+                .map(|r| r.result)
+                .map_err(invalid)?,
+            Outcome::Parsed(Some(Ok(value))) => T::deserialize(value).map_err(invalid)?,
+            Outcome::Parsed(Some(Err(e))) => {
+                return Err(self.error(ErrorKind::Rpc(Box::new(e))).during(method));
+            }
+            Outcome::Parsed(None) | Outcome::Read { raw: None, .. } => {
+                return Err(self.unkept(method, rendered, len));
+            }
+        };
+        Ok((result, len))
+    }
+
+    /// The error of an answer this client did not keep whole: the server's JSON-RPC error if
+    /// it was one, else that it was too large.
+    fn unkept(
+        &self,
+        method: &str,
+        rendered: Option<std::result::Result<Rendered, RenderError>>,
+        len: u64,
+    ) -> Error {
+        match rendered {
+            Some(Err(RenderError::Rpc(e))) => self.error(ErrorKind::Rpc(Box::new(e))).during(method),
+            _ => self
                 .error(ErrorKind::Protocol(format!(
                     "the answer is {len} bytes, more than this client keeps of one message: raise Limits::max_message, or Limits::output_cap for a result with content"
                 )))
-                .during(method)),
+                .during(method),
         }
     }
 

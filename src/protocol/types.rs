@@ -1,7 +1,23 @@
 //! MCP types the client reads and hands to its embedder.
 
+use serde::de::{self, Deserializer, MapAccess, Visitor};
+use serde::ser::{SerializeMap, Serializer};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
+use serde_json::value::RawValue;
+use std::sync::Arc;
+
+/// A JSON value kept as the text the server sent: about its wire size in memory (a parsed
+/// `Value` of a schema takes many times that), shared by every copy, and written out again
+/// unchanged. [`RawValue::get`] gives the text; parse it where its contents are needed.
+pub type RawJson = Arc<RawValue>;
+
+/// `{"type":"object","properties":{}}`: the input schema of a tool that gives none.
+pub fn empty_object_schema() -> RawJson {
+    RawValue::from_string(r#"{"type":"object","properties":{}}"#.into())
+        .expect("valid JSON")
+        .into()
+}
 
 /// The protocol revision this client offers in `initialize`.
 pub const LATEST_HANDSHAKE_VERSION: &str = "2025-11-25";
@@ -15,24 +31,120 @@ pub const STATELESS_VERSIONS: [&str; 1] = ["2026-07-28"];
 /// Every initialize-era revision this client accepts from a server, newest first.
 pub const HANDSHAKE_VERSIONS: [&str; 4] = ["2025-11-25", "2025-06-18", "2025-03-26", "2024-11-05"];
 
-/// One tool as the server described it.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+/// One tool as the server described it. Its JSON members are kept as the server's text
+/// ([`RawJson`]), so a tool costs about its wire size, and a copy only its name and
+/// description.
+#[derive(Debug, Clone)]
 pub struct Tool {
     /// The tool's name on its server.
     pub name: String,
-    /// What the tool does, for the model.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub description: Option<String>,
-    /// JSON Schema of the arguments, kept exactly as the server gave it.
-    #[serde(rename = "inputSchema", default = "empty_object_schema")]
-    pub input_schema: Value,
-    /// Every other member of the tool object (title, annotations, outputSchema, ...), as given.
-    #[serde(flatten)]
-    pub extra: serde_json::Map<String, Value>,
+    /// What the tool does, for the model (shared by every copy: a description can be long).
+    pub description: Option<Arc<str>>,
+    /// JSON Schema of the arguments, exactly as the server gave it
+    /// ([`empty_object_schema`] when it gave none); [`Tool::input_schema_value`] parses it.
+    pub input_schema: RawJson,
+    /// Every other member of the tool object (title, annotations, outputSchema, ...), as
+    /// given, in the server's order.
+    pub extra: Vec<(String, RawJson)>,
 }
 
-fn empty_object_schema() -> Value {
-    serde_json::json!({"type": "object", "properties": {}})
+impl Tool {
+    /// A tool with `name` and nothing else (the empty object schema).
+    pub fn named(name: &str) -> Tool {
+        Tool {
+            name: name.to_string(),
+            description: None,
+            input_schema: empty_object_schema(),
+            extra: Vec::new(),
+        }
+    }
+
+    /// The input schema parsed (`Value::Null` if the server's text is no JSON, which the
+    /// decoder does not let through).
+    pub fn input_schema_value(&self) -> Value {
+        serde_json::from_str(self.input_schema.get()).unwrap_or(Value::Null)
+    }
+
+    /// Whether the input schema is a JSON object, as the protocol asks.
+    pub fn has_object_schema(&self) -> bool {
+        self.input_schema.get().trim_start().starts_with('{')
+    }
+
+    /// Another member of the tool object, by name, as the server's text.
+    pub fn member(&self, key: &str) -> Option<&RawValue> {
+        self.extra.iter().find(|(k, _)| k == key).map(|(_, v)| &**v)
+    }
+}
+
+impl PartialEq for Tool {
+    fn eq(&self, other: &Tool) -> bool {
+        let texts = |t: &Tool| {
+            t.extra
+                .iter()
+                .map(|(k, v)| (k.clone(), v.get().to_string()))
+                .collect::<Vec<_>>()
+        };
+        self.name == other.name
+            && self.description == other.description
+            && self.input_schema.get() == other.input_schema.get()
+            && texts(self) == texts(other)
+    }
+}
+
+impl Serialize for Tool {
+    fn serialize<S: Serializer>(&self, to: S) -> Result<S::Ok, S::Error> {
+        let mut map = to.serialize_map(None)?;
+        map.serialize_entry("name", &self.name)?;
+        if let Some(description) = &self.description {
+            map.serialize_entry("description", &**description)?;
+        }
+        map.serialize_entry("inputSchema", &*self.input_schema)?;
+        for (key, value) in &self.extra {
+            map.serialize_entry(key, &**value)?;
+        }
+        map.end()
+    }
+}
+
+impl<'de> Deserialize<'de> for Tool {
+    fn deserialize<D: Deserializer<'de>>(from: D) -> Result<Tool, D::Error> {
+        struct ToolVisitor;
+        impl<'de> Visitor<'de> for ToolVisitor {
+            type Value = Tool;
+            fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+                f.write_str("a tool object")
+            }
+            fn visit_map<A: MapAccess<'de>>(self, mut members: A) -> Result<Tool, A::Error> {
+                let (mut name, mut description, mut input_schema) = (None, None, None);
+                let mut extra = Vec::new();
+                while let Some(key) = members.next_key::<String>()? {
+                    // A member given twice keeps its last value, as serde_json's `Value` does.
+                    match key.as_str() {
+                        "name" => name = Some(members.next_value::<String>()?),
+                        "description" => {
+                            description = members.next_value::<Option<String>>()?.map(Arc::from)
+                        }
+                        "inputSchema" => {
+                            input_schema =
+                                Some(RawJson::from(members.next_value::<Box<RawValue>>()?))
+                        }
+                        _ => {
+                            let value = RawJson::from(members.next_value::<Box<RawValue>>()?);
+                            extra.retain(|(k, _): &(String, RawJson)| *k != key);
+                            extra.push((key, value));
+                        }
+                    }
+                }
+                Ok(Tool {
+                    name: name.ok_or_else(|| de::Error::missing_field("name"))?,
+                    description,
+                    input_schema: input_schema.unwrap_or_else(empty_object_schema),
+                    extra,
+                })
+            }
+        }
+        from.deserialize_map(ToolVisitor)
+    }
 }
 
 /// A root the embedder exposes to servers (`roots/list`).

@@ -71,7 +71,7 @@ fn snapshot(control: &Control) -> Snapshot {
         .map(|t| ToolRow {
             name: t.definition.name.clone(),
             server: t.server.clone(),
-            description: t.definition.description.clone(),
+            description: t.definition.description.to_string(),
         })
         .collect();
     tools.sort_by(|a, b| a.name.cmp(&b.name));
