@@ -57,15 +57,21 @@ use std::convert::Infallible;
 use std::future::Future;
 use std::path::PathBuf;
 use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 use tokio::net::TcpListener;
-use tokio::sync::{Semaphore, mpsc};
+use tokio::sync::mpsc;
 
 /// The API's bounds.
 #[derive(Debug, Clone)]
 pub struct Limits {
-    /// Connections served at once; more wait in the listen queue.
+    /// Connections open at once. At the bound, a new connection closes the oldest one that has
+    /// not yet sent a request with the token (so idle or unauthenticated sockets, which any
+    /// local process can open, never lock the owner out); when every one has, it is refused.
     pub max_connections: usize,
+    /// Tool calls in flight at once for one server: past it a call is refused at once with
+    /// 429, so a server that never answers holds only its own calls, never the API.
+    pub max_calls_per_server: usize,
     /// How long a client has to send a request's headers (and how long an idle connection
     /// is kept).
     pub header_read_timeout: Duration,
@@ -82,7 +88,8 @@ pub struct Limits {
 impl Default for Limits {
     fn default() -> Self {
         Limits {
-            max_connections: 64,
+            max_connections: 256,
+            max_calls_per_server: 16,
             header_read_timeout: Duration::from_secs(10),
             request_timeout: Duration::from_secs(150),
             login_timeout: crate::auth::callback::LOGIN_TIMEOUT,
@@ -137,7 +144,7 @@ pub async fn serve(
             ),
         ));
     }
-    let permits = Arc::new(Semaphore::new(options.limits.max_connections.max(1)));
+    let max_connections = options.limits.max_connections.max(1);
     let control = Control::with_token_store(
         manager,
         options.config_path.clone(),
@@ -147,17 +154,17 @@ pub async fn serve(
         control,
         port: address.port(),
         options,
+        calls: servers::CallSlots::default(),
     });
     let mut connections = tokio::task::JoinSet::new();
+    // The open connections, oldest first, each with whether it has shown the token.
+    let mut open: std::collections::VecDeque<(tokio::task::AbortHandle, Arc<AtomicBool>)> =
+        Default::default();
     tokio::pin!(shutdown);
     loop {
-        let permit = tokio::select! {
-            _ = &mut shutdown => break,
-            Some(_) = connections.join_next(), if !connections.is_empty() => continue,
-            permit = permits.clone().acquire_owned() => permit.expect("the semaphore is never closed"),
-        };
         let stream = tokio::select! {
             _ = &mut shutdown => break,
+            Some(_) = connections.join_next(), if !connections.is_empty() => continue,
             accepted = listener.accept() => match accepted {
                 Ok((stream, _)) => stream,
                 Err(e) => {
@@ -168,22 +175,41 @@ pub async fn serve(
                 }
             },
         };
-        let state = state.clone();
-        connections.spawn(async move {
-            let _permit = permit;
-            serve_connection(stream, state).await;
-        });
+        open.retain(|(task, _)| !task.is_finished());
+        if open.len() >= max_connections {
+            let stranger = open
+                .iter()
+                .position(|(_, owner)| !owner.load(Ordering::Relaxed));
+            match stranger.and_then(|at| open.remove(at)) {
+                Some((task, _)) => task.abort(),
+                None => {
+                    tracing::warn!(
+                        "the API has {max_connections} connections of its owner open; refusing another"
+                    );
+                    continue;
+                }
+            }
+        }
+        let owner = Arc::new(AtomicBool::new(false));
+        let task = connections.spawn(serve_connection(stream, state.clone(), owner.clone()));
+        open.push_back((task, owner));
     }
     connections.shutdown().await;
     Ok(())
 }
 
-async fn serve_connection(stream: tokio::net::TcpStream, state: Arc<State>) {
+/// Serves one connection; `owner` turns true once a request on it carried the token.
+async fn serve_connection(
+    stream: tokio::net::TcpStream,
+    state: Arc<State>,
+    owner: Arc<AtomicBool>,
+) {
     let _ = stream.set_nodelay(true);
     let header_read_timeout = state.options.limits.header_read_timeout;
     let service = hyper::service::service_fn(move |request| {
         let state = state.clone();
-        async move { Ok::<_, Infallible>(handle(state, request).await) }
+        let owner = owner.clone();
+        async move { Ok::<_, Infallible>(handle(state, request, &owner).await) }
     });
     let served = hyper::server::conn::http1::Builder::new()
         .timer(hyper_util::rt::TokioTimer::new())
@@ -202,6 +228,8 @@ pub(crate) struct State {
     control: Control,
     options: ApiOptions,
     port: u16,
+    /// Tool calls in flight, by server.
+    calls: servers::CallSlots,
 }
 
 /// The body of every response.
@@ -215,6 +243,8 @@ pub(crate) struct ApiError {
     message: String,
     /// The methods a path takes, for 405.
     allow: Option<&'static str>,
+    /// Seconds to wait before trying again, for 429.
+    retry_after: Option<u32>,
 }
 
 impl ApiError {
@@ -224,6 +254,15 @@ impl ApiError {
             kind,
             message: message.into(),
             allow: None,
+            retry_after: None,
+        }
+    }
+
+    /// 429: too many requests of this kind in flight; try again after `seconds`.
+    pub(crate) fn busy(message: impl Into<String>, seconds: u32) -> Self {
+        ApiError {
+            retry_after: Some(seconds),
+            ..ApiError::new(StatusCode::TOO_MANY_REQUESTS, "busy", message)
         }
     }
 
@@ -265,6 +304,9 @@ impl ApiError {
         }
         if let Some(allow) = self.allow {
             headers.insert("allow", HeaderValue::from_static(allow));
+        }
+        if let Some(seconds) = self.retry_after {
+            headers.insert(hyper::header::RETRY_AFTER, HeaderValue::from(seconds));
         }
         response
     }
@@ -392,20 +434,34 @@ fn route(method: &Method, path: &str) -> Result<Route, ApiError> {
     })
 }
 
-async fn handle(state: Arc<State>, request: Request<Incoming>) -> Response<Body> {
+async fn handle(
+    state: Arc<State>,
+    request: Request<Incoming>,
+    owner: &AtomicBool,
+) -> Response<Body> {
     let (parts, body) = request.into_parts();
+    let options = &state.options;
+    if let Err(refused) = guard::admit(&parts, &options.token, state.port, options.allow_remote) {
+        // Answered, then the connection is closed: a stranger cannot keep one open.
+        let mut response = refused.into_response();
+        response
+            .headers_mut()
+            .insert(hyper::header::CONNECTION, HeaderValue::from_static("close"));
+        return response;
+    }
+    owner.store(true, Ordering::Relaxed);
     respond(state, parts, body)
         .await
         .unwrap_or_else(ApiError::into_response)
 }
 
+/// Answers a request that passed the guard.
 async fn respond(
     state: Arc<State>,
     parts: Parts,
     body: Incoming,
 ) -> Result<Response<Body>, ApiError> {
     let options = &state.options;
-    guard::admit(&parts, &options.token, state.port, options.allow_remote)?;
     let route = route(&parts.method, parts.uri.path())?;
     let query = parts.uri.query().unwrap_or("").to_string();
     if route == Route::Login {

@@ -220,10 +220,66 @@ pub(super) fn call_request(body: &Value) -> Result<(String, Value, PermissionMod
     Ok((name, arguments, mode))
 }
 
-/// `POST /v1/mcp/call`: through the gate; a call the gate refuses is 403 with the reason.
+/// Tool calls in flight, by server: each holds a [`CallSlot`] while it runs.
+#[derive(Default)]
+pub(crate) struct CallSlots(std::sync::Mutex<std::collections::HashMap<String, usize>>);
+
+/// One call's place among its server's calls in flight; given back when dropped.
+struct CallSlot<'a> {
+    slots: &'a CallSlots,
+    server: String,
+}
+
+impl CallSlots {
+    /// A place for one more call to `server`, unless it has `most` in flight already.
+    fn take(&self, server: &str, most: usize) -> Option<CallSlot<'_>> {
+        let mut in_flight = self.0.lock().expect("call slots lock");
+        let count = in_flight.entry(server.to_string()).or_default();
+        if *count >= most {
+            return None;
+        }
+        *count += 1;
+        Some(CallSlot {
+            slots: self,
+            server: server.to_string(),
+        })
+    }
+}
+
+impl Drop for CallSlot<'_> {
+    fn drop(&mut self) {
+        let mut in_flight = self.slots.0.lock().expect("call slots lock");
+        if let Some(count) = in_flight.get_mut(&self.server) {
+            *count -= 1;
+            if *count == 0 {
+                in_flight.remove(&self.server);
+            }
+        }
+    }
+}
+
+/// `POST /v1/mcp/call`: through the gate; a call the gate refuses is 403 with the reason. A
+/// server with [`super::Limits::max_calls_per_server`] calls in flight gets no more: 429.
 pub(super) async fn call(state: &State, body: Value) -> Answer {
     let (name, arguments, mode) = call_request(&body)?;
-    match state.control.manager().call(&name, arguments, mode).await {
+    let manager = state.control.manager();
+    let server = manager
+        .registry()
+        .resolve(&name)
+        .map(|(s, _)| s.to_string());
+    let most = state.options.limits.max_calls_per_server;
+    let _slot = match &server {
+        Some(server) => Some(state.calls.take(server, most).ok_or_else(|| {
+            ApiError::busy(
+                format!(
+                    "server {server:?} has {most} calls in flight, the most this API runs at once for one server (it may be hung: see GET /v1/mcp/status); try again later"
+                ),
+                1,
+            )
+        })?),
+        None => None,
+    };
+    match manager.call(&name, arguments, mode).await {
         Ok(output) => ok(json!({
             "text": output.text,
             "isError": output.is_error,
