@@ -1221,6 +1221,25 @@ fn oauth_login_through_the_stream_and_by_paste_back() {
         json!({"name": "py", "url": "http://localhost/callback"}),
     );
     assert_eq!(not_it.status, 400, "{not_it:?}");
+    // Another login's redirect (its state is not this login's) is refused at once, and the
+    // login goes on.
+    let started = Instant::now();
+    let other = api.post(
+        "/v1/mcp/oauth/callback",
+        json!({"name": "py", "url": "http://localhost:17988/callback?code=c&state=another-login"}),
+    );
+    assert_eq!(other.status, 400, "{other:?}");
+    assert!(
+        other
+            .error()
+            .contains("not the redirect of this login to py (its state does not match)"),
+        "{other:?}"
+    );
+    assert!(
+        started.elapsed() < Duration::from_secs(5),
+        "{:?}",
+        started.elapsed()
+    );
     let pasted = api.post(
         "/v1/mcp/oauth/callback",
         json!({"name": "py", "url": location}),

@@ -9,8 +9,10 @@
 //!   through a shell) and the URL always shown, and the redirect URL pasted back as the
 //!   alternative when the browser cannot reach the listener. Only a redirect carrying the
 //!   `state` of the login in progress ends it: any other request (a web page's `<img>`, a
-//!   stale tab) is answered and ignored. The listener is bounded: 8 KiB of request head, 5 s
-//!   to send it, 16 connections at once, 100 requests in one login.
+//!   stale tab) is answered and ignored, however many come: a login ends only with its own
+//!   redirect, a cancel or its deadline. The listener is bounded: 8 KiB of request head, 5 s
+//!   to send it, 16 connections at once, 50 new connections a second (more wait in the
+//!   listen queue).
 //! - [`HeadlessAgent`]: GETs the authorization URL without following the redirect and takes
 //!   the `Location`; for authorization servers that redirect at once (tests, the conformance
 //!   suite).
@@ -40,8 +42,9 @@ const CALLBACK_HEAD_MAX: usize = 8 * 1024;
 const CALLBACK_READ_DEADLINE: Duration = Duration::from_secs(5);
 /// Connections the callback listener serves at once.
 const CALLBACK_CONNECTIONS: usize = 16;
-/// Requests the callback listener answers in one login before it gives up.
-const CALLBACK_REQUESTS: usize = 100;
+/// Connections the callback listener takes in one second; more wait in the listen queue, so
+/// junk from a web page costs a bounded amount of work and never ends the login.
+const CALLBACK_RATE: u32 = 50;
 
 /// Takes the user through the authorization request.
 pub trait UserAgent: Send + Sync {
@@ -398,7 +401,7 @@ pub fn open_browser(url: &str) {
 /// Serves the callback sockets until the redirect that answers `state` arrives, and returns
 /// its full URL. Every request is answered: other paths get 404, redirects of another login
 /// (wrong or missing `state`, errors included) 400, and are otherwise ignored. Connections
-/// are served side by side, each bounded in size and time, and the number of requests too.
+/// are served side by side, each bounded in size and time, and taken at a bounded rate.
 async fn serve_callback(listening: Listening, state: Option<&str>) -> Result<String, String> {
     let (tx, mut rx) = mpsc::channel::<TcpStream>(CALLBACK_CONNECTIONS);
     let mut acceptors = JoinSet::new();
@@ -425,24 +428,26 @@ async fn serve_callback(listening: Listening, state: Option<&str>) -> Result<Str
     let path: Arc<str> = listening.path.into();
     let state: Option<Arc<str>> = state.map(Into::into);
     let mut connections = JoinSet::new();
-    let mut accepted = 0;
+    // Connections taken in the current second, and when it ends.
+    let (mut taken, mut second_ends) = (0, tokio::time::Instant::now() + Duration::from_secs(1));
     loop {
+        let room = connections.len() < CALLBACK_CONNECTIONS && taken < CALLBACK_RATE;
         tokio::select! {
-            Some(stream) = rx.recv(), if connections.len() < CALLBACK_CONNECTIONS => {
-                accepted += 1;
-                if accepted > CALLBACK_REQUESTS {
-                    return Err(format!(
-                        "the callback listener got {CALLBACK_REQUESTS} requests and none was this login's redirect (another program is calling it); run the login again"
-                    ));
-                }
+            Some(stream) = rx.recv(), if room => {
+                taken += 1;
                 connections.spawn(answer_callback(stream, path.clone(), state.clone()));
             }
+            () = tokio::time::sleep_until(second_ends), if taken >= CALLBACK_RATE => {}
             Some(done) = connections.join_next() => {
                 if let Ok(Some(url)) = done {
                     return Ok(url);
                 }
             }
             else => return Err("the callback listener stopped".into()),
+        }
+        let now = tokio::time::Instant::now();
+        if now >= second_ends {
+            (taken, second_ends) = (0, now + Duration::from_secs(1));
         }
     }
 }
@@ -723,24 +728,35 @@ mod tests {
         assert!(page.starts_with("HTTP/1.1 200"), "{page}");
     }
 
+    /// A web page's hundred `<img>`s (and more) at the callback are answered and ignored:
+    /// the login goes on, and ends with its own redirect.
     #[tokio::test]
-    async fn a_listener_flooded_with_requests_gives_up() {
+    async fn junk_at_the_listener_never_ends_the_login() {
         let agent = LoopbackAgent {
             timeout: Duration::from_secs(20),
             ..quiet_agent()
         };
         let port = listening(&agent).await;
         let flood = async move {
-            for _ in 0..=CALLBACK_REQUESTS {
-                send(("127.0.0.1", port), &get("/callback?code=x&state=other")).await;
+            let junk = (0..150).map(|i| async move {
+                let target = if i % 2 == 0 {
+                    "/x"
+                } else {
+                    "/callback?code=x&state=other"
+                };
+                send(("127.0.0.1", port), &get(target)).await
+            });
+            for page in futures::future::join_all(junk).await {
+                assert!(page.starts_with("HTTP/1.1 4"), "{page}");
             }
+            send(("127.0.0.1", port), &get("/callback?code=real&state=S")).await
         };
-        let (outcome, ()) = tokio::join!(agent.authorize("https://as.test/a?state=S"), flood);
-        let err = outcome.unwrap_err();
-        assert!(
-            err.contains("got 100 requests and none was this login's redirect"),
-            "{err}"
+        let (outcome, page) = tokio::join!(agent.authorize("https://as.test/a?state=S"), flood);
+        assert_eq!(
+            outcome.unwrap(),
+            "http://localhost/callback?code=real&state=S"
         );
+        assert!(page.starts_with("HTTP/1.1 200"), "{page}");
     }
 
     #[tokio::test]

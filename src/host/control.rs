@@ -471,6 +471,9 @@ mod oauth_ops {
     struct Pending {
         paste: mpsc::Sender<String>,
         done: watch::Receiver<Outcome>,
+        /// The `state` of the authorization URL once the login has shown it: a pasted URL
+        /// that does not carry it is refused at once.
+        state: Arc<Mutex<Option<String>>>,
     }
 
     pub(super) struct OAuthState {
@@ -657,6 +660,7 @@ mod oauth_ops {
             oauth_server(&config, name)?;
             let (paste_tx, paste_rx) = mpsc::channel(4);
             let (done_tx, done_rx) = watch::channel(None);
+            let login_state = Arc::new(Mutex::new(None));
             {
                 let mut logins = self.inner.oauth.logins.lock().expect("logins lock");
                 if logins.contains_key(name) {
@@ -669,6 +673,7 @@ mod oauth_ops {
                     Pending {
                         paste: paste_tx,
                         done: done_rx,
+                        state: login_state.clone(),
                     },
                 );
             }
@@ -679,6 +684,7 @@ mod oauth_ops {
             agent.open_browser = options.open_browser;
             agent.timeout = options.timeout;
             agent.show_url = Arc::new(move |url| {
+                *login_state.lock().expect("login state lock") = CallbackParams::parse(url).state;
                 let _ = shown.try_send(LoginEvent::Url(url.to_string()));
             });
             let control = self.clone();
@@ -742,6 +748,18 @@ mod oauth_ops {
                         "no login to {name} is in progress; start one first (/mcp → {name} → login)"
                     ))
                 })?;
+                let state = pending.state.lock().expect("login state lock").clone();
+                let Some(state) = state else {
+                    return Err(ControlError::Conflict(format!(
+                        "the login to {name} has not shown its authorization URL yet; paste the URL the browser ends on after that"
+                    )));
+                };
+                // Refused here, at once: the login goes on, waiting for its own redirect.
+                if !params.answers(Some(&state)) {
+                    return Err(ControlError::Invalid(format!(
+                        "that URL is not the redirect of this login to {name} (its state does not match): paste the URL the browser ended on for this login"
+                    )));
+                }
                 (pending.paste.clone(), pending.done.clone())
             };
             if paste.send(url.trim().to_string()).await.is_err() {
