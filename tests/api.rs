@@ -724,6 +724,16 @@ fn servers_are_added_and_removed_through_the_api() {
             400,
             "oauth",
         ),
+        (
+            json!({"name": "x".repeat(100_000), "command": "x"}),
+            400,
+            "is 100000 characters; at most 32",
+        ),
+        (
+            json!({"name": "b", "command": "x", "timeout": 0}),
+            400,
+            "\"timeout\" is 0; it must be a number of seconds above 0",
+        ),
     ];
     api.assert_refused("/v1/mcp", refused);
     assert_eq!(daemon.read("mcp.json"), before);
@@ -896,6 +906,11 @@ fn the_allowlist_route_and_the_gate() {
             json!({"tool": {"prefix": "mcp__fx__", "entries": ["mcp__fx__a b"]}}),
             400,
             "not a tool name",
+        ),
+        (
+            json!({"tool": {"prefix": "mcp__fx__", "entries": ["mcp__fx___*"]}}),
+            400,
+            "approves every tool of server \"fx_\"",
         ),
         (
             json!({"tool": {"prefix": "bash", "entries": []}}),

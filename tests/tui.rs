@@ -376,7 +376,7 @@ async fn the_add_wizard_saves_connects_and_refuses_bad_input() {
     assert!(screen.contains("Enter accept  Esc cancel"));
     for (typed, error) in [
         ("fx", "already configured"),
-        ("a b", "not a valid name"),
+        ("a b", "is not valid: use letters"),
         ("", "give the server a name"),
     ] {
         h.panel

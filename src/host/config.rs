@@ -51,12 +51,40 @@ pub fn default_config_path() -> PathBuf {
     config_dir().join(CONFIG_FILE)
 }
 
-/// Whether `name` is a valid server name: `[A-Za-z0-9_-]+`.
+/// The longest server name: `mcp__<server>__` then leaves a tool name room within the 64
+/// characters model APIs (OpenAI's, Anthropic's) accept for a tool's name.
+pub const MAX_SERVER_NAME: usize = 32;
+
+/// Whether `name` is a valid server name: `[A-Za-z0-9_-]{1,32}`.
 pub fn is_valid_server_name(name: &str) -> bool {
-    !name.is_empty()
-        && name
-            .bytes()
-            .all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-')
+    server_name_problem(name).is_none()
+}
+
+/// What is wrong with `name` as a server name, if anything, said so a user can fix it.
+pub fn server_name_problem(name: &str) -> Option<String> {
+    let shown: String = name.chars().take(40).collect();
+    let shown = if shown.len() < name.len() {
+        format!("{shown}…")
+    } else {
+        shown
+    };
+    if name.is_empty() {
+        Some("the server name is empty; give it one of letters, digits, '_' or '-'".into())
+    } else if !name
+        .bytes()
+        .all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-')
+    {
+        Some(format!(
+            "server name {shown:?} is not valid: use letters, digits, '_' or '-' (it becomes part of tool names)"
+        ))
+    } else if name.len() > MAX_SERVER_NAME {
+        Some(format!(
+            "server name {shown:?} is {} characters; at most {MAX_SERVER_NAME}, so that its tools' names (mcp__<server>__<tool>) stay within the 64 characters model APIs accept",
+            name.len()
+        ))
+    } else {
+        None
+    }
 }
 
 /// A problem with the config file or with one of its servers.
@@ -341,10 +369,8 @@ impl ServerConfig {
     /// Reads one entry; the error names the server.
     pub fn from_value(name: &str, value: &Value) -> Result<ServerConfig, ConfigError> {
         let bad = |message: String| Err(ConfigError::server(name, message));
-        if !is_valid_server_name(name) {
-            return bad(
-                "the name must be letters, digits, '_' or '-' (it becomes part of tool names); rename it".into(),
-            );
+        if let Some(problem) = server_name_problem(name) {
+            return bad(format!("{problem}; rename it"));
         }
         let Some(entry) = value.as_object() else {
             return bad("the entry must be an object with \"command\" or \"url\"".into());
@@ -723,11 +749,8 @@ impl Config {
     /// Adds or replaces a server. Members of an existing entry this crate does not know are
     /// kept; the known ones are replaced.
     pub fn set_server(&mut self, name: &str, server: &ServerConfig) -> Result<(), ConfigError> {
-        if !is_valid_server_name(name) {
-            return Err(ConfigError::server(
-                name,
-                "the name must be letters, digits, '_' or '-'; rename it",
-            ));
+        if let Some(problem) = server_name_problem(name) {
+            return Err(ConfigError::server(name, format!("{problem}; rename it")));
         }
         let servers = self
             .doc
@@ -1010,14 +1033,33 @@ mod tests {
 
     #[test]
     fn server_names_table() {
-        for name in ["a", "A-b_9", "github", "my__server"] {
+        let longest = "n".repeat(MAX_SERVER_NAME);
+        for name in ["a", "A-b_9", "github", "my__server", &longest] {
             assert!(is_valid_server_name(name), "{name}");
+            // Every tool name of it fits what model APIs accept without being mapped.
+            let tool = crate::host::registry::llm_tool_name(name, "get_it");
+            assert!(tool.ends_with("__get_it") && tool.len() <= 64, "{tool}");
         }
         for name in ["", "a b", "a.b", "a/b", "é", "a:b"] {
             assert!(!is_valid_server_name(name), "{name}");
             let e = ServerConfig::from_value(name, &json!({"command": "x"})).unwrap_err();
             assert!(e.to_string().contains("rename it"), "{e}");
         }
+        // A name of 100,000 characters is refused, and the error shows only its start.
+        let huge = "x".repeat(100_000);
+        let e = ServerConfig::from_value(&huge, &json!({"command": "x"}))
+            .unwrap_err()
+            .message;
+        assert!(
+            e.contains("is 100000 characters; at most 32, so that its tools' names")
+                && e.len() < 400,
+            "{e}"
+        );
+        assert!(
+            Config::default()
+                .set_server(&huge, &ServerConfig::Stdio(StdioServer::default()))
+                .is_err()
+        );
     }
 
     #[test]

@@ -431,10 +431,8 @@ impl Control {
 
 /// `mcp__<server>__`, for a valid server name.
 fn server_prefix(server: &str) -> Result<String, ControlError> {
-    if !is_valid_server_name(server) {
-        return Err(ControlError::Invalid(format!(
-            "server name {server:?} is not valid: use letters, digits, '_' or '-'"
-        )));
+    if let Some(problem) = super::config::server_name_problem(server) {
+        return Err(ControlError::Invalid(problem));
     }
     Ok(format!("{PREFIX}{server}__"))
 }

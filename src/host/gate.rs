@@ -235,7 +235,9 @@ impl Allowlist {
     }
 
     /// Replaces the entries of `prefix` (say `mcp__github__`; see [`belongs_to`]) with
-    /// `entries`; every other entry stays as it is. Each new entry must start with `prefix`.
+    /// `entries`; every other entry stays as it is. Each new entry must be one of `prefix`'s:
+    /// `mcp__github___*` starts with `mcp__github__` but approves server `github_`, so it is
+    /// refused here (it could not be taken back through this prefix either).
     pub fn replace_prefix(
         &mut self,
         prefix: &str,
@@ -251,6 +253,11 @@ impl Allowlist {
             if !entry.starts_with(prefix) {
                 return Err(AllowlistError(format!(
                     "entry {entry:?} does not start with {prefix:?}; only entries of that prefix can be set here"
+                )));
+            }
+            if let Some(other) = whole_server(entry).filter(|_| !belongs_to(entry, prefix)) {
+                return Err(AllowlistError(format!(
+                    "entry {entry:?} approves every tool of server {other:?}, not of {prefix:?}'s; set it through the prefix mcp__{other}__"
                 )));
             }
         }
@@ -482,6 +489,15 @@ mod tests {
             .replace_prefix("mcp__github__", &["mcp__time__now".into()])
             .unwrap_err();
         assert!(err.to_string().contains("does not start with"), "{err}");
+        // An entry of another server's, though it starts with the prefix.
+        let err = list
+            .replace_prefix("mcp__github__", &["mcp__github___*".into()])
+            .unwrap_err();
+        assert!(
+            err.to_string()
+                .contains("approves every tool of server \"github_\""),
+            "{err}"
+        );
         assert!(list.replace_prefix("", &[]).is_err());
         // Nothing changed on error; an empty list removes the prefix's entries.
         assert!(list.allows("mcp__github__list", Some("github")));

@@ -222,9 +222,9 @@ pub enum AddError {
 impl fmt::Display for AddError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
-            AddError::InvalidName(name) => write!(
-                f,
-                "server name {name:?} is not valid: use letters, digits, '_' or '-' (it becomes part of tool names)"
+            AddError::InvalidName(name) => f.write_str(
+                &super::config::server_name_problem(name)
+                    .unwrap_or_else(|| format!("server name {name:?} is not valid")),
             ),
             AddError::Taken(name) => write!(
                 f,

@@ -3,7 +3,7 @@
 
 use super::input::{Input, Mask, parse_env, parse_header, split_args};
 use crate::auth::callback::DEFAULT_REDIRECT_URI;
-use crate::host::config::{ServerConfig, Timeouts, is_valid_server_name};
+use crate::host::config::{ServerConfig, Timeouts, server_name_problem};
 use crate::host::control::OAuthClient;
 use crate::host::gate::Allowlist;
 use crate::host::manager::{ServerState, ServerStatus};
@@ -282,10 +282,8 @@ impl Wizard {
             Step::Name => {
                 if text.is_empty() {
                     Err("give the server a name".to_string())
-                } else if !is_valid_server_name(&text) {
-                    Err(format!(
-                        "{text:?} is not a valid name: use letters, digits, '_' or '-' (it becomes part of tool names)"
-                    ))
+                } else if let Some(problem) = server_name_problem(&text) {
+                    Err(problem)
                 } else if taken(&text) {
                     Err(format!(
                         "a server named {text:?} is already configured; pick another name"
@@ -1001,7 +999,7 @@ mod tests {
         for (name, why) in [
             ("", "give the server a name"),
             ("fx", "already configured"),
-            ("a b", "not a valid name"),
+            ("a b", "is not valid: use letters"),
         ] {
             app.handle_key(KeyEvent::new(KeyCode::Char('u'), KeyModifiers::CONTROL));
             typed(&mut app, name);
