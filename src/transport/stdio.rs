@@ -793,3 +793,38 @@ async fn forward_stderr(
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_default_environment_keeps_what_windows_programs_need() {
+        // cmd.exe, npx.cmd and node need these to find themselves, the user's folders and the
+        // temporary folder; names ignore case on Windows.
+        for name in [
+            "SystemRoot",
+            "SYSTEMDRIVE",
+            "windir",
+            "ComSpec",
+            "PATHEXT",
+            "Path",
+            "USERPROFILE",
+            "APPDATA",
+            "LOCALAPPDATA",
+            "TEMP",
+            "TMP",
+            "ProgramData",
+            "ProgramFiles",
+            "ProgramFiles(x86)",
+            "HOMEDRIVE",
+            "HOMEPATH",
+            "USERNAME",
+        ] {
+            assert!(is_default_env(name), "{name}");
+        }
+        for name in ["AWS_SECRET_ACCESS_KEY", "GITHUB_TOKEN", "OPENAI_API_KEY"] {
+            assert!(!is_default_env(name), "{name}");
+        }
+    }
+}
