@@ -1,9 +1,16 @@
 //! Files that hold secrets: written whole or not at all, readable by their owner only.
 //!
 //! The temporary file is created beside the target under a random name, exclusively
-//! (`O_CREAT | O_EXCL`, and `O_NOFOLLOW` on Unix), mode 0600: whatever someone planted there
-//! (a file, a symlink to the victim's other files) is never opened, followed or overwritten;
-//! a name that is taken is skipped for another. Folders this crate creates are mode 0700.
+//! (`O_CREAT | O_EXCL`, and `O_NOFOLLOW` on Unix; `CREATE_NEW` on Windows, which fails on any
+//! existing name, a link too), mode 0600: whatever someone planted there (a file, a symlink to
+//! the victim's other files) is never opened, followed or overwritten; a name that is taken is
+//! skipped for another. Folders this crate creates are mode 0700, all of them made by
+//! [`create_private_dir`], whatever the entry point.
+//!
+//! On Windows, modes are ACLs: each folder this crate creates and each private file gets an
+//! explicit, protected DACL (nothing inherited from the folder above) that grants full access
+//! to the current user and to SYSTEM only. The rename over an existing file replaces it
+//! (`MoveFileExW` with `MOVEFILE_REPLACE_EXISTING`, as `std::fs::rename` does).
 
 use std::io::{self, Write};
 use std::path::{Path, PathBuf};
@@ -58,8 +65,9 @@ fn write_by_way_of(
     ))
 }
 
-/// Creates `path`, which must not exist (not even as a symlink), mode 0600.
-fn create_new_private(path: &Path) -> io::Result<std::fs::File> {
+/// Creates `path`, which must not exist (not even as a symlink), mode 0600 (on Windows, the
+/// current user's and SYSTEM's only).
+pub(crate) fn create_new_private(path: &Path) -> io::Result<std::fs::File> {
     let mut options = std::fs::OpenOptions::new();
     options.write(true).create_new(true);
     #[cfg(unix)]
@@ -67,19 +75,175 @@ fn create_new_private(path: &Path) -> io::Result<std::fs::File> {
         use std::os::unix::fs::OpenOptionsExt;
         options.mode(0o600).custom_flags(libc::O_NOFOLLOW);
     }
-    options.open(path)
+    let file = options.open(path)?;
+    #[cfg(windows)]
+    if let Err(e) = acl::make_private(path, false) {
+        // Nothing was written yet; an empty file is not left behind.
+        drop(file);
+        let _ = std::fs::remove_file(path);
+        return Err(e);
+    }
+    Ok(file)
 }
 
-/// Creates `dir` and any missing parent, each mode 0700 (existing ones are left as they are).
-fn create_private_dir(dir: &Path) -> io::Result<()> {
-    let mut builder = std::fs::DirBuilder::new();
-    builder.recursive(true);
-    #[cfg(unix)]
+/// Creates `dir` and any missing parent, each mode 0700 (on Windows, an ACL of the current
+/// user's and SYSTEM's only); existing ones are left as they are. Every folder this crate
+/// creates is made here.
+pub(crate) fn create_private_dir(dir: &Path) -> io::Result<()> {
+    #[cfg(not(windows))]
     {
-        use std::os::unix::fs::DirBuilderExt;
-        builder.mode(0o700);
+        let mut builder = std::fs::DirBuilder::new();
+        builder.recursive(true);
+        #[cfg(unix)]
+        {
+            use std::os::unix::fs::DirBuilderExt;
+            builder.mode(0o700);
+        }
+        builder.create(dir)
     }
-    builder.create(dir)
+    #[cfg(windows)]
+    {
+        // The missing folders, outermost first; each gets its ACL before the next is made in it.
+        let missing: Vec<&Path> = dir
+            .ancestors()
+            .filter(|a| !a.as_os_str().is_empty())
+            .take_while(|a| !a.is_dir())
+            .collect();
+        for folder in missing.into_iter().rev() {
+            match std::fs::create_dir(folder) {
+                Ok(()) => acl::make_private(folder, true)?,
+                Err(e) if e.kind() == io::ErrorKind::AlreadyExists && folder.is_dir() => {}
+                Err(e) => return Err(e),
+            }
+        }
+        Ok(())
+    }
+}
+
+/// Private ACLs on Windows.
+#[cfg(windows)]
+mod acl {
+    use std::io;
+    use std::os::windows::ffi::OsStrExt;
+    use std::path::Path;
+    use windows_sys::Win32::Foundation::{CloseHandle, HANDLE, LocalFree};
+    use windows_sys::Win32::Security::Authorization::{
+        ConvertSidToStringSidW, ConvertStringSecurityDescriptorToSecurityDescriptorW,
+        SDDL_REVISION_1, SE_FILE_OBJECT, SetNamedSecurityInfoW,
+    };
+    use windows_sys::Win32::Security::{
+        ACL, DACL_SECURITY_INFORMATION, GetSecurityDescriptorDacl, GetTokenInformation,
+        PROTECTED_DACL_SECURITY_INFORMATION, PSECURITY_DESCRIPTOR, TOKEN_QUERY, TOKEN_USER,
+        TokenUser,
+    };
+    use windows_sys::Win32::System::Threading::{GetCurrentProcess, OpenProcessToken};
+
+    /// `text` as a NUL-terminated wide string.
+    fn wide(text: &std::ffi::OsStr) -> Vec<u16> {
+        text.encode_wide().chain(Some(0)).collect()
+    }
+
+    /// The current user's SID, as text (`S-1-5-21-...`).
+    fn user_sid() -> io::Result<String> {
+        let mut token: HANDLE = std::ptr::null_mut();
+        // SAFETY: the pseudo-handle of this process; `token` receives a handle closed below.
+        if unsafe { OpenProcessToken(GetCurrentProcess(), TOKEN_QUERY, &mut token) } == 0 {
+            return Err(io::Error::last_os_error());
+        }
+        let sid = (|| {
+            // A TOKEN_USER and its SID fit in 256 bytes (a SID is at most 68); u64s align it.
+            let mut buffer = [0u64; 32];
+            let mut length = 0u32;
+            // SAFETY: the buffer and its size in bytes; the token is open with TOKEN_QUERY.
+            let ok = unsafe {
+                GetTokenInformation(
+                    token,
+                    TokenUser,
+                    buffer.as_mut_ptr().cast(),
+                    size_of_val(&buffer) as u32,
+                    &mut length,
+                )
+            };
+            if ok == 0 {
+                return Err(io::Error::last_os_error());
+            }
+            // SAFETY: GetTokenInformation wrote a TOKEN_USER at the start of the buffer.
+            let user = unsafe { &*buffer.as_ptr().cast::<TOKEN_USER>() };
+            let mut text = std::ptr::null_mut();
+            // SAFETY: the SID inside the buffer; `text` receives a LocalAlloc'd string.
+            if unsafe { ConvertSidToStringSidW(user.User.Sid, &mut text) } == 0 {
+                return Err(io::Error::last_os_error());
+            }
+            // SAFETY: a NUL-terminated wide string that Windows allocated.
+            let length = (0..).take_while(|&i| unsafe { *text.add(i) } != 0).count();
+            // SAFETY: `length` wide characters at `text`.
+            let sid = String::from_utf16_lossy(unsafe { std::slice::from_raw_parts(text, length) });
+            // SAFETY: allocated by ConvertSidToStringSidW with LocalAlloc.
+            unsafe { LocalFree(text.cast()) };
+            Ok(sid)
+        })();
+        // SAFETY: the token handle opened above.
+        unsafe { CloseHandle(token) };
+        sid
+    }
+
+    /// Gives `path` a protected DACL (nothing inherited) granting full access to the current
+    /// user and to SYSTEM only; for a folder (`inherit`), inherited by what is made in it.
+    pub(super) fn make_private(path: &Path, inherit: bool) -> io::Result<()> {
+        let flags = if inherit { "OICI" } else { "" };
+        let sid = user_sid()?;
+        let sddl = format!("D:P(A;{flags};FA;;;{sid})(A;{flags};FA;;;SY)");
+        let sddl = wide(std::ffi::OsStr::new(&sddl));
+        let mut descriptor: PSECURITY_DESCRIPTOR = std::ptr::null_mut();
+        // SAFETY: a NUL-terminated SDDL string; `descriptor` receives a LocalAlloc'd one.
+        let ok = unsafe {
+            ConvertStringSecurityDescriptorToSecurityDescriptorW(
+                sddl.as_ptr(),
+                SDDL_REVISION_1,
+                &mut descriptor,
+                std::ptr::null_mut(),
+            )
+        };
+        if ok == 0 {
+            return Err(io::Error::last_os_error());
+        }
+        let result = (|| {
+            let (mut present, mut defaulted) = (0, 0);
+            let mut dacl: *mut ACL = std::ptr::null_mut();
+            // SAFETY: the descriptor made above; the DACL pointer points into it.
+            let ok = unsafe {
+                GetSecurityDescriptorDacl(descriptor, &mut present, &mut dacl, &mut defaulted)
+            };
+            if ok == 0 || present == 0 {
+                return Err(io::Error::last_os_error());
+            }
+            let name = wide(path.as_os_str());
+            // SAFETY: a NUL-terminated path and a DACL that lives until `descriptor` is freed.
+            let status = unsafe {
+                SetNamedSecurityInfoW(
+                    name.as_ptr(),
+                    SE_FILE_OBJECT,
+                    DACL_SECURITY_INFORMATION | PROTECTED_DACL_SECURITY_INFORMATION,
+                    std::ptr::null_mut(),
+                    std::ptr::null_mut(),
+                    dacl,
+                    std::ptr::null(),
+                )
+            };
+            if status != 0 {
+                return Err(io::Error::from_raw_os_error(status as i32));
+            }
+            Ok(())
+        })();
+        // SAFETY: allocated by ConvertStringSecurityDescriptorToSecurityDescriptorW.
+        unsafe { LocalFree(descriptor) };
+        result.map_err(|e| {
+            io::Error::new(
+                e.kind(),
+                format!("cannot make {} private to you: {e}", path.display()),
+            )
+        })
+    }
 }
 
 /// 64 bits no one outside this process can guess: std's randomly keyed hasher (its keys come

@@ -269,12 +269,15 @@ fn serve_with_no_config_file_serves_the_embedded_default() {
     let api = &daemon.api;
     assert_ne!(api.port(), 0, "the real port");
     assert_eq!(api.token.len(), 43, "32 random bytes, base64url");
-    use std::os::unix::fs::PermissionsExt;
-    let mode = std::fs::metadata(daemon.path("api-token"))
-        .unwrap()
-        .permissions()
-        .mode();
-    assert_eq!(mode & 0o777, 0o600);
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        let mode = std::fs::metadata(daemon.path("api-token"))
+            .unwrap()
+            .permissions()
+            .mode();
+        assert_eq!(mode & 0o777, 0o600);
+    }
 
     let fixture = api.status_of("fixture");
     assert_eq!(fixture["state"], "connected", "{fixture}");

@@ -11,7 +11,8 @@
 //! The list of commands comes from `agenvoy-mcp --help` and the routes from the route table
 //! of `src/api/mod.rs` and the headings of `docs/API.md`: a command or route added without a
 //! run here fails this test.
-#![cfg(feature = "cli")]
+// Signals the daemon it starts (SIGTERM): Unix only.
+#![cfg(all(feature = "cli", unix))]
 
 mod common;
 

@@ -464,6 +464,7 @@ async fn a_call_that_reached_the_server_is_never_sent_again() {
 }
 
 /// A call to a server whose session already ended reconnects first and runs once.
+#[cfg(unix)]
 #[tokio::test]
 async fn a_call_to_a_dead_session_reconnects_and_runs_once() {
     let dir = tempfile::tempdir().unwrap();

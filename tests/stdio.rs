@@ -720,6 +720,7 @@ async fn a_server_that_stops_reading_cannot_hold_a_call_or_close() {
 }
 
 /// Runs `command` and returns its output with its peak resident memory in KiB (`wait4`).
+#[cfg(unix)]
 #[allow(
     clippy::zombie_processes,
     reason = "wait4 reaps it, to read its rusage"
@@ -757,6 +758,7 @@ fn run_measured(mut command: std::process::Command) -> (std::process::Output, i6
 /// A server that floods the client with `ping` requests and never reads its stdin: the
 /// client answers a bounded number, drops the rest with one warning, and its own memory
 /// stays small (it grew to gigabytes in seconds when each request had a task of its own).
+#[cfg(unix)]
 #[test]
 fn a_server_flooding_requests_cannot_grow_the_client() {
     let mut probe = std::process::Command::new(binary());

@@ -119,17 +119,10 @@ fn create_new_private(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
         .parent()
         .filter(|p| !p.as_os_str().is_empty())
         .unwrap_or(Path::new("."));
-    std::fs::create_dir_all(dir)?;
+    crate::files::create_private_dir(dir)?;
     let tmp = dir.join(format!(".{TOKEN_FILE}.{}.tmp", std::process::id()));
     let result = (|| {
-        let mut options = std::fs::OpenOptions::new();
-        options.write(true).create_new(true);
-        #[cfg(unix)]
-        {
-            use std::os::unix::fs::OpenOptionsExt;
-            options.mode(0o600);
-        }
-        let mut file = options.open(&tmp)?;
+        let mut file = crate::files::create_new_private(&tmp)?;
         file.write_all(bytes)?;
         file.sync_all()?;
         std::fs::hard_link(&tmp, path)
@@ -324,6 +317,7 @@ mod tests {
         assert_eq!(format!("{t:?}"), "ApiToken(..)");
     }
 
+    #[cfg(unix)]
     #[test]
     fn the_token_file_is_made_once_private_and_checked() {
         let dir = tempfile::tempdir().unwrap();

@@ -249,6 +249,20 @@ impl Server {
     }
 }
 
+/// A standard stream of this process (stdin, stdout) as a `File` of its own, read and
+/// written without std's lock and buffer.
+#[cfg(unix)]
+fn own(stream: &impl std::os::fd::AsFd) -> std::io::Result<std::fs::File> {
+    Ok(stream.as_fd().try_clone_to_owned()?.into())
+}
+
+/// A standard stream of this process (stdin, stdout) as a `File` of its own, read and
+/// written without std's lock and buffer.
+#[cfg(windows)]
+fn own(stream: &impl std::os::windows::io::AsHandle) -> std::io::Result<std::fs::File> {
+    Ok(stream.as_handle().try_clone_to_owned()?.into())
+}
+
 /// Runs the server on stdin and stdout until stdin ends.
 pub fn run(mode: Mode, page_size: Option<usize>) -> std::process::ExitCode {
     match mode {
@@ -259,6 +273,7 @@ pub fn run(mode: Mode, page_size: Option<usize>) -> std::process::ExitCode {
         Mode::SlowStart(secs) => std::thread::sleep(Duration::from_secs_f64(secs)),
         _ => {}
     }
+    #[cfg(unix)]
     if mode == Mode::IgnoreSigterm {
         // SAFETY: setting a signal's disposition to "ignore" installs no handler code.
         unsafe {
@@ -278,22 +293,15 @@ pub fn run(mode: Mode, page_size: Option<usize>) -> std::process::ExitCode {
         out: Mutex::new(Held {
             out: std::io::BufWriter::with_capacity(
                 1 << 16,
-                std::fs::File::from(
-                    std::os::fd::AsFd::as_fd(&std::io::stdout())
-                        .try_clone_to_owned()
-                        .expect("stdout can be duplicated"),
-                ),
+                own(&std::io::stdout()).expect("stdout can be duplicated"),
             ),
             hold: false,
         }),
     });
     let out: Arc<dyn Output> = stdout.clone();
     let server = Server::new(mode, page_size);
-    let mut stdin = std::io::BufReader::new(std::fs::File::from(
-        std::os::fd::AsFd::as_fd(&std::io::stdin())
-            .try_clone_to_owned()
-            .expect("stdin can be duplicated"),
-    ));
+    let mut stdin =
+        std::io::BufReader::new(own(&std::io::stdin()).expect("stdin can be duplicated"));
     let mut line = String::new();
     loop {
         if server.mode == Mode::Batch && !stdin.buffer().contains(&b'\n') {

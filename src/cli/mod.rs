@@ -93,36 +93,105 @@ pub fn binary_options(args: &HostArgs, options: ManagerOptions) -> ManagerOption
     }
 }
 
-/// SIGINT, SIGTERM and SIGHUP, taken before any server starts. The servers run in process
-/// groups of their own, out of reach of the terminal's Ctrl-C, so a command that is stopped
+/// The signals that stop a command, taken before any server starts: SIGINT, SIGTERM and
+/// SIGHUP on Unix; on Windows Ctrl-C, Ctrl-Break, the console closing, logoff and shutdown
+/// (after the last three Windows gives a process about 5 s, more than closing the servers
+/// takes: [`CLOSE_LIMIT`]). The servers run in process groups of their own (on Windows, with
+/// no console of ours), out of reach of the terminal's Ctrl-C, so a command that is stopped
 /// must close them itself.
 pub struct Signals {
-    interrupt: tokio::signal::unix::Signal,
+    #[cfg(unix)]
+    interrupt: Option<tokio::signal::unix::Signal>,
+    #[cfg(unix)]
     terminate: tokio::signal::unix::Signal,
+    #[cfg(unix)]
     hangup: tokio::signal::unix::Signal,
+    #[cfg(windows)]
+    ctrl_c: Option<tokio::signal::windows::CtrlC>,
+    #[cfg(windows)]
+    ctrl_break: tokio::signal::windows::CtrlBreak,
+    #[cfg(windows)]
+    close: tokio::signal::windows::CtrlClose,
+    #[cfg(windows)]
+    logoff: tokio::signal::windows::CtrlLogoff,
+    #[cfg(windows)]
+    shutdown: tokio::signal::windows::CtrlShutdown,
 }
 
 impl Signals {
-    /// Takes the three signals for this process.
+    /// Takes every signal that stops a command, for this process.
     pub fn listen() -> std::io::Result<Signals> {
+        Self::take(true)
+    }
+
+    /// Takes them all but the interrupt (Ctrl-C), which the panel reads as a key.
+    pub fn listen_but_interrupt() -> std::io::Result<Signals> {
+        Self::take(false)
+    }
+
+    #[cfg(unix)]
+    fn take(interrupt: bool) -> std::io::Result<Signals> {
         use tokio::signal::unix::{SignalKind, signal};
         Ok(Signals {
-            interrupt: signal(SignalKind::interrupt())?,
+            interrupt: interrupt
+                .then(|| signal(SignalKind::interrupt()))
+                .transpose()?,
             terminate: signal(SignalKind::terminate())?,
             hangup: signal(SignalKind::hangup())?,
         })
     }
 
-    /// Waits for the next one; says which on stderr and returns the exit code it means
-    /// (128 plus its number, as a shell reports a process it ended).
-    pub async fn next(&mut self) -> ExitCode {
+    #[cfg(windows)]
+    fn take(interrupt: bool) -> std::io::Result<Signals> {
+        use tokio::signal::windows;
+        Ok(Signals {
+            ctrl_c: interrupt.then(windows::ctrl_c).transpose()?,
+            ctrl_break: windows::ctrl_break()?,
+            close: windows::ctrl_close()?,
+            logoff: windows::ctrl_logoff()?,
+            shutdown: windows::ctrl_shutdown()?,
+        })
+    }
+
+    /// Waits for the next one; returns its name and the exit code it means (128 plus its
+    /// number, as a shell reports a process it ended; on Windows that of its Unix
+    /// counterpart: Ctrl-C 130, Ctrl-Break 131, the console closing 129, logoff and
+    /// shutdown 143).
+    pub async fn wait(&mut self) -> (&'static str, u8) {
+        /// The next signal of an optional listener; never, without one.
+        macro_rules! maybe {
+            ($listener:expr) => {
+                async {
+                    match $listener {
+                        Some(listener) => listener.recv().await,
+                        None => std::future::pending().await,
+                    }
+                }
+            };
+        }
+        #[cfg(unix)]
         let (name, number) = tokio::select! {
-            _ = self.interrupt.recv() => ("SIGINT", 2),
+            _ = maybe!(&mut self.interrupt) => ("SIGINT", 2),
             _ = self.terminate.recv() => ("SIGTERM", 15),
             _ = self.hangup.recv() => ("SIGHUP", 1),
         };
+        #[cfg(windows)]
+        let (name, number) = tokio::select! {
+            _ = maybe!(&mut self.ctrl_c) => ("Ctrl-C", 2),
+            _ = self.ctrl_break.recv() => ("Ctrl-Break", 3),
+            _ = self.close.recv() => ("the console closing", 1),
+            _ = self.logoff.recv() => ("logoff", 15),
+            _ = self.shutdown.recv() => ("shutdown", 15),
+        };
+        (name, 128 + number)
+    }
+
+    /// Waits for the next one; says which on stderr and returns the exit code it means (see
+    /// [`Signals::wait`]).
+    pub async fn next(&mut self) -> ExitCode {
+        let (name, code) = self.wait().await;
         eprintln!("{name}: closing every server");
-        ExitCode::from(128 + number)
+        ExitCode::from(code)
     }
 }
 

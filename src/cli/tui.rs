@@ -86,10 +86,9 @@ async fn show(
     terminal: &mut Terminal<CrosstermBackend<Stdout>>,
     mut panel: Panel,
 ) -> std::io::Result<()> {
-    use tokio::signal::unix::{SignalKind, signal};
-    // SIGTERM and SIGHUP (the terminal went away) end the panel as `q` does.
-    let mut terminate = signal(SignalKind::terminate())?;
-    let mut hangup = signal(SignalKind::hangup())?;
+    // SIGTERM and SIGHUP (the terminal went away), and on Windows the console closing,
+    // Ctrl-Break, logoff and shutdown, end the panel as `q` does (Ctrl-C is a key here).
+    let mut signals = super::Signals::listen_but_interrupt()?;
     let (events, mut keys) = mpsc::channel::<std::io::Result<Event>>(64);
     let stop = Arc::new(AtomicBool::new(false));
     let reader = read_events(events, stop.clone());
@@ -107,8 +106,7 @@ async fn show(
             },
             () = panel.changed() => {}
             _ = ticker.tick() => {}
-            _ = terminate.recv() => break Ok(()),
-            _ = hangup.recv() => break Ok(()),
+            _ = signals.wait() => break Ok(()),
         }
     };
     stop.store(true, Ordering::SeqCst);

@@ -37,12 +37,16 @@ use std::time::Duration;
 /// The config file's name inside the config folder.
 pub const CONFIG_FILE: &str = "mcp.json";
 
-/// The config folder: `$AGENVOY_CONFIG_DIR`, else `~/.config/agenvoy`.
+/// The config folder: `$AGENVOY_CONFIG_DIR`, else `~/.config/agenvoy` (`~` is `HOME`; on
+/// Windows, where it is seldom set, `USERPROFILE`).
 pub fn config_dir() -> PathBuf {
     if let Some(dir) = std::env::var_os("AGENVOY_CONFIG_DIR").filter(|d| !d.is_empty()) {
         return PathBuf::from(dir);
     }
-    let home = std::env::var_os("HOME").map_or_else(|| PathBuf::from("."), PathBuf::from);
+    let home = std::env::var_os("HOME").filter(|h| !h.is_empty());
+    #[cfg(windows)]
+    let home = home.or_else(|| std::env::var_os("USERPROFILE").filter(|h| !h.is_empty()));
+    let home = home.map_or_else(|| PathBuf::from("."), PathBuf::from);
     home.join(".config").join("agenvoy")
 }
 
@@ -1205,9 +1209,12 @@ mod tests {
                 "a": {"command": "y", "note": "keep me"},
                 "b": {"url": "https://h"}}})
         );
-        use std::os::unix::fs::PermissionsExt;
-        let mode = std::fs::metadata(&path).unwrap().permissions().mode() & 0o777;
-        assert_eq!(mode, 0o600);
+        #[cfg(unix)]
+        {
+            use std::os::unix::fs::PermissionsExt;
+            let mode = std::fs::metadata(&path).unwrap().permissions().mode() & 0o777;
+            assert_eq!(mode, 0o600);
+        }
         let left: Vec<_> = std::fs::read_dir(path.parent().unwrap())
             .unwrap()
             .map(|e| e.unwrap().file_name())

@@ -49,7 +49,7 @@ pub(crate) async fn lock(path: &Path, limit: Duration) -> std::io::Result<FileLo
     use std::os::unix::io::AsRawFd;
     let lock_file = lock_path(path);
     if let Some(dir) = lock_file.parent().filter(|d| !d.as_os_str().is_empty()) {
-        std::fs::create_dir_all(dir)?;
+        crate::files::create_private_dir(dir)?;
     }
     let file = std::fs::OpenOptions::new()
         .read(true)
@@ -103,6 +103,19 @@ mod tests {
         ];
         for (file, lock) in table {
             assert_eq!(lock_path(Path::new(file)), Path::new(lock), "{file}");
+        }
+    }
+
+    #[cfg(all(unix, feature = "stdio"))]
+    #[tokio::test]
+    async fn a_missing_folder_is_made_private() {
+        use std::os::unix::fs::PermissionsExt;
+        let dir = tempfile::tempdir().unwrap();
+        let folder = dir.path().join("a").join("b");
+        let _held = lock(&folder.join("mcp.json"), LOCK_WAIT).await.unwrap();
+        for made in [dir.path().join("a"), folder] {
+            let mode = std::fs::metadata(&made).unwrap().permissions().mode() & 0o777;
+            assert_eq!(mode, 0o700, "{}", made.display());
         }
     }
 

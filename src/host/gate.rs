@@ -526,9 +526,12 @@ mod tests {
         list.add("mcp__a__*").unwrap();
         list.save(&path).unwrap();
         assert_eq!(std::fs::read_to_string(&path).unwrap(), "mcp__a__*\n");
-        use std::os::unix::fs::PermissionsExt;
-        let mode = std::fs::metadata(&path).unwrap().permissions().mode() & 0o777;
-        assert_eq!(mode, 0o600);
+        #[cfg(unix)]
+        {
+            use std::os::unix::fs::PermissionsExt;
+            let mode = std::fs::metadata(&path).unwrap().permissions().mode() & 0o777;
+            assert_eq!(mode, 0o600);
+        }
     }
 
     fn answering(

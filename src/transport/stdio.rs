@@ -6,14 +6,21 @@
 //! `env` values hidden; the last few are kept, so that when the server exits, the connection's
 //! end names its exit status and what it said last (a server that fails at start says why).
 //!
-//! The child runs in a process group of its own, so closing reaches everything it started
-//! (npx-style launchers start node). Closing is: close stdin, wait 2 s, SIGTERM the group,
-//! wait 2 s, SIGKILL the group. Dropping the transport without closing does the same on a
-//! thread of its own.
+//! On Unix the child runs in a process group of its own, so closing reaches everything it
+//! started (npx-style launchers start node). Closing is: close stdin, wait 2 s, SIGTERM the
+//! group, wait 2 s, SIGKILL the group. Dropping the transport without closing does the same on
+//! a thread of its own.
 //!
 //! Orphaned grandchildren are re-parented to the nearest subreaper, usually init. Where init
 //! does not reap (some containers), call [`become_subreaper`] once so that this process
 //! adopts them and the close sequence reaps them: no zombie is left either way.
+//!
+//! On Windows the command is found over `PATH` and `PATHEXT` as `cmd.exe` finds it (`npx` is
+//! `npx.cmd`), a batch file runs through the system's `cmd.exe` with every argument quoted, and
+//! an argument that cannot be quoted safely (one holding `"`, `%` or a control character) is
+//! refused with an error naming it (`args[2]`). The child's process tree is held in a Job
+//! Object that kills it when closed. Closing is: close stdin, wait 2 s, terminate the job,
+//! wait 2 s; and the job dies with this process, however it ends.
 
 use super::{Assembler, BoxFuture, Inbound, Limits, Transport};
 use crate::error::{Error, ErrorKind, Result};
@@ -26,8 +33,18 @@ use std::sync::{Arc, Mutex as StdMutex};
 use std::task::{Context, Poll, Waker};
 use std::time::{Duration, Instant};
 use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncWrite, BufReader};
-use tokio::process::{Child, ChildStdin, Command};
+#[cfg(unix)]
+use tokio::process::Command;
+use tokio::process::{Child, ChildStdin};
 use tokio::sync::{Notify, mpsc, oneshot};
+
+// Plain functions (tested everywhere); only Windows calls them.
+#[cfg_attr(not(windows), allow(dead_code))]
+mod command;
+#[cfg(windows)]
+mod windows;
+#[cfg(windows)]
+use windows::{Tree, shut_down};
 
 /// Size asked for the pipe of the server's stdout, and of each read from it: with the default
 /// 64 KiB pipe, server and client take turns on every 64 KiB; with 1 MiB the server writes
@@ -89,7 +106,8 @@ pub fn is_default_env(name: &str) -> bool {
 /// How to start a stdio server.
 #[derive(Clone, Default)]
 pub struct StdioConfig {
-    /// The program to run, found on `PATH` if it has no slash.
+    /// The program to run, found on `PATH` if it has no slash (on Windows, as `cmd.exe` finds
+    /// it: each folder of `PATH` with each extension of `PATHEXT`, so `npx` is `npx.cmd`).
     pub command: String,
     /// Its arguments.
     pub args: Vec<String>,
@@ -156,6 +174,8 @@ pub struct StdioTransport {
     writer_task: tokio::task::AbortHandle,
     /// The server, until the close sequence takes it; the reader reads its exit status.
     child: Arc<StdMutex<Option<Child>>>,
+    /// Its process tree (process group or Job Object), taken with `child`.
+    tree: StdMutex<Option<Tree>>,
     pid: u32,
     /// Why the server's stdout ended, once the reader knows: a write that failed because the
     /// server exited says so, with its exit status and last stderr lines.
@@ -169,24 +189,37 @@ impl StdioTransport {
         config: &StdioConfig,
         limits: Limits,
     ) -> Result<(StdioTransport, mpsc::Receiver<Inbound>)> {
-        let mut cmd = Command::new(&config.command);
+        let spawn_error = |why: String| Error::new(server, ErrorKind::Spawn(why));
+        #[cfg(unix)]
+        let mut cmd = {
+            let mut cmd = Command::new(&config.command);
+            cmd.args(&config.args).process_group(0);
+            cmd
+        };
+        #[cfg(windows)]
+        let mut cmd = windows::command(config).map_err(spawn_error)?;
         if !config.inherit_env {
             cmd.env_clear()
                 .envs(std::env::vars_os().filter(|(k, _)| k.to_str().is_some_and(is_default_env)));
         }
-        cmd.args(&config.args)
-            .envs(&config.env)
+        cmd.envs(&config.env)
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .process_group(0);
+            .stderr(Stdio::piped());
         if let Some(dir) = &config.cwd {
             cmd.current_dir(dir);
         }
-        let mut child = cmd.spawn().map_err(|e| {
-            Error::new(server, ErrorKind::Spawn(format!("{}: {e}", config.command))).caused_by(e)
-        })?;
+        let mut child = cmd
+            .spawn()
+            .map_err(|e| spawn_error(format!("{}: {e}", config.command)).caused_by(e))?;
         let pid = child.id().expect("a child just spawned has a pid");
+        #[cfg(unix)]
+        let tree = Tree {
+            pgid: pid as libc::pid_t,
+        };
+        #[cfg(windows)]
+        let tree = Tree::adopt(&mut child)
+            .map_err(|why| spawn_error(format!("{}: {why}", config.command)))?;
         let stdin = child.stdin.take().expect("stdin is piped");
         let stdout = child.stdout.take().expect("stdout is piped");
         let stderr = child.stderr.take().expect("stderr is piped");
@@ -234,6 +267,7 @@ impl StdioTransport {
             pipe,
             writer_task,
             child,
+            tree: StdMutex::new(Some(tree)),
             pid,
             ended,
         };
@@ -328,9 +362,9 @@ impl Transport for StdioTransport {
             self.writer_task.abort();
             self.pipe.lock().expect("pipe lock").stdin.take();
             let child = self.child.lock().expect("child lock").take();
-            if let Some(child) = child {
-                let pid = self.pid;
-                let _ = tokio::task::spawn_blocking(move || shut_down(child, pid)).await;
+            let tree = self.tree.lock().expect("tree lock").take();
+            if let (Some(child), Some(tree)) = (child, tree) {
+                let _ = tokio::task::spawn_blocking(move || shut_down(child, tree)).await;
             }
         })
     }
@@ -351,10 +385,11 @@ impl Drop for StdioTransport {
         if let Ok(mut pipe) = self.pipe.lock() {
             pipe.stdin.take();
         }
-        if let Some(child) = self.child.lock().expect("child lock").take() {
+        let child = self.child.lock().expect("child lock").take();
+        let tree = self.tree.lock().map(|mut t| t.take()).unwrap_or(None);
+        if let (Some(child), Some(tree)) = (child, tree) {
             // The rest of the sequence blocks, so it runs on a thread of its own.
-            let pid = self.pid;
-            std::thread::spawn(move || shut_down(child, pid));
+            std::thread::spawn(move || shut_down(child, tree));
         }
     }
 }
@@ -461,10 +496,17 @@ async fn write_all(pipe: &StdMutex<Pipe>, bytes: &[u8]) -> std::io::Result<()> {
     Ok(())
 }
 
+/// The server's process group (Unix).
+#[cfg(unix)]
+struct Tree {
+    pgid: libc::pid_t,
+}
+
 /// The close sequence, after stdin is closed: wait for the server to exit, then SIGTERM the
 /// group, then SIGKILL it; reap the server and any adopted member of its group.
-fn shut_down(mut child: Child, pgid: u32) {
-    let pgid = pgid as libc::pid_t;
+#[cfg(unix)]
+fn shut_down(mut child: Child, tree: Tree) {
+    let pgid = tree.pgid;
     // An error means the leader was already reaped (by the group reaping below).
     let mut exited = || matches!(child.try_wait(), Ok(Some(_)) | Err(_));
     // Polled each millisecond: most servers exit a few milliseconds after their stdin closes,
@@ -498,6 +540,7 @@ fn wait_until(limit: Duration, pause: Duration, mut done: impl FnMut() -> bool) 
 }
 
 /// Whether any process of the group still runs; reaps adopted members that have exited.
+#[cfg(unix)]
 fn group_alive(pgid: libc::pid_t) -> bool {
     // SAFETY: waitpid and kill take plain integers and touch no memory of ours.
     unsafe {
@@ -508,6 +551,7 @@ fn group_alive(pgid: libc::pid_t) -> bool {
 
 /// Whether every member of the group has exited and waits for a parent that is not us to reap
 /// it: nothing left to signal.
+#[cfg(unix)]
 fn only_zombies(pgid: libc::pid_t) -> bool {
     let Ok(dir) = std::fs::read_dir("/proc") else {
         return false;
@@ -530,6 +574,7 @@ fn only_zombies(pgid: libc::pid_t) -> bool {
     true
 }
 
+#[cfg(unix)]
 fn signal_group(pgid: libc::pid_t, signal: libc::c_int) {
     // SAFETY: killpg takes plain integers.
     unsafe {
@@ -745,6 +790,41 @@ async fn forward_stderr(
             tracing::info!(target: "agenvoy_mcp::server", server = %server, "stderr: {text}…");
         } else if !text.is_empty() {
             tracing::info!(target: "agenvoy_mcp::server", server = %server, "stderr: {text}");
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_default_environment_keeps_what_windows_programs_need() {
+        // cmd.exe, npx.cmd and node need these to find themselves, the user's folders and the
+        // temporary folder; names ignore case on Windows.
+        for name in [
+            "SystemRoot",
+            "SYSTEMDRIVE",
+            "windir",
+            "ComSpec",
+            "PATHEXT",
+            "Path",
+            "USERPROFILE",
+            "APPDATA",
+            "LOCALAPPDATA",
+            "TEMP",
+            "TMP",
+            "ProgramData",
+            "ProgramFiles",
+            "ProgramFiles(x86)",
+            "HOMEDRIVE",
+            "HOMEPATH",
+            "USERNAME",
+        ] {
+            assert!(is_default_env(name), "{name}");
+        }
+        for name in ["AWS_SECRET_ACCESS_KEY", "GITHUB_TOKEN", "OPENAI_API_KEY"] {
+            assert!(!is_default_env(name), "{name}");
         }
     }
 }
