@@ -884,7 +884,7 @@ fn tools_on_a_terminal_wraps_an_error_under_its_label() {
     let dir = tempfile::tempdir().unwrap();
     let path = write_config(
         dir.path(),
-        json!({"unreachable-server-with-a-long-name": {"url": closed_url()}}),
+        json!({"unreachable-server-long-name": {"url": closed_url()}}),
     );
     let command = format!(
         "env AGENVOY_CONFIG_DIR={dir} {binary} tools --config {config} 2>/dev/null; echo done; sleep 60",
@@ -918,8 +918,7 @@ fn tools_on_a_terminal_wraps_an_error_under_its_label() {
         .collect();
     let whole = whole.join(" ");
     assert!(
-        whole.contains("mcp server \"unreachable-server-with-a-long-name\"")
-            && whole.contains("connect"),
+        whole.contains("mcp server \"unreachable-server-long-name\"") && whole.contains("connect"),
         "{whole}"
     );
     assert_eq!(lines[at + 1 + more.len()], "tools (0):", "{screen}");

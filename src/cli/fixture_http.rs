@@ -22,6 +22,8 @@
 //!
 //! - `redirect`: every request to `/mcp` is answered `307` to `--redirect-to URL`.
 //! - `retry-zero`: as `json`, but every GET stream says `retry: 0` and ends at once.
+//! - `list-changed-flood`: as `json`, but the GET stream sends
+//!   `notifications/tools/list_changed` without end, as fast as the client reads.
 //!
 //! `GET /stats` returns counters as JSON: `initializations`, `deletes`, `posts`, `gets`, the
 //! `lastEventIds` seen on GETs, and `credentialed`: requests that came with an
@@ -71,6 +73,8 @@ pub enum HttpMode {
     Redirect,
     /// GET streams that end at once with `retry: 0`.
     RetryZero,
+    /// GET streams of `tools/list_changed` without end.
+    ListChangedFlood,
 }
 
 impl std::str::FromStr for HttpMode {
@@ -89,6 +93,7 @@ impl std::str::FromStr for HttpMode {
             "legacy" => HttpMode::Legacy,
             "redirect" => HttpMode::Redirect,
             "retry-zero" => HttpMode::RetryZero,
+            "list-changed-flood" => HttpMode::ListChangedFlood,
             _ => return Err(format!("unknown HTTP mode {s:?}")),
         })
     }
@@ -505,6 +510,15 @@ impl Fixture {
             return jsonrpc_error(StatusCode::NOT_FOUND, "Session not found");
         };
         let (tx, body) = streamed(16);
+        if self.mode == HttpMode::ListChangedFlood {
+            tokio::spawn(async move {
+                let event = Bytes::from_static(
+                    b"data: {\"jsonrpc\":\"2.0\",\"method\":\"notifications/tools/list_changed\"}\n\n",
+                );
+                while tx.send(event.clone()).await.is_ok() {}
+            });
+            return respond(StatusCode::OK, "text/event-stream", body);
+        }
         if let Some(last) = header(&req, "last-event-id") {
             self.stats.lock().unwrap().last_event_ids.push(last.clone());
             let log = last

@@ -615,30 +615,84 @@ impl Drop for CancelGuard {
     }
 }
 
+/// Notifications a server may send in one second; past it the session reads it more slowly
+/// (the transport's reader waits, and so, through the pipe or the socket, does the server),
+/// so a server that floods its client costs it a bounded share of a core.
+const NOTIFICATIONS_PER_SECOND: u32 = 200;
+
+/// Counts a server's notifications in the current second.
+struct NotificationBudget {
+    second_ends: tokio::time::Instant,
+    left: u32,
+    /// Whether the server was told of in the log already.
+    warned: bool,
+}
+
+impl NotificationBudget {
+    fn new() -> Self {
+        NotificationBudget {
+            second_ends: tokio::time::Instant::now() + Duration::from_secs(1),
+            left: NOTIFICATIONS_PER_SECOND,
+            warned: false,
+        }
+    }
+
+    /// Takes `count` notifications; when the second's budget is spent, when to go on.
+    fn take(&mut self, count: u32) -> Option<tokio::time::Instant> {
+        let now = tokio::time::Instant::now();
+        if now >= self.second_ends {
+            self.second_ends = now + Duration::from_secs(1);
+            self.left = NOTIFICATIONS_PER_SECOND;
+        }
+        self.left = self.left.saturating_sub(count);
+        (self.left == 0).then_some(self.second_ends)
+    }
+}
+
 async fn run_inbound(shared: Weak<Shared>, mut inbound: mpsc::Receiver<Inbound>) {
+    let mut budget = NotificationBudget::new();
+    let is_notification = |d: &Decoded| d.id.is_none() && d.method.is_some();
     while let Some(item) = inbound.recv().await {
-        let Some(shared) = shared.upgrade() else {
-            return;
+        let notifications = match &item {
+            Inbound::Message(d) => u32::from(is_notification(d)),
+            Inbound::Batch(messages) => {
+                messages.iter().filter(|d| is_notification(d)).count() as u32
+            }
+            _ => 0,
         };
-        match item {
-            Inbound::Message(decoded) => receive(&shared, decoded),
-            Inbound::Batch(messages) => messages.into_iter().for_each(|d| receive(&shared, d)),
-            Inbound::Failed(Id::Number(id), error) => {
-                let pending = shared.pending.lock().expect("pending lock").remove(&id);
-                if let Some(p) = pending {
-                    let _ = p.reply.send(Err(error));
+        let resume = {
+            let Some(shared) = shared.upgrade() else {
+                return;
+            };
+            match item {
+                Inbound::Message(decoded) => receive(&shared, decoded),
+                Inbound::Batch(messages) => messages.into_iter().for_each(|d| receive(&shared, d)),
+                Inbound::Failed(Id::Number(id), error) => {
+                    let pending = shared.pending.lock().expect("pending lock").remove(&id);
+                    if let Some(p) = pending {
+                        let _ = p.reply.send(Err(error));
+                    }
+                }
+                Inbound::Failed(Id::String(_), error) => {
+                    tracing::debug!(server = %shared.server, "a failure for no pending request: {error}");
+                }
+                Inbound::Closed(reason) => {
+                    *shared.closed.lock().expect("closed lock") = Some(reason);
+                    // Dropping the senders fails every waiting request with the reason.
+                    shared.pending.lock().expect("pending lock").clear();
+                    shared.ending.send_replace(true);
+                    return;
                 }
             }
-            Inbound::Failed(Id::String(_), error) => {
-                tracing::debug!(server = %shared.server, "a failure for no pending request: {error}");
+            let resume = budget.take(notifications);
+            if resume.is_some() && !std::mem::replace(&mut budget.warned, true) {
+                tracing::warn!(server = %shared.server, "the server sends more than {NOTIFICATIONS_PER_SECOND} notifications a second; reading it more slowly");
             }
-            Inbound::Closed(reason) => {
-                *shared.closed.lock().expect("closed lock") = Some(reason);
-                // Dropping the senders fails every waiting request with the reason.
-                shared.pending.lock().expect("pending lock").clear();
-                shared.ending.send_replace(true);
-                return;
-            }
+            resume
+        };
+        // Without the session held, so that it can end meanwhile.
+        if let Some(resume) = resume {
+            tokio::time::sleep_until(resume).await;
         }
     }
 }

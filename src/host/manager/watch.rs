@@ -74,16 +74,21 @@ pub(super) async fn watch_server(
         if !changed {
             continue;
         }
-        // Debounce: wait until no further change has come for `debounce`.
+        // Debounce: wait until no further change has come for `debounce`, but no longer than
+        // `MAX_DEBOUNCE` from the first: a server that never stops saying its list changed
+        // gets a refresh that often, no more and no less.
+        let latest = tokio::time::Instant::now() + MAX_DEBOUNCE.max(debounce);
         let mut deadline = tokio::time::Instant::now() + debounce;
         loop {
             tokio::select! {
                 received = notifications.recv() => match received {
                     Ok(n) if n.method == TOOLS_LIST_CHANGED => {
-                        deadline = tokio::time::Instant::now() + debounce;
+                        deadline = (tokio::time::Instant::now() + debounce).min(latest);
                     }
                     Ok(_) => {}
-                    Err(RecvError::Lagged(_)) => deadline = tokio::time::Instant::now() + debounce,
+                    Err(RecvError::Lagged(_)) => {
+                        deadline = (tokio::time::Instant::now() + debounce).min(latest);
+                    }
                     Err(RecvError::Closed) => return,
                 },
                 _ = tokio::time::sleep_until(deadline) => break,
@@ -124,6 +129,9 @@ pub(super) async fn listen(name: String, client: Arc<Client>) {
         tokio::time::sleep(pause).await;
     }
 }
+
+/// The longest a burst of list changes holds a refresh back.
+pub(super) const MAX_DEBOUNCE: Duration = Duration::from_secs(2);
 
 /// How often a watcher checks that its session is still alive.
 pub(super) const LIVENESS_CHECK: Duration = Duration::from_secs(5);
