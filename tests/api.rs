@@ -1340,8 +1340,17 @@ async fn the_bounds_hold() {
             .set_read_timeout(Some(Duration::from_secs(5)))
             .unwrap();
         let mut rest = Vec::new();
+        // Closed by the server (an end of stream, or a reset), not our read timing out.
         let read = silent.read_to_end(&mut rest);
-        assert!(read.is_ok() || rest.is_empty(), "closed: {read:?}");
+        let closed = match &read {
+            Ok(_) => true,
+            Err(e) => e.kind() == std::io::ErrorKind::ConnectionReset,
+        };
+        assert!(
+            closed,
+            "not closed: {read:?}, {:?}",
+            String::from_utf8_lossy(&rest)
+        );
         assert!(started.elapsed() < Duration::from_secs(3));
         eprintln!("a silent connection held the slot for {held:?}");
     });
