@@ -961,8 +961,8 @@ fn a_daemon_killed_while_writing_leaves_valid_files() {
 }
 
 #[test]
-fn sigterm_and_sigint_close_every_server_and_exit_0() {
-    for (signal, marker) in [("TERM", "4901"), ("INT", "4902")] {
+fn sigterm_sigint_and_sighup_close_every_server_and_exit_0() {
+    for (signal, marker) in [("TERM", "4901"), ("INT", "4902"), ("HUP", "4911")] {
         let mut daemon = Daemon::start(Some(json!({"servers": {
             "plain": fixture_entry(&["--page-size", marker]),
             "parent": fixture_entry(&["--page-size", marker, "--mode", "spawn-grandchild"]),
