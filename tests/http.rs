@@ -136,6 +136,35 @@ async fn a_cut_stream_is_resumed_and_the_replayed_duplicate_dropped() {
     client.close().await;
 }
 
+/// A response stream that is cut, and whose every resumption ends with no event, is resumed
+/// exactly 5 times (each after the server's `retry`), then the call fails saying so; the
+/// session still works.
+#[tokio::test]
+async fn a_cut_stream_is_resumed_at_most_5_times() {
+    let fixture = HttpFixture::start("dead-resume", &[]);
+    let client = connect(&fixture).await;
+    let options = RequestOptions {
+        on_progress: Some(Arc::new(|_| {})),
+        timeout: Some(Duration::from_secs(30)),
+        ..Default::default()
+    };
+    let args = json!({"seconds": 0.3, "steps": 3});
+    let call = client.call_tool_with("slow", args, options);
+    let err = tokio::time::timeout(Duration::from_secs(60), call)
+        .await
+        .expect("the call ends")
+        .expect_err("a stream that cannot be resumed fails its call");
+    assert!(matches!(err.kind, ErrorKind::Interrupted(_)), "{err}");
+    assert!(
+        err.to_string()
+            .contains("could not be resumed after 5 attempts"),
+        "{err}"
+    );
+    let resumed = fixture.stats()["lastEventIds"].as_array().unwrap().len();
+    assert_eq!(resumed, 5, "{}", fixture.stats());
+    client.close().await;
+}
+
 #[tokio::test]
 async fn an_expired_session_is_renewed_and_the_request_replayed() {
     let fixture = HttpFixture::start("expire-session", &[]);

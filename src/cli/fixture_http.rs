@@ -9,6 +9,8 @@
 //! - `stateless`: JSON answers, no session, no GET stream (405).
 //! - `cut-stream`: as `sse`, but each stream is cut after its first message event; a GET
 //!   with `Last-Event-ID` replays the stream from that event (inclusive, so one duplicate).
+//! - `dead-resume`: as `cut-stream`, but a GET with `Last-Event-ID` gets an SSE stream that
+//!   ends at once, with no event: a cut stream can never be resumed.
 //! - `expire-session`: as `json`, but a session is forgotten once it calls a tool.
 //! - `expire-mid-stream`: as `cut-stream`, and the session is forgotten as a tool call's stream
 //!   is cut, so resuming that stream fails (404) while the next request starts a new session.
@@ -55,6 +57,8 @@ pub enum HttpMode {
     Stateless,
     /// SSE answers cut after the first event, resumable.
     CutStream,
+    /// SSE answers cut after the first event; resuming gives an empty stream.
+    DeadResume,
     /// Sessions end after a tool call.
     ExpireSession,
     /// Sessions end while a tool call's stream is cut.
@@ -81,6 +85,7 @@ impl std::str::FromStr for HttpMode {
             "sse" => HttpMode::Sse,
             "stateless" => HttpMode::Stateless,
             "cut-stream" => HttpMode::CutStream,
+            "dead-resume" => HttpMode::DeadResume,
             "expire-session" => HttpMode::ExpireSession,
             "expire-mid-stream" => HttpMode::ExpireMidStream,
             "rate-limit" => HttpMode::RateLimit,
@@ -356,7 +361,11 @@ impl Fixture {
     fn sse(&self) -> bool {
         matches!(
             self.mode,
-            HttpMode::Sse | HttpMode::CutStream | HttpMode::ExpireMidStream | HttpMode::JunkSse
+            HttpMode::Sse
+                | HttpMode::CutStream
+                | HttpMode::DeadResume
+                | HttpMode::ExpireMidStream
+                | HttpMode::JunkSse
         )
     }
 
@@ -448,7 +457,10 @@ impl Fixture {
         let mut response = if self.sse() {
             let (tx, body) = streamed(16);
             let stream = self.next.fetch_add(1, Ordering::Relaxed);
-            let cut = matches!(self.mode, HttpMode::CutStream | HttpMode::ExpireMidStream);
+            let cut = matches!(
+                self.mode,
+                HttpMode::CutStream | HttpMode::DeadResume | HttpMode::ExpireMidStream
+            );
             let log = cut.then(|| {
                 let log = Arc::new(StreamLog::default());
                 self.logs.lock().unwrap().insert(stream, log.clone());
@@ -507,6 +519,9 @@ impl Fixture {
         let (tx, body) = streamed(16);
         if let Some(last) = header(&req, "last-event-id") {
             self.stats.lock().unwrap().last_event_ids.push(last.clone());
+            if self.mode == HttpMode::DeadResume {
+                return respond(StatusCode::OK, "text/event-stream", full(Bytes::new()));
+            }
             let log = last
                 .split_once('-')
                 .and_then(|(s, n)| Some((s.parse::<u64>().ok()?, n.parse::<usize>().ok()?)));
