@@ -223,6 +223,43 @@ async fn rate_limits_are_retried_after_the_servers_delay() {
     client.close().await;
 }
 
+/// A tool call's POST is sent again only after 429 or 503 (the server did not take it):
+/// after any other answer, or a connection closed once the request was written, the call
+/// fails and the server saw it once (a tool may have side effects).
+#[tokio::test]
+async fn a_tool_call_is_posted_again_only_after_429_or_503() {
+    for (mode, retried) in [
+        ("fail-call=429", true),
+        ("fail-call=503", true),
+        ("fail-call=500", false),
+        ("fail-call=502", false),
+        ("fail-call=504", false),
+        ("fail-call=400", false),
+        ("fail-call=drop", false),
+    ] {
+        let fixture = HttpFixture::start(mode, &[]);
+        let client = connect(&fixture).await;
+        let call = client.call_tool("echo", json!({"text": "once"}));
+        let outcome = tokio::time::timeout(Duration::from_secs(30), call)
+            .await
+            .expect("the call ends");
+        let posts = fixture.stats()["toolCalls"].as_u64().unwrap();
+        if retried {
+            assert_eq!(outcome.expect(mode).text, "once", "{mode}");
+            assert_eq!(posts, 2, "{mode}: sent again once");
+        } else {
+            let err = outcome.expect_err(mode);
+            assert_eq!(posts, 1, "{mode}: sent once ({err})");
+            if mode == "fail-call=drop" {
+                assert!(err.may_have_run(), "{mode}: {err}");
+            }
+        }
+        // The session goes on.
+        assert_eq!(text(&client, "echo", json!({"text": "next"})).await, "next");
+        client.close().await;
+    }
+}
+
 /// A request's own deadline governs it from its first byte to its last: the transport's
 /// `header_timeout` (1 s here, 30 s by default) does not cut off a tool whose answer starts
 /// after 3 s, and a call whose own timeout is shorter ends at that timeout.

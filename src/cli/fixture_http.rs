@@ -15,6 +15,9 @@
 //! - `expire-mid-stream`: as `cut-stream`, and the session is forgotten as a tool call's stream
 //!   is cut, so resuming that stream fails (404) while the next request starts a new session.
 //! - `rate-limit`: each tools/call is answered 429 (`Retry-After: 1`), then 503, then served.
+//! - `fail-call=STATUS`: as `json`, but the first tools/call POST is answered with HTTP
+//!   STATUS (with `Retry-After: 0`), or with `fail-call=drop`, read whole and its connection
+//!   closed with no answer; every later one is served.
 //! - `slow-headers`: tools/call answers start after 3 s.
 //! - `junk-sse`: as `sse`, with comments, an unknown event type, a non-JSON message and an
 //!   id-only event before the real ones, all with CRLF line ends.
@@ -25,7 +28,8 @@
 //! - `redirect`: every request to `/mcp` is answered `307` to `--redirect-to URL`.
 //! - `retry-zero`: as `json`, but every GET stream says `retry: 0` and ends at once.
 //!
-//! `GET /stats` returns counters as JSON: `initializations`, `deletes`, `posts`, `gets`, the
+//! `GET /stats` returns counters as JSON: `initializations`, `deletes`, `posts`, `toolCalls`
+//! (POSTs of tools/call), `gets`, the
 //! `lastEventIds` seen on GETs, and `credentialed`: requests that came with an
 //! `Authorization` or `X-Api-Key` header.
 
@@ -75,6 +79,8 @@ pub enum HttpMode {
     Redirect,
     /// GET streams that end at once with `retry: 0`.
     RetryZero,
+    /// The first tools/call POST fails with this HTTP status (0: no answer at all).
+    FailCall(u16),
 }
 
 impl std::str::FromStr for HttpMode {
@@ -94,12 +100,28 @@ impl std::str::FromStr for HttpMode {
             "legacy" => HttpMode::Legacy,
             "redirect" => HttpMode::Redirect,
             "retry-zero" => HttpMode::RetryZero,
-            _ => return Err(format!("unknown HTTP mode {s:?}")),
+            "fail-call=drop" => HttpMode::FailCall(0),
+            _ => match s.strip_prefix("fail-call=").map(str::parse::<StatusCode>) {
+                Some(Ok(status)) => HttpMode::FailCall(status.as_u16()),
+                _ => return Err(format!("unknown HTTP mode {s:?}")),
+            },
         })
     }
 }
 
 type Body = BoxBody<Bytes, Infallible>;
+
+/// Marks a response never to be sent: its connection is closed instead (`fail-call=drop`).
+#[derive(Debug, Clone, Copy)]
+struct Dropped;
+
+impl std::fmt::Display for Dropped {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("closed with no answer (fail-call=drop)")
+    }
+}
+
+impl std::error::Error for Dropped {}
 type Chunks = mpsc::Sender<Bytes>;
 
 fn full(bytes: impl Into<Bytes>) -> Body {
@@ -208,6 +230,7 @@ struct Stats {
     initializations: u64,
     deletes: u64,
     posts: u64,
+    tool_calls: u64,
     gets: u64,
     last_event_ids: Vec<String>,
     credentialed: u64,
@@ -272,7 +295,14 @@ pub fn run(
             tokio::spawn(async move {
                 let service = hyper::service::service_fn(move |req| {
                     let fixture = fixture.clone();
-                    async move { Ok::<_, Infallible>(fixture.handle(req).await) }
+                    async move {
+                        let response = fixture.handle(req).await;
+                        // `fail-call=drop`: the connection closes with no answer.
+                        match response.extensions().get::<Dropped>() {
+                            Some(_) => Err(Dropped),
+                            None => Ok(response),
+                        }
+                    }
                 });
                 let io = hyper_util::rt::TokioIo::new(stream);
                 let _ = hyper::server::conn::http1::Builder::new()
@@ -318,7 +348,7 @@ impl Fixture {
             (Method::GET, "/stats") => {
                 let s = self.stats.lock().unwrap();
                 let body = json!({"initializations": s.initializations, "deletes": s.deletes,
-                                  "posts": s.posts, "gets": s.gets, "lastEventIds": s.last_event_ids,
+                                  "posts": s.posts, "toolCalls": s.tool_calls, "gets": s.gets, "lastEventIds": s.last_event_ids,
                                   "credentialed": s.credentialed});
                 respond(StatusCode::OK, "application/json", full(body.to_string()))
             }
@@ -426,7 +456,24 @@ impl Fixture {
             return respond(StatusCode::ACCEPTED, "", full(""));
         };
         if method == "tools/call" {
+            self.stats.lock().unwrap().tool_calls += 1;
             match self.mode {
+                HttpMode::FailCall(status) => {
+                    if self.stats.lock().unwrap().tool_calls == 1 {
+                        let mut r = respond(StatusCode::OK, "text/plain", full(""));
+                        match StatusCode::from_u16(status) {
+                            Ok(status) => {
+                                *r.status_mut() = status;
+                                r.headers_mut()
+                                    .insert("retry-after", "0".parse().expect("a valid header"));
+                            }
+                            Err(_) => {
+                                r.extensions_mut().insert(Dropped);
+                            }
+                        }
+                        return r;
+                    }
+                }
                 HttpMode::RateLimit => {
                     let mut attempts = self.attempts.lock().unwrap();
                     let n = attempts.entry(id.to_string()).or_insert(0);
