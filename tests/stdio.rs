@@ -787,3 +787,82 @@ async fn a_progress_callback_may_use_the_session() {
     assert_eq!(dropped.load(std::sync::atomic::Ordering::SeqCst), 3);
     client.close().await;
 }
+
+/// At most 16 of a server's requests are answered at once: with 16 sampling requests held in
+/// the embedder's handler, a 17th to 20th are dropped (their calls time out, and the handler
+/// never sees them, not even once the 16 are released); the 16 are then answered.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn at_most_16_server_requests_are_answered_at_once() {
+    use tokio::sync::watch;
+    let (release, released) = watch::channel(false);
+    let running = Arc::new(Mutex::new((0usize, 0usize, 0usize))); // (now, peak, total)
+    let (changed, mut seen) = watch::channel(0usize);
+    let counts = running.clone();
+    let handlers = Handlers {
+        sampling: Some(Arc::new(move |_| {
+            let counts = counts.clone();
+            let changed = changed.clone();
+            let mut released = released.clone();
+            Box::pin(async move {
+                {
+                    let mut c = counts.lock().unwrap();
+                    c.0 += 1;
+                    c.1 = c.1.max(c.0);
+                    c.2 += 1;
+                    changed.send_replace(c.0);
+                }
+                let _ = released.wait_for(|r| *r).await;
+                counts.lock().unwrap().0 -= 1;
+                Ok(json!({"role": "assistant", "content": {"type": "text", "text": "ok"}}))
+            })
+        })),
+        ..Handlers::default()
+    };
+    let client = Arc::new(
+        connect(
+            &[],
+            ClientOptions {
+                handlers,
+                ..Default::default()
+            },
+        )
+        .await,
+    );
+    let ask = |timeout: Duration| {
+        let client = client.clone();
+        tokio::spawn(async move {
+            let options = RequestOptions {
+                timeout: Some(timeout),
+                ..Default::default()
+            };
+            let args = json!({"method": "sampling/createMessage", "params": {}});
+            client.call_tool_with("client_request", args, options).await
+        })
+    };
+    let held: Vec<_> = (0..16).map(|_| ask(Duration::from_secs(120))).collect();
+    tokio::time::timeout(Duration::from_secs(60), seen.wait_for(|n| *n == 16))
+        .await
+        .expect("16 requests reach the handler")
+        .unwrap();
+    // Four more while the 16 are held: dropped, so their calls time out.
+    let extra: Vec<_> = (0..4).map(|_| ask(Duration::from_secs(2))).collect();
+    for call in extra {
+        let outcome = tokio::time::timeout(Duration::from_secs(60), call)
+            .await
+            .expect("the call ends")
+            .unwrap();
+        let err = outcome.expect_err("a 17th request is not answered");
+        assert!(matches!(err.kind, ErrorKind::Timeout(_)), "{err}");
+    }
+    release.send_replace(true);
+    for call in held {
+        let outcome = tokio::time::timeout(Duration::from_secs(60), call)
+            .await
+            .expect("the call ends")
+            .unwrap();
+        assert!(outcome.expect("answered").text.contains("ok"));
+    }
+    let (now, peak, total) = *running.lock().unwrap();
+    assert_eq!((now, peak, total), (0, 16, 16), "(running, peak, handled)");
+    client.close().await;
+}
