@@ -866,3 +866,35 @@ async fn at_most_16_server_requests_are_answered_at_once() {
     assert_eq!((now, peak, total), (0, 16, 16), "(running, peak, handled)");
     client.close().await;
 }
+
+/// `max_message` (4 MiB by default) holds for messages that are not tool results: a
+/// tools/list answer over it fails that request, clearly, and the session goes on; one under
+/// it is kept whole.
+#[tokio::test]
+async fn a_message_over_max_message_that_is_not_a_result_is_refused() {
+    let client = connect(&[], ClientOptions::default()).await;
+    assert_eq!(ClientOptions::default().max_message, 4 << 20);
+    // A tool whose name makes the list 3 MiB: kept.
+    let name = "n".repeat(3 << 20);
+    call(&client, "add_tool", json!({"name": name})).await;
+    let tools = client.list_tools().await.expect("a 3 MiB list is kept");
+    assert!(tools.iter().any(|t| t.name.len() == name.len()));
+    // Another 2 MiB: the list is now 5 MiB.
+    let more = "m".repeat(2 << 20);
+    call(&client, "add_tool", json!({"name": more})).await;
+    let err = match client.list_tools().await {
+        Ok(tools) => panic!("a 5 MiB list of {} tools was kept", tools.len()),
+        Err(e) => e,
+    };
+    let text = err.to_string();
+    assert!(text.contains("tools/list"), "{text}");
+    assert!(
+        text.contains("more than this client keeps of one message"),
+        "{text}"
+    );
+    assert_eq!(
+        call(&client, "echo", json!({"text": "on"})).await.text,
+        "on"
+    );
+    client.close().await;
+}
