@@ -462,6 +462,47 @@ async fn a_call_to_a_dead_session_reconnects_and_runs_once() {
     manager.close().await;
 }
 
+/// Many callers that find the same server gone share one reconnect: 16 calls at once after
+/// its process died all succeed, and the server was started (and initialized) once more, not
+/// once per caller.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn many_callers_share_one_reconnect() {
+    let dir = tempfile::tempdir().unwrap();
+    let log = dir.path().join("methods");
+    let mut entry = fixture_entry(&[]);
+    entry["env"] = json!({"FIXTURE_METHOD_LOG": log});
+    let manager = start(json!({ "fx": entry }), options(dir.path())).await;
+    let first = pid_of(&manager, "fx");
+    // SAFETY: kill takes plain integers.
+    unsafe { libc::kill(first as i32, libc::SIGKILL) };
+    let client = manager.client("fx").unwrap();
+    eventually(Duration::from_secs(10), "the session sees the exit", || {
+        client.is_closed()
+    })
+    .await;
+    let calls: Vec<_> = (0..16)
+        .map(|i| {
+            let manager = manager.clone();
+            tokio::spawn(async move {
+                let text = format!("caller {i}");
+                let out = auto_call(&manager, "mcp__fx__echo", json!({"text": text})).await;
+                assert_eq!(out, text);
+            })
+        })
+        .collect();
+    for call in calls {
+        tokio::time::timeout(Duration::from_secs(60), call)
+            .await
+            .expect("the call ends")
+            .expect("the call succeeds");
+    }
+    assert_ne!(pid_of(&manager, "fx"), first, "reconnected");
+    let methods = std::fs::read_to_string(&log).unwrap();
+    let starts = methods.lines().filter(|m| *m == "initialize").count();
+    assert_eq!(starts, 2, "started once, then reconnected once: {methods}");
+    manager.close().await;
+}
+
 #[tokio::test]
 async fn a_call_whose_tool_returned_is_error_is_not_retried() {
     let dir = tempfile::tempdir().unwrap();
