@@ -898,3 +898,46 @@ async fn a_message_over_max_message_that_is_not_a_result_is_refused() {
     );
     client.close().await;
 }
+
+/// One tool result never needs its whole size: `probe` calling for a 96 MiB result, over stdio
+/// and over HTTP, peaks far below it (the cap is 1 MiB; the bound here, 48 MiB, leaves room for
+/// the binary and a debug build, and is half the result).
+#[test]
+fn a_huge_result_is_never_held_whole_over_stdio_or_http() {
+    const BYTES: u64 = 96 << 20;
+    let args = format!(r#"{{"bytes": {BYTES}}}"#);
+    let http = HttpFixture::start("json", &[]);
+    let stdio = ["--", &binary(), "fixture-server"];
+    for (transport, server) in [("stdio", &stdio[..]), ("http", &[http.url.as_str()][..])] {
+        let mut probe = std::process::Command::new(binary());
+        probe
+            .args([
+                "probe",
+                "--timeout",
+                "300",
+                "--call",
+                "big",
+                "--args",
+                &args,
+            ])
+            .args(server);
+        let started = Instant::now();
+        let (output, peak_kib) = run_measured(probe);
+        let stdout = String::from_utf8_lossy(&output.stdout);
+        assert!(
+            output.status.success(),
+            "{transport}: {}",
+            String::from_utf8_lossy(&output.stderr)
+        );
+        eprintln!(
+            "{transport}: {BYTES} bytes in {:?}, peak RSS {peak_kib} KiB",
+            started.elapsed()
+        );
+        assert!(
+            peak_kib < 48 * 1024,
+            "{transport}: peak RSS {peak_kib} KiB for a {BYTES}-byte result"
+        );
+        let marker = format!("[mcp output truncated: {BYTES} bytes total, {CAP} kept]");
+        assert!(stdout.contains(&marker), "{transport}: no marker");
+    }
+}
