@@ -919,8 +919,11 @@ fn a_daemon_killed_while_writing_leaves_valid_files() {
     for round in 0..3 {
         let mut daemon = Daemon::start(Some(json!({"servers": {}})));
         let api = daemon.api.clone();
+        let done = Arc::new(std::sync::atomic::AtomicUsize::new(0));
+        let answered = done.clone();
         let writer = std::thread::spawn(move || {
             for i in 0.. {
+                answered.store(i, std::sync::atomic::Ordering::SeqCst);
                 let body = json!({"name": format!("s{i}"), "url": "http://127.0.0.1:9/mcp"});
                 let Ok(mut stream) = TcpStream::connect(&api.authority) else {
                     return i;
@@ -939,7 +942,16 @@ fn a_daemon_killed_while_writing_leaves_valid_files() {
             }
             unreachable!()
         });
-        std::thread::sleep(Duration::from_millis(300 + 70 * round));
+        // Killed once some writes were answered (more each round), during the next ones:
+        // counted, not timed, so a busy machine cannot make it kill before the first.
+        wait_until("writes answered", Duration::from_secs(60), || {
+            let n = done.load(std::sync::atomic::Ordering::SeqCst);
+            if n > 2 + 3 * round {
+                Ok(())
+            } else {
+                Err(format!("{n} answered"))
+            }
+        });
         let status = Command::new("kill")
             .args(["-9", &daemon.server.pid().to_string()])
             .status()

@@ -98,8 +98,12 @@ async fn sse_answers_carry_progress_and_server_requests() {
 async fn server_requests_on_the_get_stream_are_answered() {
     let fixture = HttpFixture::start("json", &[]);
     let client = connect(&fixture).await;
-    // The GET stream opens after notifications/initialized; give it a moment.
-    tokio::time::sleep(Duration::from_millis(300)).await;
+    // The GET stream opens after notifications/initialized: wait until the server has it.
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while fixture.stats()["streamsOpened"] == 0 {
+        assert!(Instant::now() < deadline, "no GET stream within 30 s");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
     let answer = text(&client, "client_request", json!({"method": "ping"})).await;
     assert_eq!(answer, r#"{"result":{}}"#);
     client.close().await;

@@ -29,7 +29,8 @@
 //! - `retry-zero`: as `json`, but every GET stream says `retry: 0` and ends at once.
 //!
 //! `GET /stats` returns counters as JSON: `initializations`, `deletes`, `posts`, `toolCalls`
-//! (POSTs of tools/call), `gets`, the
+//! (POSTs of tools/call), `gets`, `streamsOpened` (GET streams ready for the server's
+//! messages), the
 //! `lastEventIds` seen on GETs, and `credentialed`: requests that came with an
 //! `Authorization` or `X-Api-Key` header.
 
@@ -232,6 +233,7 @@ struct Stats {
     posts: u64,
     tool_calls: u64,
     gets: u64,
+    streams_opened: u64,
     last_event_ids: Vec<String>,
     credentialed: u64,
 }
@@ -348,7 +350,8 @@ impl Fixture {
             (Method::GET, "/stats") => {
                 let s = self.stats.lock().unwrap();
                 let body = json!({"initializations": s.initializations, "deletes": s.deletes,
-                                  "posts": s.posts, "toolCalls": s.tool_calls, "gets": s.gets, "lastEventIds": s.last_event_ids,
+                                  "posts": s.posts, "toolCalls": s.tool_calls, "gets": s.gets,
+                                  "streamsOpened": s.streams_opened, "lastEventIds": s.last_event_ids,
                                   "credentialed": s.credentialed});
                 respond(StatusCode::OK, "application/json", full(body.to_string()))
             }
@@ -607,6 +610,7 @@ impl Fixture {
             log: None,
         });
         self.sessions.lock().unwrap().insert(session, Some(out));
+        self.stats.lock().unwrap().streams_opened += 1;
         respond(StatusCode::OK, "text/event-stream", body)
     }
 
