@@ -459,23 +459,25 @@ impl Fixture {
             return respond(StatusCode::ACCEPTED, "", full(""));
         };
         if method == "tools/call" {
-            self.stats.lock().unwrap().tool_calls += 1;
+            let nth = {
+                let mut stats = self.stats.lock().unwrap();
+                stats.tool_calls += 1;
+                stats.tool_calls
+            };
             match self.mode {
-                HttpMode::FailCall(status) => {
-                    if self.stats.lock().unwrap().tool_calls == 1 {
-                        let mut r = respond(StatusCode::OK, "text/plain", full(""));
-                        match StatusCode::from_u16(status) {
-                            Ok(status) => {
-                                *r.status_mut() = status;
-                                r.headers_mut()
-                                    .insert("retry-after", "0".parse().expect("a valid header"));
-                            }
-                            Err(_) => {
-                                r.extensions_mut().insert(Dropped);
-                            }
+                HttpMode::FailCall(status) if nth == 1 => {
+                    let mut r = respond(StatusCode::OK, "text/plain", full(""));
+                    match StatusCode::from_u16(status) {
+                        Ok(status) => {
+                            *r.status_mut() = status;
+                            r.headers_mut()
+                                .insert("retry-after", "0".parse().expect("a valid header"));
                         }
-                        return r;
+                        Err(_) => {
+                            r.extensions_mut().insert(Dropped);
+                        }
                     }
+                    return r;
                 }
                 HttpMode::RateLimit => {
                     let mut attempts = self.attempts.lock().unwrap();
