@@ -58,6 +58,7 @@ mod client;
 mod events;
 mod headers;
 mod legacy;
+pub(crate) use legacy::endpoint_on_origin;
 mod retry;
 mod session;
 
