@@ -5,7 +5,10 @@
 # for the next campaign. Prints one markdown row per target for docs/RELIABILITY.md: minutes
 # actually run, runs, coverage (libFuzzer's final cov and ft), corpus (libFuzzer's, and the
 # files and bytes kept on disk) and findings. Each target's log is in
-# fuzz/target/campaign/<target>.log. Exits non-zero if any target found a failing input
+# fuzz/target/campaign/<target>.log. Each input has 10 s at most (a slower one is a finding).
+# After a clean run the corpus is merged, minimized, into the committed
+# fixtures/corpus/<target>, which CI's short runs (fuzz/run.sh) start from; the row's "corpus
+# on disk" is then that committed one. Exits non-zero if any target found a failing input
 # (libFuzzer leaves it in fuzz/artifacts/<target>/).
 set -euo pipefail
 MINUTES="${1:?usage: fuzz/campaign.sh MINUTES [TARGET...]}"
@@ -36,8 +39,15 @@ run_one() {
   local before start status=0
   before="$(find "$artifacts" -type f | wc -l)"
   start="$(date +%s)"
-  "$out/bin/$target" -max_total_time="$((MINUTES * 60))" -print_final_stats=1 \
+  "$out/bin/$target" -max_total_time="$((MINUTES * 60))" -timeout=10 -print_final_stats=1 \
     -artifact_prefix="$artifacts" "$corpus" "fixtures/seeds/$target" >"$log" 2>&1 || status=$?
+  if [ "$status" -eq 0 ]; then
+    # The minimized corpus, committed: inputs that add coverage to what is already there.
+    local kept="fixtures/corpus/$1"
+    mkdir -p "$kept"
+    "$out/bin/$target" -merge=1 -timeout=10 "$kept" "$corpus" >>"$log" 2>&1 || status=$?
+    corpus="$kept"
+  fi
   local minutes runs last cov ft corp files bytes findings
   minutes="$(awk -v s="$(($(date +%s) - start))" 'BEGIN { printf "%.1f", s / 60 }')"
   runs="$(sed -n 's/^stat::number_of_executed_units: //p' "$log" | tail -n 1)"

@@ -71,4 +71,37 @@ pub mod fuzz {
             .map_err(|_| (400, "invalid_request", "not an HTTP method".to_string()))?;
         crate::api::read_request(&method, path, query, body).map_err(|e| e.into_parts())
     }
+
+    /// The management API's request guard (`Host`, `Origin`, bearer token) on a request
+    /// with these headers, for an API on `port` whose token is `token`; a refusal as (status,
+    /// type, message).
+    #[cfg(feature = "api")]
+    pub fn api_admit(
+        headers: &[(&str, &[u8])],
+        token: &str,
+        port: u16,
+        allow_remote: bool,
+    ) -> Result<(), (u16, &'static str, String)> {
+        let token = crate::api::ApiToken::new(token)
+            .map_err(|e| (500, "token", format!("not a token: {e}")))?;
+        let mut request = hyper::Request::builder().uri("/v1/mcp/status");
+        for (name, value) in headers {
+            request = request.header(*name, *value);
+        }
+        let Ok(request) = request.body(()) else {
+            return Err((400, "invalid_request", "not an HTTP request head".into()));
+        };
+        let (parts, ()) = request.into_parts();
+        crate::api::admit(&parts, &token, port, allow_remote).map_err(|e| e.into_parts())
+    }
+
+    /// The legacy (HTTP+SSE) transport's reading of an `endpoint` event from the server at
+    /// `base`: the URL to POST to, or why it is refused (not a URL, another origin).
+    #[cfg(feature = "http")]
+    pub fn legacy_endpoint(base: &str, endpoint: &str) -> Result<String, String> {
+        let base: hyper::Uri = base
+            .parse()
+            .map_err(|_| "the base is not a URL".to_string())?;
+        crate::transport::http::endpoint_on_origin(&base, endpoint).map(|u| u.to_string())
+    }
 }

@@ -1067,8 +1067,11 @@ fn a_daemon_killed_while_writing_leaves_valid_files() {
     for round in 0..3 {
         let mut daemon = Daemon::start(Some(json!({"servers": {}})));
         let api = daemon.api.clone();
+        let done = Arc::new(std::sync::atomic::AtomicUsize::new(0));
+        let answered = done.clone();
         let writer = std::thread::spawn(move || {
             for i in 0.. {
+                answered.store(i, std::sync::atomic::Ordering::SeqCst);
                 let body = json!({"name": format!("s{i}"), "url": "http://127.0.0.1:9/mcp"});
                 let Ok(mut stream) = TcpStream::connect(&api.authority) else {
                     return i;
@@ -1087,7 +1090,16 @@ fn a_daemon_killed_while_writing_leaves_valid_files() {
             }
             unreachable!()
         });
-        std::thread::sleep(Duration::from_millis(300 + 70 * round));
+        // Killed once some writes were answered (more each round), during the next ones:
+        // counted, not timed, so a busy machine cannot make it kill before the first.
+        wait_until("writes answered", Duration::from_secs(60), || {
+            let n = done.load(std::sync::atomic::Ordering::SeqCst);
+            if n > 2 + 3 * round {
+                Ok(())
+            } else {
+                Err(format!("{n} answered"))
+            }
+        });
         let status = Command::new("kill")
             .args(["-9", &daemon.server.pid().to_string()])
             .status()
@@ -1109,8 +1121,8 @@ fn a_daemon_killed_while_writing_leaves_valid_files() {
 }
 
 #[test]
-fn sigterm_and_sigint_close_every_server_and_exit_0() {
-    for (signal, marker) in [("TERM", "4901"), ("INT", "4902")] {
+fn sigterm_sigint_and_sighup_close_every_server_and_exit_0() {
+    for (signal, marker) in [("TERM", "4901"), ("INT", "4902"), ("HUP", "4911")] {
         let mut daemon = Daemon::start(Some(json!({"servers": {
             "plain": fixture_entry(&["--page-size", marker]),
             "parent": fixture_entry(&["--page-size", marker, "--mode", "spawn-grandchild"]),

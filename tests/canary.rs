@@ -294,7 +294,15 @@ impl Home {
     }
 
     /// Runs a command to its end; records its output.
-    fn run(&self, seen: &mut Seen, args: &[&str], extra_env: &[(&str, &str)]) -> Output {
+    /// Runs the binary with `args`; asserts it exited with `status` (a command that dies
+    /// early must not pass for one that leaked nothing).
+    fn run(
+        &self,
+        seen: &mut Seen,
+        args: &[&str],
+        extra_env: &[(&str, &str)],
+        status: i32,
+    ) -> Output {
         let output = self
             .command(args)
             .envs(extra_env.iter().copied())
@@ -304,6 +312,13 @@ impl Home {
         let what = format!("AGENVOY_LOG={} {args:?}", self.level);
         seen.add(format!("{what} stdout"), &output.stdout);
         seen.add(format!("{what} stderr"), &output.stderr);
+        assert_eq!(
+            output.status.code(),
+            Some(status),
+            "{what}: exit status\nstdout: {}\nstderr: {}",
+            String::from_utf8_lossy(&output.stdout),
+            String::from_utf8_lossy(&output.stderr)
+        );
         output
     }
 
@@ -453,53 +468,72 @@ fn run_commands(home: &Home, shared: &Shared, seen: &mut Seen) {
             .map(String::from)
             .to_vec()
     };
-    let mut commands: Vec<Vec<String>> = vec![
-        vec!["tools".into()],
-        vec![
-            "tools".into(),
-            "--json".into(),
-            "--config".into(),
-            config.into(),
-        ],
-        call("mcp__local__echo", r#"{"text":"hi","stderr":true}"#),
-        call("mcp__local__nosuchtool", "{}"),
-        call("mcp__remote__echo", r#"{"text":"hi"}"#),
-        call("mcp__down__echo", "{}"),
-        call("mcp__py__whoami", "{}"),
-        vec!["login".into(), "--no-browser".into(), "down".into()],
-        vec![
-            "probe".into(),
-            "--json".into(),
-            "--call".into(),
-            "echo".into(),
-            "--args".into(),
-            r#"{"text":"hi"}"#.into(),
-            remote.clone(),
-        ],
-        vec!["probe".into(), "--call".into(), "nosuchtool".into(), remote],
-        vec!["probe".into(), down],
-        vec!["probe".into(), "--json".into(), broken.clone()],
-        vec!["probe".into(), userinfo],
-        vec![
-            "probe".into(),
-            "--inherit-env".into(),
-            "--call".into(),
-            "echo".into(),
-            "--args".into(),
-            r#"{"text":"hi","stderr":true}"#.into(),
-            "--".into(),
-            fixture,
-            "fixture-server".into(),
-        ],
+    // Each with the exit status it must end with.
+    let mut commands: Vec<(i32, Vec<String>)> = vec![
+        (0, vec!["tools".into()]),
+        (
+            0,
+            vec![
+                "tools".into(),
+                "--json".into(),
+                "--config".into(),
+                config.into(),
+            ],
+        ),
+        (
+            0,
+            call("mcp__local__echo", r#"{"text":"hi","stderr":true}"#),
+        ),
+        (1, call("mcp__local__nosuchtool", "{}")),
+        (0, call("mcp__remote__echo", r#"{"text":"hi"}"#)),
+        (1, call("mcp__down__echo", "{}")),
+        (1, call("mcp__py__whoami", "{}")),
+        (
+            1,
+            vec!["login".into(), "--no-browser".into(), "down".into()],
+        ),
+        (
+            0,
+            vec![
+                "probe".into(),
+                "--json".into(),
+                "--call".into(),
+                "echo".into(),
+                "--args".into(),
+                r#"{"text":"hi"}"#.into(),
+                remote.clone(),
+            ],
+        ),
+        (
+            1,
+            vec!["probe".into(), "--call".into(), "nosuchtool".into(), remote],
+        ),
+        (1, vec!["probe".into(), down]),
+        (1, vec!["probe".into(), "--json".into(), broken.clone()]),
+        (1, vec!["probe".into(), userinfo]),
+        (
+            0,
+            vec![
+                "probe".into(),
+                "--inherit-env".into(),
+                "--call".into(),
+                "echo".into(),
+                "--args".into(),
+                r#"{"text":"hi","stderr":true}"#.into(),
+                "--".into(),
+                fixture,
+                "fixture-server".into(),
+            ],
+        ),
     ];
     if let Some(py) = &shared.py {
-        commands.push(vec!["probe".into(), py.server.url.clone()]);
+        commands.push((1, vec!["probe".into(), py.server.url.clone()]));
     }
-    for args in &commands {
+    for (status, args) in &commands {
         // Every command meets the canary tokens (a refused refresh drops them).
         home.seed(shared, &["py", "pyseed"]);
         let args: Vec<&str> = args.iter().map(String::as_str).collect();
-        home.run(seen, &args, &[]);
+        home.run(seen, &args, &[], *status);
     }
     // The conformance client: a clean run with a secret query, then client credentials with
     // a secret from the context.
@@ -508,6 +542,7 @@ fn run_commands(home: &Home, shared: &Shared, seen: &mut Seen) {
         seen,
         &["conformance", &remote],
         &[("MCP_CONFORMANCE_SCENARIO", "initialize")],
+        0,
     );
     let context = json!({"client_id": "cc", "client_secret": CONFORMANCE_SECRET}).to_string();
     let target = shared
@@ -521,12 +556,13 @@ fn run_commands(home: &Home, shared: &Shared, seen: &mut Seen) {
             ("MCP_CONFORMANCE_SCENARIO", "auth/client-credentials-basic"),
             ("MCP_CONFORMANCE_CONTEXT", &context),
         ],
+        1,
     );
     if shared.py.is_some() {
         login_by_paste(home, seen);
         // With real tokens now: a call that succeeds, and the list.
-        home.run(seen, &["call", "--yes", "mcp__py__whoami"], &[]);
-        home.run(seen, &["tools", "--json"], &[]);
+        home.run(seen, &["call", "--yes", "mcp__py__whoami"], &[], 0);
+        home.run(seen, &["tools", "--json"], &[], 0);
         seen.learned.extend(home.stored_secrets());
     }
 }
@@ -636,7 +672,7 @@ fn run_panel(home: &Home, _shared: &Shared, seen: &mut Seen) {
         exit = quoted(&dir.join("exit")),
     );
     let Some(tmux) = Tmux::start(dir, &command) else {
-        seen.commands.insert("tui".into());
+        // Not run, and not counted as run: the skip was said (and fails when required).
         return;
     };
     let drawn = dir.join("panel.screen");
@@ -1059,13 +1095,30 @@ fn run_api(home: &Home, shared: &Shared, seen: &mut Seen) {
     }
     if shared.py.is_some() {
         // pyseed's seeded tokens were refused and refreshed with the seeded client.
-        let (_, answer) = api(
+        let (status, answer) = api(
             seen,
             "POST",
             "/v1/mcp/call",
             Some(json!({"name": "mcp__pyseed__whoami", "mode": "auto"})),
         );
-        let _ = answer;
+        // The authorization server does not know the seeded client: the refresh is refused,
+        // so pyseed needs a login and has no tool to call.
+        assert_eq!(status, 404, "{answer}");
+        assert!(
+            answer
+                .to_string()
+                .contains("no MCP tool named mcp__pyseed__whoami"),
+            "{answer}"
+        );
+        let (_, status) = api(seen, "GET", "/v1/mcp/status", None);
+        let pyseed = status["servers"]
+            .as_array()
+            .and_then(|all| all.iter().find(|s| s["name"] == "pyseed"));
+        assert_eq!(
+            pyseed.map(|s| s["state"].clone()),
+            Some(json!("needs login")),
+            "{status}"
+        );
         // A fresh login: the seeded client is not one the authorization server knows.
         home.forget_seeded_client(shared);
         daemon.login(seen, "py");
@@ -1271,6 +1324,15 @@ fn no_secret_appears_in_any_output_log_answer_or_file_at_any_level() {
         documented_routes(),
         "src/api/mod.rs's route table and docs/API.md's headings differ"
     );
+    // Without tmux the panel did not run (said SKIPPED; a failure when peers are required).
+    let mut expected = expected;
+    if seen_all
+        .iter()
+        .any(|(_, seen)| !seen.commands.contains("tui"))
+        && !common::system_program("tmux", "Debian's tmux")
+    {
+        expected.remove("tui");
+    }
     for (level, seen) in &seen_all {
         assert_eq!(seen.commands, expected, "AGENVOY_LOG={level}: commands run");
         if shared.py.is_some() {

@@ -98,8 +98,12 @@ async fn sse_answers_carry_progress_and_server_requests() {
 async fn server_requests_on_the_get_stream_are_answered() {
     let fixture = HttpFixture::start("json", &[]);
     let client = connect(&fixture).await;
-    // The GET stream opens after notifications/initialized; give it a moment.
-    tokio::time::sleep(Duration::from_millis(300)).await;
+    // The GET stream opens after notifications/initialized: wait until the server has it.
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while fixture.stats()["streamsOpened"] == 0 {
+        assert!(Instant::now() < deadline, "no GET stream within 30 s");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
     let answer = text(&client, "client_request", json!({"method": "ping"})).await;
     assert_eq!(answer, r#"{"result":{}}"#);
     client.close().await;
@@ -133,6 +137,35 @@ async fn a_cut_stream_is_resumed_and_the_replayed_duplicate_dropped() {
         text(&client, "echo", json!({"text": "after"})).await,
         "after"
     );
+    client.close().await;
+}
+
+/// A response stream that is cut, and whose every resumption ends with no event, is resumed
+/// exactly 5 times (each after the server's `retry`), then the call fails saying so; the
+/// session still works.
+#[tokio::test]
+async fn a_cut_stream_is_resumed_at_most_5_times() {
+    let fixture = HttpFixture::start("dead-resume", &[]);
+    let client = connect(&fixture).await;
+    let options = RequestOptions {
+        on_progress: Some(Arc::new(|_| {})),
+        timeout: Some(Duration::from_secs(30)),
+        ..Default::default()
+    };
+    let args = json!({"seconds": 0.3, "steps": 3});
+    let call = client.call_tool_with("slow", args, options);
+    let err = tokio::time::timeout(Duration::from_secs(60), call)
+        .await
+        .expect("the call ends")
+        .expect_err("a stream that cannot be resumed fails its call");
+    assert!(matches!(err.kind, ErrorKind::Interrupted(_)), "{err}");
+    assert!(
+        err.to_string()
+            .contains("could not be resumed after 5 attempts"),
+        "{err}"
+    );
+    let resumed = fixture.stats()["lastEventIds"].as_array().unwrap().len();
+    assert_eq!(resumed, 5, "{}", fixture.stats());
     client.close().await;
 }
 
@@ -192,6 +225,43 @@ async fn rate_limits_are_retried_after_the_servers_delay() {
         "Retry-After: 1, then 0.5 s: took {took:?}"
     );
     client.close().await;
+}
+
+/// A tool call's POST is sent again only after 429 or 503 (the server did not take it):
+/// after any other answer, or a connection closed once the request was written, the call
+/// fails and the server saw it once (a tool may have side effects).
+#[tokio::test]
+async fn a_tool_call_is_posted_again_only_after_429_or_503() {
+    for (mode, retried) in [
+        ("fail-call=429", true),
+        ("fail-call=503", true),
+        ("fail-call=500", false),
+        ("fail-call=502", false),
+        ("fail-call=504", false),
+        ("fail-call=400", false),
+        ("fail-call=drop", false),
+    ] {
+        let fixture = HttpFixture::start(mode, &[]);
+        let client = connect(&fixture).await;
+        let call = client.call_tool("echo", json!({"text": "once"}));
+        let outcome = tokio::time::timeout(Duration::from_secs(30), call)
+            .await
+            .expect("the call ends");
+        let posts = fixture.stats()["toolCalls"].as_u64().unwrap();
+        if retried {
+            assert_eq!(outcome.expect(mode).text, "once", "{mode}");
+            assert_eq!(posts, 2, "{mode}: sent again once");
+        } else {
+            let err = outcome.expect_err(mode);
+            assert_eq!(posts, 1, "{mode}: sent once ({err})");
+            if mode == "fail-call=drop" {
+                assert!(err.may_have_run(), "{mode}: {err}");
+            }
+        }
+        // The session goes on.
+        assert_eq!(text(&client, "echo", json!({"text": "next"})).await, "next");
+        client.close().await;
+    }
 }
 
 /// A request's own deadline governs it from its first byte to its last: the transport's
@@ -349,4 +419,115 @@ async fn a_get_stream_with_retry_zero_backs_off() {
     // 0, 0.5, 1.5, 3.5 s: four, and a little room for a slow start.
     assert!((1..=5).contains(&gets), "{gets} GET streams in 5 s");
     client.close().await;
+}
+
+/// A legacy (HTTP+SSE) server whose `endpoint` event names `endpoint` (`{elsewhere}` becomes
+/// the address of a second listener): connects a client to it and returns the error (if the
+/// connect ended within 10 s), the requests the server saw, and how many connections reached
+/// the second listener.
+async fn legacy_endpoint(endpoint: &str) -> (Option<String>, Vec<String>, usize) {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let server = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let elsewhere = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let port = server.local_addr().unwrap().port();
+    let endpoint = endpoint
+        .replace("{elsewhere}", &elsewhere.local_addr().unwrap().to_string())
+        .replace("{port}", &port.to_string());
+    let reached = Arc::new(Mutex::new(0));
+    let count = reached.clone();
+    tokio::spawn(async move {
+        loop {
+            let (_stream, _) = elsewhere.accept().await.unwrap();
+            *count.lock().unwrap() += 1;
+        }
+    });
+    let seen = Arc::new(Mutex::new(Vec::new()));
+    let log = seen.clone();
+    tokio::spawn(async move {
+        loop {
+            let (mut stream, _) = server.accept().await.unwrap();
+            let log = log.clone();
+            let endpoint = endpoint.clone();
+            tokio::spawn(async move {
+                let mut head = Vec::new();
+                let mut byte = [0u8; 1];
+                while !head.ends_with(b"\r\n\r\n") && stream.read(&mut byte).await.unwrap_or(0) == 1
+                {
+                    head.push(byte[0]);
+                }
+                let head = String::from_utf8_lossy(&head).into_owned();
+                let line = head.lines().next().unwrap_or("").to_string();
+                log.lock().unwrap().push(line.clone());
+                if line.starts_with("GET /mcp ") {
+                    let event = format!(
+                        "HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\n\r\nevent: endpoint\ndata: {endpoint}\n\n"
+                    );
+                    stream.write_all(event.as_bytes()).await.unwrap();
+                    // The stream stays open, as a legacy server's does.
+                    tokio::time::sleep(Duration::from_secs(30)).await;
+                } else if line.starts_with("POST /mcp ") {
+                    let refused = "HTTP/1.1 405 Method Not Allowed\r\nContent-Length: 0\r\n\r\n";
+                    let _ = stream.write_all(refused.as_bytes()).await;
+                }
+                // Anything else (the POST to a same-origin endpoint) is seen and left unanswered.
+            });
+        }
+    });
+    let url = format!("http://127.0.0.1:{port}/mcp");
+    let options = ClientOptions {
+        timeout: Duration::from_secs(5),
+        ..ClientOptions::default()
+    };
+    let config = HttpConfig::new(&url);
+    let connect = Client::connect_http("legacy", &config, options);
+    let error = match tokio::time::timeout(Duration::from_secs(10), connect).await {
+        Ok(Ok(_)) => panic!("connected to a server that never answers"),
+        Ok(Err(e)) => Some(e.to_string()),
+        Err(_) => None,
+    };
+    let seen = seen.lock().unwrap().clone();
+    let reached = *reached.lock().unwrap();
+    (error, seen, reached)
+}
+
+/// The legacy transport POSTs every message (credentials included) to the URL its
+/// `endpoint` event names: one on another origin (host, port or scheme) is refused, and
+/// nothing is sent there; one on the server's own origin is used.
+#[tokio::test]
+async fn a_legacy_endpoint_on_another_origin_is_refused() {
+    for endpoint in [
+        "http://{elsewhere}/messages?session=1",
+        "http://127.0.0.1:{port}@{elsewhere}/messages",
+        "https://127.0.0.1:{port}/messages",
+        "http://localhost:{port}/messages",
+    ] {
+        let (error, seen, reached) = legacy_endpoint(endpoint).await;
+        let error = error.unwrap_or_else(|| panic!("{endpoint}: no error within 10 s"));
+        assert!(
+            error.contains("on another origin; refusing it"),
+            "{endpoint}: {error}"
+        );
+        assert_eq!(
+            reached, 0,
+            "{endpoint}: a connection reached the other origin"
+        );
+        assert!(
+            seen.iter()
+                .all(|l| l.starts_with("GET /mcp ") || l.starts_with("POST /mcp ")),
+            "{endpoint}: {seen:?}"
+        );
+    }
+    // The control: the same origin, by path or in full, is where the messages go.
+    for endpoint in [
+        "/messages?session=1",
+        "http://127.0.0.1:{port}/messages?session=1",
+    ] {
+        let (error, seen, reached) = legacy_endpoint(endpoint).await;
+        assert!(
+            seen.iter()
+                .any(|l| l.starts_with("POST /messages?session=1 ")),
+            "{endpoint}: {seen:?} {error:?}"
+        );
+        assert_eq!(reached, 0);
+    }
 }

@@ -382,3 +382,34 @@ fn a_test_without_its_server_says_it_was_skipped() {
         "{stderr}"
     );
 }
+
+/// And where every peer is required (`AGENVOY_REQUIRE_INTEROP=1`, as `.ci/run` sets), the
+/// same missing server fails the test instead: a skip cannot hide in CI. `AGENVOY_HIDE_PEERS=1`
+/// hides an installed one the same way.
+#[test]
+fn a_required_server_that_is_missing_fails_its_test() {
+    let run = |env: (&str, &str)| {
+        let output = std::process::Command::new(std::env::current_exe().unwrap())
+            .args(["--exact", "mcp_server_time_from_pypi"])
+            .env("AGENVOY_REQUIRE_INTEROP", "1")
+            .env(env.0, env.1)
+            .output()
+            .unwrap();
+        let stdout = String::from_utf8_lossy(&output.stdout).into_owned();
+        let stderr = String::from_utf8_lossy(&output.stderr).into_owned();
+        (output.status.success(), format!("{stdout}\n{stderr}"))
+    };
+    let (passed, output) = run(("AGENVOY_INTEROP_DIR", "/nonexistent"));
+    assert!(!passed, "{output}");
+    assert!(
+        output.contains("/nonexistent/venv/bin/mcp-server-time is not installed: run .ci/install"),
+        "{output}"
+    );
+    assert!(!output.contains("SKIPPED"), "{output}");
+    let (passed, output) = run(("AGENVOY_HIDE_PEERS", "1"));
+    assert!(!passed, "{output}");
+    assert!(
+        output.contains("is not installed: run .ci/install"),
+        "{output}"
+    );
+}

@@ -430,6 +430,38 @@ fn a_locked_keyring_is_reported_at_once() {
     assert!(desktop.token_files().is_empty(), "no token file");
 }
 
+/// A Secret Service that stops answering (GNOME Keyring stopped with SIGSTOP, its bus name
+/// still owned): a call is not held past the 10 s deadline of its D-Bus operations (the
+/// run is killed, and the test fails, at 30 s).
+#[test]
+fn a_secret_service_that_does_not_answer_cannot_hold_a_call() {
+    let Some((_server, desktop)) = start(true) else {
+        return;
+    };
+    let login = desktop.login();
+    assert!(login.status.success(), "{}", text(&login.stderr));
+    let keyring = desktop.keyring.as_ref().expect("the keyring runs").id() as i32;
+    /// Lets the keyring run again, however the test ends.
+    struct Resume(i32);
+    impl Drop for Resume {
+        fn drop(&mut self) {
+            // SAFETY: a signal to a child this test started.
+            unsafe { libc::kill(self.0, libc::SIGCONT) };
+        }
+    }
+    // SAFETY: a signal to a child this test started and has not yet waited for.
+    unsafe { libc::kill(keyring, libc::SIGSTOP) };
+    let _resume = Resume(keyring);
+    let started = Instant::now();
+    let call = desktop.agenvoy(&["call", "--yes", "mcp__py__whoami"]);
+    let took = started.elapsed();
+    let stderr = text(&call.stderr);
+    assert!(!call.status.success(), "{stderr}");
+    // The deadline is the promise; a wide margin for a busy machine.
+    assert!(took < Duration::from_secs(25), "took {took:?}: {stderr}");
+    eprintln!("with a stopped Secret Service the call ended after {took:?}");
+}
+
 /// A session bus without a Secret Service, then no bus at all: the tokens go to the 0600
 /// file, and each process says so once.
 #[test]

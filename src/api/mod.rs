@@ -42,6 +42,7 @@ mod guard;
 mod login;
 mod servers;
 
+pub(crate) use guard::admit;
 pub use guard::{ApiToken, TOKEN_FILE, token_path};
 
 use crate::auth::TokenStore;

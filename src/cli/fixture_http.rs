@@ -9,10 +9,15 @@
 //! - `stateless`: JSON answers, no session, no GET stream (405).
 //! - `cut-stream`: as `sse`, but each stream is cut after its first message event; a GET
 //!   with `Last-Event-ID` replays the stream from that event (inclusive, so one duplicate).
+//! - `dead-resume`: as `cut-stream`, but a GET with `Last-Event-ID` gets an SSE stream that
+//!   ends at once, with no event: a cut stream can never be resumed.
 //! - `expire-session`: as `json`, but a session is forgotten once it calls a tool.
 //! - `expire-mid-stream`: as `cut-stream`, and the session is forgotten as a tool call's stream
 //!   is cut, so resuming that stream fails (404) while the next request starts a new session.
 //! - `rate-limit`: each tools/call is answered 429 (`Retry-After: 1`), then 503, then served.
+//! - `fail-call=STATUS`: as `json`, but the first tools/call POST is answered with HTTP
+//!   STATUS (with `Retry-After: 0`), or with `fail-call=drop`, read whole and its connection
+//!   closed with no answer; every later one is served.
 //! - `slow-headers`: tools/call answers start after 3 s.
 //! - `junk-sse`: as `sse`, with comments, an unknown event type, a non-JSON message and an
 //!   id-only event before the real ones, all with CRLF line ends.
@@ -25,7 +30,9 @@
 //! - `list-changed-flood`: as `json`, but the GET stream sends
 //!   `notifications/tools/list_changed` without end, as fast as the client reads.
 //!
-//! `GET /stats` returns counters as JSON: `initializations`, `deletes`, `posts`, `gets`, the
+//! `GET /stats` returns counters as JSON: `initializations`, `deletes`, `posts`, `toolCalls`
+//! (POSTs of tools/call), `gets`, `streamsOpened` (GET streams ready for the server's
+//! messages), the
 //! `lastEventIds` seen on GETs, and `credentialed`: requests that came with an
 //! `Authorization` or `X-Api-Key` header.
 
@@ -57,6 +64,8 @@ pub enum HttpMode {
     Stateless,
     /// SSE answers cut after the first event, resumable.
     CutStream,
+    /// SSE answers cut after the first event; resuming gives an empty stream.
+    DeadResume,
     /// Sessions end after a tool call.
     ExpireSession,
     /// Sessions end while a tool call's stream is cut.
@@ -75,6 +84,8 @@ pub enum HttpMode {
     RetryZero,
     /// GET streams of `tools/list_changed` without end.
     ListChangedFlood,
+    /// The first tools/call POST fails with this HTTP status (0: no answer at all).
+    FailCall(u16),
 }
 
 impl std::str::FromStr for HttpMode {
@@ -85,6 +96,7 @@ impl std::str::FromStr for HttpMode {
             "sse" => HttpMode::Sse,
             "stateless" => HttpMode::Stateless,
             "cut-stream" => HttpMode::CutStream,
+            "dead-resume" => HttpMode::DeadResume,
             "expire-session" => HttpMode::ExpireSession,
             "expire-mid-stream" => HttpMode::ExpireMidStream,
             "rate-limit" => HttpMode::RateLimit,
@@ -94,12 +106,28 @@ impl std::str::FromStr for HttpMode {
             "redirect" => HttpMode::Redirect,
             "retry-zero" => HttpMode::RetryZero,
             "list-changed-flood" => HttpMode::ListChangedFlood,
-            _ => return Err(format!("unknown HTTP mode {s:?}")),
+            "fail-call=drop" => HttpMode::FailCall(0),
+            _ => match s.strip_prefix("fail-call=").map(str::parse::<StatusCode>) {
+                Some(Ok(status)) => HttpMode::FailCall(status.as_u16()),
+                _ => return Err(format!("unknown HTTP mode {s:?}")),
+            },
         })
     }
 }
 
 type Body = BoxBody<Bytes, Infallible>;
+
+/// Marks a response never to be sent: its connection is closed instead (`fail-call=drop`).
+#[derive(Debug, Clone, Copy)]
+struct Dropped;
+
+impl std::fmt::Display for Dropped {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("closed with no answer (fail-call=drop)")
+    }
+}
+
+impl std::error::Error for Dropped {}
 type Chunks = mpsc::Sender<Bytes>;
 
 fn full(bytes: impl Into<Bytes>) -> Body {
@@ -208,7 +236,9 @@ struct Stats {
     initializations: u64,
     deletes: u64,
     posts: u64,
+    tool_calls: u64,
     gets: u64,
+    streams_opened: u64,
     last_event_ids: Vec<String>,
     credentialed: u64,
 }
@@ -272,7 +302,14 @@ pub fn run(
             tokio::spawn(async move {
                 let service = hyper::service::service_fn(move |req| {
                     let fixture = fixture.clone();
-                    async move { Ok::<_, Infallible>(fixture.handle(req).await) }
+                    async move {
+                        let response = fixture.handle(req).await;
+                        // `fail-call=drop`: the connection closes with no answer.
+                        match response.extensions().get::<Dropped>() {
+                            Some(_) => Err(Dropped),
+                            None => Ok(response),
+                        }
+                    }
                 });
                 let io = hyper_util::rt::TokioIo::new(stream);
                 let _ = hyper::server::conn::http1::Builder::new()
@@ -318,7 +355,8 @@ impl Fixture {
             (Method::GET, "/stats") => {
                 let s = self.stats.lock().unwrap();
                 let body = json!({"initializations": s.initializations, "deletes": s.deletes,
-                                  "posts": s.posts, "gets": s.gets, "lastEventIds": s.last_event_ids,
+                                  "posts": s.posts, "toolCalls": s.tool_calls, "gets": s.gets,
+                                  "streamsOpened": s.streams_opened, "lastEventIds": s.last_event_ids,
                                   "credentialed": s.credentialed});
                 respond(StatusCode::OK, "application/json", full(body.to_string()))
             }
@@ -361,7 +399,11 @@ impl Fixture {
     fn sse(&self) -> bool {
         matches!(
             self.mode,
-            HttpMode::Sse | HttpMode::CutStream | HttpMode::ExpireMidStream | HttpMode::JunkSse
+            HttpMode::Sse
+                | HttpMode::CutStream
+                | HttpMode::DeadResume
+                | HttpMode::ExpireMidStream
+                | HttpMode::JunkSse
         )
     }
 
@@ -422,7 +464,26 @@ impl Fixture {
             return respond(StatusCode::ACCEPTED, "", full(""));
         };
         if method == "tools/call" {
+            let nth = {
+                let mut stats = self.stats.lock().unwrap();
+                stats.tool_calls += 1;
+                stats.tool_calls
+            };
             match self.mode {
+                HttpMode::FailCall(status) if nth == 1 => {
+                    let mut r = respond(StatusCode::OK, "text/plain", full(""));
+                    match StatusCode::from_u16(status) {
+                        Ok(status) => {
+                            *r.status_mut() = status;
+                            r.headers_mut()
+                                .insert("retry-after", "0".parse().expect("a valid header"));
+                        }
+                        Err(_) => {
+                            r.extensions_mut().insert(Dropped);
+                        }
+                    }
+                    return r;
+                }
                 HttpMode::RateLimit => {
                     let mut attempts = self.attempts.lock().unwrap();
                     let n = attempts.entry(id.to_string()).or_insert(0);
@@ -453,7 +514,10 @@ impl Fixture {
         let mut response = if self.sse() {
             let (tx, body) = streamed(16);
             let stream = self.next.fetch_add(1, Ordering::Relaxed);
-            let cut = matches!(self.mode, HttpMode::CutStream | HttpMode::ExpireMidStream);
+            let cut = matches!(
+                self.mode,
+                HttpMode::CutStream | HttpMode::DeadResume | HttpMode::ExpireMidStream
+            );
             let log = cut.then(|| {
                 let log = Arc::new(StreamLog::default());
                 self.logs.lock().unwrap().insert(stream, log.clone());
@@ -521,6 +585,9 @@ impl Fixture {
         }
         if let Some(last) = header(&req, "last-event-id") {
             self.stats.lock().unwrap().last_event_ids.push(last.clone());
+            if self.mode == HttpMode::DeadResume {
+                return respond(StatusCode::OK, "text/event-stream", full(Bytes::new()));
+            }
             let log = last
                 .split_once('-')
                 .and_then(|(s, n)| Some((s.parse::<u64>().ok()?, n.parse::<usize>().ok()?)));
@@ -559,6 +626,7 @@ impl Fixture {
             log: None,
         });
         self.sessions.lock().unwrap().insert(session, Some(out));
+        self.stats.lock().unwrap().streams_opened += 1;
         respond(StatusCode::OK, "text/event-stream", body)
     }
 

@@ -58,6 +58,7 @@ mod client;
 mod events;
 mod headers;
 mod legacy;
+pub(crate) use legacy::endpoint_on_origin;
 mod retry;
 mod session;
 
@@ -68,8 +69,8 @@ use headers::{
     configured_headers, content_type, modern_headers, origin, resolve, without_userinfo,
 };
 use retry::{
-    backoff, body_excerpt, is_jsonrpc_error, jsonrpc_error, retry_after, session_gone,
-    stale_connection,
+    backoff, body_excerpt, cut_after_written, is_jsonrpc_error, jsonrpc_error, retry_after,
+    session_gone, stale_connection,
 };
 
 /// How long closing waits for the DELETE that ends the session.
@@ -203,6 +204,9 @@ enum Failure {
     Status { status: StatusCode, body: String },
     /// No answer: connection, TLS or timeout; the HTTP client's error, when it gave one.
     Unreachable(String, Option<crate::error::Cause>),
+    /// A POST written whole, whose connection closed before any answer: the server may have
+    /// acted on it.
+    Cut(String, crate::error::Cause),
     /// The authorizer could not supply credentials.
     Auth(Error),
 }
@@ -455,6 +459,9 @@ impl Inner {
                     detail,
                 })
                 .with_cause(cause),
+            Failure::Cut(detail, cause) => self
+                .error(ErrorKind::Interrupted(detail))
+                .with_cause(Some(cause)),
             Failure::Auth(e) => e,
         }
     }
@@ -604,6 +611,12 @@ impl Inner {
                         continue;
                     }
                     let why = crate::error::chain_text(&e);
+                    if cut_after_written(&e, &method) {
+                        return Err(Failure::Cut(
+                            format!("{uri}: {why}"),
+                            std::sync::Arc::new(e),
+                        ));
+                    }
                     return Err(Failure::Unreachable(
                         format!("{uri}: {why}"),
                         Some(std::sync::Arc::new(e)),

@@ -3,6 +3,20 @@
 
 use super::*;
 
+/// The URL an `endpoint` event names (absolute, or a path against `base`), if it is on
+/// `base`'s origin (scheme, host and port): every message, credentials included, is POSTed
+/// there.
+pub(crate) fn endpoint_on_origin(base: &Uri, endpoint: &str) -> std::result::Result<Uri, String> {
+    let resolved = resolve(base, endpoint.trim())
+        .ok_or_else(|| format!("the endpoint {endpoint:?} is not a URL"))?;
+    if origin(&resolved) != origin(base) {
+        return Err(format!(
+            "the endpoint {resolved} is on another origin; refusing it"
+        ));
+    }
+    Ok(resolved)
+}
+
 impl Inner {
     /// Switches to the HTTP+SSE transport: GET the URL, wait for the `endpoint` event, and
     /// keep reading that stream for the server's messages.
@@ -35,16 +49,8 @@ impl Inner {
                     "the HTTP+SSE stream sent no endpoint event".into(),
                 ))
             })?;
-        let endpoint = resolve(&self.url, endpoint.trim()).ok_or_else(|| {
-            self.error(ErrorKind::Protocol(format!(
-                "the endpoint {endpoint:?} is not a URL"
-            )))
-        })?;
-        if origin(&endpoint) != origin(&self.url) {
-            return Err(self.error(ErrorKind::Protocol(format!(
-                "the endpoint {endpoint} is on another origin; refusing it"
-            ))));
-        }
+        let endpoint = endpoint_on_origin(&self.url, &endpoint)
+            .map_err(|why| self.error(ErrorKind::Protocol(why)))?;
         self.state.lock().expect("state lock").legacy_endpoint = Some(endpoint);
         Ok(())
     }

@@ -66,6 +66,22 @@ pub(super) fn stale_connection(error: &hyper_util::client::legacy::Error, method
     false
 }
 
+/// Whether a POST was written and its connection then closed before any answer: the server
+/// may have carried it out (it crashed mid-call), so its caller must be told so.
+pub(super) fn cut_after_written(
+    error: &hyper_util::client::legacy::Error,
+    method: &Method,
+) -> bool {
+    let mut source = std::error::Error::source(error);
+    while let Some(s) = source {
+        if let Some(h) = s.downcast_ref::<hyper::Error>() {
+            return h.is_incomplete_message() && method == Method::POST;
+        }
+        source = s.source();
+    }
+    false
+}
+
 /// A JSON-RPC error object in an error status's body (servers answer 4xx with one).
 pub(super) fn jsonrpc_error(body: &str) -> Option<crate::wire::jsonrpc::ErrorObject> {
     let value: serde_json::Value = serde_json::from_str(body).ok()?;
