@@ -161,6 +161,26 @@ impl KeychainStore {
     }
 }
 
+/// Why the keychain probe did not reach a keychain.
+#[derive(Clone, Debug, PartialEq, Eq)]
+enum Unreachable {
+    /// There is none here (no session bus, no Secret Service, an unsupported OS): the 0600
+    /// file stands in for it.
+    Absent(String),
+    /// One is there but did not answer within its deadline: nothing stands in for it (tokens
+    /// kept in the file now would be missed once it answers again); the use fails saying so,
+    /// and the next one asks again.
+    Silent(String),
+}
+
+impl Unreachable {
+    fn why(&self) -> &str {
+        match self {
+            Unreachable::Absent(why) | Unreachable::Silent(why) => why,
+        }
+    }
+}
+
 #[cfg(feature = "keychain")]
 impl TokenStore for KeychainStore {
     fn load(&self, key: &str) -> Result<Option<String>, String> {
@@ -198,8 +218,8 @@ mod os_keychain;
 mod os_keychain {
     pub(super) const NAME: &str = "keychain";
     const NONE: &str = "this system has no keychain this crate can use";
-    pub(super) fn probe() -> Result<(), String> {
-        Err(NONE.into())
+    pub(super) fn probe() -> Result<(), super::Unreachable> {
+        Err(super::Unreachable::Absent(NONE.into()))
     }
     pub(super) fn load(_: &str) -> Result<Option<String>, String> {
         Err(NONE.into())
@@ -227,26 +247,35 @@ enum Keychain {
 /// The keychain [`default_store`] uses on `os` (a value of `std::env::consts::OS`), when
 /// `probe` reaches it; else why the file is used instead.
 #[cfg(feature = "keychain")]
-fn pick(os: &str, probe: impl FnOnce() -> Result<(), String>) -> Result<Keychain, String> {
+fn pick(
+    os: &str,
+    probe: impl FnOnce() -> Result<(), Unreachable>,
+) -> Result<Keychain, Unreachable> {
     let keychain = match os {
         "macos" | "ios" => Keychain::Apple,
         "windows" => Keychain::Windows,
         "linux" | "freebsd" | "openbsd" | "netbsd" | "dragonfly" => Keychain::SecretService,
-        _ => return Err(format!("no keychain is supported on {os}")),
+        _ => {
+            return Err(Unreachable::Absent(format!(
+                "no keychain is supported on {os}"
+            )));
+        }
     };
     probe().map(|()| keychain)
 }
 
 /// The OS keychain when it answers here, else why not.
 #[cfg(feature = "keychain")]
-fn reachable_keychain() -> Result<Arc<dyn TokenStore>, String> {
+fn reachable_keychain() -> Result<Arc<dyn TokenStore>, Unreachable> {
     pick(std::env::consts::OS, os_keychain::probe).map(|_| Arc::new(KeychainStore) as _)
 }
 
 /// Without the `keychain` feature there is none.
 #[cfg(not(feature = "keychain"))]
-fn reachable_keychain() -> Result<Arc<dyn TokenStore>, String> {
-    Err("built without the `keychain` feature".into())
+fn reachable_keychain() -> Result<Arc<dyn TokenStore>, Unreachable> {
+    Err(Unreachable::Absent(
+        "built without the `keychain` feature".into(),
+    ))
 }
 
 /// The store the host uses: the OS keychain when one answers (feature `keychain`: see
@@ -276,22 +305,34 @@ struct Chosen {
 }
 
 impl DefaultStore {
-    fn chosen(&self) -> &Chosen {
-        self.chosen.get_or_init(|| match reachable_keychain() {
+    /// The store, chosen at the first use that got an answer; a keychain that is there but
+    /// did not answer is no choice: that use fails saying so, and the next one asks again.
+    fn chosen(&self) -> Result<&Chosen, String> {
+        if let Some(chosen) = self.chosen.get() {
+            return Ok(chosen);
+        }
+        let chosen = match reachable_keychain() {
             Ok(store) => Chosen {
                 store,
                 fallback: None,
             },
-            Err(why) => Chosen {
+            Err(Unreachable::Absent(why)) => Chosen {
                 store: Arc::new(FileStore::new(self.dir.join(TOKEN_FILE))),
                 fallback: Some(why),
             },
-        })
+            Err(silent @ Unreachable::Silent(_)) => {
+                return Err(format!(
+                    "{}; tokens are not kept elsewhere meanwhile: try again once it answers",
+                    silent.why()
+                ));
+            }
+        };
+        Ok(self.chosen.get_or_init(|| chosen))
     }
 
     /// A secret was just kept or read: say once where, when it is the fallback file.
     fn note_secret(&self) {
-        let chosen = self.chosen();
+        let Ok(chosen) = self.chosen() else { return };
         if let Some(why) = &chosen.fallback
             && !self.warned.swap(true, Ordering::Relaxed)
         {
@@ -317,22 +358,25 @@ fn may_wait<T>(f: impl FnOnce() -> T) -> T {
 
 impl TokenStore for DefaultStore {
     fn load(&self, key: &str) -> Result<Option<String>, String> {
-        let value = may_wait(|| self.chosen().store.load(key))?;
+        let value = may_wait(|| self.chosen()?.store.load(key))?;
         if value.is_some() {
             self.note_secret();
         }
         Ok(value)
     }
     fn save(&self, key: &str, value: &str) -> Result<(), String> {
-        may_wait(|| self.chosen().store.save(key, value))?;
+        may_wait(|| self.chosen()?.store.save(key, value))?;
         self.note_secret();
         Ok(())
     }
     fn delete(&self, key: &str) -> Result<(), String> {
-        may_wait(|| self.chosen().store.delete(key))
+        may_wait(|| self.chosen()?.store.delete(key))
     }
     fn describe(&self) -> String {
-        may_wait(|| self.chosen().store.describe())
+        may_wait(|| match self.chosen() {
+            Ok(chosen) => chosen.store.describe(),
+            Err(why) => format!("the OS keychain ({why})"),
+        })
     }
 }
 
@@ -560,16 +604,19 @@ mod tests {
     #[test]
     fn a_keychain_that_does_not_answer_leaves_the_file() {
         let why = "no Secret Service on the session bus";
-        assert_eq!(pick("linux", || Err(why.into())), Err(why.into()));
+        let absent = Unreachable::Absent(why.into());
+        assert_eq!(pick("linux", || Err(absent.clone())), Err(absent));
     }
 
     #[cfg(feature = "keychain")]
     #[test]
     fn an_os_without_a_known_keychain_uses_the_file_unprobed() {
-        let probe = || -> Result<(), String> { panic!("nothing to probe") };
+        let probe = || -> Result<(), Unreachable> { panic!("nothing to probe") };
         assert_eq!(
             pick("haiku", probe),
-            Err("no keychain is supported on haiku".into())
+            Err(Unreachable::Absent(
+                "no keychain is supported on haiku".into()
+            ))
         );
     }
 

@@ -9,8 +9,12 @@ pub(super) const NAME: &str = if cfg!(windows) {
     "macOS Keychain"
 };
 
-/// Writes, reads back and deletes a probe entry.
-pub(super) fn probe() -> Result<(), String> {
+/// Writes, reads back and deletes a probe entry; a failure means none is usable here.
+pub(super) fn probe() -> Result<(), super::Unreachable> {
+    probe_entry().map_err(super::Unreachable::Absent)
+}
+
+fn probe_entry() -> Result<(), String> {
     let key = format!("probe:{}", crate::auth::pkce::random_token(6));
     let result = save(&key, "probe").and_then(|()| match load(&key)? {
         Some(v) if v == "probe" => Ok(()),

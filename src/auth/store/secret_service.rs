@@ -31,9 +31,13 @@ const NONE: &str = "/";
 const LOCKED: &str = "the Secret Service keyring is locked: unlock it (log in to the desktop, \
                       or open Seahorse or KWalletManager) and try again";
 
-/// Whether a Secret Service answers on the session bus (a session is opened and closed).
-pub(super) fn probe() -> Result<(), String> {
-    Service::open().map(drop)
+/// Whether a Secret Service answers on the session bus (a session is opened and closed): one
+/// that is there but does not answer within [`DEADLINE`] is `Silent`, not absent.
+pub(super) fn probe() -> Result<(), super::Unreachable> {
+    Service::connect().map(drop).map_err(|e| match e {
+        BusError::TimedOut => super::Unreachable::Silent(describe(e)),
+        e => super::Unreachable::Absent(describe(e)),
+    })
 }
 
 /// The secret stored under `key`, if any.
@@ -165,21 +169,23 @@ struct Service {
 
 impl Service {
     fn open() -> Result<Service, String> {
-        let mut bus = Bus::session(Instant::now() + DEADLINE).map_err(describe)?;
+        Service::connect().map_err(describe)
+    }
+
+    fn connect() -> Result<Service, BusError> {
+        let mut bus = Bus::session(Instant::now() + DEADLINE)?;
         let mut body = Body::new("sv");
         body.string("plain");
         body.signature("s");
         body.string("");
-        let opened = bus
-            .call(
-                DESTINATION,
-                SERVICE_PATH,
-                SERVICE_INTERFACE,
-                "OpenSession",
-                &body,
-                "vo",
-            )
-            .map_err(describe)?;
+        let opened = bus.call(
+            DESTINATION,
+            SERVICE_PATH,
+            SERVICE_INTERFACE,
+            "OpenSession",
+            &body,
+            "vo",
+        )?;
         let session = opened[1].str().unwrap_or(NONE).to_string();
         Ok(Service { bus, session })
     }
