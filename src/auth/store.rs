@@ -576,7 +576,7 @@ mod tests {
     }
 
     #[cfg(feature = "keychain")]
-    fn reached() -> Result<(), String> {
+    fn reached() -> Result<(), Unreachable> {
         Ok(())
     }
 
