@@ -170,6 +170,7 @@ enum Unreachable {
     /// One is there but did not answer within its deadline: nothing stands in for it (tokens
     /// kept in the file now would be missed once it answers again); the use fails saying so,
     /// and the next one asks again.
+    #[cfg_attr(not(feature = "keychain"), allow(dead_code))]
     Silent(String),
 }
 
