@@ -132,6 +132,14 @@ impl Error {
         }
     }
 
+    /// The token store's failure behind this error, if it is one: its
+    /// [`kind`](crate::auth::StoreError::kind) tells a locked keychain (unlock it) or one that
+    /// did not answer (try again) from a store that cannot be used.
+    #[cfg(feature = "oauth")]
+    pub fn store_error(&self) -> Option<&crate::auth::StoreError> {
+        self.cause.as_deref()?.downcast_ref()
+    }
+
     /// Whether the connection is gone, so a reconnect is the only way on.
     pub fn is_closed(&self) -> bool {
         matches!(self.kind, ErrorKind::Closed(_) | ErrorKind::Interrupted(_))

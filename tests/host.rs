@@ -210,6 +210,72 @@ async fn a_server_whose_lists_pass_the_bound_is_failed_and_keeps_nothing() {
     manager.close().await;
 }
 
+/// A token store that fails says how, typed: the connect error keeps the store's error as its
+/// source, so an embedder tells a locked keychain (unlock it) from a store that cannot be used
+/// or its own store's failure, without reading text; none of them reads as "log in".
+#[tokio::test]
+async fn a_failing_token_store_is_told_apart_by_its_kind() {
+    use agenvoy_mcp::auth::{StoreError, StoreErrorKind, TokenStore};
+    struct Failing(fn() -> StoreError);
+    impl TokenStore for Failing {
+        fn load(&self, _: &str) -> Result<Option<String>, StoreError> {
+            Err((self.0)())
+        }
+        fn save(&self, _: &str, _: &str) -> Result<(), StoreError> {
+            Err((self.0)())
+        }
+        fn delete(&self, _: &str) -> Result<(), StoreError> {
+            Err((self.0)())
+        }
+        fn describe(&self) -> String {
+            "failing".into()
+        }
+    }
+    let server = ServerConfig::from_value(
+        "remote",
+        &json!({"url": "http://127.0.0.1:9/mcp", "auth": "oauth"}),
+    )
+    .unwrap();
+    let connect = |store: Failing| {
+        let server = server.clone();
+        async move {
+            agenvoy_mcp::host::connect_server_with_store(
+                "remote",
+                &server,
+                &ClientOptions::default(),
+                Arc::new(store),
+            )
+            .await
+            .err()
+            .expect("the store fails")
+        }
+    };
+    let locked = connect(Failing(|| {
+        StoreError::new(StoreErrorKind::Locked, "the test keyring is locked")
+    }))
+    .await;
+    assert_eq!(
+        locked.store_error().map(StoreError::kind),
+        Some(StoreErrorKind::Locked)
+    );
+    assert!(!locked.needs_login(), "{locked}");
+    assert!(
+        locked.to_string().contains("the test keyring is locked"),
+        "{locked}"
+    );
+    // An embedder's own failure is kept whole, under the store's error.
+    let own = connect(Failing(|| {
+        StoreError::other(std::io::Error::other("the vault is sealed"))
+    }))
+    .await;
+    let store_error = own.store_error().expect("a store error");
+    assert_eq!(store_error.kind(), StoreErrorKind::Other);
+    let io = std::error::Error::source(store_error)
+        .and_then(|s| s.downcast_ref::<std::io::Error>())
+        .expect("the embedder's error");
+    assert_eq!(io.to_string(), "the vault is sealed");
+}
+
 #[tokio::test]
 async fn http_entries_connect_and_failures_keep_secrets_out() {
     // SAFETY: a variable only this test reads, set before any server starts.

@@ -72,7 +72,10 @@ pub use discovery::{AuthServerMetadata, Challenge, Discovery, ProtectedResource}
 pub use settings::{Grant, OAuthConfig, PreRegistered, SecretSource};
 #[cfg(feature = "keychain")]
 pub use store::KeychainStore;
-pub use store::{FileStore, MemoryStore, StoredClient, StoredTokens, TokenStore, default_store};
+pub use store::{
+    FileStore, MemoryStore, StoreError, StoreErrorKind, StoredClient, StoredTokens, TokenStore,
+    default_store,
+};
 
 use crate::error::{Error, ErrorKind, Result};
 use crate::text::escape_controls;
@@ -309,6 +312,12 @@ impl OAuth {
         self.error(ErrorKind::Auth(why.into()))
     }
 
+    /// A token store's failure while `doing` something, kept as the error's source (so
+    /// [`Error::store_error`] tells a locked keychain from the rest).
+    fn store_failed(&self, doing: &str, e: StoreError) -> Error {
+        self.auth_error(format!("{doing}: {e}")).caused_by(e)
+    }
+
     /// Whether tokens can be had without a person (a user agent, or a machine grant).
     fn can_obtain(&self) -> bool {
         self.agent.is_some() || self.is_machine_grant()
@@ -326,7 +335,7 @@ impl OAuth {
         let text = self
             .store
             .load(&store::tokens_key(&self.config.server))
-            .map_err(|e| self.auth_error(format!("reading the token store: {e}")))?;
+            .map_err(|e| self.store_failed("reading the token store", e))?;
         Ok(text
             .and_then(|t| serde_json::from_str::<StoredTokens>(&t).ok())
             .filter(|t| t.server_url == self.config.url))
@@ -353,7 +362,7 @@ impl OAuth {
             .delete(&store::tokens_key(&self.config.server))
             .and_then(|()| self.store.delete(&dpop_key_name(&self.config.server)))
             .and_then(|()| pin.map_or(Ok(()), |key| self.store.delete(&key)))
-            .map_err(|e| self.auth_error(format!("deleting the tokens: {e}")))
+            .map_err(|e| self.store_failed("deleting the tokens", e))
     }
 
     /// Drops the tokens held in memory, so the next request reads the store again (after
@@ -472,7 +481,7 @@ impl OAuth {
         if let Err(e) = &kept {
             tracing::warn!(server = %server, "the tokens could not be stored ({e}); they last until this process ends");
         }
-        rt.unsaved = kept.err();
+        rt.unsaved = kept.err().map(String::from);
         rt.tokens = Some(tokens);
         rt.dpop = dpop;
         rt.obtained_at = Some(Instant::now());
@@ -564,9 +573,9 @@ impl OAuth {
         let tokens = self.tokens_from(&found, answer, &scope);
         self.save(rt, tokens, bound);
         if let Some(key) = secret_pin {
-            self.store.save(&key, &found.server.issuer).map_err(|e| {
-                self.auth_error(format!("keeping the issuer of the client secret: {e}"))
-            })?;
+            self.store
+                .save(&key, &found.server.issuer)
+                .map_err(|e| self.store_failed("keeping the issuer of the client secret", e))?;
         }
         Ok(())
     }
@@ -589,7 +598,7 @@ impl OAuth {
         let pinned = self
             .store
             .load(&key)
-            .map_err(|e| self.auth_error(format!("reading the token store: {e}")))?;
+            .map_err(|e| self.store_failed("reading the token store", e))?;
         let same = |p: &str| p.trim_end_matches('/') == issuer.trim_end_matches('/');
         match pinned {
             None => Ok(Some(key)),

@@ -22,6 +22,87 @@ pub const SERVICE: &str = "agenvoy";
 /// The fallback file's name inside the config folder.
 pub const TOKEN_FILE: &str = "oauth-tokens.json";
 
+/// Why a [`TokenStore`] could not load, save or delete: a kind a program can match on, a
+/// message safe to show (it never holds the secret), and the failure behind it, if any, as
+/// its [`source`](std::error::Error::source).
+#[derive(Debug, Clone)]
+pub struct StoreError {
+    kind: StoreErrorKind,
+    message: String,
+    source: Option<Arc<dyn std::error::Error + Send + Sync>>,
+}
+
+/// What kind of failure a [`StoreError`] is. New kinds may come in a minor release: match
+/// with a `_` arm.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum StoreErrorKind {
+    /// The keychain is locked: the user unlocks it, then tries again (it is never unlocked,
+    /// nor traded for a file, for them).
+    Locked,
+    /// The keychain is there but did not answer in time: try again later.
+    Unanswered,
+    /// The store cannot be used (no keychain, a file or folder that cannot be read or written).
+    Unavailable,
+    /// What is stored is not what it should be (a token file that is not JSON, an entry that
+    /// is not text): the message says how to clear it.
+    Corrupt,
+    /// Anything else, an embedder's own store's failure among them (see [`StoreError::other`]).
+    Other,
+}
+
+impl StoreError {
+    /// An error of `kind` saying `message` (never a secret).
+    pub fn new(kind: StoreErrorKind, message: impl Into<String>) -> Self {
+        StoreError {
+            kind,
+            message: message.into(),
+            source: None,
+        }
+    }
+
+    /// An embedder's store's own failure, kept as the source.
+    pub fn other(source: impl std::error::Error + Send + Sync + 'static) -> Self {
+        StoreError {
+            kind: StoreErrorKind::Other,
+            message: source.to_string(),
+            source: Some(Arc::new(source)),
+        }
+    }
+
+    /// The same error, keeping `source` as its [`source`](std::error::Error::source).
+    pub fn caused_by(mut self, source: impl std::error::Error + Send + Sync + 'static) -> Self {
+        self.source = Some(Arc::new(source));
+        self
+    }
+
+    /// What kind of failure it is.
+    pub fn kind(&self) -> StoreErrorKind {
+        self.kind
+    }
+}
+
+impl std::fmt::Display for StoreError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.message)
+    }
+}
+
+impl std::error::Error for StoreError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        self.source
+            .as_deref()
+            .map(|s| s as &(dyn std::error::Error + 'static))
+    }
+}
+
+/// For the crate's own steps whose errors are still text.
+impl From<StoreError> for String {
+    fn from(e: StoreError) -> String {
+        e.message
+    }
+}
+
 /// Secret storage by key. Implementations must keep values out of logs and errors.
 ///
 /// The methods are called from async code, on the runtime's threads: a store that may wait
@@ -29,11 +110,11 @@ pub const TOKEN_FILE: &str = "oauth-tokens.json";
 /// runtime allows, as [`default_store`]'s does, so that other servers' I/O goes on meanwhile.
 pub trait TokenStore: Send + Sync {
     /// The value under `key`, if any.
-    fn load(&self, key: &str) -> Result<Option<String>, String>;
+    fn load(&self, key: &str) -> Result<Option<String>, StoreError>;
     /// Stores `value` under `key`, replacing any old value.
-    fn save(&self, key: &str, value: &str) -> Result<(), String>;
+    fn save(&self, key: &str, value: &str) -> Result<(), StoreError>;
     /// Removes `key` (no error if it was not there).
-    fn delete(&self, key: &str) -> Result<(), String>;
+    fn delete(&self, key: &str) -> Result<(), StoreError>;
     /// A short name for messages: `memory`, `keychain`, or the file's path.
     fn describe(&self) -> String;
 }
@@ -62,17 +143,17 @@ impl MemoryStore {
 }
 
 impl TokenStore for MemoryStore {
-    fn load(&self, key: &str) -> Result<Option<String>, String> {
+    fn load(&self, key: &str) -> Result<Option<String>, StoreError> {
         Ok(self.values.lock().expect("store lock").get(key).cloned())
     }
-    fn save(&self, key: &str, value: &str) -> Result<(), String> {
+    fn save(&self, key: &str, value: &str) -> Result<(), StoreError> {
         self.values
             .lock()
             .expect("store lock")
             .insert(key.to_string(), value.to_string());
         Ok(())
     }
-    fn delete(&self, key: &str) -> Result<(), String> {
+    fn delete(&self, key: &str) -> Result<(), StoreError> {
         self.values.lock().expect("store lock").remove(key);
         Ok(())
     }
@@ -101,38 +182,48 @@ impl FileStore {
         &self.path
     }
 
-    fn read(&self) -> Result<BTreeMap<String, String>, String> {
+    fn read(&self) -> Result<BTreeMap<String, String>, StoreError> {
         match std::fs::read(&self.path) {
             Ok(bytes) => serde_json::from_slice(&bytes).map_err(|e| {
-                format!(
+                let message = format!(
                     "{} is not a token file ({e}); move it away and log in again",
                     self.path.display()
-                )
+                );
+                StoreError::new(StoreErrorKind::Corrupt, message).caused_by(e)
             }),
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(BTreeMap::new()),
-            Err(e) => Err(format!("reading {}: {e}", self.path.display())),
+            Err(e) => Err(StoreError::new(
+                StoreErrorKind::Unavailable,
+                format!("reading {}: {e}", self.path.display()),
+            )
+            .caused_by(e)),
         }
     }
 
-    fn write(&self, map: &BTreeMap<String, String>) -> Result<(), String> {
+    fn write(&self, map: &BTreeMap<String, String>) -> Result<(), StoreError> {
         let text = serde_json::to_vec_pretty(map).expect("a map of strings serializes");
-        crate::files::write_private(&self.path, &text)
-            .map_err(|e| format!("writing {}: {e}", self.path.display()))
+        crate::files::write_private(&self.path, &text).map_err(|e| {
+            StoreError::new(
+                StoreErrorKind::Unavailable,
+                format!("writing {}: {e}", self.path.display()),
+            )
+            .caused_by(e)
+        })
     }
 }
 
 impl TokenStore for FileStore {
-    fn load(&self, key: &str) -> Result<Option<String>, String> {
+    fn load(&self, key: &str) -> Result<Option<String>, StoreError> {
         let _g = self.lock.lock().expect("store lock");
         Ok(self.read()?.get(key).cloned())
     }
-    fn save(&self, key: &str, value: &str) -> Result<(), String> {
+    fn save(&self, key: &str, value: &str) -> Result<(), StoreError> {
         let _g = self.lock.lock().expect("store lock");
         let mut map = self.read()?;
         map.insert(key.to_string(), value.to_string());
         self.write(&map)
     }
-    fn delete(&self, key: &str) -> Result<(), String> {
+    fn delete(&self, key: &str) -> Result<(), StoreError> {
         let _g = self.lock.lock().expect("store lock");
         let mut map = self.read()?;
         if map.remove(key).is_some() {
@@ -184,13 +275,13 @@ impl Unreachable {
 
 #[cfg(feature = "keychain")]
 impl TokenStore for KeychainStore {
-    fn load(&self, key: &str) -> Result<Option<String>, String> {
+    fn load(&self, key: &str) -> Result<Option<String>, StoreError> {
         os_keychain::load(key)
     }
-    fn save(&self, key: &str, value: &str) -> Result<(), String> {
+    fn save(&self, key: &str, value: &str) -> Result<(), StoreError> {
         os_keychain::save(key, value)
     }
-    fn delete(&self, key: &str) -> Result<(), String> {
+    fn delete(&self, key: &str) -> Result<(), StoreError> {
         os_keychain::delete(key)
     }
     fn describe(&self) -> String {
@@ -218,18 +309,22 @@ mod os_keychain;
 #[cfg(all(feature = "keychain", not(any(unix, windows))))]
 mod os_keychain {
     pub(super) const NAME: &str = "keychain";
+    use super::{StoreError, StoreErrorKind};
     const NONE: &str = "this system has no keychain this crate can use";
+    fn none() -> StoreError {
+        StoreError::new(StoreErrorKind::Unavailable, NONE)
+    }
     pub(super) fn probe() -> Result<(), super::Unreachable> {
         Err(super::Unreachable::Absent(NONE.into()))
     }
-    pub(super) fn load(_: &str) -> Result<Option<String>, String> {
-        Err(NONE.into())
+    pub(super) fn load(_: &str) -> Result<Option<String>, StoreError> {
+        Err(none())
     }
-    pub(super) fn save(_: &str, _: &str) -> Result<(), String> {
-        Err(NONE.into())
+    pub(super) fn save(_: &str, _: &str) -> Result<(), StoreError> {
+        Err(none())
     }
-    pub(super) fn delete(_: &str) -> Result<(), String> {
-        Err(NONE.into())
+    pub(super) fn delete(_: &str) -> Result<(), StoreError> {
+        Err(none())
     }
 }
 
@@ -308,7 +403,7 @@ struct Chosen {
 impl DefaultStore {
     /// The store, chosen at the first use that got an answer; a keychain that is there but
     /// did not answer is no choice: that use fails saying so, and the next one asks again.
-    fn chosen(&self) -> Result<&Chosen, String> {
+    fn chosen(&self) -> Result<&Chosen, StoreError> {
         if let Some(chosen) = self.chosen.get() {
             return Ok(chosen);
         }
@@ -322,9 +417,12 @@ impl DefaultStore {
                 fallback: Some(why),
             },
             Err(silent @ Unreachable::Silent(_)) => {
-                return Err(format!(
-                    "{}; tokens are not kept elsewhere meanwhile: try again once it answers",
-                    silent.why()
+                return Err(StoreError::new(
+                    StoreErrorKind::Unanswered,
+                    format!(
+                        "{}; tokens are not kept elsewhere meanwhile: try again once it answers",
+                        silent.why()
+                    ),
                 ));
             }
         };
@@ -358,19 +456,19 @@ fn may_wait<T>(f: impl FnOnce() -> T) -> T {
 }
 
 impl TokenStore for DefaultStore {
-    fn load(&self, key: &str) -> Result<Option<String>, String> {
+    fn load(&self, key: &str) -> Result<Option<String>, StoreError> {
         let value = may_wait(|| self.chosen()?.store.load(key))?;
         if value.is_some() {
             self.note_secret();
         }
         Ok(value)
     }
-    fn save(&self, key: &str, value: &str) -> Result<(), String> {
+    fn save(&self, key: &str, value: &str) -> Result<(), StoreError> {
         may_wait(|| self.chosen()?.store.save(key, value))?;
         self.note_secret();
         Ok(())
     }
-    fn delete(&self, key: &str) -> Result<(), String> {
+    fn delete(&self, key: &str) -> Result<(), StoreError> {
         may_wait(|| self.chosen()?.store.delete(key))
     }
     fn describe(&self) -> String {

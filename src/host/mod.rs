@@ -58,6 +58,8 @@ pub use eras::EraMemory;
 pub use gate::{
     Allowlist, Approval, ConfirmCallback, ConfirmRequest, Denied, Gate, PermissionMode,
 };
+#[cfg(feature = "oauth")]
+pub use manager::connect_server_with_store;
 pub use manager::{
     AddError, CallError, Manager, ManagerOptions, ServerState, ServerStatus, connect_server,
 };

@@ -13,7 +13,9 @@
 
 use super::config::{Config, HttpServer, ServerConfig, config_dir};
 use super::expand::expand_env;
-use crate::auth::{Grant, OAuth, OAuthConfig, PreRegistered, SecretSource, TokenStore, UserAgent};
+use crate::auth::{
+    Grant, OAuth, OAuthConfig, PreRegistered, SecretSource, StoreError, TokenStore, UserAgent,
+};
 use crate::error::{Error, ErrorKind, Result};
 use serde::{Deserialize, Serialize};
 use std::sync::{Arc, OnceLock};
@@ -108,7 +110,7 @@ pub fn save_client_secret(
     url: &str,
     client_id: &str,
     secret: Option<&str>,
-) -> std::result::Result<(), String> {
+) -> std::result::Result<(), StoreError> {
     let key = client_secret_key(name);
     match secret {
         None => store.delete(&key),
@@ -135,7 +137,7 @@ fn stored_client_secret(store: &dyn TokenStore, name: &str, http: &HttpServer) -
 
 /// Forgets everything `store` holds for server `name`: its tokens, their DPoP key and its
 /// client secret (a server added later under the same name starts clean).
-pub fn forget_server(store: &dyn TokenStore, name: &str) -> std::result::Result<(), String> {
+pub fn forget_server(store: &dyn TokenStore, name: &str) -> std::result::Result<(), StoreError> {
     store.delete(&crate::auth::store::tokens_key(name))?;
     store.delete(&crate::auth::dpop_key_name(name))?;
     store.delete(&client_secret_key(name))

@@ -11,7 +11,7 @@
 
 mod dbus;
 
-use super::SERVICE;
+use super::{SERVICE, StoreError, StoreErrorKind};
 use dbus::{Body, Bus, BusError, Value};
 use std::time::{Duration, Instant};
 
@@ -35,20 +35,20 @@ const LOCKED: &str = "the Secret Service keyring is locked: unlock it (log in to
 /// that is there but does not answer within [`DEADLINE`] is `Silent`, not absent.
 pub(super) fn probe() -> Result<(), super::Unreachable> {
     Service::connect().map(drop).map_err(|e| match e {
-        BusError::TimedOut => super::Unreachable::Silent(describe(e)),
-        e => super::Unreachable::Absent(describe(e)),
+        BusError::TimedOut => super::Unreachable::Silent(describe(e).into()),
+        e => super::Unreachable::Absent(describe(e).into()),
     })
 }
 
 /// The secret stored under `key`, if any.
-pub(super) fn load(key: &str) -> Result<Option<String>, String> {
+pub(super) fn load(key: &str) -> Result<Option<String>, StoreError> {
     let mut service = Service::open()?;
     let (unlocked, locked) = service.search(key)?;
     let Some(item) = unlocked.first() else {
         return if locked.is_empty() {
             Ok(None)
         } else {
-            Err(LOCKED.into())
+            Err(keyring_locked())
         };
     };
     let mut body = Body::new("o");
@@ -58,14 +58,22 @@ pub(super) fn load(key: &str) -> Result<Option<String>, String> {
         .members()
         .and_then(|m| m.get(2))
         .and_then(Value::bytes)
-        .ok_or("the Secret Service sent a malformed secret")?;
-    String::from_utf8(value.to_vec())
-        .map(Some)
-        .map_err(|_| format!("the entry {key:?} is not text; remove it with `secret-tool clear service {SERVICE} key {key}`"))
+        .ok_or_else(|| {
+            StoreError::new(
+                StoreErrorKind::Other,
+                "the Secret Service sent a malformed secret",
+            )
+        })?;
+    String::from_utf8(value.to_vec()).map(Some).map_err(|_| {
+        StoreError::new(
+            StoreErrorKind::Corrupt,
+            format!("the entry {key:?} is not text; remove it with `secret-tool clear service {SERVICE} key {key}`"),
+        )
+    })
 }
 
 /// Stores `value` under `key` in the default collection, replacing any old one.
-pub(super) fn save(key: &str, value: &str) -> Result<(), String> {
+pub(super) fn save(key: &str, value: &str) -> Result<(), StoreError> {
     check_key(key)?;
     let mut service = Service::open()?;
     let alias = service.call(
@@ -81,9 +89,11 @@ pub(super) fn save(key: &str, value: &str) -> Result<(), String> {
     )?;
     let collection = alias[0].str().unwrap_or(NONE).to_string();
     if collection == NONE {
-        return Err("the Secret Service has no default keyring: create one (Seahorse: File → New → Password \
-                    Keyring, then Set as Default) and try again"
-            .into());
+        return Err(StoreError::new(
+            StoreErrorKind::Unavailable,
+            "the Secret Service has no default keyring: create one (Seahorse: File → New → Password \
+             Keyring, then Set as Default) and try again",
+        ));
     }
     let label = label(key);
     let mut body = Body::new("a{sv}(oayays)b");
@@ -111,11 +121,11 @@ pub(super) fn save(key: &str, value: &str) -> Result<(), String> {
 }
 
 /// Removes every item under `key` (none is fine).
-pub(super) fn delete(key: &str) -> Result<(), String> {
+pub(super) fn delete(key: &str) -> Result<(), StoreError> {
     let mut service = Service::open()?;
     let (unlocked, locked) = service.search(key)?;
     if !locked.is_empty() {
-        return Err(LOCKED.into());
+        return Err(keyring_locked());
     }
     for item in &unlocked {
         let prompt = service.call(item, ITEM_INTERFACE, "Delete", &Body::new(""), "o")?;
@@ -125,17 +135,20 @@ pub(super) fn delete(key: &str) -> Result<(), String> {
 }
 
 /// An answer's prompt path: any prompt means the collection or item is locked.
-fn no_prompt(prompt: &Value) -> Result<(), String> {
+fn no_prompt(prompt: &Value) -> Result<(), StoreError> {
     match prompt.str() {
         Some(NONE) => Ok(()),
-        _ => Err(LOCKED.into()),
+        _ => Err(keyring_locked()),
     }
 }
 
 /// D-Bus strings cannot hold NUL.
-fn check_key(key: &str) -> Result<(), String> {
+fn check_key(key: &str) -> Result<(), StoreError> {
     if key.contains('\0') {
-        return Err(format!("the key {key:?} has a NUL character"));
+        return Err(StoreError::new(
+            StoreErrorKind::Other,
+            format!("the key {key:?} has a NUL character"),
+        ));
     }
     Ok(())
 }
@@ -168,7 +181,7 @@ struct Service {
 }
 
 impl Service {
-    fn open() -> Result<Service, String> {
+    fn open() -> Result<Service, StoreError> {
         Service::connect().map_err(describe)
     }
 
@@ -197,14 +210,14 @@ impl Service {
         member: &str,
         body: &Body,
         reply: &str,
-    ) -> Result<Vec<Value>, String> {
+    ) -> Result<Vec<Value>, StoreError> {
         self.bus
             .call(DESTINATION, path, interface, member, body, reply)
             .map_err(describe)
     }
 
     /// The unlocked and the locked items of `key`.
-    fn search(&mut self, key: &str) -> Result<(Vec<String>, Vec<String>), String> {
+    fn search(&mut self, key: &str) -> Result<(Vec<String>, Vec<String>), StoreError> {
         check_key(key)?;
         let mut body = Body::new("a{ss}");
         body.string_dict(&attributes(key));
@@ -226,23 +239,35 @@ impl Service {
     }
 }
 
-/// A bus error in words a user can act on.
-fn describe(e: BusError) -> String {
+/// That the keyring is locked.
+fn keyring_locked() -> StoreError {
+    StoreError::new(StoreErrorKind::Locked, LOCKED)
+}
+
+/// A bus error in words a user can act on, of its kind.
+fn describe(e: BusError) -> StoreError {
+    use StoreErrorKind::{Unanswered, Unavailable};
     match e {
         BusError::Remote(name) => match name.as_str() {
             "org.freedesktop.DBus.Error.ServiceUnknown"
-            | "org.freedesktop.DBus.Error.NameHasNoOwner" => {
-                "no Secret Service on the session bus (GNOME Keyring or KWallet is not running)"
-                    .into()
-            }
-            "org.freedesktop.Secret.Error.IsLocked" => LOCKED.into(),
-            _ => format!("the Secret Service refused the operation ({name})"),
+            | "org.freedesktop.DBus.Error.NameHasNoOwner" => StoreError::new(
+                Unavailable,
+                "no Secret Service on the session bus (GNOME Keyring or KWallet is not running)",
+            ),
+            "org.freedesktop.Secret.Error.IsLocked" => keyring_locked(),
+            _ => StoreError::new(
+                StoreErrorKind::Other,
+                format!("the Secret Service refused the operation ({name})"),
+            ),
         },
-        BusError::TimedOut => format!(
-            "the Secret Service did not answer within {} s",
-            DEADLINE.as_secs()
+        BusError::TimedOut => StoreError::new(
+            Unanswered,
+            format!(
+                "the Secret Service did not answer within {} s",
+                DEADLINE.as_secs()
+            ),
         ),
-        other => other.to_string(),
+        other => StoreError::new(Unavailable, other.to_string()),
     }
 }
 
@@ -273,6 +298,11 @@ mod tests {
 
     #[test]
     fn a_key_with_nul_is_refused_before_any_call() {
-        assert!(save("tokens:a\0b", "v").unwrap_err().contains("NUL"));
+        assert!(
+            save("tokens:a\0b", "v")
+                .unwrap_err()
+                .to_string()
+                .contains("NUL")
+        );
     }
 }
