@@ -12,7 +12,8 @@
 //! Inside, each layer depends only on the ones before it: `wire` (JSON-RPC messages,
 //! framing, rendering and the output cap; no I/O), `transport` (stdio child processes and
 //! streamable HTTP with its HTTP+SSE fallback), `protocol` (the session, the two eras, the
-//! MCP constants), `client`, then `host`, `auth`, `api`, `tui`. `docs/ARCHITECTURE.md` maps
+//! MCP constants), `client`; `auth` beside them (it needs the HTTP transport, not the
+//! session); then `host` (which uses both), `api`, `tui`. `docs/ARCHITECTURE.md` maps
 //! each behaviour to its file. Those inner layers are reachable through `__private` for the
 //! binary, the tests, benches and fuzz targets only: not part of the API, they may change in
 //! any release.
