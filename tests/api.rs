@@ -423,6 +423,7 @@ fn idle_sockets_and_a_hung_server_never_hold_the_owner() {
 }
 
 /// The CPU time a process has used (user and system), from `/proc/PID/stat`.
+#[cfg(unix)]
 fn cpu_time(pid: u32) -> Duration {
     let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap();
     // The fields after the command name, which is in parentheses and may hold spaces.
@@ -441,6 +442,7 @@ fn cpu_time(pid: u32) -> Duration {
 /// A server that never stops saying its tool list changed costs the daemon at most a tenth
 /// of a core (the session reads a flooding server more slowly), and its tools are still
 /// refreshed now and then, and still callable.
+#[cfg(unix)]
 #[test]
 fn a_list_changed_flood_costs_little() {
     let flood = HttpFixture::start("list-changed-flood", &[]);

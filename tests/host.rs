@@ -563,6 +563,7 @@ async fn a_call_to_a_dead_session_reconnects_and_runs_once() {
 /// Many callers that find the same server gone share one reconnect: 16 calls at once after
 /// its process died all succeed, and the server was started (and initialized) once more, not
 /// once per caller.
+#[cfg(unix)]
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn many_callers_share_one_reconnect() {
     let dir = tempfile::tempdir().unwrap();

@@ -966,6 +966,7 @@ async fn a_message_over_max_message_that_is_not_a_result_is_refused() {
 /// One tool result never needs its whole size: `probe` calling for a 96 MiB result, over stdio
 /// and over HTTP, peaks far below it (the cap is 1 MiB; the bound here, 48 MiB, leaves room for
 /// the binary and a debug build, and is half the result).
+#[cfg(unix)]
 #[test]
 fn a_huge_result_is_never_held_whole_over_stdio_or_http() {
     const BYTES: u64 = 96 << 20;

@@ -261,7 +261,15 @@ enum Unreachable {
     /// One is there but did not answer within its deadline: nothing stands in for it (tokens
     /// kept in the file now would be missed once it answers again); the use fails saying so,
     /// and the next one asks again.
-    #[cfg_attr(not(feature = "keychain"), allow(dead_code))]
+    // Only the Secret Service can be there and silent.
+    #[cfg_attr(
+        not(all(
+            feature = "keychain",
+            unix,
+            not(any(target_os = "macos", target_os = "ios"))
+        )),
+        allow(dead_code)
+    )]
     Silent(String),
 }
 
