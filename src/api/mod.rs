@@ -66,9 +66,10 @@ use tokio::sync::mpsc;
 /// The API's bounds.
 #[derive(Debug, Clone)]
 pub struct Limits {
-    /// Connections open at once. At the bound, a new connection closes the oldest one that has
-    /// not yet sent a request with the token (so idle or unauthenticated sockets, which any
-    /// local process can open, never lock the owner out); when every one has, it is refused.
+    /// Connections open at once. At the bound (or when the process is out of file
+    /// descriptors), a new connection closes the oldest one that has not yet sent a request
+    /// with the token (so idle or unauthenticated sockets, which any local process can open,
+    /// never lock the owner out); when every one has, it is refused.
     pub max_connections: usize,
     /// Tool calls in flight at once for one server: past it a call is refused at once with
     /// 429, so a server that never answers holds only its own calls, never the API.
@@ -89,8 +90,10 @@ pub struct Limits {
 impl Default for Limits {
     fn default() -> Self {
         Limits {
-            max_connections: 256,
-            max_calls_per_server: 16,
+            max_connections: 512,
+            // As many as a gateway's busiest caller runs at once to one server; a hung server
+            // still holds only these.
+            max_calls_per_server: 64,
             header_read_timeout: Duration::from_secs(10),
             request_timeout: Duration::from_secs(150),
             login_timeout: crate::auth::callback::LOGIN_TIMEOUT,
@@ -169,27 +172,23 @@ pub async fn serve(
             accepted = listener.accept() => match accepted {
                 Ok((stream, _)) => stream,
                 Err(e) => {
-                    // Out of file descriptors, say: wait a little rather than spin.
+                    // Out of file descriptors, say: a stranger's connection gives one back;
+                    // with none to close, wait a little rather than spin.
                     tracing::warn!("the API could not accept a connection: {e}");
-                    tokio::time::sleep(Duration::from_millis(100)).await;
+                    open.retain(|(task, _)| !task.is_finished());
+                    if !close_a_stranger(&mut open) {
+                        tokio::time::sleep(Duration::from_millis(100)).await;
+                    }
                     continue;
                 }
             },
         };
         open.retain(|(task, _)| !task.is_finished());
-        if open.len() >= max_connections {
-            let stranger = open
-                .iter()
-                .position(|(_, owner)| !owner.load(Ordering::Relaxed));
-            match stranger.and_then(|at| open.remove(at)) {
-                Some((task, _)) => task.abort(),
-                None => {
-                    tracing::warn!(
-                        "the API has {max_connections} connections of its owner open; refusing another"
-                    );
-                    continue;
-                }
-            }
+        if open.len() >= max_connections && !close_a_stranger(&mut open) {
+            tracing::warn!(
+                "the API has {max_connections} connections of its owner open; refusing another"
+            );
+            continue;
         }
         let owner = Arc::new(AtomicBool::new(false));
         let task = connections.spawn(serve_connection(stream, state.clone(), owner.clone()));
@@ -197,6 +196,22 @@ pub async fn serve(
     }
     connections.shutdown().await;
     Ok(())
+}
+
+/// Closes the oldest connection that never sent the token; false if every one has.
+fn close_a_stranger(
+    open: &mut std::collections::VecDeque<(tokio::task::AbortHandle, Arc<AtomicBool>)>,
+) -> bool {
+    let stranger = open
+        .iter()
+        .position(|(_, owner)| !owner.load(Ordering::Relaxed));
+    match stranger.and_then(|at| open.remove(at)) {
+        Some((task, _)) => {
+            task.abort();
+            true
+        }
+        None => false,
+    }
 }
 
 /// Serves one connection; `owner` turns true once a request on it carried the token.
