@@ -340,3 +340,23 @@ fn server_text_of_resources_and_prompts_is_escaped() {
         "{stderr}"
     );
 }
+
+#[test]
+fn server_log_messages_reach_tracing_at_their_level() {
+    let server = fixture(&[]);
+    let mut cmd = Command::new(binary());
+    cmd.args(["probe", "--log-level", "debug", "--"])
+        .args(&server)
+        .env("AGENVOY_LOG", "agenvoy_mcp::server=debug");
+    let (out, _, stderr) = capture(cmd.output().unwrap());
+    assert!(out.status.success(), "{stderr}");
+    let level_of = |needle: &str| {
+        let line = stderr
+            .lines()
+            .find(|l| l.contains("agenvoy_mcp::server") && l.contains(needle))
+            .unwrap_or_else(|| panic!("{needle:?} logged:\n{stderr}"));
+        line.split_whitespace().nth(1).unwrap_or("").to_string()
+    };
+    assert_eq!(level_of("log level set to debug"), "WARN");
+    assert_eq!(level_of("debug messages are on"), "DEBUG");
+}
