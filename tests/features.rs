@@ -337,7 +337,7 @@ async fn one_list_budget_covers_tools_resources_and_prompts() {
 }
 
 #[tokio::test]
-async fn new_requests_end_at_their_deadline() {
+async fn new_requests_keep_deadlines_cancellation_and_progress() {
     // In `hang` mode the fixture never answers a read or a prompt.
     let options = ClientOptions {
         timeout: Duration::from_millis(300),
@@ -351,5 +351,52 @@ async fn new_requests_end_at_their_deadline() {
     let err = client.get_prompt("summarize", json!({})).await.unwrap_err();
     assert!(err.is_timeout(), "{err}");
     assert!(started.elapsed() < Duration::from_secs(3));
+    client.close().await;
+
+    // A read that times out, or whose caller stops waiting, is cancelled at the server.
+    let client = common::connect(&[], ClientOptions::default()).await;
+    // And one that asks for progress gets it.
+    let seen = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+    let sink = seen.clone();
+    let options = agenvoy_mcp::RequestOptions {
+        on_progress: Some(std::sync::Arc::new(move |p: agenvoy_mcp::Progress| {
+            sink.lock().unwrap().push((p.progress, p.message))
+        })),
+        ..Default::default()
+    };
+    let read = client.read_resource_with("fixture://readme", options).await;
+    assert_eq!(read.unwrap().text, "The agenvoy fixture server's readme.");
+    assert_eq!(*seen.lock().unwrap(), [(1.0, Some("read".to_string()))]);
+    let options = agenvoy_mcp::RequestOptions {
+        timeout: Some(Duration::from_millis(200)),
+        ..Default::default()
+    };
+    let err = client
+        .read_resource_with("fixture://hang", options)
+        .await
+        .unwrap_err();
+    assert!(err.is_timeout(), "{err}");
+    let dropped = client.read_resource("fixture://hang");
+    assert!(
+        tokio::time::timeout(Duration::from_millis(200), dropped)
+            .await
+            .is_err()
+    );
+    let mut seen = String::new();
+    for _ in 0..100 {
+        seen = client
+            .call_tool("cancellations", json!({}))
+            .await
+            .unwrap()
+            .text;
+        if seen.contains("timed out") && seen.contains("the caller stopped waiting") {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    assert!(
+        seen.contains("timed out") && seen.contains("the caller stopped waiting"),
+        "both cancellations reached the server: {seen}"
+    );
     client.close().await;
 }

@@ -4,7 +4,8 @@
 //! - Resources: `fixture://readme` (text), `fixture://logo` (a PNG blob of 8 bytes), paged by
 //!   the server's page size; in `endless-pages` mode `resources/list` pages without end.
 //!   `resources/subscribe` answers, then sends `notifications/resources/updated` for the URI.
-//! - Template: `fixture://big/{bytes}`: that many bytes of `a`.
+//! - Template: `fixture://big/{bytes}`: that many bytes of `a`. A read of `fixture://hang` is
+//!   never answered. A read that asks for progress gets one notification of it first.
 //! - Prompts: `greet` (arguments `name`, required, and `style`: a text message and an image)
 //!   and `summarize` (an embedded text resource).
 //! - Completions: `greet`'s `style` (casual, formal, friendly) and `name` (Ada, Alan, Grace;
@@ -112,6 +113,7 @@ fn completion(values: Vec<String>, typed: &str) -> Value {
 pub fn handle(server: &Server, method: &str, id: Id, params: &Value, out: &dyn Output) -> bool {
     let outcome = match method {
         "resources/read" | "prompts/get" if *server.mode() == Mode::Hang => return true,
+        "resources/read" if params.get("uri") == Some(&json!("fixture://hang")) => return true,
         "resources/list" if *server.mode() == Mode::EndlessPages => {
             let n: u64 = params
                 .get("cursor")
@@ -135,6 +137,17 @@ pub fn handle(server: &Server, method: &str, id: Id, params: &Value, out: &dyn O
              "description": "That many bytes of text.", "mimeType": "text/plain"}
         ]})),
         "resources/read" => {
+            if let Some(token) = params.pointer("/_meta/progressToken") {
+                let progress = json!({"progressToken": token, "progress": 1, "total": 1,
+                                      "message": "read"});
+                send(
+                    out,
+                    Message::Notification(Notification {
+                        method: "notifications/progress".into(),
+                        params: Some(progress),
+                    }),
+                );
+            }
             let uri = params.get("uri").and_then(Value::as_str).unwrap_or("");
             let bytes = uri
                 .strip_prefix("fixture://big/")
