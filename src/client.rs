@@ -350,8 +350,9 @@ impl Client {
 
     /// Lists every tool, following `nextCursor` to the end. A repeated or empty cursor stops
     /// the listing with a warning, as does reaching [`MAX_TOOL_PAGES`] pages. A list past
-    /// [`ClientOptions::list_limits`], whatever its pages, is an error, and nothing of it is
-    /// kept.
+    /// what [`ClientOptions::list_limits`] leaves beside the server's other lists (resources,
+    /// templates, prompts, as last read), whatever its pages, is an error, and nothing of it
+    /// is kept.
     ///
     /// A list the server marked cacheable (`ttlMs`) is served from memory until it goes stale
     /// or the server says the list changed. Over HTTP in the stateless era, a tool whose
