@@ -2,6 +2,10 @@
 
 use crate::error::{Error, ErrorKind, Result};
 use crate::protocol::era::{self, ClientInfo, EraPreference};
+use crate::protocol::items::{
+    Completion, CompletionRef, LogLevel, Prompt, PromptContents, Resource, ResourceOutput,
+    ResourceTemplate, ServerNotification,
+};
 use crate::protocol::session::{DEFAULT_TIMEOUT, Handlers, RequestOptions, Session};
 use crate::protocol::types::Era;
 use crate::protocol::types::{ServerDetails, Tool, ToolOutput};
@@ -19,16 +23,18 @@ use tokio::sync::{broadcast, mpsc};
 /// How long one `subscriptions/listen` stays open before it is opened anew.
 pub const LISTEN_TIMEOUT: Duration = Duration::from_secs(24 * 3600);
 
-/// Most `tools/list` pages read before giving up on a server that never stops paging.
+/// Most pages of one list (`tools/list`, `resources/list`, `resources/templates/list`,
+/// `prompts/list`) read before giving up on a server that never stops paging.
 pub const MAX_TOOL_PAGES: usize = 1000;
 
-/// The bound on all that is kept of one server's lists: however it pages them, a server whose
-/// lists pass it is refused (nothing of them kept), so that one server cannot exhaust the
-/// host's memory. The defaults are far above any real server's (a large one lists about a
+/// The bound on all that is kept of one server's lists: its tools, resources, resource
+/// templates and prompts together (one budget, each list counted as it was last read),
+/// however it pages them. A listing that would pass it is refused (nothing of it kept), so
+/// that one server cannot exhaust the host's memory. The defaults are far above any real server's (a large one lists about a
 /// hundred tools in under a megabyte).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct ListLimits {
-    /// Most entries (tools) kept of one server.
+    /// Most entries (tools, resources, templates and prompts together) kept of one server.
     pub max_items: usize,
     /// Most bytes of the list pages (their messages as sent) kept of one server.
     pub max_bytes: u64,
@@ -111,16 +117,78 @@ pub struct Client {
     /// Per tool, its `x-mcp-header` names and the argument path each mirrors.
     header_params: Mutex<HashMap<String, Vec<HeaderParam>>>,
     list_limits: ListLimits,
+    /// What each list took of [`ListLimits`] when it was last read: entries and bytes.
+    list_usage: Mutex<HashMap<&'static str, (usize, u64)>>,
+    /// Cap on the rendering of a resource read.
+    output_cap: usize,
 }
 
-/// One page of `tools/list`, read straight from the message's bytes.
-#[derive(serde::Deserialize)]
-struct ToolsPage {
-    tools: Vec<Tool>,
-    #[serde(rename = "nextCursor", default)]
-    next_cursor: Option<Value>,
-    #[serde(rename = "ttlMs", default)]
-    ttl_ms: Option<Value>,
+/// One page of a list, read straight from the message's bytes.
+trait Page: serde::de::DeserializeOwned {
+    /// What the list holds.
+    type Item;
+    /// The method that lists it.
+    const METHOD: &'static str;
+    /// What an error calls its entries.
+    const NOUN: &'static str;
+    /// The entries, `nextCursor` and `ttlMs`.
+    fn split(self) -> (Vec<Self::Item>, Option<Value>, Option<Value>);
+}
+
+macro_rules! page {
+    ($page:ident, $item:ty, $key:literal, $method:literal, $noun:literal) => {
+        #[doc = concat!("One page of `", $method, "`.")]
+        #[derive(serde::Deserialize)]
+        struct $page {
+            #[serde(rename = $key)]
+            items: Vec<$item>,
+            #[serde(rename = "nextCursor", default)]
+            next_cursor: Option<Value>,
+            #[serde(rename = "ttlMs", default)]
+            ttl_ms: Option<Value>,
+        }
+        impl Page for $page {
+            type Item = $item;
+            const METHOD: &'static str = $method;
+            const NOUN: &'static str = $noun;
+            fn split(self) -> (Vec<$item>, Option<Value>, Option<Value>) {
+                (self.items, self.next_cursor, self.ttl_ms)
+            }
+        }
+    };
+}
+
+page!(ToolsPage, Tool, "tools", "tools/list", "tools");
+page!(
+    ResourcesPage,
+    Resource,
+    "resources",
+    "resources/list",
+    "resources"
+);
+page!(
+    TemplatesPage,
+    ResourceTemplate,
+    "resourceTemplates",
+    "resources/templates/list",
+    "resource templates"
+);
+page!(PromptsPage, Prompt, "prompts", "prompts/list", "prompts");
+
+/// Typed notifications of one server ([`Client::server_notifications`]).
+pub struct ServerNotifications(broadcast::Receiver<Notification>);
+
+impl ServerNotifications {
+    /// The next notification; `Err(Lagged(n))` when `n` were missed (the channel keeps the
+    /// latest 256), `Err(Closed)` once the client is gone.
+    pub async fn recv(
+        &mut self,
+    ) -> std::result::Result<ServerNotification, broadcast::error::RecvError> {
+        self.0
+            .recv()
+            .await
+            .map(ServerNotification::from_notification)
+    }
 }
 
 /// The `x-mcp-header` annotations of an input schema: the header name and the path of the
@@ -235,6 +303,8 @@ impl Client {
                 tools: Mutex::new(None),
                 header_params: Mutex::new(HashMap::new()),
                 list_limits: options.list_limits,
+                list_usage: Mutex::new(HashMap::new()),
+                output_cap: options.output_cap,
             }),
             Err(e) => {
                 transport.close().await;
@@ -258,9 +328,15 @@ impl Client {
         &self.session
     }
 
-    /// Notifications from the server (e.g. `notifications/tools/list_changed`).
+    /// Notifications from the server (e.g. `notifications/tools/list_changed`), as they came;
+    /// [`server_notifications`](Self::server_notifications) gives them typed.
     pub fn notifications(&self) -> broadcast::Receiver<Notification> {
         self.session.notifications()
+    }
+
+    /// Notifications from the server, typed: resource updates, list changes, log messages.
+    pub fn server_notifications(&self) -> ServerNotifications {
+        ServerNotifications(self.session.notifications())
     }
 
     /// Whether the connection has ended.
@@ -274,8 +350,9 @@ impl Client {
 
     /// Lists every tool, following `nextCursor` to the end. A repeated or empty cursor stops
     /// the listing with a warning, as does reaching [`MAX_TOOL_PAGES`] pages. A list past
-    /// [`ClientOptions::list_limits`], whatever its pages, is an error, and nothing of it is
-    /// kept.
+    /// what [`ClientOptions::list_limits`] leaves beside the server's other lists (resources,
+    /// templates, prompts, as last read), whatever its pages, is an error, and nothing of it
+    /// is kept.
     ///
     /// A list the server marked cacheable (`ttlMs`) is served from memory until it goes stale
     /// or the server says the list changed. Over HTTP in the stateless era, a tool whose
@@ -288,47 +365,7 @@ impl Client {
         {
             return Ok(cache.tools.clone());
         }
-        let mut tools = Vec::new();
-        let mut ttl: Option<u64> = None;
-        let mut seen = HashSet::new();
-        let mut cursor: Option<String> = None;
-        let limits = self.list_limits;
-        let mut bytes = 0u64;
-        for page_number in 0..=MAX_TOOL_PAGES {
-            if page_number == MAX_TOOL_PAGES {
-                tracing::warn!(server = %self.name(), "tools/list: stopping after {MAX_TOOL_PAGES} pages");
-                break;
-            }
-            let params = cursor.as_ref().map(|c| json!({"cursor": c}));
-            let (page, len) = self
-                .session
-                .request_as::<ToolsPage>("tools/list", params, RequestOptions::default())
-                .await?;
-            bytes += len;
-            if tools.len() + page.tools.len() > limits.max_items || bytes > limits.max_bytes {
-                // Nothing of the list is kept: a partial list would look whole to the model.
-                let why = format!(
-                    "the server lists more than this client keeps of one server ({} tools, {} bytes of list pages; it sent {} tools in {bytes} bytes so far): ask its maintainers, or raise ClientOptions::list_limits for a server you trust",
-                    limits.max_items,
-                    limits.max_bytes,
-                    tools.len() + page.tools.len(),
-                );
-                return Err(self.error("tools/list", ErrorKind::Protocol(why)));
-            }
-            tools.extend(page.tools);
-            let page_ttl = page.ttl_ms.as_ref().and_then(Value::as_u64).unwrap_or(0);
-            ttl = Some(ttl.map_or(page_ttl, |t| t.min(page_ttl)));
-            match page.next_cursor {
-                None | Some(Value::Null) => break,
-                Some(Value::String(next)) if !next.is_empty() && seen.insert(next.clone()) => {
-                    cursor = Some(next)
-                }
-                Some(other) => {
-                    tracing::warn!(server = %self.name(), "tools/list: stopping at cursor {other}, which is empty or was seen before");
-                    break;
-                }
-            }
-        }
+        let (mut tools, ttl) = self.list_all::<ToolsPage>().await?;
         let checks_headers =
             self.details.era == Era::Stateless && self.session.transport().kind() == "http";
         let mut header_params = HashMap::new();
@@ -355,6 +392,223 @@ impl Client {
             changes,
         });
         Ok(tools)
+    }
+
+    /// Reads every page of one list, following `nextCursor` to the end, within what
+    /// [`ListLimits`] leaves beside the server's other lists; returns the entries and the
+    /// shortest `ttlMs` of the pages.
+    async fn list_all<P: Page>(&self) -> Result<(Vec<P::Item>, Option<u64>)> {
+        let (others_items, others_bytes) = {
+            let usage = self.list_usage.lock().expect("list usage lock");
+            usage
+                .iter()
+                .filter(|(method, _)| **method != P::METHOD)
+                .fold((0usize, 0u64), |(n, b), (_, (i, j))| (n + i, b + j))
+        };
+        let mut items = Vec::new();
+        let mut ttl: Option<u64> = None;
+        let mut seen = HashSet::new();
+        let mut cursor: Option<String> = None;
+        let limits = self.list_limits;
+        let mut bytes = 0u64;
+        for page_number in 0..=MAX_TOOL_PAGES {
+            if page_number == MAX_TOOL_PAGES {
+                tracing::warn!(server = %self.name(), "{}: stopping after {MAX_TOOL_PAGES} pages", P::METHOD);
+                break;
+            }
+            let params = cursor.as_ref().map(|c| json!({"cursor": c}));
+            let (page, len) = self
+                .session
+                .request_as::<P>(P::METHOD, params, RequestOptions::default())
+                .await?;
+            let (page_items, next_cursor, ttl_ms) = page.split();
+            bytes += len;
+            let count = items.len() + page_items.len();
+            if others_items + count > limits.max_items || others_bytes + bytes > limits.max_bytes {
+                // Nothing of the list is kept: a partial list would look whole to the model.
+                let why = format!(
+                    "the server lists more than this client keeps of one server ({} {noun}, {} bytes of list pages; it sent {count} {noun} in {bytes} bytes so far, beside {others_items} entries in {others_bytes} bytes of its other lists): ask its maintainers, or raise ClientOptions::list_limits for a server you trust",
+                    limits.max_items,
+                    limits.max_bytes,
+                    noun = P::NOUN,
+                );
+                return Err(self.error(P::METHOD, ErrorKind::Protocol(why)));
+            }
+            items.extend(page_items);
+            let page_ttl = ttl_ms.as_ref().and_then(Value::as_u64).unwrap_or(0);
+            ttl = Some(ttl.map_or(page_ttl, |t| t.min(page_ttl)));
+            match next_cursor {
+                None | Some(Value::Null) => break,
+                Some(Value::String(next)) if !next.is_empty() && seen.insert(next.clone()) => {
+                    cursor = Some(next)
+                }
+                Some(other) => {
+                    tracing::warn!(server = %self.name(), "{}: stopping at cursor {other}, which is empty or was seen before", P::METHOD);
+                    break;
+                }
+            }
+        }
+        self.list_usage
+            .lock()
+            .expect("list usage lock")
+            .insert(P::METHOD, (items.len(), bytes));
+        Ok((items, ttl))
+    }
+
+    /// Lists every resource (`resources/list`), paged and bounded as
+    /// [`list_tools`](Self::list_tools) is: the loop guard, and [`ClientOptions::list_limits`]
+    /// shared with the server's other lists.
+    pub async fn list_resources(&self) -> Result<Vec<Resource>> {
+        Ok(self.list_all::<ResourcesPage>().await?.0)
+    }
+
+    /// Lists every resource template (`resources/templates/list`), paged and bounded as
+    /// [`list_resources`](Self::list_resources) is.
+    pub async fn list_resource_templates(&self) -> Result<Vec<ResourceTemplate>> {
+        Ok(self.list_all::<TemplatesPage>().await?.0)
+    }
+
+    /// Lists every prompt (`prompts/list`), paged and bounded as
+    /// [`list_resources`](Self::list_resources) is.
+    pub async fn list_prompts(&self) -> Result<Vec<Prompt>> {
+        Ok(self.list_all::<PromptsPage>().await?.0)
+    }
+
+    /// Reads a resource and returns what a model sees of it: its contents rendered (text as
+    /// it is, binary as `[blob <mime>, <n> bytes]`) and capped at [`ClientOptions::output_cap`]
+    /// with the truncation marker, as a tool result is. An answer larger than
+    /// [`ClientOptions::max_message`] is an error.
+    pub async fn read_resource(&self, uri: &str) -> Result<ResourceOutput> {
+        self.read_resource_with(uri, RequestOptions::default())
+            .await
+    }
+
+    /// [`read_resource`](Self::read_resource) with per-request options (timeout, progress).
+    pub async fn read_resource_with(
+        &self,
+        uri: &str,
+        options: RequestOptions,
+    ) -> Result<ResourceOutput> {
+        let params = json!({"uri": uri});
+        let (read, _) = self
+            .session
+            .request_as::<crate::wire::render::ReadResult>("resources/read", Some(params), options)
+            .await?;
+        let text = read.render();
+        let total_bytes = text.len() as u64;
+        Ok(ResourceOutput {
+            text: crate::wire::render::truncate(text, self.output_cap),
+            total_bytes,
+        })
+    }
+
+    /// Asks to be told when a resource changes (`resources/subscribe`); the changes arrive
+    /// as [`ServerNotification::ResourceUpdated`]. The 2026-07-28 revision has no such
+    /// request (its changes come on `subscriptions/listen`): there it is an error.
+    pub async fn subscribe(&self, uri: &str) -> Result<()> {
+        self.subscription("resources/subscribe", uri).await
+    }
+
+    /// Stops the updates [`subscribe`](Self::subscribe) asked for (`resources/unsubscribe`).
+    pub async fn unsubscribe(&self, uri: &str) -> Result<()> {
+        self.subscription("resources/unsubscribe", uri).await
+    }
+
+    async fn subscription(&self, method: &str, uri: &str) -> Result<()> {
+        if self.details.era == Era::Stateless {
+            let why = format!(
+                "{} has no {method}: a stateless server tells of changes on subscriptions/listen",
+                self.details.protocol_version
+            );
+            return Err(self.error(method, ErrorKind::Protocol(why)));
+        }
+        self.session
+            .request(method, Some(json!({"uri": uri})), RequestOptions::default())
+            .await
+            .map(drop)
+    }
+
+    /// Fills in a prompt with its arguments (`prompts/get`): its messages, each with its
+    /// content block ([`PromptMessage::text`](crate::PromptMessage::text) renders one).
+    pub async fn get_prompt(&self, name: &str, arguments: Value) -> Result<PromptContents> {
+        self.get_prompt_with(name, arguments, RequestOptions::default())
+            .await
+    }
+
+    /// [`get_prompt`](Self::get_prompt) with per-request options (timeout, progress).
+    pub async fn get_prompt_with(
+        &self,
+        name: &str,
+        arguments: Value,
+        options: RequestOptions,
+    ) -> Result<PromptContents> {
+        let mut params = serde_json::Map::new();
+        params.insert("name".into(), Value::String(name.into()));
+        if !arguments.is_null() {
+            params.insert("arguments".into(), arguments);
+        }
+        let (prompt, _) = self
+            .session
+            .request_as::<PromptContents>("prompts/get", Some(Value::Object(params)), options)
+            .await?;
+        Ok(prompt)
+    }
+
+    /// Asks for values of one argument (`completion/complete`): of a prompt, or a variable of
+    /// a resource template; `value` is what is typed so far, and `context` the arguments
+    /// already chosen (name to value).
+    pub async fn complete(
+        &self,
+        reference: &CompletionRef,
+        argument: &str,
+        value: &str,
+        context: &[(String, String)],
+    ) -> Result<Completion> {
+        #[derive(serde::Deserialize)]
+        struct Completed {
+            completion: Completion,
+        }
+        let mut params = json!({
+            "ref": reference.to_json(),
+            "argument": {"name": argument, "value": value},
+        });
+        if !context.is_empty() {
+            let arguments: serde_json::Map<String, Value> = context
+                .iter()
+                .map(|(k, v)| (k.clone(), Value::String(v.clone())))
+                .collect();
+            params["context"] = json!({"arguments": arguments});
+        }
+        let (done, _) = self
+            .session
+            .request_as::<Completed>(
+                "completion/complete",
+                Some(params),
+                RequestOptions::default(),
+            )
+            .await?;
+        Ok(done.completion)
+    }
+
+    /// Sets the lowest level of the log messages the server sends (which arrive as
+    /// [`ServerNotification::Log`], and through `tracing`). In the initialize era this is
+    /// `logging/setLevel`; in the stateless era, which has no such request, every later
+    /// request carries the level in its `_meta`, as the revision asks.
+    pub async fn set_log_level(&self, level: LogLevel) -> Result<()> {
+        if self.details.era == Era::Stateless {
+            let key = crate::protocol::META_LOG_LEVEL;
+            self.session
+                .set_envelope_member(key, Some(Value::String(level.as_str().into())));
+            return Ok(());
+        }
+        self.session
+            .request(
+                "logging/setLevel",
+                Some(json!({"level": level.as_str()})),
+                RequestOptions::default(),
+            )
+            .await
+            .map(drop)
     }
 
     /// The `Mcp-Param-*` headers of a call, from the tool's `x-mcp-header` annotations.

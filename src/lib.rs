@@ -45,8 +45,12 @@ pub mod tui;
 pub mod __private;
 pub(crate) use __private::{client, error, protocol, text, transport, wire};
 
-pub use client::{Client, ClientOptions, ListLimits};
+pub use client::{Client, ClientOptions, ListLimits, ServerNotifications};
 pub use error::{Error, ErrorKind, Result};
+pub use protocol::items::{
+    Completion, CompletionRef, LogLevel, LogMessage, Prompt, PromptArgument, PromptContents,
+    PromptMessage, Resource, ResourceOutput, ResourceTemplate, ServerNotification,
+};
 pub use protocol::session::{
     DEFAULT_TIMEOUT, Handlers, ProgressCallback, RequestHandler, RequestOptions,
 };

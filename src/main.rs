@@ -120,16 +120,32 @@ enum Command {
         name: String,
     },
     /// Connect one server with no config; print its era, version, info, capabilities,
-    /// instructions and tools; optionally call one tool.
+    /// instructions, tools, resources, resource templates and prompts; optionally call one
+    /// tool, read one resource, get one prompt or complete one argument.
     Probe {
         /// Print one JSON object instead of text.
         #[arg(long)]
         json: bool,
         /// Call this tool and print what the model would see.
-        #[arg(long, value_name = "TOOL")]
+        #[arg(long, value_name = "TOOL", conflicts_with_all = ["read", "prompt"])]
         call: Option<String>,
-        /// The call's arguments, a JSON object.
-        #[arg(long, value_name = "JSON", requires = "call")]
+        /// Read this resource and print what the model would see of it.
+        #[arg(long, value_name = "URI", conflicts_with = "prompt")]
+        read: Option<String>,
+        /// Get this prompt (with --args) and print its messages.
+        #[arg(long, value_name = "NAME")]
+        prompt: Option<String>,
+        /// Ask for completions of one argument: REF is prompt/NAME or resource/URI_TEMPLATE,
+        /// then the argument and what is typed so far (ARG or ARG=VALUE); --args gives the
+        /// arguments already chosen, as context.
+        #[arg(long, num_args = 2, value_names = ["REF", "ARG[=VALUE]"])]
+        complete: Option<Vec<String>>,
+        /// Set the server's log level (debug, info, notice, warning, error, critical, alert,
+        /// emergency) and print its log messages to stderr.
+        #[arg(long, value_name = "LEVEL")]
+        log_level: Option<String>,
+        /// The arguments of --call or --prompt, or --complete's context: a JSON object.
+        #[arg(long, value_name = "JSON")]
         args: Option<String>,
         /// Seconds to wait for each response.
         #[arg(long, value_name = "SECS", default_value_t = 60.0)]
@@ -323,6 +339,10 @@ fn main() -> ExitCode {
         Command::Probe {
             json,
             call,
+            read,
+            prompt,
+            complete,
+            log_level,
             args,
             timeout,
             inherit_env,
@@ -342,6 +362,10 @@ fn main() -> ExitCode {
             let args = cli::probe::ProbeArgs {
                 json,
                 call,
+                read,
+                prompt,
+                complete,
+                log_level,
                 args,
                 url,
                 command,

@@ -413,3 +413,136 @@ fn a_required_server_that_is_missing_fails_its_test() {
         "{output}"
     );
 }
+
+/// Waits up to `limit` for a typed notification that `pick` accepts.
+async fn notified<T>(
+    notifications: &mut agenvoy_mcp::ServerNotifications,
+    limit: Duration,
+    mut pick: impl FnMut(agenvoy_mcp::ServerNotification) -> Option<T>,
+) -> T {
+    let wait = async {
+        loop {
+            if let Some(found) = pick(notifications.recv().await.expect("notifications flow")) {
+                return found;
+            }
+        }
+    };
+    tokio::time::timeout(limit, wait)
+        .await
+        .expect("the notification in time")
+}
+
+#[tokio::test]
+async fn server_everything_resources_prompts_completion_and_logging() {
+    use agenvoy_mcp::{CompletionRef, LogLevel, ServerNotification};
+    let Some(config) = everything() else { return };
+    let client = connect_real("everything", &config, ClientOptions::default()).await;
+
+    let resources = client.list_resources().await.expect("resources/list");
+    assert!(
+        resources.iter().any(
+            |r| r.uri == "demo://resource/static/document/architecture.md"
+                && r.mime_type.as_deref() == Some("text/markdown")
+        ),
+        "{resources:?}"
+    );
+    let templates = client.list_resource_templates().await.expect("templates");
+    let uris: Vec<&str> = templates.iter().map(|t| t.uri_template.as_str()).collect();
+    assert!(
+        uris.contains(&"demo://resource/dynamic/text/{resourceId}"),
+        "{uris:?}"
+    );
+    assert!(
+        uris.contains(&"demo://resource/dynamic/blob/{resourceId}"),
+        "{uris:?}"
+    );
+
+    let plain = client
+        .read_resource("demo://resource/dynamic/text/1")
+        .await
+        .expect("a text resource");
+    assert!(
+        plain
+            .text
+            .starts_with("Resource 1: This is a plaintext resource"),
+        "{plain:?}"
+    );
+    let blob = client
+        .read_resource("demo://resource/dynamic/blob/1")
+        .await
+        .expect("a blob resource");
+    assert!(
+        blob.text.starts_with("[blob ") && blob.text.ends_with(" bytes]"),
+        "only a line, never the payload: {blob:?}"
+    );
+
+    let prompts = client.list_prompts().await.expect("prompts/list");
+    let args_prompt = prompts
+        .iter()
+        .find(|p| p.name == "args-prompt")
+        .expect("args-prompt");
+    assert_eq!(
+        args_prompt.member("title").map(|t| t.get()),
+        Some(r#""Arguments Prompt""#)
+    );
+    assert!(
+        args_prompt
+            .arguments
+            .iter()
+            .any(|a| a.name == "city" && a.required)
+    );
+    let got = client
+        .get_prompt("args-prompt", json!({"city": "Paris", "state": "TX"}))
+        .await
+        .expect("prompts/get");
+    assert_eq!(got.messages[0].role, "user");
+    assert_eq!(
+        got.messages[0].text().as_deref(),
+        Some("What's weather in Paris, TX?")
+    );
+
+    let team = CompletionRef::Prompt("completable-prompt".into());
+    let departments = client.complete(&team, "department", "", &[]).await.unwrap();
+    assert!(
+        departments.values.iter().any(|v| v == "Engineering"),
+        "{departments:?}"
+    );
+    let context = [("department".to_string(), "Engineering".to_string())];
+    let names = client.complete(&team, "name", "", &context).await.unwrap();
+    assert_eq!(
+        names.values,
+        ["Alice", "Bob", "Charlie"],
+        "narrowed by the context"
+    );
+
+    let mut notifications = client.server_notifications();
+    client
+        .set_log_level(LogLevel::Debug)
+        .await
+        .expect("logging/setLevel");
+    text(&client, "toggle-simulated-logging", json!({})).await;
+    let log = notified(&mut notifications, Duration::from_secs(30), |n| match n {
+        ServerNotification::Log(log) => Some(log),
+        _ => None,
+    })
+    .await;
+    assert!(log.level.is_some(), "a level this client knows: {log:?}");
+
+    let watched = "demo://resource/static/document/architecture.md";
+    client
+        .subscribe(watched)
+        .await
+        .expect("resources/subscribe");
+    text(&client, "toggle-subscriber-updates", json!({})).await;
+    let uri = notified(&mut notifications, Duration::from_secs(15), |n| match n {
+        ServerNotification::ResourceUpdated { uri } => Some(uri),
+        _ => None,
+    })
+    .await;
+    assert_eq!(uri, watched);
+    client
+        .unsubscribe(watched)
+        .await
+        .expect("resources/unsubscribe");
+    client.close().await;
+}

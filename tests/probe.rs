@@ -193,3 +193,170 @@ fn server_stderr_reaches_the_log_with_the_server_name_and_long_lines_cut() {
     );
     assert!(!line.contains(&"e".repeat(4097)));
 }
+
+#[test]
+fn resources_templates_and_prompts_follow_the_tools() {
+    for era in [&[][..], &["--mode", "modern"][..]] {
+        let (out, stdout, stderr) = run(&[], era);
+        assert!(out.status.success(), "{stderr}");
+        let expected = "resources (2):\n  fixture://readme  readme  What the fixture server is.\n  fixture://logo    logo\nresource templates (1):\n  fixture://big/{bytes}  big  That many bytes of text.\nprompts (2):\n  greet      (name*, style)  Greets someone.\n  summarize  ()              Summarizes the readme.\n";
+        assert!(stdout.ends_with(expected), "{era:?}:\n{stdout}");
+    }
+    let (_, stdout, _) = run(&["--json"], &[]);
+    let report: Value = serde_json::from_str(&stdout).unwrap();
+    assert_eq!(
+        report["resources"][0],
+        serde_json::json!({"uri": "fixture://readme", "name": "readme",
+            "description": "What the fixture server is.", "mimeType": "text/plain",
+            "x-fixture": {"kept": true}}),
+        "the server's objects, unknown members kept"
+    );
+    assert_eq!(
+        report["resourceTemplates"][0]["uriTemplate"],
+        "fixture://big/{bytes}"
+    );
+    assert_eq!(
+        report["prompts"][0]["arguments"][0],
+        serde_json::json!({"name": "name", "description": "Who", "required": true})
+    );
+}
+
+#[test]
+fn read_prompt_and_complete_print_what_a_model_sees() {
+    let (out, stdout, _) = run(&["--read", "fixture://logo"], &[]);
+    assert!(out.status.success());
+    assert!(
+        stdout.ends_with("read fixture://logo:\n[blob image/png, 8 bytes]\n"),
+        "{stdout}"
+    );
+
+    let (out, stdout, _) = run(&["--json", "--read", "fixture://big/2000000"], &[]);
+    assert!(out.status.success());
+    let report: Value = serde_json::from_str(&stdout).unwrap();
+    assert_eq!(report["read"]["totalBytes"], 2_000_000);
+    let text = report["read"]["text"].as_str().unwrap();
+    assert!(text.ends_with("\n\n[mcp output truncated: 2000000 bytes total, 1048576 kept]"));
+
+    let args = r#"{"name":"Ada","style":"formal"}"#;
+    let (out, stdout, _) = run(
+        &["--prompt", "greet", "--args", args],
+        &["--mode", "modern"],
+    );
+    assert!(out.status.success());
+    assert!(
+        stdout.ends_with("prompt greet:\n  A greeting\n[user]\nGreet Ada in a formal way.\n[assistant]\n[image image/png, 3 bytes]\n"),
+        "{stdout}"
+    );
+    let line = assert_fails_at("prompts/get", run(&["--prompt", "greet"], &[]));
+    assert!(line.contains("greet needs the argument name"), "{line}");
+
+    let flags = [
+        "--complete",
+        "prompt/greet",
+        "name=A",
+        "--args",
+        r#"{"style":"formal"}"#,
+    ];
+    let (out, stdout, _) = run(&flags, &[]);
+    assert!(out.status.success());
+    assert!(
+        stdout.ends_with("complete name=A (2 values, 2 in all):\n  Dr. Ada\n  Dr. Alan\n"),
+        "{stdout}"
+    );
+    let (out, stdout, _) = run(
+        &[
+            "--json",
+            "--complete",
+            "resource/fixture://big/{bytes}",
+            "bytes=2",
+        ],
+        &["--mode", "modern"],
+    );
+    assert!(out.status.success());
+    let report: Value = serde_json::from_str(&stdout).unwrap();
+    assert_eq!(
+        report["completion"],
+        serde_json::json!({"ref": {"type": "ref/resource", "uri": "fixture://big/{bytes}"},
+            "argument": "bytes", "values": ["2097152"], "total": 1, "hasMore": false})
+    );
+    assert_fails_at("arguments", run(&["--complete", "tool/x", "a"], &[]));
+}
+
+#[test]
+fn log_level_prints_the_server_log_to_stderr() {
+    let (out, _, stderr) = run(&["--log-level", "debug"], &[]);
+    assert!(out.status.success(), "{stderr}");
+    assert!(
+        stderr.contains("log warning [fixture]: log level set to debug\n"),
+        "{stderr}"
+    );
+    assert!(stderr.contains("log debug [fixture]: {\"detail\":\"debug messages are on\"}\n"));
+    let (_, _, stderr) = run(&["--log-level", "warning"], &[]);
+    assert!(!stderr.contains("log debug"), "{stderr}");
+    // In 2026-07-28 the level rides on each request.
+    let (out, _, stderr) = run(&["--log-level", "info"], &["--mode", "modern"]);
+    assert!(out.status.success(), "{stderr}");
+    assert!(
+        stderr.contains("log info [fixture]: handling prompts/list\n"),
+        "{stderr}"
+    );
+    let line = assert_fails_at("arguments", run(&["--log-level", "loud"], &[]));
+    assert!(line.contains("one of debug, info"), "{line}");
+}
+
+#[test]
+fn server_text_of_resources_and_prompts_is_escaped() {
+    let (out, stdout, stderr) = run(
+        &[
+            "--log-level",
+            "debug",
+            "--prompt",
+            "greet",
+            "--args",
+            r#"{"name":"Ada"}"#,
+        ],
+        &["--mode", "hostile"],
+    );
+    assert!(out.status.success(), "{stderr}");
+    let (_, read, _) = run(&["--read", "fixture://readme"], &["--mode", "hostile"]);
+    let stdout = format!("{stdout}{read}");
+    for text in [&stdout, &stderr] {
+        assert!(
+            !text.contains('\u{1b}') && !text.contains('\u{9b}'),
+            "raw controls:\n{text}"
+        );
+    }
+    for shown in [
+        "fixture://readme  readme\\u{1b}[2J",
+        "big\\u{1b}[2J",
+        "Greets someone.\\u{1b}[2J",
+        "The agenvoy fixture server's readme.\\u{1b}[2J",
+        "Greet Ada in a casual way.\\u{1b}[2J",
+    ] {
+        assert!(stdout.contains(shown), "{shown:?} missing from:\n{stdout}");
+    }
+    assert!(
+        stderr.contains("log warning [fixture]: log level set to debug\\u{1b}[2J"),
+        "{stderr}"
+    );
+}
+
+#[test]
+fn server_log_messages_reach_tracing_at_their_level() {
+    let server = fixture(&[]);
+    let mut cmd = Command::new(binary());
+    cmd.args(["probe", "--log-level", "debug", "--"])
+        .args(&server)
+        .env("AGENVOY_LOG", "agenvoy_mcp::server=debug");
+    let (out, _, stderr) = capture(cmd.output().unwrap());
+    assert!(out.status.success(), "{stderr}");
+    let level_of = |needle: &str| {
+        let line = stderr
+            .lines()
+            .find(|l| l.contains("agenvoy_mcp::server") && l.contains(needle))
+            .unwrap_or_else(|| panic!("{needle:?} logged:\n{stderr}"));
+        line.split_whitespace().nth(1).unwrap_or("").to_string()
+    };
+    assert_eq!(level_of("log level set to debug"), "WARN");
+    assert_eq!(level_of("debug messages are on"), "DEBUG");
+}

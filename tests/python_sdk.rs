@@ -408,3 +408,72 @@ async fn a_slow_modern_server_is_still_found_stateless() {
     assert_eq!(text(&client, "add", json!({"a": 2, "b": 3})).await, "5");
     client.close().await;
 }
+
+/// Resources, a template, a prompt and completions of the Python SDK's server, in both eras on
+/// every transport.
+#[tokio::test]
+async fn python_sdk_resources_prompts_and_completions_in_both_eras() {
+    use agenvoy_mcp::CompletionRef;
+    let Some(python) = python() else { return };
+    for era in [EraPreference::Auto, EraPreference::Handshake] {
+        for mode in MODES {
+            let options = ClientOptions {
+                era,
+                timeout: Duration::from_secs(20),
+                ..Default::default()
+            };
+            let (client, server) = connect(&python, mode, options).await;
+            let at = format!("{mode:?} {}", client.details().era.name());
+            let resources = client.list_resources().await.expect("resources/list");
+            let uris: Vec<&str> = resources.iter().map(|r| r.uri.as_str()).collect();
+            assert_eq!(uris, ["note://readme", "note://pixel"], "{at}");
+            let templates = client.list_resource_templates().await.expect("templates");
+            assert_eq!(templates[0].uri_template, "note://topics/{topic}", "{at}");
+            let readme = client.read_resource("note://readme").await.expect("read");
+            assert_eq!(readme.text, "A note from Python.", "{at}");
+            let pixel = client.read_resource("note://pixel").await.expect("read");
+            assert_eq!(pixel.text, "[blob image/png, 8 bytes]", "{at}");
+            let note = client
+                .read_resource("note://topics/mcp")
+                .await
+                .expect("read");
+            assert_eq!(note.text, "A note on mcp.", "{at}");
+
+            let prompts = client.list_prompts().await.expect("prompts/list");
+            assert_eq!(prompts[0].name, "review", "{at}");
+            let required: Vec<(&str, bool)> = prompts[0]
+                .arguments
+                .iter()
+                .map(|a| (a.name.as_str(), a.required))
+                .collect();
+            assert_eq!(required, [("code", true), ("language", false)], "{at}");
+            let got = client
+                .get_prompt("review", json!({"code": "main.rs", "language": "rust"}))
+                .await
+                .expect("prompts/get");
+            assert_eq!(
+                got.messages[0].text().as_deref(),
+                Some("Review this rust code: main.rs"),
+                "{at}"
+            );
+
+            let review = CompletionRef::Prompt("review".into());
+            let plain = client
+                .complete(&review, "language", "r", &[])
+                .await
+                .unwrap();
+            assert_eq!(plain.values, ["ruby", "rust"], "{at}");
+            let context = [("code".to_string(), "main.rs".to_string())];
+            let ranked = client
+                .complete(&review, "language", "r", &context)
+                .await
+                .unwrap();
+            assert_eq!(ranked.values, ["rust", "ruby"], "{at}: the context counts");
+            let topics = CompletionRef::ResourceTemplate("note://topics/{topic}".into());
+            let topic = client.complete(&topics, "topic", "m", &[]).await.unwrap();
+            assert_eq!(topic.values, ["mcp"], "{at}");
+            client.close().await;
+            drop(server);
+        }
+    }
+}

@@ -7,6 +7,8 @@
 //! - `sse`: every answer is an SSE stream: a priming event (id, `retry: 100`, empty data),
 //!   then progress and server requests, then the response.
 //! - `stateless`: JSON answers, no session, no GET stream (405).
+//! - `modern`: the stateless 2026-07-28 revision (`server/discover`, no `initialize`): SSE
+//!   answers (so a request's log messages travel with it), no session, no GET stream.
 //! - `cut-stream`: as `sse`, but each stream is cut after its first message event; a GET
 //!   with `Last-Event-ID` replays the stream from that event (inclusive, so one duplicate).
 //! - `dead-resume`: as `cut-stream`, but a GET with `Last-Event-ID` gets an SSE stream that
@@ -62,6 +64,8 @@ pub enum HttpMode {
     Sse,
     /// JSON answers, no sessions.
     Stateless,
+    /// The 2026-07-28 revision: SSE answers, no sessions.
+    Modern,
     /// SSE answers cut after the first event, resumable.
     CutStream,
     /// SSE answers cut after the first event; resuming gives an empty stream.
@@ -95,6 +99,7 @@ impl std::str::FromStr for HttpMode {
             "json" | "normal" => HttpMode::Json,
             "sse" => HttpMode::Sse,
             "stateless" => HttpMode::Stateless,
+            "modern" => HttpMode::Modern,
             "cut-stream" => HttpMode::CutStream,
             "dead-resume" => HttpMode::DeadResume,
             "expire-session" => HttpMode::ExpireSession,
@@ -282,7 +287,13 @@ pub fn run(
         // Tests read this line to learn the port when ADDR ends in :0.
         println!("listening on http://{local}/mcp");
         let fixture = Arc::new(Fixture {
-            server: Server::new(super::fixture_server::Mode::Normal, page_size),
+            server: Server::new(
+                match mode {
+                    HttpMode::Modern => super::fixture_server::Mode::Modern,
+                    _ => super::fixture_server::Mode::Normal,
+                },
+                page_size,
+            ),
             mode,
             sessions: Mutex::new(HashMap::new()),
             logs: Mutex::new(HashMap::new()),
@@ -393,13 +404,17 @@ impl Fixture {
     }
 
     fn stateful(&self) -> bool {
-        !matches!(self.mode, HttpMode::Stateless | HttpMode::Legacy)
+        !matches!(
+            self.mode,
+            HttpMode::Stateless | HttpMode::Modern | HttpMode::Legacy
+        )
     }
 
     fn sse(&self) -> bool {
         matches!(
             self.mode,
             HttpMode::Sse
+                | HttpMode::Modern
                 | HttpMode::CutStream
                 | HttpMode::DeadResume
                 | HttpMode::ExpireMidStream

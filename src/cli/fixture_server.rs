@@ -30,11 +30,17 @@
 //! messages, log notifications and stderr lines, plus a tool `trap<HOSTILE>` listed twice,
 //! whose calls fail with an error that names it).
 //!
+//! `modern` speaks the stateless 2026-07-28 revision (`server/discover`; `initialize` is
+//! refused). Resources, a resource template, prompts, completions and logging are in
+//! [`super::fixture_features`].
+//!
 //! With `FIXTURE_CALL_LOG` set to a file, every tools/call appends the tool's name to it
 //! first (so a test can count how often a call reached the server); with
 //! `FIXTURE_METHOD_LOG`, every request appends its method.
 
-use agenvoy_mcp::__private::protocol::types::{HANDSHAKE_VERSIONS, LATEST_HANDSHAKE_VERSION};
+use agenvoy_mcp::__private::protocol::types::{
+    HANDSHAKE_VERSIONS, LATEST_HANDSHAKE_VERSION, STATELESS_VERSIONS,
+};
 use agenvoy_mcp::__private::wire::jsonrpc::{
     self, ErrorObject, Id, Message, Notification, Request, Response,
 };
@@ -92,6 +98,9 @@ pub enum Mode {
     Flood,
     /// Puts [`HOSTILE`] in every text it sends.
     Hostile,
+    /// Speaks the stateless 2026-07-28 revision: answers `server/discover`, refuses
+    /// `initialize`.
+    Modern,
     /// Reads 2 ms after it last had nothing to read, calls tools in turn, and flushes stdout
     /// only when it has no more lines read and waiting: answers to requests that came together
     /// go out together.
@@ -118,6 +127,7 @@ impl std::str::FromStr for Mode {
             "flood" => Mode::Flood,
             "hostile" => Mode::Hostile,
             "batch" => Mode::Batch,
+            "modern" => Mode::Modern,
             _ => {
                 if let Some(v) = s.strip_prefix("version=") {
                     Mode::Version(v.to_string())
@@ -151,11 +161,13 @@ pub trait Output: Send + Sync {
     fn message(&self, pieces: &mut dyn Iterator<Item = Vec<u8>>, answers: Option<&Id>);
 }
 
-fn send(out: &dyn Output, message: Message) {
+/// Writes a message that answers nothing.
+pub fn send(out: &dyn Output, message: Message) {
     out.message(&mut std::iter::once(message.to_bytes()), None);
 }
 
-fn reply(out: &dyn Output, id: Id, outcome: Result<Value, ErrorObject>) {
+/// Answers request `id`.
+pub fn reply(out: &dyn Output, id: Id, outcome: Result<Value, ErrorObject>) {
     let message = Message::Response(Response {
         id: Some(id.clone()),
         outcome,
@@ -223,6 +235,16 @@ impl Server {
             added: Mutex::new(Vec::new()),
             lists: std::sync::atomic::AtomicUsize::new(0),
         })
+    }
+
+    /// The server's mode.
+    pub fn mode(&self) -> &Mode {
+        &self.mode
+    }
+
+    /// How many entries a page of a list holds, if lists are paged.
+    pub fn page_size(&self) -> Option<usize> {
+        self.page_size
     }
 
     /// Handles one message from the client; what it sends back goes to `out`.
@@ -368,7 +390,29 @@ fn append_to_log(var: &str, line: &str) {
 fn handle(server: &Arc<Server>, request: Request, out: Arc<dyn Output>) {
     append_to_log("FIXTURE_METHOD_LOG", &request.method);
     let params = request.params.clone().unwrap_or(Value::Null);
+    super::fixture_features::before(server, &request.method, &params, &*out);
+    if super::fixture_features::handle(server, &request.method, request.id.clone(), &params, &*out)
+    {
+        return;
+    }
     match request.method.as_str() {
+        "server/discover" if server.mode == Mode::Modern => {
+            let mut capabilities = super::fixture_features::capabilities();
+            capabilities["tools"] = json!({"listChanged": true});
+            let result = json!({
+                "resultType": "complete",
+                "supportedVersions": STATELESS_VERSIONS,
+                "capabilities": capabilities,
+                "serverInfo": {"name": "agenvoy-fixture", "version": env!("CARGO_PKG_VERSION")},
+                "instructions": INSTRUCTIONS,
+            });
+            reply(&*out, request.id, Ok(result));
+        }
+        "initialize" if server.mode == Mode::Modern => {
+            let mut e = ErrorObject::new(-32022, "this server speaks only the 2026-07-28 revision");
+            e.data = Some(json!({"supported": STATELESS_VERSIONS}));
+            reply(&*out, request.id, Err(e));
+        }
         "initialize" => {
             if server.mode == Mode::NoInitResponse {
                 return;
@@ -382,9 +426,11 @@ fn handle(server: &Arc<Server>, request: Request, out: Arc<dyn Output>) {
                 _ if HANDSHAKE_VERSIONS.contains(&offered) => offered.to_string(),
                 _ => LATEST_HANDSHAKE_VERSION.to_string(),
             };
+            let mut capabilities = super::fixture_features::capabilities();
+            capabilities["tools"] = json!({"listChanged": server.mode != Mode::NoListChanged});
             let mut result = json!({
                 "protocolVersion": version,
-                "capabilities": {"tools": {"listChanged": server.mode != Mode::NoListChanged}},
+                "capabilities": capabilities,
                 "serverInfo": {"name": "agenvoy-fixture", "version": env!("CARGO_PKG_VERSION")},
                 "instructions": INSTRUCTIONS,
             });

@@ -13,15 +13,32 @@
 //!   "capabilities": {"tools": {}},
 //!   "instructions": "..." | null,
 //!   "tools": [{"name": "...", "description": "...", "inputSchema": {}}],
-//!   "call": {"tool": "echo", "text": "hi", "isError": false, "totalBytes": 2}
+//!   "resources": [{"uri": "...", "name": "..."}],
+//!   "resourceTemplates": [{"uriTemplate": "...", "name": "..."}],
+//!   "prompts": [{"name": "...", "arguments": [{"name": "...", "required": true}]}],
+//!   "call": {"tool": "echo", "text": "hi", "isError": false, "totalBytes": 2},
+//!   "read": {"uri": "...", "text": "...", "totalBytes": 5},
+//!   "prompt": {"name": "...", "description": "..." | null,
+//!              "messages": [{"role": "user", "text": "..."}]},
+//!   "completion": {"ref": {"type": "ref/prompt", "name": "..."}, "argument": "...",
+//!                  "values": ["..."], "total": 3 | null, "hasMore": false}
 //! }
 //! ```
+//!
+//! `resources` and `resourceTemplates` are there when the server declares `resources`,
+//! `prompts` when it declares `prompts`: the server's objects as it sent them. A server that
+//! declares `resources` but answers `resources/templates/list` with method-not-found has no
+//! templates. `call`, `read`, `prompt` and `completion` are there with `--call`, `--read`,
+//! `--prompt` and `--complete`. With `--log-level`, the level is set first (in the
+//! 2026-07-28 revision: carried by every later request) and each log message of the server
+//! goes to stderr as `log <level> [<logger>]: <data>`, escaped.
 //!
 //! Members are named as the management API names them (docs/API.md): `call` holds what
 //! `POST /v1/mcp/call` answers (the text the model sees, `isError`, `totalBytes`) and the
 //! tool's name; `tools` are the server's tool objects as it sent them (`inputSchema`). `call`
 //! is present only with `--call`. On failure nothing is printed to stdout; one line on
-//! stderr names the step that failed (`start`, `initialize`, `tools/list`, `tools/call`), and
+//! stderr names the step that failed (`start`, `initialize`, `tools/list`, `tools/call`,
+//! `resources/read`, `prompts/get`, ...), and
 //! the exit code is 1. A tool that reports `isError` prints its output and exits with 1 too.
 //! If stdout closes early (`probe ... | head -1`), the server is closed and the exit code is
 //! 141 (see [`super::output`]).
@@ -32,7 +49,11 @@ use agenvoy_mcp::__private::text::{escape_controls, escape_controls_keep_lines};
 use agenvoy_mcp::__private::transport::Transport;
 use agenvoy_mcp::__private::transport::http::{HttpConfig, HttpTransport};
 use agenvoy_mcp::__private::transport::stdio::{StdioConfig, StdioTransport};
-use agenvoy_mcp::{Client, ClientOptions, Error, Tool, ToolOutput};
+use agenvoy_mcp::{
+    Client, ClientOptions, Completion, CompletionRef, Error, LogLevel, Prompt, PromptContents,
+    Resource, ResourceOutput, ResourceTemplate, ServerNotification, ServerNotifications, Tool,
+    ToolOutput,
+};
 use serde_json::{Value, json};
 use std::process::ExitCode;
 use std::sync::Arc;
@@ -43,7 +64,16 @@ pub struct ProbeArgs {
     pub json: bool,
     /// The tool to call, if any.
     pub call: Option<String>,
-    /// The call's arguments, as JSON text.
+    /// The resource to read, if any.
+    pub read: Option<String>,
+    /// The prompt to get, if any.
+    pub prompt: Option<String>,
+    /// What to complete: the reference (`prompt/NAME` or `resource/URI_TEMPLATE`) and
+    /// `ARG[=VALUE]`.
+    pub complete: Option<Vec<String>>,
+    /// The log level to set, if any.
+    pub log_level: Option<String>,
+    /// The arguments of the call or the prompt, or the completion's context, as JSON text.
     pub args: Option<String>,
     /// The server URL (HTTP), if given instead of a command.
     pub url: Option<String>,
@@ -75,6 +105,19 @@ pub async fn run(args: ProbeArgs) -> ExitCode {
     let arguments: Value = match args.args.as_deref().map(serde_json::from_str).transpose() {
         Ok(v) => v.unwrap_or_else(|| json!({})),
         Err(e) => return step_failed("arguments", format!("--args is not valid JSON: {e}")),
+    };
+    let log_level = match args
+        .log_level
+        .as_deref()
+        .map(str::parse::<LogLevel>)
+        .transpose()
+    {
+        Ok(level) => level,
+        Err(why) => return step_failed("arguments", format!("--log-level: {why}")),
+    };
+    let completing = match args.complete.as_deref().map(completion_request).transpose() {
+        Ok(c) => c,
+        Err(why) => return step_failed("arguments", format!("--complete: {why}")),
     };
     let options = ClientOptions {
         timeout: args.timeout,
@@ -127,8 +170,16 @@ pub async fn run(args: ProbeArgs) -> ExitCode {
             Ok(c) => c,
             Err(e) => return step_failed(&step_of(&e), e),
         };
-        let code = probe(&client, &args, arguments).await;
+        let printer = log_level
+            .is_some()
+            .then(|| tokio::spawn(print_logs(client.server_notifications())));
+        let code = probe(&client, &args, arguments, log_level, completing).await;
         client.close().await;
+        drop(client);
+        // The client gone, the printer reads what is left and ends.
+        if let Some(printer) = printer {
+            let _ = tokio::time::timeout(std::time::Duration::from_secs(1), printer).await;
+        }
         code
     };
     tokio::select! {
@@ -140,8 +191,82 @@ pub async fn run(args: ProbeArgs) -> ExitCode {
     }
 }
 
-async fn probe(client: &Client, args: &ProbeArgs, arguments: Value) -> ExitCode {
+/// What `--complete` asks: the reference, the argument and what is typed so far.
+type Completing = (CompletionRef, String, String);
+
+/// Reads `--complete REF ARG[=VALUE]`.
+fn completion_request(given: &[String]) -> Result<Completing, String> {
+    let [reference, argument] = given else {
+        return Err("give REF and ARG[=VALUE]".into());
+    };
+    let reference = match reference.split_once('/') {
+        Some(("prompt", name)) if !name.is_empty() => CompletionRef::Prompt(name.into()),
+        Some(("resource", uri)) if !uri.is_empty() => CompletionRef::ResourceTemplate(uri.into()),
+        _ => {
+            return Err(format!(
+                "{reference:?} is neither prompt/NAME nor resource/URI_TEMPLATE"
+            ));
+        }
+    };
+    let (name, value) = argument.split_once('=').unwrap_or((argument, ""));
+    Ok((reference, name.to_string(), value.to_string()))
+}
+
+/// Prints each log message of the server to stderr, escaped, until the client is gone.
+async fn print_logs(mut notifications: ServerNotifications) {
+    use tokio::sync::broadcast::error::RecvError;
+    loop {
+        match notifications.recv().await {
+            Ok(ServerNotification::Log(log)) => {
+                let data = match &log.data {
+                    Value::String(s) => s.clone(),
+                    other => other.to_string(),
+                };
+                let logger = log
+                    .logger
+                    .as_deref()
+                    .map(|l| format!(" [{}]", escape_controls(l)));
+                eprintln!(
+                    "log {}{}: {}",
+                    escape_controls(&log.level_name),
+                    logger.unwrap_or_default(),
+                    escape_controls(&data)
+                );
+            }
+            Ok(_) => {}
+            Err(RecvError::Lagged(n)) => eprintln!("log: {n} messages missed"),
+            Err(RecvError::Closed) => return,
+        }
+    }
+}
+
+/// What the probe learned and did, for the report.
+#[derive(Default)]
+struct Found {
+    tools: Vec<Tool>,
+    /// Resources and templates, when the server declares `resources`.
+    resources: Option<(Vec<Resource>, Vec<ResourceTemplate>)>,
+    /// Prompts, when the server declares `prompts`.
+    prompts: Option<Vec<Prompt>>,
+    call: Option<(String, ToolOutput)>,
+    read: Option<(String, ResourceOutput)>,
+    prompt: Option<(String, PromptContents)>,
+    completion: Option<(Completing, Completion)>,
+}
+
+async fn probe(
+    client: &Client,
+    args: &ProbeArgs,
+    arguments: Value,
+    log_level: Option<LogLevel>,
+    completing: Option<Completing>,
+) -> ExitCode {
     let details = client.details();
+    if let Some(level) = log_level
+        && let Err(e) = client.set_log_level(level).await
+    {
+        return step_failed("logging/setLevel", e);
+    }
     let tools = match client.list_tools().await {
         Ok(t) => t,
         Err(e) if !details.has_capability("tools") => {
@@ -150,29 +275,95 @@ async fn probe(client: &Client, args: &ProbeArgs, arguments: Value) -> ExitCode 
         }
         Err(e) => return step_failed("tools/list", e),
     };
-    let call = match &args.call {
-        Some(tool) => match client.call_tool(tool, arguments).await {
-            Ok(output) => Some((tool.clone(), output)),
-            Err(e) => return step_failed("tools/call", e),
-        },
-        None => None,
+    let mut found = Found {
+        tools,
+        ..Found::default()
     };
-    let code = match &call {
+    if details.has_capability("resources") {
+        let resources = match client.list_resources().await {
+            Ok(r) => r,
+            Err(e) => return step_failed("resources/list", e),
+        };
+        let templates = match client.list_resource_templates().await {
+            Ok(t) => t,
+            Err(e) if e.rpc_error().is_some_and(|r| r.code == -32601) => Vec::new(),
+            Err(e) => return step_failed("resources/templates/list", e),
+        };
+        found.resources = Some((resources, templates));
+    }
+    if details.has_capability("prompts") {
+        found.prompts = match client.list_prompts().await {
+            Ok(p) => Some(p),
+            Err(e) => return step_failed("prompts/list", e),
+        };
+    }
+    if let Some(tool) = &args.call {
+        match client.call_tool(tool, arguments.clone()).await {
+            Ok(output) => found.call = Some((tool.clone(), output)),
+            Err(e) => return step_failed("tools/call", e),
+        }
+    }
+    if let Some(uri) = &args.read {
+        match client.read_resource(uri).await {
+            Ok(output) => found.read = Some((uri.clone(), output)),
+            Err(e) => return step_failed("resources/read", e),
+        }
+    }
+    if let Some(name) = &args.prompt {
+        let prompt_args = if args.args.is_some() {
+            arguments.clone()
+        } else {
+            Value::Null
+        };
+        match client.get_prompt(name, prompt_args).await {
+            Ok(contents) => found.prompt = Some((name.clone(), contents)),
+            Err(e) => return step_failed("prompts/get", e),
+        }
+    }
+    if let Some(completing) = completing {
+        let context: Vec<(String, String)> = arguments
+            .as_object()
+            .into_iter()
+            .flatten()
+            .map(|(k, v)| {
+                (
+                    k.clone(),
+                    v.as_str().map_or_else(|| v.to_string(), str::to_string),
+                )
+            })
+            .collect();
+        let (reference, argument, value) = &completing;
+        match client.complete(reference, argument, value, &context).await {
+            Ok(completion) => found.completion = Some((completing, completion)),
+            Err(e) => return step_failed("completion/complete", e),
+        }
+    }
+    let code = match &found.call {
         Some((_, output)) if output.is_error => ExitCode::from(1),
         _ => ExitCode::SUCCESS,
     };
-    let written = report(client, args.json, &tools, call.as_ref()).map(|()| code);
+    let written = report(client, args.json, &found).map(|()| code);
     super::output::exit_code("probe", written)
+}
+
+/// The first line of a description, escaped.
+fn first_line(description: Option<&str>) -> String {
+    let line = description.unwrap_or("").lines().next().unwrap_or("");
+    escape_controls(line).into_owned()
+}
+
+/// Prints rows of columns, indented, under a heading.
+fn table(heading: &str, rows: &[Vec<String>]) -> std::io::Result<()> {
+    out!("{heading} ({}):", rows.len())?;
+    for line in super::output::columns(rows) {
+        out!("  {line}")?;
+    }
+    Ok(())
 }
 
 /// Prints what the server is (and the call's output), as text or (`json`) one JSON
 /// document; stops at the first failed write.
-fn report(
-    client: &Client,
-    json: bool,
-    tools: &[Tool],
-    call: Option<&(String, ToolOutput)>,
-) -> std::io::Result<()> {
+fn report(client: &Client, json: bool, found: &Found) -> std::io::Result<()> {
     let details = client.details();
     if json {
         let mut report = json!({
@@ -183,11 +374,36 @@ fn report(
             "serverInfo": details.server_info,
             "capabilities": details.capabilities,
             "instructions": details.instructions,
-            "tools": tools,
+            "tools": found.tools,
         });
-        if let Some((tool, output)) = call {
+        if let Some((resources, templates)) = &found.resources {
+            report["resources"] = json!(resources);
+            report["resourceTemplates"] = json!(templates);
+        }
+        if let Some(prompts) = &found.prompts {
+            report["prompts"] = json!(prompts);
+        }
+        if let Some((tool, output)) = &found.call {
             report["call"] = json!({"tool": tool, "text": output.text,
                                     "isError": output.is_error, "totalBytes": output.total_bytes});
+        }
+        if let Some((uri, output)) = &found.read {
+            report["read"] =
+                json!({"uri": uri, "text": output.text, "totalBytes": output.total_bytes});
+        }
+        if let Some((name, contents)) = &found.prompt {
+            let messages: Vec<Value> = contents
+                .messages
+                .iter()
+                .map(|m| json!({"role": m.role, "text": m.text()}))
+                .collect();
+            report["prompt"] = json!({"name": name, "description": contents.description,
+                                      "messages": messages});
+        }
+        if let Some(((reference, argument, _), completion)) = &found.completion {
+            report["completion"] = json!({"ref": reference.to_json(), "argument": argument,
+                "values": completion.values, "total": completion.total,
+                "hasMore": completion.has_more});
         }
         super::output::json(&report)?;
     } else {
@@ -214,25 +430,97 @@ fn report(
             )?,
             None => out!("instructions: (none)")?,
         }
-        out!("tools ({}):", tools.len())?;
-        let rows: Vec<Vec<String>> = tools
+        let rows: Vec<Vec<String>> = found
+            .tools
             .iter()
             .map(|tool| {
-                let description = tool.description.as_deref().unwrap_or("");
-                let first_line = description.lines().next().unwrap_or("");
                 vec![
                     escape_controls(&tool.name).into_owned(),
-                    escape_controls(first_line).into_owned(),
+                    first_line(tool.description.as_deref()),
                 ]
             })
             .collect();
-        for line in super::output::columns(&rows) {
-            out!("  {line}")?;
+        table("tools", &rows)?;
+        if let Some((resources, templates)) = &found.resources {
+            let rows: Vec<Vec<String>> = resources
+                .iter()
+                .map(|r| {
+                    vec![
+                        escape_controls(&r.uri).into_owned(),
+                        escape_controls(&r.name).into_owned(),
+                        first_line(r.description.as_deref()),
+                    ]
+                })
+                .collect();
+            table("resources", &rows)?;
+            let rows: Vec<Vec<String>> = templates
+                .iter()
+                .map(|t| {
+                    vec![
+                        escape_controls(&t.uri_template).into_owned(),
+                        escape_controls(&t.name).into_owned(),
+                        first_line(t.description.as_deref()),
+                    ]
+                })
+                .collect();
+            table("resource templates", &rows)?;
         }
-        if let Some((tool, output)) = call {
+        if let Some(prompts) = &found.prompts {
+            let rows: Vec<Vec<String>> = prompts
+                .iter()
+                .map(|p| {
+                    let arguments: Vec<String> = p
+                        .arguments
+                        .iter()
+                        .map(|a| format!("{}{}", a.name, if a.required { "*" } else { "" }))
+                        .collect();
+                    vec![
+                        escape_controls(&p.name).into_owned(),
+                        escape_controls(&format!("({})", arguments.join(", "))).into_owned(),
+                        first_line(p.description.as_deref()),
+                    ]
+                })
+                .collect();
+            table("prompts", &rows)?;
+        }
+        if let Some((tool, output)) = &found.call {
             let flag = if output.is_error { " (tool error)" } else { "" };
             out!("call {}{flag}:", escape_controls(tool))?;
             out!("{}", escape_controls_keep_lines(&output.text))?;
+        }
+        if let Some((uri, output)) = &found.read {
+            out!("read {}:", escape_controls(uri))?;
+            out!("{}", escape_controls_keep_lines(&output.text))?;
+        }
+        if let Some((name, contents)) = &found.prompt {
+            out!("prompt {}:", escape_controls(name))?;
+            if let Some(description) = &contents.description {
+                out!("  {}", first_line(Some(description)))?;
+            }
+            for message in &contents.messages {
+                out!("[{}]", escape_controls(&message.role))?;
+                match message.text() {
+                    Some(text) => out!("{}", escape_controls_keep_lines(&text))?,
+                    None => out!("(not a valid content block)")?,
+                }
+            }
+        }
+        if let Some(((_, argument, value), completion)) = &found.completion {
+            let more = match (completion.total, completion.has_more) {
+                (Some(total), true) => format!(", {total} in all, more"),
+                (Some(total), false) => format!(", {total} in all"),
+                (None, true) => ", more".into(),
+                (None, false) => String::new(),
+            };
+            out!(
+                "complete {}={} ({} values{more}):",
+                escape_controls(argument),
+                escape_controls(value),
+                completion.values.len()
+            )?;
+            for v in &completion.values {
+                out!("  {}", escape_controls(v))?;
+            }
         }
     }
     Ok(())

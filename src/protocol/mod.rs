@@ -1,6 +1,7 @@
 //! The protocol layer: MCP types, the session, and how a session starts.
 //!
 //! - [`types`]: tools, roots, progress, server details, eras and versions.
+//! - [`items`]: resources, templates, prompts, completions, log levels, typed notifications.
 //! - [`session`]: ids, correlation, timeouts, cancellation, progress, server requests.
 //! - [`era`]: how a session starts, behind one seam: the stateless era's `server/discover`
 //!   and per-request `_meta`, or the `initialize` handshake.
@@ -9,6 +10,7 @@
 //! protocol versions are in [`types`].
 
 pub mod era;
+pub mod items;
 pub mod session;
 pub mod types;
 
@@ -24,6 +26,8 @@ pub(crate) const UNSUPPORTED_VERSION: i64 = -32022;
 pub(crate) const META_PROTOCOL_VERSION: &str = "io.modelcontextprotocol/protocolVersion";
 /// The `_meta` key of a stateless-era request's client name and version.
 pub(crate) const META_CLIENT_INFO: &str = "io.modelcontextprotocol/clientInfo";
+/// The `_meta` key of a stateless-era request's log level (the era has no `logging/setLevel`).
+pub(crate) const META_LOG_LEVEL: &str = "io.modelcontextprotocol/logLevel";
 /// The `_meta` key of a stateless-era request's client capabilities.
 pub(crate) const META_CLIENT_CAPABILITIES: &str = "io.modelcontextprotocol/clientCapabilities";
 

@@ -360,6 +360,21 @@ impl Session {
         *self.shared.envelope.lock().expect("envelope lock") = envelope;
     }
 
+    /// Sets one `_meta` member every request carries from now on, in the stateless era
+    /// (`None` removes it); in the initialize era, which has no envelope, it does nothing and
+    /// says so with `false`.
+    pub fn set_envelope_member(&self, key: &str, value: Option<Value>) -> bool {
+        let mut envelope = self.shared.envelope.lock().expect("envelope lock");
+        let Some(envelope) = envelope.as_mut() else {
+            return false;
+        };
+        match value {
+            Some(value) => envelope.insert(key.to_string(), value),
+            None => envelope.remove(key),
+        };
+        true
+    }
+
     /// How many `notifications/tools/list_changed` the server has sent.
     pub fn tool_list_changes(&self) -> u64 {
         self.shared.tool_list_changes.load(Ordering::Relaxed)
@@ -837,7 +852,21 @@ fn on_notification(shared: &Shared, n: Notification) {
                 crate::text::escape_controls(level),
                 crate::text::escape_controls(&data),
             );
-            tracing::info!(target: "agenvoy_mcp::server", server = %shared.server, level = %level, "log: {data}");
+            // At the matching level: debug; info and notice; warning; error and above.
+            match &*level {
+                "debug" => {
+                    tracing::debug!(target: "agenvoy_mcp::server", server = %shared.server, level = %level, "log: {data}")
+                }
+                "warning" => {
+                    tracing::warn!(target: "agenvoy_mcp::server", server = %shared.server, level = %level, "log: {data}")
+                }
+                "error" | "critical" | "alert" | "emergency" => {
+                    tracing::error!(target: "agenvoy_mcp::server", server = %shared.server, level = %level, "log: {data}")
+                }
+                _ => {
+                    tracing::info!(target: "agenvoy_mcp::server", server = %shared.server, level = %level, "log: {data}")
+                }
+            }
         }
         _ => {}
     }

@@ -262,6 +262,44 @@ fn render_block(block: &Block) -> String {
     }
 }
 
+/// What the model sees of one content block given as JSON text (a prompt message's
+/// content): the line a block of a tool result renders to.
+pub fn render_block_json(block: &str) -> Result<String, RenderError> {
+    let Obj::<Block>(block) =
+        serde_json::from_str(block).map_err(|e| RenderError::Invalid(e.to_string()))?;
+    Ok(render_block(&block))
+}
+
+/// The `result` of `resources/read`, read for its rendering: only the members shown.
+#[derive(Deserialize)]
+pub struct ReadResult {
+    contents: Vec<Obj<Resource>>,
+}
+
+impl ReadResult {
+    /// What the model sees of a resource, uncut: each text content as it is, each binary
+    /// one as `[blob <mime>, <n> bytes]` (never its payload), one with neither as
+    /// `[resource <uri>]`, joined with `"\n"`. [`truncate`] cuts it at the cap.
+    pub fn render(&self) -> String {
+        let mime = |m: &Option<String>| m.clone().unwrap_or_else(|| "unknown".into());
+        self.contents
+            .iter()
+            .map(|Obj(r)| match (&r.text, &r.blob) {
+                (Some(text), _) => text.clone(),
+                (None, Some(blob)) => {
+                    format!(
+                        "[blob {}, {} bytes]",
+                        mime(&r.mime_type),
+                        base64_decoded_len(blob)
+                    )
+                }
+                (None, None) => format!("[resource {}]", r.uri.as_deref().unwrap_or("")),
+            })
+            .collect::<Vec<_>>()
+            .join("\n")
+    }
+}
+
 /// Removes the whitespace outside strings from valid JSON text.
 pub fn compact_json(json: &str) -> String {
     let mut out = String::with_capacity(json.len());
@@ -390,6 +428,25 @@ mod tests {
         assert!(render_result_json(r#"[]"#).is_err());
         assert!(render_result_json(r#"{"content":[["text","x"]]}"#).is_err());
         assert!(render_reference(b"[]", 3).is_err());
+    }
+
+    #[test]
+    fn resource_contents_render_text_and_blob_lines() {
+        let read: ReadResult = serde_json::from_str(
+            r#"{"contents":[{"uri":"a://t","text":"hello"},
+                            {"uri":"a://b","mimeType":"image/png","blob":"aGVsbG8="},
+                            {"uri":"a://n"}]}"#,
+        )
+        .unwrap();
+        assert_eq!(
+            read.render(),
+            "hello\n[blob image/png, 5 bytes]\n[resource a://n]"
+        );
+        assert_eq!(
+            render_block_json(r#"{"type":"image","data":"AAAA","mimeType":"image/gif"}"#).unwrap(),
+            "[image image/gif, 3 bytes]"
+        );
+        assert!(render_block_json(r#"{"type":"text","text":1}"#).is_err());
     }
 
     #[test]

@@ -1,0 +1,284 @@
+//! What the fixture server offers besides tools: resources, a resource template, prompts,
+//! completions and logging, in both eras.
+//!
+//! - Resources: `fixture://readme` (text), `fixture://logo` (a PNG blob of 8 bytes), paged by
+//!   the server's page size; in `endless-pages` mode `resources/list` pages without end.
+//!   `resources/subscribe` answers, then sends `notifications/resources/updated` for the URI.
+//! - Template: `fixture://big/{bytes}`: that many bytes of `a`. A read of `fixture://hang` is
+//!   never answered. A read that asks for progress gets one notification of it first.
+//! - Prompts: `greet` (arguments `name`, required, and `style`: a text message and an image)
+//!   and `summarize` (an embedded text resource).
+//! - Completions: `greet`'s `style` (casual, formal, friendly) and `name` (Ada, Alan, Grace;
+//!   with `Dr. ` before each match when the context's `style` is `formal`), and the template's
+//!   `bytes` (1024, 1048576, 2097152), each filtered by the value typed so far.
+//! - Logging: `logging/setLevel` answers, then sends a `warning` and a `debug` message, each
+//!   when the level lets it through; in `modern` mode (the 2026-07-28 revision) a request
+//!   whose `_meta` names a log level gets an `info` message `handling <method>` first.
+//!
+//! In `hang` mode `resources/read` and `prompts/get` are never answered. In `hostile` mode
+//! every name, description and text carries [`HOSTILE`].
+
+use super::fixture_server::{HOSTILE, Mode, Output, Server, reply, send};
+use agenvoy_mcp::__private::wire::jsonrpc::{self, ErrorObject, Id, Message, Notification};
+use serde_json::{Value, json};
+
+const LEVELS: [&str; 8] = [
+    "debug",
+    "info",
+    "notice",
+    "warning",
+    "error",
+    "critical",
+    "alert",
+    "emergency",
+];
+
+fn rank(level: &str) -> Option<usize> {
+    LEVELS.iter().position(|l| *l == level)
+}
+
+/// The capabilities the fixture declares besides tools.
+pub fn capabilities() -> Value {
+    json!({"resources": {"subscribe": true, "listChanged": true},
+           "prompts": {"listChanged": false}, "completions": {}, "logging": {}})
+}
+
+fn hostile(server: &Server, text: &str) -> String {
+    match server.mode() {
+        Mode::Hostile => format!("{text}{HOSTILE}"),
+        _ => text.to_string(),
+    }
+}
+
+fn log(out: &dyn Output, level: &str, data: Value) {
+    send(
+        out,
+        Message::Notification(Notification {
+            method: "notifications/message".into(),
+            params: Some(json!({"level": level, "logger": "fixture", "data": data})),
+        }),
+    );
+}
+
+/// Before a request is handled: in `modern` mode, the log message its `_meta` asks for.
+pub fn before(server: &Server, method: &str, params: &Value, out: &dyn Output) {
+    if *server.mode() != Mode::Modern {
+        return;
+    }
+    let asked = params
+        .pointer("/_meta/io.modelcontextprotocol~1logLevel")
+        .and_then(Value::as_str)
+        .and_then(rank);
+    if asked.is_some_and(|a| a <= 1) {
+        log(out, "info", json!(format!("handling {method}")));
+    }
+}
+
+/// Paged as tools are: `cursor` is the index of the first entry.
+fn paged(
+    server: &Server,
+    key: &str,
+    all: Vec<Value>,
+    params: &Value,
+) -> Result<Value, ErrorObject> {
+    let start = match params.get("cursor").and_then(Value::as_str) {
+        Some(c) => c
+            .parse::<usize>()
+            .ok()
+            .filter(|n| *n < all.len())
+            .ok_or_else(|| {
+                ErrorObject::new(jsonrpc::INVALID_PARAMS, format!("invalid cursor {c:?}"))
+            })?,
+        None => 0,
+    };
+    let end = server
+        .page_size()
+        .map_or(all.len(), |n| (start + n.max(1)).min(all.len()));
+    let mut result = json!({key: all[start..end]});
+    if end < all.len() {
+        result["nextCursor"] = json!(end.to_string());
+    }
+    Ok(result)
+}
+
+fn completion(values: Vec<String>, typed: &str) -> Value {
+    let values: Vec<String> = values
+        .into_iter()
+        .filter(|v| v.starts_with(typed))
+        .collect();
+    json!({"completion": {"values": values, "total": values.len(), "hasMore": false}})
+}
+
+/// Handles a request of these features; `false` when the method is none of theirs.
+pub fn handle(server: &Server, method: &str, id: Id, params: &Value, out: &dyn Output) -> bool {
+    let outcome = match method {
+        "resources/read" | "prompts/get" if *server.mode() == Mode::Hang => return true,
+        "resources/read" if params.get("uri") == Some(&json!("fixture://hang")) => return true,
+        "resources/list" if *server.mode() == Mode::EndlessPages => {
+            let n: u64 = params
+                .get("cursor")
+                .and_then(Value::as_str)
+                .and_then(|c| c.parse().ok())
+                .unwrap_or(0);
+            let resource = json!({"uri": format!("fixture://r{n}"), "name": format!("r{n}")});
+            Ok(json!({"resources": [resource], "nextCursor": (n + 1).to_string()}))
+        }
+        "resources/list" => {
+            let all = vec![
+                json!({"uri": "fixture://readme", "name": hostile(server, "readme"),
+                       "description": hostile(server, "What the fixture server is."),
+                       "mimeType": "text/plain", "x-fixture": {"kept": true}}),
+                json!({"uri": "fixture://logo", "name": "logo", "mimeType": "image/png"}),
+            ];
+            paged(server, "resources", all, params)
+        }
+        "resources/templates/list" => Ok(json!({"resourceTemplates": [
+            {"uriTemplate": "fixture://big/{bytes}", "name": hostile(server, "big"),
+             "description": "That many bytes of text.", "mimeType": "text/plain"}
+        ]})),
+        "resources/read" => {
+            if let Some(token) = params.pointer("/_meta/progressToken") {
+                let progress = json!({"progressToken": token, "progress": 1, "total": 1,
+                                      "message": "read"});
+                send(
+                    out,
+                    Message::Notification(Notification {
+                        method: "notifications/progress".into(),
+                        params: Some(progress),
+                    }),
+                );
+            }
+            let uri = params.get("uri").and_then(Value::as_str).unwrap_or("");
+            let bytes = uri
+                .strip_prefix("fixture://big/")
+                .and_then(|n| n.parse::<usize>().ok());
+            match (uri, bytes) {
+                ("fixture://readme", _) => {
+                    Ok(json!({"contents": [{"uri": uri, "mimeType": "text/plain",
+                    "text": hostile(server, "The agenvoy fixture server's readme.")}]}))
+                }
+                ("fixture://logo", _) => {
+                    Ok(json!({"contents": [{"uri": uri, "mimeType": "image/png",
+                    "blob": "iVBORw0KGgo="}]}))
+                }
+                (_, Some(n)) => Ok(json!({"contents": [{"uri": uri, "mimeType": "text/plain",
+                    "text": "a".repeat(n)}]})),
+                _ => Err(ErrorObject::new(
+                    jsonrpc::INVALID_PARAMS,
+                    format!("unknown resource {uri:?}"),
+                )),
+            }
+        }
+        "resources/subscribe" | "resources/unsubscribe" => {
+            let uri = params
+                .get("uri")
+                .and_then(Value::as_str)
+                .unwrap_or("")
+                .to_string();
+            reply(out, id, Ok(json!({})));
+            if method == "resources/subscribe" {
+                send(
+                    out,
+                    Message::Notification(Notification {
+                        method: "notifications/resources/updated".into(),
+                        params: Some(json!({"uri": uri})),
+                    }),
+                );
+            }
+            return true;
+        }
+        "prompts/list" => {
+            let all = vec![
+                json!({"name": "greet", "description": hostile(server, "Greets someone."),
+                       "arguments": [{"name": "name", "description": "Who", "required": true},
+                                     {"name": "style", "description": "How"}]}),
+                json!({"name": "summarize", "description": "Summarizes the readme."}),
+            ];
+            paged(server, "prompts", all, params)
+        }
+        "prompts/get" => {
+            let args = params.get("arguments").cloned().unwrap_or(Value::Null);
+            let arg = |k: &str| args.get(k).and_then(Value::as_str).map(str::to_string);
+            match params.get("name").and_then(Value::as_str) {
+                Some("greet") => match arg("name") {
+                    Some(name) => {
+                        let style = arg("style").unwrap_or_else(|| "casual".into());
+                        let text = hostile(server, &format!("Greet {name} in a {style} way."));
+                        Ok(json!({"description": "A greeting", "messages": [
+                            {"role": "user", "content": {"type": "text", "text": text}},
+                            {"role": "assistant", "content": {"type": "image", "data": "AAAA", "mimeType": "image/png"}}
+                        ]}))
+                    }
+                    None => Err(ErrorObject::new(
+                        jsonrpc::INVALID_PARAMS,
+                        "greet needs the argument name",
+                    )),
+                },
+                Some("summarize") => Ok(json!({"messages": [
+                    {"role": "user", "content": {"type": "resource", "resource":
+                        {"uri": "fixture://readme", "mimeType": "text/plain", "text": "The agenvoy fixture server's readme."}}}
+                ]})),
+                other => Err(ErrorObject::new(
+                    jsonrpc::INVALID_PARAMS,
+                    format!("unknown prompt {other:?}"),
+                )),
+            }
+        }
+        "completion/complete" => {
+            let typed = params
+                .pointer("/argument/value")
+                .and_then(Value::as_str)
+                .unwrap_or("");
+            let argument = params.pointer("/argument/name").and_then(Value::as_str);
+            let kind = params.pointer("/ref/type").and_then(Value::as_str);
+            let formal = params
+                .pointer("/context/arguments/style")
+                .and_then(Value::as_str)
+                == Some("formal");
+            let strings = |v: &[&str]| v.iter().map(|s| s.to_string()).collect::<Vec<_>>();
+            match (kind, argument) {
+                (Some("ref/prompt"), Some("style")) => Ok(completion(
+                    strings(&["casual", "formal", "friendly"]),
+                    typed,
+                )),
+                (Some("ref/prompt"), Some("name")) => {
+                    let mut done = completion(strings(&["Ada", "Alan", "Grace"]), typed);
+                    if formal && let Some(values) = done.pointer_mut("/completion/values") {
+                        for v in values.as_array_mut().into_iter().flatten() {
+                            *v = json!(format!("Dr. {}", v.as_str().unwrap_or("")));
+                        }
+                    }
+                    Ok(done)
+                }
+                (Some("ref/resource"), Some("bytes")) => {
+                    Ok(completion(strings(&["1024", "1048576", "2097152"]), typed))
+                }
+                _ => Ok(completion(Vec::new(), typed)),
+            }
+        }
+        "logging/setLevel" => {
+            let level = params.get("level").and_then(Value::as_str).unwrap_or("");
+            let Some(asked) = rank(level) else {
+                let e =
+                    ErrorObject::new(jsonrpc::INVALID_PARAMS, format!("unknown level {level:?}"));
+                reply(out, id, Err(e));
+                return true;
+            };
+            reply(out, id, Ok(json!({})));
+            if asked <= 3 {
+                log(
+                    out,
+                    "warning",
+                    json!(hostile(server, &format!("log level set to {level}"))),
+                );
+            }
+            if asked == 0 {
+                log(out, "debug", json!({"detail": "debug messages are on"}));
+            }
+            return true;
+        }
+        _ => return false,
+    };
+    reply(out, id, outcome);
+    true
+}
