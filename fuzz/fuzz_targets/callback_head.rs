@@ -163,7 +163,12 @@ fuzz_target!(|input: &[u8]| {
         (Err(Some(status)), Err(Some(()))) => {
             assert!(status.starts_with("431 "), "{status}");
         }
-        _ => panic!("read_head gave {head:?}, the whole input says {expected:?}"),
+        _ => panic!(
+            "read_head gave {:?}, the whole input ({} bytes) says {:?}",
+            head.as_ref().map(String::len),
+            bytes.len(),
+            expected.as_ref().map(String::len)
+        ),
     }
     let Ok(head) = head else {
         return;
