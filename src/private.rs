@@ -104,4 +104,167 @@ pub mod fuzz {
             .map_err(|_| "the base is not a URL".to_string())?;
         crate::transport::http::endpoint_on_origin(&base, endpoint).map(|u| u.to_string())
     }
+
+    /// The login callback listener's reading of one request head from `stream` (up to its
+    /// blank line, at most 8 KiB): the head, or `Err(None)` when the peer closed first,
+    /// `Err(Some(status))` when it is too large.
+    #[cfg(feature = "oauth")]
+    pub async fn callback_read_head(
+        stream: &mut tokio::net::TcpStream,
+    ) -> Result<String, Option<&'static str>> {
+        crate::auth::callback::read_head(stream).await
+    }
+
+    /// The login callback listener's judgement of a request head, for a listener on `path`
+    /// waiting for `state`: (status, page, the redirect URL when it ends the login).
+    #[cfg(feature = "oauth")]
+    pub fn callback_judge(
+        head: &str,
+        path: &str,
+        state: Option<&str>,
+    ) -> (&'static str, String, Option<String>) {
+        crate::auth::callback::judge_callback(head, path, state)
+    }
+
+    #[cfg(all(
+        feature = "keychain",
+        unix,
+        not(any(target_os = "macos", target_os = "ios"))
+    ))]
+    pub use dbus::*;
+
+    /// The Secret Service's D-Bus client (`auth/store/dbus.rs`): its message reader, its
+    /// writer, and a connection's start (authentication and `Hello`) on any stream.
+    #[cfg(all(
+        feature = "keychain",
+        unix,
+        not(any(target_os = "macos", target_os = "ios"))
+    ))]
+    mod dbus {
+        use crate::auth::store::dbus::{Body, Bus, Message, Value, method_call};
+
+        /// A value read from a message (the reader's `Value`).
+        #[derive(Debug, Clone, PartialEq)]
+        pub enum DbusValue {
+            /// Any fixed-size number but a boolean, as its raw bits.
+            Number(u64),
+            /// `b`.
+            Bool(bool),
+            /// `s`, `o` or `g`.
+            Str(String),
+            /// `ay`.
+            Bytes(Vec<u8>),
+            /// Any other array.
+            Array(Vec<DbusValue>),
+            /// A struct or a dict entry.
+            Struct(Vec<DbusValue>),
+            /// `v`.
+            Variant(Box<DbusValue>),
+        }
+
+        impl From<Value> for DbusValue {
+            fn from(value: Value) -> Self {
+                let all = |v: Vec<Value>| v.into_iter().map(DbusValue::from).collect();
+                match value {
+                    Value::Number(n) => DbusValue::Number(n),
+                    Value::Bool(b) => DbusValue::Bool(b),
+                    Value::Str(s) => DbusValue::Str(s),
+                    Value::Bytes(b) => DbusValue::Bytes(b),
+                    Value::Array(v) => DbusValue::Array(all(v)),
+                    Value::Struct(v) => DbusValue::Struct(all(v)),
+                    Value::Variant(v) => DbusValue::Variant(Box::new((*v).into())),
+                }
+            }
+        }
+
+        /// What the reader keeps of a message.
+        #[derive(Debug)]
+        pub struct DbusMessage {
+            /// 1 method call, 2 method return, 3 error, 4 signal.
+            pub kind: u8,
+            /// The `REPLY_SERIAL` header field.
+            pub reply_serial: Option<u32>,
+            /// The `ERROR_NAME` header field, checked (or a placeholder).
+            pub error_name: String,
+            /// The body's signature.
+            pub signature: String,
+            /// The body's values.
+            pub body: Vec<DbusValue>,
+        }
+
+        /// `Message::parse`: one whole message (header, fields, body).
+        pub fn dbus_parse(bytes: &[u8]) -> Result<DbusMessage, String> {
+            let m = Message::parse(bytes)?;
+            Ok(DbusMessage {
+                kind: m.kind,
+                reply_serial: m.reply_serial,
+                error_name: m.error_name,
+                signature: m.signature,
+                body: m.body.into_iter().map(DbusValue::from).collect(),
+            })
+        }
+
+        /// The message writer (`Body`, little-endian).
+        pub struct DbusBody(Body);
+
+        impl DbusBody {
+            /// An empty body whose values will have `signature`.
+            pub fn new(signature: &str) -> Self {
+                DbusBody(Body::new(signature))
+            }
+            /// A `u` (also the encoding of `b`).
+            pub fn u32(&mut self, value: u32) {
+                self.0.u32(value)
+            }
+            /// An `s` or an `o` (no NUL in it).
+            pub fn string(&mut self, value: &str) {
+                self.0.string(value)
+            }
+            /// A `g` (at most 255 bytes).
+            pub fn signature(&mut self, value: &str) {
+                self.0.signature(value)
+            }
+            /// An `ay`.
+            pub fn byte_array(&mut self, value: &[u8]) {
+                self.0.byte_array(value)
+            }
+            /// A struct or dict entry.
+            pub fn structure(&mut self, members: impl FnOnce(&mut DbusBody)) {
+                self.0.structure(|b| with(b, members))
+            }
+            /// An array whose elements align to `align`.
+            pub fn array(&mut self, align: usize, elements: impl FnOnce(&mut DbusBody)) {
+                self.0.array(align, |b| with(b, elements))
+            }
+            /// The method call message carrying this body.
+            pub fn method_call(
+                &self,
+                serial: u32,
+                destination: &str,
+                path: &str,
+                interface: &str,
+                member: &str,
+            ) -> Vec<u8> {
+                method_call(serial, destination, path, interface, member, &self.0)
+            }
+        }
+
+        /// Runs `f` on `body` as a [`DbusBody`].
+        fn with(body: &mut Body, f: impl FnOnce(&mut DbusBody)) {
+            let mut wrapped = DbusBody(std::mem::replace(body, Body::new("")));
+            f(&mut wrapped);
+            *body = wrapped.0;
+        }
+
+        /// A connection's start on `stream` (authentication, `Hello` and its answer), all
+        /// before `deadline`; an error as the user would read it.
+        pub fn dbus_start(
+            stream: std::os::unix::net::UnixStream,
+            deadline: std::time::Instant,
+        ) -> Result<(), String> {
+            Bus::start(stream, deadline)
+                .map(drop)
+                .map_err(|e| e.to_string())
+        }
+    }
 }

@@ -5,8 +5,8 @@
 //!   (`gate::belongs_to(entry, "mcp__s__")`): no entry approves another server's tools;
 //! - a built-in tool is approved only by its own name or by a `prefix*` entry outside `mcp__`;
 //! - `replace_prefix` changes the entries of that prefix only, and every entry it takes
-//!   passes `check_entry` and belongs to the prefix (a `*` entry under `mcp__` then names
-//!   that one server); it refuses only entries that do not.
+//!   passes `check_entry` (a `*` entry under `mcp__` then names one whole server); it refuses
+//!   only an entry `check_entry` refuses or one approving another server's every tool.
 //!
 //! Input: text; line 1 is the server, line 2 the tool, the rest the file.
 #![no_main]
@@ -88,14 +88,15 @@ fuzz_target!(|input: &[u8]| {
                 );
             }
         }
-        // Refused only for an entry that fails `check_entry`, or one that starts with the
-        // prefix but approves another server (`mcp__gh__x__*` is server `gh__x`'s).
+        // Refused only for an entry `check_entry` refuses, or one approving every tool of
+        // another server (`mcp__gh__x__*` is server `gh__x`'s, not `gh`'s).
         Err(e) => assert!(
             !e.0.is_empty()
                 && mine.iter().any(|m| {
-                    check_entry(m).is_err()
-                        || (whole_server(m).is_some() && !belongs_to(m, &prefix))
-                })
+                    check_entry(m).is_err() || whole_server(m).is_some() && !belongs_to(m, &prefix)
+                }),
+            "{}",
+            e.0
         ),
     }
 });

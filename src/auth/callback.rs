@@ -470,7 +470,7 @@ async fn answer_callback(
 
 /// The request head (up to its blank line). `Err(None)`: the peer closed first;
 /// `Err(Some(status))`: over [`CALLBACK_HEAD_MAX`] bytes.
-async fn read_head(stream: &mut TcpStream) -> Result<String, Option<&'static str>> {
+pub(crate) async fn read_head(stream: &mut TcpStream) -> Result<String, Option<&'static str>> {
     let mut buf = Vec::new();
     let mut chunk = [0u8; 2048];
     loop {
@@ -489,7 +489,7 @@ async fn read_head(stream: &mut TcpStream) -> Result<String, Option<&'static str
 }
 
 /// What to answer a request head: status, page, and the redirect URL when it ends the login.
-fn judge_callback(
+pub(crate) fn judge_callback(
     head: &str,
     path: &str,
     state: Option<&str>,

@@ -306,6 +306,13 @@ impl TokenStore for KeychainStore {
 ))]
 #[path = "store/secret_service.rs"]
 mod os_keychain;
+/// The D-Bus client's message reader and writer, for the fuzz targets (`crate::__private`).
+#[cfg(all(
+    feature = "keychain",
+    unix,
+    not(any(target_os = "macos", target_os = "ios"))
+))]
+pub(crate) use os_keychain::dbus;
 #[cfg(all(
     feature = "keychain",
     any(target_os = "macos", target_os = "ios", windows)

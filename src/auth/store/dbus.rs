@@ -22,7 +22,7 @@ const MAX_DEPTH: usize = 64;
 
 /// What went wrong talking to the bus; carries no secret.
 #[derive(Debug)]
-pub(super) enum BusError {
+pub(crate) enum BusError {
     /// No session bus address, or nothing listening there.
     NoBus(String),
     /// The bus or a service did not answer before the deadline.
@@ -182,7 +182,7 @@ fn connect_socket(socket: &Socket, deadline: Instant) -> io::Result<UnixStream> 
 }
 
 /// One connection to the session bus, good until its deadline.
-pub(super) struct Bus {
+pub(crate) struct Bus {
     stream: UnixStream,
     deadline: Instant,
     serial: u32,
@@ -206,7 +206,7 @@ impl Bus {
     }
 
     /// Authenticates on a connected stream and says `Hello`.
-    fn start(stream: UnixStream, deadline: Instant) -> Result<Bus, BusError> {
+    pub(crate) fn start(stream: UnixStream, deadline: Instant) -> Result<Bus, BusError> {
         let mut bus = Bus {
             stream,
             deadline,
@@ -365,7 +365,7 @@ const METHOD_RETURN: u8 = 2;
 const ERROR: u8 = 3;
 
 /// A method call message, little-endian.
-fn method_call(
+pub(crate) fn method_call(
     serial: u32,
     destination: &str,
     path: &str,
@@ -401,14 +401,14 @@ fn method_call(
 }
 
 /// A message body being written (little-endian), with its signature.
-pub(super) struct Body {
+pub(crate) struct Body {
     signature: String,
     bytes: Vec<u8>,
 }
 
 impl Body {
     /// An empty body whose values will have `signature`.
-    pub(super) fn new(signature: &str) -> Body {
+    pub(crate) fn new(signature: &str) -> Body {
         Body {
             signature: signature.into(),
             bytes: Vec::new(),
@@ -421,39 +421,39 @@ impl Body {
     }
 
     /// A `u` (also the encoding of `b`).
-    pub(super) fn u32(&mut self, value: u32) {
+    pub(crate) fn u32(&mut self, value: u32) {
         self.align(4);
         self.bytes.extend_from_slice(&value.to_le_bytes());
     }
 
     /// An `s` or an `o`. The caller checks there is no NUL in it.
-    pub(super) fn string(&mut self, value: &str) {
+    pub(crate) fn string(&mut self, value: &str) {
         self.u32(value.len() as u32);
         self.bytes.extend_from_slice(value.as_bytes());
         self.bytes.push(0);
     }
 
     /// A `g`.
-    pub(super) fn signature(&mut self, value: &str) {
+    pub(crate) fn signature(&mut self, value: &str) {
         self.bytes.push(value.len() as u8);
         self.bytes.extend_from_slice(value.as_bytes());
         self.bytes.push(0);
     }
 
     /// An `ay`.
-    pub(super) fn byte_array(&mut self, value: &[u8]) {
+    pub(crate) fn byte_array(&mut self, value: &[u8]) {
         self.u32(value.len() as u32);
         self.bytes.extend_from_slice(value);
     }
 
     /// A struct (or dict entry): aligned to 8, then its members.
-    pub(super) fn structure(&mut self, members: impl FnOnce(&mut Body)) {
+    pub(crate) fn structure(&mut self, members: impl FnOnce(&mut Body)) {
         self.align(8);
         members(self);
     }
 
     /// An array whose elements align to `align`, written by `elements`.
-    pub(super) fn array(&mut self, align: usize, elements: impl FnOnce(&mut Body)) {
+    pub(crate) fn array(&mut self, align: usize, elements: impl FnOnce(&mut Body)) {
         self.u32(0);
         let at = self.bytes.len() - 4;
         self.align(align);
@@ -478,7 +478,7 @@ impl Body {
 
 /// A value read from the bus.
 #[derive(Debug, Clone, PartialEq)]
-pub(super) enum Value {
+pub(crate) enum Value {
     /// Any fixed-size number but a boolean, as its raw bits.
     Number(u64),
     Bool(bool),
@@ -528,16 +528,16 @@ impl Value {
 
 /// A message read from the bus: what a client needs of it.
 #[derive(Debug)]
-struct Message {
-    kind: u8,
-    reply_serial: Option<u32>,
-    error_name: String,
-    signature: String,
-    body: Vec<Value>,
+pub(crate) struct Message {
+    pub(crate) kind: u8,
+    pub(crate) reply_serial: Option<u32>,
+    pub(crate) error_name: String,
+    pub(crate) signature: String,
+    pub(crate) body: Vec<Value>,
 }
 
 impl Message {
-    fn parse(bytes: &[u8]) -> Result<Message, String> {
+    pub(crate) fn parse(bytes: &[u8]) -> Result<Message, String> {
         if bytes.len() < 16 {
             return Err("shorter than a header".into());
         }

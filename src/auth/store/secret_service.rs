@@ -9,7 +9,7 @@
 //! within [`DEADLINE`]. A locked keyring is reported, never unlocked: that takes a prompt, and
 //! a prompt can wait forever.
 
-mod dbus;
+pub(crate) mod dbus;
 
 use super::{SERVICE, StoreError, StoreErrorKind};
 use dbus::{Body, Bus, BusError, Value};
