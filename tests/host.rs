@@ -88,7 +88,7 @@ async fn auto_call(manager: &Manager, name: &str, args: Value) -> String {
 #[tokio::test]
 async fn startup_takes_as_long_as_the_slowest_server_not_the_sum() {
     let dir = tempfile::tempdir().unwrap();
-    let slow = fixture_entry(&["--mode", "slow-start=1"]);
+    let slow = fixture_entry(&["--mode", "slow-start=2"]);
     let started = Instant::now();
     let manager = start(
         json!({"s1": slow, "s2": slow, "s3": slow, "s4": slow}),
@@ -96,9 +96,11 @@ async fn startup_takes_as_long_as_the_slowest_server_not_the_sum() {
     )
     .await;
     let took = started.elapsed();
+    // One after another they would take 8 s; at once, 2 s and the time to start them (a wide
+    // margin for a busy machine, well short of the sum).
     assert!(
-        took >= Duration::from_secs(1) && took < Duration::from_millis(3500),
-        "four servers that each take 1 s to start took {took:?}"
+        took >= Duration::from_secs(2) && took < Duration::from_secs(6),
+        "four servers that each take 2 s to start took {took:?}"
     );
     for s in manager.status() {
         assert_eq!(s.state, ServerState::Connected, "{s:?}");
