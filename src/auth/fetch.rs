@@ -158,6 +158,11 @@ pub fn check_url(what: &str, url: &str) -> Result<Uri, String> {
     if host.is_empty() {
         return Err(format!("{what} \"{shown}\" names no host; refusing it"));
     }
+    if !crate::transport::http::plain_authority(&uri) {
+        return Err(format!(
+            "{what} \"{shown}\" has a malformed host or port, or a user name in it; refusing it"
+        ));
+    }
     if scheme.as_deref() == Some("http") && !is_loopback_host(host) {
         return Err(format!(
             "{what} \"{shown}\" is plain http on a host that is not this machine; OAuth needs https there (http only on localhost, 127.0.0.1 or [::1]), so it is refused"

@@ -65,6 +65,7 @@ mod session;
 pub use client::{HttpsClient, https_client};
 use events::{Cursor, EventData, EventReader};
 pub use headers::header_value;
+pub(crate) use headers::plain_authority;
 use headers::{
     configured_headers, content_type, modern_headers, origin, resolve, without_userinfo,
 };

@@ -140,3 +140,55 @@ pub fn header_value(value: &str) -> String {
         )
     }
 }
+
+/// Whether `uri`'s authority is exactly its host and, if any, a port of digits that fits a
+/// `u16`: no user name or password, nothing after an IPv6 literal, no port the HTTP client
+/// would read otherwise (`localhost:n_e0` parses, then connects on the default port).
+pub(crate) fn plain_authority(uri: &Uri) -> bool {
+    let (Some(authority), Some(host)) = (uri.authority(), uri.host()) else {
+        return false;
+    };
+    match authority.as_str().strip_prefix(host) {
+        Some("") => true,
+        Some(rest) => rest.strip_prefix(':').is_some_and(|port| {
+            !port.is_empty()
+                && port.bytes().all(|b| b.is_ascii_digit())
+                && port.parse::<u16>().is_ok()
+        }),
+        None => false,
+    }
+}
+
+#[cfg(test)]
+mod plain_authority_tests {
+    use super::*;
+
+    #[test]
+    fn an_authority_is_a_host_and_a_port_of_digits_only() {
+        for plain in [
+            "https://as.example/token",
+            "https://as.example:8443/token",
+            "http://127.0.0.1:9/mcp",
+            "http://[::1]:17988/callback",
+            "http://localhost/",
+        ] {
+            assert!(plain_authority(&plain.parse().unwrap()), "{plain}");
+        }
+        for odd in [
+            "http://localhost:n_e0/token",
+            "http://[::1]2:8/m",
+            "https://[::1]junk:8443/x",
+            "http://localhost:.m/",
+            "http://localhost:/",
+            "http://localhost:70000/",
+            "HTTP://B@localhost:",
+            "https://user:pass@as.example/token",
+        ] {
+            let parsed: std::result::Result<Uri, _> = odd.parse();
+            assert!(
+                parsed.is_err() || !plain_authority(&parsed.unwrap()),
+                "{odd}"
+            );
+        }
+    }
+}

@@ -9,6 +9,11 @@ use super::*;
 pub(crate) fn endpoint_on_origin(base: &Uri, endpoint: &str) -> std::result::Result<Uri, String> {
     let resolved = resolve(base, endpoint.trim())
         .ok_or_else(|| format!("the endpoint {endpoint:?} is not a URL"))?;
+    if !plain_authority(&resolved) {
+        return Err(format!(
+            "the endpoint {endpoint:?} has a malformed host or port, or a user name in it; refusing it"
+        ));
+    }
     if origin(&resolved) != origin(base) {
         return Err(format!(
             "the endpoint {resolved} is on another origin; refusing it"
