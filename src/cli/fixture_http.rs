@@ -229,6 +229,38 @@ impl Output for JsonOut {
     }
 }
 
+/// A session's GET stream, looked up when a message is sent: a client opens it after
+/// initialize, in the background, so a server request made at once waits for it (up to
+/// `SIDE_STREAM_WAIT`) instead of being lost.
+struct SideStream {
+    fixture: Arc<Fixture>,
+    session: String,
+}
+
+/// How long a message for a session's GET stream waits for the client to open it.
+const SIDE_STREAM_WAIT: Duration = Duration::from_secs(10);
+
+impl Output for SideStream {
+    // Runs on a blocking thread (`Fixture::receive`), so it may sleep.
+    fn message(&self, pieces: &mut dyn Iterator<Item = Vec<u8>>, answers: Option<&Id>) {
+        let give_up = std::time::Instant::now() + SIDE_STREAM_WAIT;
+        loop {
+            let stream = match self.fixture.sessions.lock().unwrap().get(&self.session) {
+                Some(Some(stream)) => Some(stream.clone()),
+                Some(None) => None,
+                None => return, // the session is gone
+            };
+            if let Some(stream) = stream {
+                return stream.message(pieces, answers);
+            }
+            if std::time::Instant::now() >= give_up {
+                return;
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+}
+
 /// Drops what it is given: where messages go when there is no stream for them.
 struct Nowhere;
 
@@ -429,10 +461,12 @@ impl Fixture {
     }
 
     /// The session's GET stream, where messages go that belong to no request stream.
-    fn side_stream(&self, session: Option<&str>) -> Arc<dyn Output> {
-        let sessions = self.sessions.lock().unwrap();
-        match session.and_then(|s| sessions.get(s)).and_then(Clone::clone) {
-            Some(stream) => stream,
+    fn side_stream(self: &Arc<Self>, session: Option<&str>) -> Arc<dyn Output> {
+        match session {
+            Some(session) => Arc::new(SideStream {
+                fixture: self.clone(),
+                session: session.to_string(),
+            }),
             None => Arc::new(Nowhere),
         }
     }

@@ -217,6 +217,9 @@ pub struct Server {
     /// Answers to our own requests to the client, by id.
     answers: Mutex<HashMap<String, Value>>,
     answered: Condvar,
+    /// The number of our next request to the client: unique across the clients an HTTP
+    /// fixture serves at once, whose own request ids collide.
+    next_ask: std::sync::atomic::AtomicU64,
     /// Tools added by `add_tool`.
     added: Mutex<Vec<String>>,
     /// tools/list requests answered.
@@ -232,6 +235,7 @@ impl Server {
             cancelled: Mutex::new(Vec::new()),
             answers: Mutex::new(HashMap::new()),
             answered: Condvar::new(),
+            next_ask: std::sync::atomic::AtomicU64::new(1),
             added: Mutex::new(Vec::new()),
             lists: std::sync::atomic::AtomicUsize::new(0),
         })
@@ -691,7 +695,10 @@ fn call_tool(server: &Server, id: Id, params: &Value, out: &dyn Output) {
                 .and_then(Value::as_str)
                 .unwrap_or("ping")
                 .to_string();
-            let ask_id = Id::String(format!("fixture-{id}"));
+            let ask = server
+                .next_ask
+                .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+            let ask_id = Id::String(format!("fixture-{ask}"));
             let key = ask_id.to_string();
             send(
                 out,
