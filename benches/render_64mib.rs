@@ -2,8 +2,8 @@
 //! 64 KiB chunks, the default 1 MiB cap) beside its baselines on the same bytes in the same
 //! run: `serde_json::from_slice::<Value>` (what parsing the whole message costs any SDK) and a
 //! plain memchr2 scan for `"` and `\` (the least a JSON string scanner can do).
-use agenvoy_mcp::__private::wire::decode::MessageDecoder;
-use agenvoy_mcp::__private::wire::render::DEFAULT_CAP;
+use agenvoy_mcp::unstable::wire::DEFAULT_CAP;
+use agenvoy_mcp::unstable::wire::MessageDecoder;
 use criterion::{Criterion, Throughput, criterion_group, criterion_main};
 use std::hint::black_box;
 use std::time::Duration;

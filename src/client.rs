@@ -75,7 +75,7 @@ pub struct ClientOptions {
 
 impl ClientOptions {
     /// What the transport keeps of each incoming message.
-    pub fn limits(&self) -> Limits {
+    pub(crate) fn limits(&self) -> Limits {
         Limits {
             output_cap: self.output_cap,
             max_message: self.max_message,
@@ -282,7 +282,7 @@ impl Client {
     }
 
     /// Connects over any transport: starts the session, and closes the transport if that fails.
-    pub async fn connect(
+    pub(crate) async fn connect(
         name: &str,
         transport: Arc<dyn Transport>,
         inbound: mpsc::Receiver<Inbound>,
@@ -337,6 +337,16 @@ impl Client {
     /// Notifications from the server, typed: resource updates, list changes, log messages.
     pub fn server_notifications(&self) -> ServerNotifications {
         ServerNotifications(self.session.notifications())
+    }
+
+    /// The transport's short name: `stdio`, `http`, or `http+sse` (the 2024-11-05 fallback).
+    pub fn transport_kind(&self) -> &'static str {
+        self.session.transport().kind()
+    }
+
+    /// The stdio server's process id (also its process group); `None` over HTTP.
+    pub fn server_pid(&self) -> Option<u32> {
+        self.session.transport().pid()
     }
 
     /// Whether the connection has ended.

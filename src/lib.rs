@@ -9,14 +9,14 @@
 //! - [`api`] (feature `api`): the management API of `agenvoy-mcp serve`;
 //! - [`tui`] (feature `tui`): the `/mcp` terminal panel.
 //!
-//! Inside, each layer depends only on the ones before it: `wire` (JSON-RPC messages,
-//! framing, rendering and the output cap; no I/O), `transport` (stdio child processes and
-//! streamable HTTP with its HTTP+SSE fallback), `protocol` (the session, the two eras, the
-//! MCP constants), `client`; `auth` beside them (it needs the HTTP transport, not the
-//! session); then `host` (which uses both), `api`, `tui`. `docs/ARCHITECTURE.md` maps
-//! each behaviour to its file. Those inner layers are reachable through `__private` for the
-//! binary, the tests, benches and fuzz targets only: not part of the API, they may change in
-//! any release.
+//! Inside, the layers build on each other: `wire` (JSON-RPC messages, framing, rendering
+//! and the output cap; no I/O), `transport` (stdio child processes and streamable HTTP with
+//! its HTTP+SSE fallback), `protocol` (the session, the two eras, the MCP constants),
+//! `client`; `auth` needs the HTTP transport and sits beside the protocol layer, not above
+//! it; `host` uses the client and auth; `api` and `tui` drive the host. Those inner layers
+//! are private: what they offer an embedder is exported here. `docs/ARCHITECTURE.md` maps
+//! each behaviour to its file. [`unstable`] holds the few internals the `agenvoy-mcp`
+//! binary, the benches and the fuzz targets reach into: not part of the API.
 //!
 //! ```no_run
 //! # async fn demo() -> agenvoy_mcp::Result<()> {
@@ -29,37 +29,44 @@
 //! client.close().await;
 //! # Ok(()) }
 //! ```
-#![warn(missing_docs)]
+#![warn(missing_docs, unnameable_types)]
 
 #[cfg(feature = "api")]
 pub mod api;
 #[cfg(feature = "oauth")]
 pub mod auth;
+mod client;
+mod error;
 mod files;
 pub mod host;
+mod protocol;
+mod text;
+mod transport;
 #[cfg(feature = "tui")]
 pub mod tui;
-
-#[doc(hidden)]
-#[path = "private.rs"]
-pub mod __private;
-pub(crate) use __private::{client, error, protocol, text, transport, wire};
+pub mod unstable;
+mod wire;
 
 pub use client::{Client, ClientOptions, ListLimits, ServerNotifications};
 pub use error::{Error, ErrorKind, Result};
+pub use protocol::era::{ClientInfo, EraPreference};
 pub use protocol::items::{
     Completion, CompletionRef, LogLevel, LogMessage, Prompt, PromptArgument, PromptContents,
     PromptMessage, Resource, ResourceOutput, ResourceTemplate, ServerNotification,
 };
 pub use protocol::session::{
-    DEFAULT_TIMEOUT, Handlers, ProgressCallback, RequestHandler, RequestOptions,
+    DEFAULT_MAX_DURATION, DEFAULT_TIMEOUT, Handlers, ProgressCallback, RequestHandler,
+    RequestOptions, Session,
 };
-pub use protocol::types::{Era, Progress, Root, ServerDetails, Tool, ToolOutput};
+pub use protocol::types::{
+    Era, HANDSHAKE_VERSIONS, LATEST_HANDSHAKE_VERSION, LATEST_STATELESS_VERSION, Progress, RawJson,
+    Root, STATELESS_VERSIONS, ServerDetails, Tool, ToolOutput,
+};
 #[cfg(feature = "http")]
 pub use transport::http::{Authorizer, Credentials, HttpConfig, Refusal};
 #[cfg(feature = "stdio")]
-pub use transport::stdio::StdioConfig;
-pub use wire::jsonrpc::ErrorObject;
+pub use transport::stdio::{DEFAULT_ENV, StdioConfig};
+pub use wire::jsonrpc::{ErrorObject, Notification};
 
 // The README's Rust blocks, compiled by `cargo test --doc`, so they cannot drift.
 #[cfg(doctest)]

@@ -3,7 +3,6 @@
 
 mod cli;
 
-use agenvoy_mcp::__private::text;
 use clap::{Parser, Subcommand};
 use std::process::ExitCode;
 
@@ -200,7 +199,9 @@ fn init_logging() {
     // logged it (ours, or a dependency's).
     let fields = tracing_subscriber::fmt::format::debug_fn(|out, field, value| {
         let text = format!("{value:?}");
-        let text = text::escape_controls(&text::redact_urls(&text)).into_owned();
+        let text =
+            agenvoy_mcp::unstable::escape_controls(&agenvoy_mcp::unstable::redact_urls(&text))
+                .into_owned();
         match field.name() {
             "message" => write!(out, "{text}"),
             name => write!(out, "{}={text}", name.trim_start_matches("r#")),
@@ -243,7 +244,7 @@ fn run_with_servers<F: std::future::Future<Output = ExitCode>>(
         Err(code) => return code,
     };
     init_logging();
-    agenvoy_mcp::__private::transport::stdio::become_subreaper();
+    agenvoy_mcp::unstable::become_subreaper();
     runtime().block_on(command(host))
 }
 
@@ -276,7 +277,7 @@ fn main() -> ExitCode {
             if !std::io::stderr().is_terminal() {
                 init_logging();
             }
-            agenvoy_mcp::__private::transport::stdio::become_subreaper();
+            agenvoy_mcp::unstable::become_subreaper();
             runtime().block_on(cli::tui::run(cli::tui::TuiArgs {
                 host,
                 token_file,
@@ -357,7 +358,7 @@ fn main() -> ExitCode {
                 return ExitCode::from(2);
             };
             init_logging();
-            agenvoy_mcp::__private::transport::stdio::become_subreaper();
+            agenvoy_mcp::unstable::become_subreaper();
             let runtime = runtime_on_this_thread();
             let args = cli::probe::ProbeArgs {
                 json,

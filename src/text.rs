@@ -128,7 +128,7 @@ pub fn redact_url(url: &str) -> Cow<'_, str> {
     Cow::Owned(out)
 }
 
-/// [`redact_url`] applied to every URL (`scheme://...`, up to a space, a quote, `<`, `>` or
+/// `redact_url` (query values and a password as `***`) applied to every URL (`scheme://...`, up to a space, a quote, `<`, `>` or
 /// `\\`) in a text such as an error message.
 pub fn redact_urls(text: &str) -> Cow<'_, str> {
     let mut out = String::new();

@@ -1435,7 +1435,7 @@ async fn small_api(
     tokio::sync::oneshot::Sender<()>,
     tempfile::TempDir,
 ) {
-    agenvoy_mcp::__private::transport::stdio::become_subreaper();
+    agenvoy_mcp::unstable::become_subreaper();
     let dir = tempfile::tempdir().unwrap();
     let config =
         Config::parse(&json!({"servers": {"fx": fixture_entry(&[])}}).to_string()).unwrap();

@@ -1397,7 +1397,7 @@ fn no_secret_appears_in_any_output_log_answer_or_file_at_any_level() {
 
 /// Adopts orphaned grandchildren of the servers, so none is left as a zombie.
 fn become_subreaper_here() {
-    agenvoy_mcp::__private::transport::stdio::become_subreaper();
+    agenvoy_mcp::unstable::become_subreaper();
 }
 
 #[test]

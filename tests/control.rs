@@ -16,7 +16,7 @@ use std::time::{Duration, Instant};
 
 /// A manager over `config` (also written as mcp.json) with its files in `dir`.
 async fn control_in(dir: &Path, config: Value) -> Control {
-    agenvoy_mcp::__private::transport::stdio::become_subreaper();
+    agenvoy_mcp::unstable::become_subreaper();
     let path = dir.join("mcp.json");
     std::fs::write(&path, config.to_string()).unwrap();
     let options = ManagerOptions {

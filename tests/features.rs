@@ -5,8 +5,8 @@
 
 mod common;
 
-use agenvoy_mcp::__private::client::MAX_TOOL_PAGES;
-use agenvoy_mcp::__private::transport::http::HttpConfig;
+use agenvoy_mcp::HttpConfig;
+use agenvoy_mcp::unstable::MAX_TOOL_PAGES;
 use agenvoy_mcp::{
     Client, ClientOptions, CompletionRef, Era, ErrorKind, ListLimits, LogLevel, ServerNotification,
     ServerNotifications,

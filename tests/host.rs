@@ -4,14 +4,14 @@
 
 mod common;
 
-use agenvoy_mcp::__private::protocol::session::Handlers;
-use agenvoy_mcp::__private::protocol::types::Root;
 use agenvoy_mcp::ClientOptions;
-use agenvoy_mcp::host::gate::{ConfirmCallback, ConfirmRequest};
+use agenvoy_mcp::Handlers;
+use agenvoy_mcp::Root;
 use agenvoy_mcp::host::{
     AddError, CallError, Config, Manager, ManagerOptions, PermissionMode, ServerConfig,
     ServerState, ServerStatus,
 };
+use agenvoy_mcp::host::{ConfirmCallback, ConfirmRequest};
 use common::*;
 use serde_json::{Value, json};
 use std::path::{Path, PathBuf};
@@ -43,7 +43,7 @@ fn options(dir: &Path) -> ManagerOptions {
 }
 
 async fn start(servers: Value, options: ManagerOptions) -> Manager {
-    agenvoy_mcp::__private::transport::stdio::become_subreaper();
+    agenvoy_mcp::unstable::become_subreaper();
     Manager::new(config(servers), options).await
 }
 
@@ -1283,7 +1283,7 @@ fn a_server_of_the_initialize_era_starts_without_the_probe_the_next_time() {
 async fn close_stops_a_server_still_starting() {
     let dir = tempfile::tempdir().unwrap();
     let marker = "4904";
-    agenvoy_mcp::__private::transport::stdio::become_subreaper();
+    agenvoy_mcp::unstable::become_subreaper();
     let manager = Manager::start(
         config(json!({
             "slow": fixture_entry(&["--page-size", marker, "--mode", "slow-start=30"]),

@@ -3,8 +3,8 @@
 
 mod common;
 
-use agenvoy_mcp::__private::protocol::session::RequestOptions;
-use agenvoy_mcp::__private::transport::http::HttpConfig;
+use agenvoy_mcp::HttpConfig;
+use agenvoy_mcp::RequestOptions;
 use agenvoy_mcp::{Client, ClientOptions, ErrorKind};
 use common::HttpFixture;
 use serde_json::{Value, json};
@@ -47,7 +47,7 @@ async fn slow_with_progress(client: &Client, steps: u64) -> Vec<f64> {
 async fn json_answers_with_a_session() {
     let fixture = HttpFixture::start("json", &["--page-size", "3"]);
     let client = connect(&fixture).await;
-    assert_eq!(client.session().transport().kind(), "http");
+    assert_eq!(client.transport_kind(), "http");
     assert_eq!(client.details().protocol_version, "2025-11-25");
     assert_eq!(client.list_tools().await.unwrap().len(), 9, "three pages");
     assert_eq!(text(&client, "echo", json!({"text": "über"})).await, "über");
@@ -314,7 +314,7 @@ async fn junk_events_are_skipped() {
 async fn legacy_http_sse_servers_are_found_by_fallback() {
     let fixture = HttpFixture::start("legacy", &[]);
     let client = connect(&fixture).await;
-    assert_eq!(client.session().transport().kind(), "http+sse");
+    assert_eq!(client.transport_kind(), "http+sse");
     assert_eq!(
         text(&client, "echo", json!({"text": "old school"})).await,
         "old school"

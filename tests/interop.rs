@@ -5,10 +5,10 @@
 
 mod common;
 
-use agenvoy_mcp::__private::protocol::session::{Handlers, RequestOptions};
-use agenvoy_mcp::__private::protocol::types::Root;
-use agenvoy_mcp::__private::transport::stdio::StdioConfig;
+use agenvoy_mcp::Root;
+use agenvoy_mcp::StdioConfig;
 use agenvoy_mcp::{Client, ClientOptions};
+use agenvoy_mcp::{Handlers, RequestOptions};
 use common::*;
 use serde_json::{Value, json};
 use std::path::PathBuf;
@@ -25,7 +25,7 @@ fn everything() -> Option<StdioConfig> {
 }
 
 async fn connect_real(name: &str, config: &StdioConfig, options: ClientOptions) -> Client {
-    agenvoy_mcp::__private::transport::stdio::become_subreaper();
+    agenvoy_mcp::unstable::become_subreaper();
     Client::connect_stdio(name, config, options)
         .await
         .expect("connect the real server")
@@ -115,9 +115,8 @@ async fn server_everything_lists_our_roots_after_a_list_change() {
     let client = connect_real("everything", &config, options).await;
     let mut notifications = client.notifications();
     // The server registers get-roots-list once it has our roots, and says its list changed.
-    let has_roots_tool = |tools: &[agenvoy_mcp::__private::protocol::types::Tool]| {
-        tools.iter().any(|t| t.name == "get-roots-list")
-    };
+    let has_roots_tool =
+        |tools: &[agenvoy_mcp::Tool]| tools.iter().any(|t| t.name == "get-roots-list");
     if !has_roots_tool(&client.list_tools().await.unwrap()) {
         let changed = tokio::time::timeout(Duration::from_secs(10), async {
             loop {
@@ -340,7 +339,7 @@ async fn server_everything_over_http_survives_a_restart_of_the_server() {
     let server = EverythingHttp::start(&program, "streamableHttp", None);
     let port = server.port;
     let url = format!("http://127.0.0.1:{port}/mcp");
-    let config = agenvoy_mcp::__private::transport::http::HttpConfig::new(&url);
+    let config = agenvoy_mcp::HttpConfig::new(&url);
     let client = Client::connect_http("everything", &config, ClientOptions::default())
         .await
         .unwrap();

@@ -11,9 +11,9 @@
 
 mod common;
 
-use agenvoy_mcp::__private::transport::http::HttpConfig;
+use agenvoy_mcp::HttpConfig;
 use agenvoy_mcp::auth::{LoopbackAgent, MemoryStore, OAuth, OAuthConfig, TokenStore};
-use agenvoy_mcp::host::config::Config;
+use agenvoy_mcp::host::Config;
 use agenvoy_mcp::host::{Manager, ManagerOptions, PermissionMode, ServerState};
 use agenvoy_mcp::{Client, ClientOptions};
 use common::py_oauth::{PyServer, headless_browser};
@@ -69,9 +69,7 @@ async fn login_call_expire_refresh_against_the_python_sdk() {
     let client = Client::connect_http("py", &config, ClientOptions::default())
         .await
         .expect("connect with the token");
-    async fn call(
-        c: &Client,
-    ) -> agenvoy_mcp::Result<agenvoy_mcp::__private::protocol::types::ToolOutput> {
+    async fn call(c: &Client) -> agenvoy_mcp::Result<agenvoy_mcp::ToolOutput> {
         c.call_tool("whoami", json!({})).await
     }
     assert_eq!(
@@ -152,7 +150,7 @@ async fn the_host_needs_a_login_then_connects() {
 
     let agent = loopback();
     // The dynamically registered client takes 17988 when free, another port otherwise.
-    agenvoy_mcp::host::oauth::login(&config, "py", store.clone(), &agent)
+    agenvoy_mcp::host::login(&config, "py", store.clone(), &agent)
         .await
         .expect("login");
     manager.reconnect_server("py").await.expect("reconnect");

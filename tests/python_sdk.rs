@@ -9,12 +9,12 @@
 
 mod common;
 
-use agenvoy_mcp::__private::protocol::era::EraPreference;
-use agenvoy_mcp::__private::protocol::session::{Handlers, RequestHandler};
-use agenvoy_mcp::__private::transport::http::HttpConfig;
-use agenvoy_mcp::__private::transport::stdio::StdioConfig;
+use agenvoy_mcp::EraPreference;
+use agenvoy_mcp::HttpConfig;
+use agenvoy_mcp::StdioConfig;
 use agenvoy_mcp::host::{Config, Manager, ManagerOptions, PermissionMode};
 use agenvoy_mcp::{Client, ClientOptions};
+use agenvoy_mcp::{Handlers, RequestHandler};
 use common::*;
 use serde_json::{Value, json};
 use std::path::{Path, PathBuf};
@@ -78,7 +78,7 @@ fn stdio_config(python: &Path) -> StdioConfig {
 
 /// A connected client, and the HTTP server it talks to (none for stdio: the client owns it).
 async fn connect(python: &Path, mode: Mode, options: ClientOptions) -> (Client, Option<PyHttp>) {
-    agenvoy_mcp::__private::transport::stdio::become_subreaper();
+    agenvoy_mcp::unstable::become_subreaper();
     let name = format!("python-{mode:?}");
     match mode {
         Mode::Stdio => {
@@ -275,7 +275,7 @@ async fn manager_registers_a_tool_announced_on_the_listen_stream() {
         ..Default::default()
     };
     const SERVERS: [&str; 3] = ["pystdio", "pyhttp", "pysessions"];
-    agenvoy_mcp::__private::transport::stdio::become_subreaper();
+    agenvoy_mcp::unstable::become_subreaper();
     let manager = Manager::new(config, options).await;
     manager.register_all();
     let mut acks = Vec::new();
@@ -373,7 +373,7 @@ async fn slow_relay(upstream: String, delay: Duration) -> String {
 #[tokio::test]
 async fn a_slow_modern_server_is_still_found_stateless() {
     let Some(python) = python() else { return };
-    agenvoy_mcp::__private::transport::stdio::become_subreaper();
+    agenvoy_mcp::unstable::become_subreaper();
     let slow = StdioConfig {
         command: "sh".into(),
         args: vec![

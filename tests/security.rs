@@ -5,9 +5,9 @@
 
 mod common;
 
-use agenvoy_mcp::__private::transport::stdio::is_default_env;
 use agenvoy_mcp::ClientOptions;
 use agenvoy_mcp::host::{CallError, Config, Manager, ManagerOptions, PermissionMode};
+use agenvoy_mcp::unstable::is_default_env;
 use common::*;
 use serde_json::{Value, json};
 use std::path::{Path, PathBuf};
@@ -338,7 +338,7 @@ fn secrets_never_appear_in_output_at_any_log_level() {
 
 #[tokio::test]
 async fn an_allowlist_entry_approves_its_own_server_only() {
-    agenvoy_mcp::__private::transport::stdio::become_subreaper();
+    agenvoy_mcp::unstable::become_subreaper();
     let dir = tempfile::tempdir().unwrap();
     let allowlist = dir.path().join("allow_tool");
     std::fs::write(&allowlist, "mcp__gh__*\n").unwrap();

@@ -3,10 +3,10 @@
 
 mod common;
 
-use agenvoy_mcp::__private::protocol::session::{Handlers, RequestOptions};
-use agenvoy_mcp::__private::protocol::types::{Progress, Root};
-use agenvoy_mcp::__private::wire::jsonrpc::ErrorObject;
+use agenvoy_mcp::unstable::wire::jsonrpc::ErrorObject;
 use agenvoy_mcp::{Client, ClientOptions, ErrorKind};
+use agenvoy_mcp::{Handlers, RequestOptions};
+use agenvoy_mcp::{Progress, Root};
 use common::*;
 use serde_json::{Value, json};
 use std::sync::{Arc, Mutex};
@@ -14,11 +14,7 @@ use std::time::{Duration, Instant};
 
 const CAP: usize = 1_048_576;
 
-async fn call(
-    client: &Client,
-    tool: &str,
-    args: Value,
-) -> agenvoy_mcp::__private::protocol::types::ToolOutput {
+async fn call(client: &Client, tool: &str, args: Value) -> agenvoy_mcp::ToolOutput {
     client
         .call_tool(tool, args)
         .await
@@ -94,9 +90,8 @@ async fn tools_list_follows_every_page() {
 
 #[tokio::test]
 async fn tools_list_stops_at_a_repeated_or_empty_cursor_and_at_the_page_limit() {
-    let names = |tools: Vec<agenvoy_mcp::__private::protocol::types::Tool>| {
-        tools.into_iter().map(|t| t.name).collect::<Vec<_>>()
-    };
+    let names =
+        |tools: Vec<agenvoy_mcp::Tool>| tools.into_iter().map(|t| t.name).collect::<Vec<_>>();
     let client = connect(
         &["--page-size", "2", "--mode", "cursor-repeat"],
         ClientOptions::default(),
@@ -116,7 +111,7 @@ async fn tools_list_stops_at_a_repeated_or_empty_cursor_and_at_the_page_limit() 
     client.close().await;
     let client = connect(&["--mode", "endless-pages"], ClientOptions::default()).await;
     let tools = names(client.list_tools().await.unwrap());
-    assert_eq!(tools.len(), agenvoy_mcp::__private::client::MAX_TOOL_PAGES);
+    assert_eq!(tools.len(), agenvoy_mcp::unstable::MAX_TOOL_PAGES);
     assert_eq!(tools.last().unwrap(), "tool_999");
     client.close().await;
 }
@@ -547,7 +542,7 @@ async fn a_crash_mid_call_fails_the_call_at_once() {
 async fn a_server_that_exits_at_start_names_its_status_and_last_stderr_lines() {
     let script = "for i in $(seq 1 40); do echo \"line $i\" >&2; done; \
                   printf 'token %s \\033[2J\\n' \"$TOKEN\" >&2; exit 3";
-    let config = agenvoy_mcp::__private::transport::stdio::StdioConfig {
+    let config = agenvoy_mcp::StdioConfig {
         command: "sh".into(),
         args: vec!["-c".into(), script.into()],
         env: [("TOKEN".to_string(), "s3cret-value".to_string())].into(),
@@ -564,7 +559,7 @@ async fn a_server_that_exits_at_start_names_its_status_and_last_stderr_lines() {
         "mcp server \"dies\", server/discover: connection closed: the server exited (exit status: 3); its last stderr lines: line 37 | line 38 | line 39 | line 40 | token *** \\u{1b}[2J; reconnect the server"
     );
 
-    let config = agenvoy_mcp::__private::transport::stdio::StdioConfig {
+    let config = agenvoy_mcp::StdioConfig {
         command: "sh".into(),
         args: vec!["-c".into(), "kill -9 $$".into()],
         ..Default::default()
@@ -599,7 +594,7 @@ async fn a_hanging_server_times_out_and_is_stopped() {
 
 #[tokio::test]
 async fn no_initialize_response_times_out_and_leaves_nothing() {
-    agenvoy_mcp::__private::transport::stdio::become_subreaper();
+    agenvoy_mcp::unstable::become_subreaper();
     let options = ClientOptions {
         timeout: Duration::from_millis(500),
         ..Default::default()
@@ -668,7 +663,7 @@ async fn dropping_the_client_stops_the_server() {
 
 #[tokio::test]
 async fn a_missing_command_is_a_start_error() {
-    let config = agenvoy_mcp::__private::transport::stdio::StdioConfig {
+    let config = agenvoy_mcp::StdioConfig {
         command: "/nonexistent/mcp-server".into(),
         ..Default::default()
     };

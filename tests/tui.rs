@@ -46,7 +46,7 @@ impl Harness {
     }
 
     fn start_sized(config: Value, width: u16, height: u16) -> Harness {
-        agenvoy_mcp::__private::transport::stdio::become_subreaper();
+        agenvoy_mcp::unstable::become_subreaper();
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("mcp.json");
         std::fs::write(&path, config.to_string()).unwrap();

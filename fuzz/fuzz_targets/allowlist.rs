@@ -10,8 +10,8 @@
 //!
 //! Input: text; line 1 is the server, line 2 the tool, the rest the file.
 #![no_main]
-use agenvoy_mcp::host::config::is_valid_server_name;
-use agenvoy_mcp::host::gate::{Allowlist, belongs_to, check_entry, whole_server};
+use agenvoy_mcp::host::{Allowlist, is_valid_server_name};
+use agenvoy_mcp::unstable::fuzz::{belongs_to, check_entry, whole_server};
 use libfuzzer_sys::fuzz_target;
 
 fuzz_target!(|input: &[u8]| {

@@ -8,7 +8,7 @@
 //! Input: byte 0 says which headers come (Host, Origin, Authorization, a second Host) and
 //! whether remote access is allowed; the rest is split at `\n` into the header values.
 #![no_main]
-use agenvoy_mcp::__private::fuzz::api_admit;
+use agenvoy_mcp::unstable::fuzz::api_admit;
 use libfuzzer_sys::fuzz_target;
 use std::net::IpAddr;
 

@@ -6,7 +6,7 @@
 //! Input: byte 0 picks the route (every one, and an unknown path, equally often) and byte 1 the method; the rest is the body, or for the
 //! login and logout routes the query.
 #![no_main]
-use agenvoy_mcp::__private::fuzz::api_request;
+use agenvoy_mcp::unstable::fuzz::api_request;
 use libfuzzer_sys::fuzz_target;
 
 const PATHS: [&str; 23] = [

@@ -16,8 +16,8 @@
 //! `state`, bit 5 an 8 KiB filler header after the first line (so the size limit is reached
 //! without long inputs); the rest is what the connection sends.
 #![no_main]
-use agenvoy_mcp::__private::fuzz::{callback_judge, callback_read_head};
-use agenvoy_mcp::auth::callback::CallbackParams;
+use agenvoy_mcp::auth::CallbackParams;
+use agenvoy_mcp::unstable::fuzz::{callback_judge, callback_read_head};
 use libfuzzer_sys::fuzz_target;
 use std::sync::OnceLock;
 use tokio::io::AsyncWriteExt;

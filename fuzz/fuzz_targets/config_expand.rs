@@ -9,8 +9,9 @@
 //!
 //! Input: the config text, then optionally `\0` and the environment as `NAME=VALUE` lines.
 #![no_main]
-use agenvoy_mcp::host::config::{Config, ServerConfig};
-use agenvoy_mcp::host::expand::{expand, is_pure_reference};
+use agenvoy_mcp::host::expand;
+use agenvoy_mcp::host::{Config, ServerConfig};
+use agenvoy_mcp::unstable::fuzz::is_pure_reference;
 use libfuzzer_sys::fuzz_target;
 use std::collections::HashMap;
 

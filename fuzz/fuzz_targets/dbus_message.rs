@@ -17,7 +17,7 @@
 //! generator of a signature and values for the round trip; 2 the rest is what the bus sends
 //! after `OK <guid>\r\n` (bit 7 of byte 0 set: from the first byte, authentication included).
 #![no_main]
-use agenvoy_mcp::__private::fuzz::{DbusBody, DbusValue, dbus_parse, dbus_start};
+use agenvoy_mcp::unstable::fuzz::{DbusBody, DbusValue, dbus_parse, dbus_start};
 use libfuzzer_sys::fuzz_target;
 use std::alloc::{GlobalAlloc, Layout, System};
 use std::sync::atomic::{AtomicUsize, Ordering::Relaxed};

@@ -6,7 +6,7 @@
 //!
 //! Input: byte 0 picks the server URL; the rest is the event's data.
 #![no_main]
-use agenvoy_mcp::__private::fuzz::legacy_endpoint;
+use agenvoy_mcp::unstable::fuzz::legacy_endpoint;
 use libfuzzer_sys::fuzz_target;
 
 const BASES: [&str; 4] = [

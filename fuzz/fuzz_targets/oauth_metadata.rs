@@ -14,11 +14,11 @@
 //! Input: the server URL, `\0`, the protected resource metadata, `\0`, the authorization
 //! server metadata (text, UTF-8 lossily).
 #![no_main]
-use agenvoy_mcp::__private::fuzz::{
+use agenvoy_mcp::unstable::fuzz::{AuthServerMetadata, ProtectedResource};
+use agenvoy_mcp::unstable::fuzz::{auth_server_metadata_urls, origin, resource_matches};
+use agenvoy_mcp::unstable::fuzz::{
     check_legacy_metadata, check_metadata, check_protected_resource, check_url,
 };
-use agenvoy_mcp::auth::discovery::{auth_server_metadata_urls, origin, resource_matches};
-use agenvoy_mcp::auth::{AuthServerMetadata, ProtectedResource};
 use libfuzzer_sys::fuzz_target;
 use serde::de::DeserializeOwned;
 

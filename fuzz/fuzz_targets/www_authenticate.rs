@@ -8,7 +8,7 @@
 //! the values rendered (resource_metadata, scope, error; an empty part is left out), byte 0
 //! picking the scheme's spelling.
 #![no_main]
-use agenvoy_mcp::auth::Challenge;
+use agenvoy_mcp::unstable::fuzz::Challenge;
 use libfuzzer_sys::fuzz_target;
 
 /// `value` as an HTTP quoted-string.

@@ -540,7 +540,7 @@ async fn dispatch(
 
 /// Reads a request as [`respond`] and the route's handler would, up to where the handler
 /// acts: the route, then the query (`name`) or the JSON body and its members. For the fuzz
-/// targets (through `__private`), which hold every refusal to a 4xx with a message.
+/// targets (through `unstable::fuzz`), which hold every refusal to a 4xx with a message.
 pub(crate) fn read_request(
     method: &Method,
     path: &str,

@@ -127,14 +127,16 @@ impl CallbackParams {
     }
 }
 
-/// GETs the authorization URL and returns its redirect `Location` without following it.
+/// GETs the authorization URL and returns its redirect `Location` without following it:
+/// for authorization servers that redirect at once (tests, conformance suites). Made by
+/// [`OAuth::headless_agent`](crate::auth::OAuth::headless_agent).
 pub struct HeadlessAgent {
     client: HttpsClient,
 }
 
 impl HeadlessAgent {
     /// An agent using `client` (see [`crate::transport::http::https_client`]).
-    pub fn new(client: HttpsClient) -> Self {
+    pub(crate) fn new(client: HttpsClient) -> Self {
         HeadlessAgent { client }
     }
 }
@@ -166,7 +168,8 @@ pub type ShowUrl = Arc<dyn Fn(&str) + Send + Sync>;
 
 /// The interactive login: a loopback listener, the browser, and paste-back.
 pub struct LoopbackAgent {
-    /// Open the system browser ([`open_browser`]).
+    /// Open the system browser (`xdg-open`, `open`, or `rundll32` on Windows; only on a URL
+    /// that passed the checks).
     pub open_browser: bool,
     /// Shows the authorization URL; always called.
     pub show_url: ShowUrl,

@@ -9,12 +9,12 @@
 //! [`ErrorKind::LoginRequired`]: "oauth login required, run /mcp → NAME → login".
 //!
 //! A login ([`OAuth::login`]):
-//! 1. [`discovery`]: protected resource metadata (RFC 9728), its `resource` checked against
+//! 1. Discovery: protected resource metadata (RFC 9728), its `resource` checked against
 //!    the server URL, then authorization server metadata (RFC 8414, OpenID Connect) with its
 //!    `issuer` checked; or the 2025-03-26 fallbacks.
 //! 2. The client: a pre-registered one ([`OAuthConfig::client`]), else a Client ID Metadata
 //!    Document URL ([`OAuthConfig::client_metadata_url`]) when the server supports them, else
-//!    one registered before with the same issuer (kept in the [`store`]), else Dynamic Client
+//!    one registered before with the same issuer (kept in the [`TokenStore`]), else Dynamic Client
 //!    Registration (RFC 7591) as a native application, keeping whatever token endpoint
 //!    authentication the server assigns (`client_secret_basic`, `client_secret_post`, `none`).
 //! 3. The authorization code grant with PKCE (S256), `state`, the RFC 8707 `resource` on the
@@ -44,31 +44,22 @@
 //! secret or a token or registration answer. A refresh the authorization server refuses
 //! drops the tokens; one that gets no answer keeps them and fails with a retryable error.
 
-// The submodules are not part of the API (they serve the `agenvoy-mcp` binary and may change
-// in any release): embedders use what is exported here.
-#[doc(hidden)]
-pub mod callback;
-#[doc(hidden)]
-pub mod discovery;
+pub(crate) mod callback;
+pub(crate) mod discovery;
 pub(crate) mod fetch;
 mod grants;
-#[doc(hidden)]
-pub mod jwt;
-#[doc(hidden)]
-pub mod pkce;
+pub(crate) mod jwt;
+pub(crate) mod pkce;
 mod registration;
 mod settings;
-#[doc(hidden)]
-pub mod store;
+pub(crate) mod store;
 #[cfg(test)]
 mod test_server;
 mod token_request;
 
-#[doc(hidden)]
 pub use callback::{CALLBACK_PORT, DEFAULT_REDIRECT_URI};
 pub use callback::{CallbackParams, HeadlessAgent, LoopbackAgent, UserAgent};
-#[doc(hidden)]
-pub use discovery::{AuthServerMetadata, Challenge, Discovery, ProtectedResource};
+pub(crate) use discovery::{AuthServerMetadata, Challenge, Discovery};
 pub use settings::{Grant, OAuthConfig, PreRegistered, SecretSource};
 #[cfg(feature = "keychain")]
 pub use store::KeychainStore;
@@ -299,9 +290,9 @@ impl OAuth {
         &self.config
     }
 
-    /// The hyper client it uses (for a [`HeadlessAgent`], say).
-    pub fn http_client(&self) -> HttpsClient {
-        self.http.clone()
+    /// A [`HeadlessAgent`] that fetches with this authorization's HTTP client.
+    pub fn headless_agent(&self) -> HeadlessAgent {
+        HeadlessAgent::new(self.http.clone())
     }
 
     fn error(&self, kind: ErrorKind) -> Error {
@@ -834,9 +825,8 @@ impl Authorizer for OAuth {
     }
 }
 
-/// Reads a JSON value's string member (for callers decoding scenario context and the like).
-#[doc(hidden)] // The conformance command's; not part of the API.
-pub fn json_str(v: &Value, key: &str) -> Option<String> {
+/// A JSON value's string member.
+pub(crate) fn json_str(v: &Value, key: &str) -> Option<String> {
     str_member(v, key).map(str::to_string)
 }
 

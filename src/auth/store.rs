@@ -18,6 +18,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
 
 /// The keychain service name.
+#[cfg(feature = "keychain")]
 pub const SERVICE: &str = "agenvoy";
 /// The fallback file's name inside the config folder.
 pub const TOKEN_FILE: &str = "oauth-tokens.json";
@@ -306,7 +307,7 @@ impl TokenStore for KeychainStore {
 ))]
 #[path = "store/secret_service.rs"]
 mod os_keychain;
-/// The D-Bus client's message reader and writer, for the fuzz targets (`crate::__private`).
+/// The D-Bus client's message reader and writer, for the fuzz targets (`crate::unstable::fuzz`).
 #[cfg(all(
     feature = "keychain",
     unix,
@@ -390,7 +391,7 @@ fn reachable_keychain() -> Result<Arc<dyn TokenStore>, Unreachable> {
 }
 
 /// The store the host uses: the OS keychain when one answers (feature `keychain`: see
-/// `KeychainStore`), else [`TOKEN_FILE`] in `config_dir` (mode 0600). Nothing is probed
+/// `KeychainStore`), else `oauth-tokens.json` in the config folder (mode 0600). Nothing is probed
 /// until the store is first used, and the warning that no keychain is reachable comes once,
 /// when a token or client secret is actually stored in the file or read from it: a process
 /// with no OAuth server says nothing.

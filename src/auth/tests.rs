@@ -107,7 +107,7 @@ async fn headless_login(base: &str, store: Arc<MemoryStore>) -> Result<()> {
     let mut config = OAuthConfig::new("s", &format!("{base}/mcp"));
     config.redirect_uri = "http://localhost:0/callback".into();
     let oauth = OAuth::new(config, store);
-    let agent = HeadlessAgent::new(oauth.http_client());
+    let agent = oauth.headless_agent();
     oauth.login_with(Some(&agent)).await
 }
 
@@ -955,7 +955,7 @@ async fn workload_identity_refusals_are_reported_once_without_another_grant() {
         });
         let store = Arc::new(MemoryStore::new());
         let oauth = OAuth::new(config, store.clone());
-        let agent = HeadlessAgent::new(oauth.http_client());
+        let agent = oauth.headless_agent();
         let oauth = oauth.with_user_agent(Arc::new(agent));
         // At the server's 401, as the transport asks.
         let err = oauth

@@ -11,11 +11,11 @@
 //! characters escaped (the output keeps its newlines and tabs).
 
 use super::HostArgs;
-use agenvoy_mcp::__private::protocol::session::RequestOptions;
-use agenvoy_mcp::__private::protocol::types::Progress;
-use agenvoy_mcp::__private::text::{escape_controls, escape_controls_keep_lines};
-use agenvoy_mcp::host::gate::{ConfirmCallback, ConfirmRequest};
+use agenvoy_mcp::Progress;
+use agenvoy_mcp::RequestOptions;
+use agenvoy_mcp::host::{ConfirmCallback, ConfirmRequest};
 use agenvoy_mcp::host::{Manager, ManagerOptions, PermissionMode};
+use agenvoy_mcp::unstable::{escape_controls, escape_controls_keep_lines};
 use serde_json::Value;
 use std::io::{BufRead, IsTerminal, Write};
 use std::process::ExitCode;

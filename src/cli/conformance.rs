@@ -17,13 +17,11 @@
 //! from the context: the authorization server's metadata offers it. The Client ID Metadata
 //! Document URL is the one the suite expects.
 
-use agenvoy_mcp::__private::protocol::era::EraPreference;
-use agenvoy_mcp::__private::protocol::session::{Handlers, RequestHandler, RequestOptions};
-use agenvoy_mcp::__private::transport::http::HttpConfig;
-use agenvoy_mcp::auth::{
-    Grant, HeadlessAgent, MemoryStore, OAuth, OAuthConfig, PreRegistered, SecretSource, json_str,
-};
+use agenvoy_mcp::EraPreference;
+use agenvoy_mcp::HttpConfig;
+use agenvoy_mcp::auth::{Grant, MemoryStore, OAuth, OAuthConfig, PreRegistered, SecretSource};
 use agenvoy_mcp::{Client, ClientOptions};
+use agenvoy_mcp::{Handlers, RequestHandler, RequestOptions};
 use serde_json::{Map, Value, json};
 use std::process::ExitCode;
 use std::sync::Arc;
@@ -113,8 +111,13 @@ pub fn authorizer(url: &str, scenario: &str, context: &Value) -> OAuth {
         config.grant = Grant::ClientCredentials;
     }
     let oauth = OAuth::new(config, Arc::new(MemoryStore::new()));
-    let agent = HeadlessAgent::new(oauth.http_client());
+    let agent = oauth.headless_agent();
     oauth.with_user_agent(Arc::new(agent))
+}
+
+/// A string member of the scenario's context.
+fn json_str(v: &Value, key: &str) -> Option<String> {
+    v.get(key).and_then(Value::as_str).map(str::to_string)
 }
 
 async fn exercise(client: &Client, scenario: &str, context: &Value) -> agenvoy_mcp::Result<()> {

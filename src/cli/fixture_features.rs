@@ -19,7 +19,7 @@
 //! every name, description and text carries [`HOSTILE`].
 
 use super::fixture_server::{HOSTILE, Mode, Output, Server, reply, send};
-use agenvoy_mcp::__private::wire::jsonrpc::{self, ErrorObject, Id, Message, Notification};
+use agenvoy_mcp::unstable::wire::jsonrpc::{self, ErrorObject, Id, Message, Notification};
 use serde_json::{Value, json};
 
 const LEVELS: [&str; 8] = [

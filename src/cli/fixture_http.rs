@@ -39,8 +39,8 @@
 //! `Authorization` or `X-Api-Key` header.
 
 use super::fixture_server::{Output, Server};
-use agenvoy_mcp::__private::wire::jsonrpc::{Id, Message};
 use agenvoy_mcp::api::ChannelBody;
+use agenvoy_mcp::unstable::wire::jsonrpc::{Id, Message};
 use bytes::Bytes;
 use http_body_util::{BodyExt, Full, combinators::BoxBody};
 use hyper::body::Incoming;

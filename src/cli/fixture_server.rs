@@ -38,12 +38,10 @@
 //! first (so a test can count how often a call reached the server); with
 //! `FIXTURE_METHOD_LOG`, every request appends its method.
 
-use agenvoy_mcp::__private::protocol::types::{
-    HANDSHAKE_VERSIONS, LATEST_HANDSHAKE_VERSION, STATELESS_VERSIONS,
-};
-use agenvoy_mcp::__private::wire::jsonrpc::{
+use agenvoy_mcp::unstable::wire::jsonrpc::{
     self, ErrorObject, Id, Message, Notification, Request, Response,
 };
+use agenvoy_mcp::{HANDSHAKE_VERSIONS, LATEST_HANDSHAKE_VERSION, STATELESS_VERSIONS};
 use serde_json::{Value, json};
 use std::collections::HashMap;
 use std::io::{BufRead, Write};
@@ -958,7 +956,7 @@ fn repeat_units(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use agenvoy_mcp::__private::wire::render::render_reference;
+    use agenvoy_mcp::unstable::wire::render_reference;
 
     /// What the client renders of `big`'s answer for `bytes` and `class`.
     fn rendered(bytes: u64, class: BigClass) -> String {

@@ -7,10 +7,9 @@
 
 use super::HostArgs;
 use agenvoy_mcp::auth::LoopbackAgent;
-use agenvoy_mcp::host::config::{self, Config};
-use agenvoy_mcp::host::manager::connect_server_with_store;
-use agenvoy_mcp::host::oauth;
-use agenvoy_mcp::{ClientOptions, host::config::ServerConfig};
+use agenvoy_mcp::host::connect_server_with_store;
+use agenvoy_mcp::host::{self, Config};
+use agenvoy_mcp::{ClientOptions, host::ServerConfig};
 use std::io::BufRead;
 use std::process::ExitCode;
 use tokio::sync::mpsc;
@@ -31,7 +30,7 @@ pub async fn run(args: LoginArgs) -> ExitCode {
         .host
         .config
         .clone()
-        .unwrap_or_else(config::default_config_path);
+        .unwrap_or_else(host::default_config_path);
     let loaded = match Config::load(&path) {
         Ok(c) => c,
         Err(e) => {
@@ -39,7 +38,7 @@ pub async fn run(args: LoginArgs) -> ExitCode {
             return ExitCode::from(1);
         }
     };
-    let store = oauth::token_store();
+    let store = host::token_store();
     let (tx, rx) = mpsc::channel(8);
     std::thread::spawn(move || {
         for line in std::io::stdin().lock().lines() {
@@ -52,7 +51,7 @@ pub async fn run(args: LoginArgs) -> ExitCode {
     let mut agent = LoopbackAgent::new().with_paste(rx);
     agent.open_browser = !args.no_browser;
     eprintln!("logging in to {} ...", args.name);
-    if let Err(e) = oauth::login(&loaded, &args.name, store.clone(), &agent).await {
+    if let Err(e) = host::login(&loaded, &args.name, store.clone(), &agent).await {
         eprintln!("login failed: {e}");
         return ExitCode::from(1);
     }

@@ -16,7 +16,7 @@ pub mod tui;
 
 use agenvoy_mcp::ClientOptions;
 use agenvoy_mcp::auth::{FileStore, TokenStore};
-use agenvoy_mcp::host::config::{self, Config, ConfigError};
+use agenvoy_mcp::host::{self, Config, ConfigError};
 use agenvoy_mcp::host::{EraMemory, Manager, ManagerOptions, ServerState};
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -37,7 +37,7 @@ impl HostArgs {
     pub fn config_path(&self) -> PathBuf {
         self.config
             .clone()
-            .unwrap_or_else(config::default_config_path)
+            .unwrap_or_else(host::default_config_path)
     }
 }
 
@@ -68,7 +68,7 @@ pub fn load_config(args: &HostArgs) -> Result<(Config, String), ConfigError> {
 pub fn token_store(token_file: Option<&std::path::Path>) -> (Arc<dyn TokenStore>, ManagerOptions) {
     let store: Arc<dyn TokenStore> = match token_file {
         Some(path) => Arc::new(FileStore::new(path)),
-        None => agenvoy_mcp::host::oauth::token_store(),
+        None => agenvoy_mcp::host::token_store(),
     };
     let options = ManagerOptions {
         token_store: Some(store.clone()),
@@ -87,7 +87,7 @@ pub fn binary_options(args: &HostArgs, options: ManagerOptions) -> ManagerOption
             ..options.client
         },
         eras: options.eras.or_else(|| {
-            let path = config::config_dir().join("server-eras.json");
+            let path = host::config_dir().join("server-eras.json");
             Some(Arc::new(EraMemory::new(path)))
         }),
         ..options

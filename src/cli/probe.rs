@@ -45,15 +45,14 @@
 //! What the server sent is shown with its control characters escaped (newlines and tabs of
 //! the instructions and the tool's output kept).
 
-use agenvoy_mcp::__private::text::{escape_controls, escape_controls_keep_lines};
-use agenvoy_mcp::__private::transport::Transport;
-use agenvoy_mcp::__private::transport::http::{HttpConfig, HttpTransport};
-use agenvoy_mcp::__private::transport::stdio::{StdioConfig, StdioTransport};
+use agenvoy_mcp::unstable::transport::{self, HttpTransport, StdioTransport, Transport};
+use agenvoy_mcp::unstable::{escape_controls, escape_controls_keep_lines};
 use agenvoy_mcp::{
     Client, ClientOptions, Completion, CompletionRef, Error, LogLevel, Prompt, PromptContents,
     Resource, ResourceOutput, ResourceTemplate, ServerNotification, ServerNotifications, Tool,
     ToolOutput,
 };
+use agenvoy_mcp::{HttpConfig, StdioConfig};
 use serde_json::{Value, json};
 use std::process::ExitCode;
 use std::sync::Arc;
@@ -128,7 +127,7 @@ pub async fn run(args: ProbeArgs) -> ExitCode {
         Ok(s) => s,
         Err(e) => return step_failed("start", format!("cannot handle signals: {e}")),
     };
-    let limits = options.limits();
+    let limits = transport::limits(&options);
     let (name, opened) = match (&args.url, args.command.split_first()) {
         (Some(url), None) => {
             let name = url_name(url);
@@ -166,7 +165,7 @@ pub async fn run(args: ProbeArgs) -> ExitCode {
         Err(e) => return step_failed(&step_of(&e), e),
     };
     let probed = async {
-        let client = match Client::connect(&name, transport.clone(), inbound, options).await {
+        let client = match transport::connect(&name, transport.clone(), inbound, options).await {
             Ok(c) => c,
             Err(e) => return step_failed(&step_of(&e), e),
         };
@@ -368,7 +367,7 @@ fn report(client: &Client, json: bool, found: &Found) -> std::io::Result<()> {
     if json {
         let mut report = json!({
             "server": client.name(),
-            "transport": client.session().transport().kind(),
+            "transport": client.transport_kind(),
             "era": details.era.name(),
             "protocolVersion": details.protocol_version,
             "serverInfo": details.server_info,
@@ -413,7 +412,7 @@ fn report(client: &Client, json: bool, found: &Found) -> std::io::Result<()> {
             escape_controls(text).into_owned()
         };
         out!("server:       {} {}", field("name"), field("version"))?;
-        out!("transport:    {}", client.session().transport().kind())?;
+        out!("transport:    {}", client.transport_kind())?;
         out!("era:          {}", details.era.name())?;
         out!(
             "protocol:     {}",

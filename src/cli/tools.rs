@@ -31,8 +31,8 @@
 //! errors) is shown with its control characters escaped.
 
 use super::{HostArgs, output};
-use agenvoy_mcp::__private::text::escape_controls;
 use agenvoy_mcp::host::{Manager, ManagerOptions};
+use agenvoy_mcp::unstable::escape_controls;
 use serde_json::json;
 use std::path::Path;
 use std::process::ExitCode;

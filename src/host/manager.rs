@@ -780,7 +780,7 @@ impl Manager {
     }
 
     /// The block for the system prompt with every connected server's instructions (empty if
-    /// none has any); see [`super::instructions`].
+    /// none has any), each server's text escaped and bounded.
     pub fn instructions(&self) -> String {
         let slots = self.slots();
         let texts: Vec<(&str, &str)> = slots

@@ -1,21 +1,23 @@
 //! Agenvoy's runtime around the client: what an agent host embeds.
 //!
-//! - [`config`]: the config file (`~/.config/agenvoy/mcp.json`), its schema and validation.
-//! - [`control`]: [`Control`], the management operations the API and the panel share
-//!   (add and remove servers, the allowlist, OAuth clients, logins), each file change locked
-//!   in this process and across processes.
-//! - [`expand`]: `$VAR` and `${VAR}` expansion with Go's `os.Expand` semantics.
-//! - [`manager`]: [`Manager`], every configured server connected at once, live refresh,
-//!   reconnect, status, calls.
-//! - [`registry`]: tools as definitions an LLM API accepts, `mcp__<server>__<tool>`.
-//! - [`gate`]: the confirm gate, permission modes and the allowlist file.
-//! - [`instructions`]: the servers' instructions as a block for the system prompt.
-//! - `oauth` (feature `oauth`): OAuth settings from an entry, the token store, login.
+//! - The config file (`~/.config/agenvoy/mcp.json`, [`default_config_path`]): [`Config`],
+//!   its entries ([`ServerConfig`]) and their validation ([`ConfigError`]); `$VAR` and
+//!   `${VAR}` in env values, headers and args expand with Go's `os.Expand` semantics.
+//! - [`Control`]: the management operations the API and the panel share (add and remove
+//!   servers, the allowlist, OAuth clients, logins), each file change locked in this process
+//!   and across processes.
+//! - [`Manager`]: every configured server connected at once, live refresh, reconnect,
+//!   status ([`ServerStatus`]), calls.
+//! - [`Registry`]: tools as definitions an LLM API accepts, `mcp__<server>__<tool>`.
+//! - [`Gate`]: the confirm gate, permission modes ([`PermissionMode`]) and the
+//!   [`Allowlist`] file.
+//! - [`Manager::instructions`]: the servers' instructions as a block for the system prompt.
+//! - With feature `oauth`: [`login`] and [`token_store`], OAuth settings from an entry.
 //!
 //! ```no_run
 //! # async fn demo() -> Result<(), Box<dyn std::error::Error>> {
-//! use agenvoy_mcp::host::{Manager, ManagerOptions, PermissionMode, config};
-//! let manager = Manager::load(&config::default_config_path(), ManagerOptions::default()).await?;
+//! use agenvoy_mcp::host::{Manager, ManagerOptions, PermissionMode, default_config_path};
+//! let manager = Manager::load(&default_config_path(), ManagerOptions::default()).await?;
 //! manager.watch();
 //! let tools = manager.tool_definitions(); // give these to the model
 //! let system_prompt_part = manager.instructions();
@@ -27,36 +29,30 @@
 //! # Ok(()) }
 //! ```
 
-// The submodules are not part of the API (they serve the `agenvoy-mcp` binary and may change
-// in any release): embedders use what is exported here.
-#[doc(hidden)]
-pub mod config;
-#[doc(hidden)]
-pub mod control;
-#[doc(hidden)]
-pub mod eras;
-#[doc(hidden)]
-pub mod expand;
+pub(crate) mod config;
+pub(crate) mod control;
+pub(crate) mod eras;
+pub(crate) mod expand;
 mod filelock;
-#[doc(hidden)]
-pub mod gate;
-#[doc(hidden)]
-pub mod instructions;
-#[doc(hidden)]
-pub mod manager;
+pub(crate) mod gate;
+pub(crate) mod instructions;
+pub(crate) mod manager;
 #[cfg(feature = "oauth")]
-#[doc(hidden)]
-pub mod oauth;
-#[doc(hidden)]
-pub mod registry;
+pub(crate) mod oauth;
+pub(crate) mod registry;
 
-pub use config::{Config, ConfigError, HttpServer, ServerConfig, StdioServer, default_config_path};
+pub use config::{
+    Config, ConfigError, HttpServer, MAX_TIMEOUT, ServerConfig, StdioServer, Timeouts, config_dir,
+    default_config_path, is_valid_server_name,
+};
 pub use control::{AddingServer, Control, ControlError};
 #[cfg(feature = "oauth")]
 pub use control::{Login, LoginEvent, LoginOptions, OAuthClient};
 pub use eras::EraMemory;
+pub use expand::expand;
 pub use gate::{
-    Allowlist, Approval, ConfirmCallback, ConfirmRequest, Denied, Gate, PermissionMode,
+    Allowlist, AllowlistError, Approval, ConfirmCallback, ConfirmRequest, Denied, Gate,
+    PermissionMode,
 };
 #[cfg(feature = "oauth")]
 pub use manager::connect_server_with_store;
@@ -65,4 +61,4 @@ pub use manager::{
 };
 #[cfg(feature = "oauth")]
 pub use oauth::{login, token_store};
-pub use registry::{Collision, Registry, ToolDefinition};
+pub use registry::{Collision, PREFIX, RegisteredTool, Registry, ToolDefinition};

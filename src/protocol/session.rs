@@ -107,7 +107,7 @@ pub struct RequestOptions {
 
 /// A response as it arrived.
 #[derive(Debug, Clone)]
-pub struct Reply {
+pub(crate) struct Reply {
     /// Its `result` or its `error`, parsed or only read on the way.
     outcome: Outcome,
     /// The message read as a tool result, rendered and capped while it arrived.
@@ -216,7 +216,7 @@ pub struct Session {
 
 impl Session {
     /// Starts a session over a transport and the channel it delivers on.
-    pub fn new(
+    pub(crate) fn new(
         server: &str,
         transport: Arc<dyn Transport>,
         inbound: mpsc::Receiver<Inbound>,
@@ -249,12 +249,12 @@ impl Session {
     }
 
     /// The transport under the session.
-    pub fn transport(&self) -> &Arc<dyn Transport> {
+    pub(crate) fn transport(&self) -> &Arc<dyn Transport> {
         &self.shared.transport
     }
 
     /// The handlers the embedder registered.
-    pub fn handlers(&self) -> &Handlers {
+    pub(crate) fn handlers(&self) -> &Handlers {
         &self.shared.handlers
     }
 
@@ -356,14 +356,14 @@ impl Session {
 
     /// Sets the `_meta` members every request carries from now on (the stateless era's
     /// version, client info and capabilities); `None` sends requests as they are.
-    pub fn set_envelope(&self, envelope: Option<serde_json::Map<String, Value>>) {
+    pub(crate) fn set_envelope(&self, envelope: Option<serde_json::Map<String, Value>>) {
         *self.shared.envelope.lock().expect("envelope lock") = envelope;
     }
 
     /// Sets one `_meta` member every request carries from now on, in the stateless era
     /// (`None` removes it); in the initialize era, which has no envelope, it does nothing and
     /// says so with `false`.
-    pub fn set_envelope_member(&self, key: &str, value: Option<Value>) -> bool {
+    pub(crate) fn set_envelope_member(&self, key: &str, value: Option<Value>) -> bool {
         let mut envelope = self.shared.envelope.lock().expect("envelope lock");
         let Some(envelope) = envelope.as_mut() else {
             return false;
@@ -376,24 +376,14 @@ impl Session {
     }
 
     /// How many `notifications/tools/list_changed` the server has sent.
-    pub fn tool_list_changes(&self) -> u64 {
+    pub(crate) fn tool_list_changes(&self) -> u64 {
         self.shared.tool_list_changes.load(Ordering::Relaxed)
-    }
-
-    /// The `serverInfo` of the latest result that carried one (stateless servers send it in
-    /// each result's `_meta`).
-    pub fn latest_server_info(&self) -> Option<Value> {
-        self.shared
-            .server_info
-            .lock()
-            .expect("server info lock")
-            .clone()
     }
 
     /// Sends a request and returns the whole reply, error or not. In the stateless era a
     /// result asking for input (`resultType: "input_required"`) is answered through the
     /// embedder's handlers and the request sent again, at most [`MAX_INPUT_ROUNDS`] times.
-    pub async fn request_reply(
+    pub(crate) async fn request_reply(
         &self,
         method: &str,
         params: Option<&Value>,

@@ -32,7 +32,7 @@ pub const STATELESS_VERSIONS: [&str; 1] = ["2026-07-28"];
 pub const HANDSHAKE_VERSIONS: [&str; 4] = ["2025-11-25", "2025-06-18", "2025-03-26", "2024-11-05"];
 
 /// One tool as the server described it. Its JSON members are kept as the server's text
-/// ([`RawJson`]), so a tool costs about its wire size, and a copy only its name and
+/// ([`RawJson`](crate::RawJson)), so a tool costs about its wire size, and a copy only its name and
 /// description.
 #[derive(Debug, Clone)]
 pub struct Tool {
@@ -41,7 +41,7 @@ pub struct Tool {
     /// What the tool does, for the model (shared by every copy: a description can be long).
     pub description: Option<Arc<str>>,
     /// JSON Schema of the arguments, exactly as the server gave it
-    /// ([`empty_object_schema`] when it gave none); [`Tool::input_schema_value`] parses it.
+    /// (`{"type":"object"}` when it gave none); [`Tool::input_schema_value`] parses it.
     pub input_schema: RawJson,
     /// Every other member of the tool object (title, annotations, outputSchema, ...), as
     /// given, in the server's order.

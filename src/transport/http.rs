@@ -298,16 +298,6 @@ impl HttpTransport {
         ))
     }
 
-    /// The session id the server assigned, if any.
-    pub fn session_id(&self) -> Option<String> {
-        self.inner
-            .state
-            .lock()
-            .expect("state lock")
-            .session_id
-            .clone()
-    }
-
     /// Whether the server turned out to speak the 2024-11-05 HTTP+SSE transport.
     pub fn is_legacy(&self) -> bool {
         self.inner

@@ -61,14 +61,21 @@ pub enum Kind {
     /// protocol version in its `_meta`, and the tool's or prompt's `name` or the resource's
     /// `uri` (both `None` for a request of the initialize era).
     Request {
+        /// The request's id.
         id: Id,
+        /// Its method.
         method: String,
+        /// The protocol version its `_meta` carries (stateless era only).
         version: Option<String>,
+        /// The tool's or prompt's `name`, or the resource's `uri`.
         name: Option<String>,
     },
+    /// A notification.
     Notification {
+        /// Its method.
         method: String,
     },
+    /// A response to a request of the server.
     Response,
 }
 

@@ -5,7 +5,7 @@
 //! The panel drives a [`Control`](crate::host::Control): the same manager, config file,
 //! allowlist and OAuth token store as the management API, so the two never disagree (and a
 //! daemon in another process changing the same files loses nothing: see
-//! [`crate::host::control`]).
+//! [`Control`](crate::host::Control)).
 //!
 //! | screen | keys |
 //! |---|---|

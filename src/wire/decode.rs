@@ -87,14 +87,14 @@ pub enum DecodeError {
         /// What was wrong.
         reason: &'static str,
     },
-    /// Arrays and objects nested deeper than [`MAX_DEPTH`].
+    /// Arrays and objects nested deeper than the renderer's `MAX_DEPTH` (128).
     TooDeep {
         /// Byte offset of the container that went too deep.
         offset: u64,
     },
-    /// A string `id` longer than [`ID_LIMIT`].
+    /// A string `id` longer than `ID_LIMIT` (1,024 bytes).
     IdTooLong,
-    /// A `method` longer than [`METHOD_LIMIT`].
+    /// A `method` longer than `METHOD_LIMIT` (1,024 bytes).
     MethodTooLong,
 }
 

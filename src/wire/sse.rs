@@ -285,7 +285,7 @@ impl SseDecoder {
     }
 }
 
-/// One whole event, as [`decode_all`] returns it.
+/// One whole event, as the decoder's pieces make it up.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct SseEvent {
     /// The event type (`message` by default).
@@ -296,8 +296,9 @@ pub struct SseEvent {
     pub id: Option<String>,
 }
 
-/// Decodes a whole stream into events; for tests and small inputs.
-pub fn decode_all(stream: &[u8]) -> Vec<SseEvent> {
+/// Decodes a whole stream into events.
+#[cfg(test)]
+fn decode_all(stream: &[u8]) -> Vec<SseEvent> {
     let mut events = Vec::new();
     let mut data = Vec::new();
     let mut sink = |p: SsePiece<'_>| match p {

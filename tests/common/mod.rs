@@ -4,7 +4,7 @@
 pub mod py_oauth;
 pub mod tmux;
 
-use agenvoy_mcp::__private::transport::stdio::StdioConfig;
+use agenvoy_mcp::StdioConfig;
 use agenvoy_mcp::{Client, ClientOptions};
 use std::time::{Duration, Instant};
 
@@ -26,7 +26,7 @@ pub fn fixture(flags: &[&str]) -> StdioConfig {
 
 /// Connects a fixture server; the test process adopts orphans so none is left as a zombie.
 pub async fn connect(flags: &[&str], options: ClientOptions) -> Client {
-    agenvoy_mcp::__private::transport::stdio::become_subreaper();
+    agenvoy_mcp::unstable::become_subreaper();
     Client::connect_stdio("fixture", &fixture(flags), options)
         .await
         .expect("connect the fixture server")
@@ -71,8 +71,7 @@ pub fn assert_group_gone_within(pgid: u32, limit: Duration) {
 
 /// The process group of a stdio client's server.
 pub fn server_pid(client: &Client) -> u32 {
-    let transport = client.session().transport().clone();
-    transport.pid().expect("a stdio transport has a pid")
+    client.server_pid().expect("a stdio transport has a pid")
 }
 
 /// Pids of running (not zombie) processes whose command line has `arg` as one argument.

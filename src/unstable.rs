@@ -1,26 +1,70 @@
-//! Not part of the API: the layers below [`Client`](crate::Client) (wire, transport,
-//! protocol, the client module, the error module, terminal text), as the `agenvoy-mcp`
-//! binary, the tests, the benches and the fuzz targets use them. Anything here may change in
-//! any release, without notice: embedders use what the crate root, [`crate::host`],
-//! `auth`, `api` and `tui` export.
+//! Unstable: the internals the `agenvoy-mcp` binary, the benches and the fuzz targets reach
+//! into, and nothing else. Not part of the API: anything here may change or go in any
+//! release, without notice. Embedders use what the crate root, [`crate::host`], `auth`,
+//! `api` and `tui` export.
 
-#[path = "client.rs"]
-pub mod client;
-#[path = "error.rs"]
-pub mod error;
-#[path = "protocol/mod.rs"]
-pub mod protocol;
-#[path = "text.rs"]
-pub mod text;
-#[path = "transport/mod.rs"]
-pub mod transport;
-#[path = "wire/mod.rs"]
-pub mod wire;
+pub use crate::client::MAX_TOOL_PAGES;
+pub use crate::text::{
+    drives_terminal, escape_controls, escape_controls_keep_lines, redact_urls, wrap,
+};
+#[cfg(feature = "stdio")]
+pub use crate::transport::stdio::{become_subreaper, is_default_env};
+
+/// The transports under a [`Client`](crate::Client), for the `probe` command, which opens
+/// one itself so that a signal during the handshake can close it (and end the server).
+pub mod transport {
+    #[cfg(feature = "http")]
+    pub use crate::transport::http::HttpTransport;
+    #[cfg(feature = "stdio")]
+    pub use crate::transport::stdio::StdioTransport;
+    pub use crate::transport::{BoxFuture, Inbound, Kind, Limits, Outbound, Transport};
+    use crate::{Client, ClientOptions, Result};
+    use std::sync::Arc;
+    use tokio::sync::mpsc;
+
+    /// What the transport keeps of each incoming message, under `options`.
+    pub fn limits(options: &ClientOptions) -> Limits {
+        options.limits()
+    }
+
+    /// Connects over an opened transport: starts the session, and closes the transport if
+    /// that fails.
+    pub async fn connect(
+        name: &str,
+        transport: Arc<dyn Transport>,
+        inbound: mpsc::Receiver<Inbound>,
+        options: ClientOptions,
+    ) -> Result<Client> {
+        Client::connect(name, transport, inbound, options).await
+    }
+}
+
+/// The wire layer: JSON-RPC messages, line framing, SSE, and the streaming renderer and
+/// truncator behind every tool result (what the benches measure and the fuzz targets check).
+pub mod wire {
+    pub use crate::wire::decode::{
+        DecodeError, Decoded, MessageDecoder, ResultHead, assert_matches_reference,
+    };
+    pub use crate::wire::framing::{LineFramer, Piece, split_lines};
+    pub use crate::wire::jsonrpc;
+    pub use crate::wire::render::{
+        DEFAULT_CAP, RenderError, Rendered, marker, render_reference, truncate,
+    };
+    pub use crate::wire::sse::{SseDecoder, SseEvent, SsePiece};
+    pub use crate::wire::truncate::Truncator;
+}
 
 /// Entry points for the fuzz targets (`fuzz/`) into checks that are private elsewhere.
 pub mod fuzz {
     #[cfg(feature = "oauth")]
-    use crate::auth::{AuthServerMetadata, ProtectedResource, discovery, fetch};
+    pub use crate::auth::discovery::{
+        AuthServerMetadata, Challenge, ProtectedResource, auth_server_metadata_urls, origin,
+        resource_matches,
+    };
+    #[cfg(feature = "oauth")]
+    use crate::auth::{discovery, fetch};
+    pub use crate::host::expand::is_pure_reference;
+    pub use crate::host::gate::{belongs_to, check_entry, whole_server};
 
     /// `fetch::check_url`: https, or http on a loopback host.
     #[cfg(feature = "oauth")]
