@@ -15,8 +15,12 @@ async fn a_refused_authorization_is_reported_escaped() {
     .await;
     let err = headless_login(&server.base, Arc::new(MemoryStore::new()))
         .await
-        .unwrap_err()
-        .to_string();
+        .unwrap_err();
+    let denied = AuthErrorKind::Callback {
+        error: Some("access_denied".into()),
+    };
+    assert_eq!(kind_of(&err), Some(&denied));
+    let err = err.to_string();
     assert!(
         err.contains("refused: access_denied (\\u{1b}]0;pwned\\u{7}\\u{1b}[2J)"),
         "{err}"

@@ -13,6 +13,7 @@ async fn a_server_claiming_another_issuer_gets_no_client_and_leaves_none() {
     let err = headless_login(&server.base, store.clone())
         .await
         .unwrap_err();
+    assert_eq!(kind_of(&err), Some(&AuthErrorKind::Discovery));
     assert!(
         err.to_string().contains(
             "names issuer \"https://trusted.example\", which is not on the server's own origin"

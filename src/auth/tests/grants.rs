@@ -59,6 +59,18 @@ async fn workload_identity_refusals_are_reported_once_without_another_grant() {
         let text = format!("{err} {err:?}");
         assert!(matches!(err.kind, ErrorKind::Auth(_)), "{err:?}");
         assert!(!err.needs_login(), "a login would not help: {err}");
+        let auth = err.auth_error().expect("an auth error");
+        assert!(
+            matches!(
+                auth.kind(),
+                AuthErrorKind::TokenEndpoint {
+                    status: 400..=499,
+                    ..
+                }
+            ),
+            "{auth:?}"
+        );
+        assert_eq!(auth.oauth_error(), Some(code));
         assert!(
             text.contains(says) && text.contains(&format!("OAuth error \"{code}\"")),
             "{text}"

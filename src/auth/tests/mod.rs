@@ -13,6 +13,11 @@ mod registration;
 mod token_store;
 mod tokens;
 
+/// The kind of the OAuth failure behind `err`, if it is one.
+fn kind_of(err: &Error) -> Option<&AuthErrorKind> {
+    err.auth_error().map(AuthError::kind)
+}
+
 /// A token endpoint that answers every POST with fresh tokens `AT<n>`, `RT<n>`.
 async fn token_endpoint() -> TestServer {
     let n = AtomicUsize::new(0);

@@ -21,6 +21,12 @@ async fn a_login_the_store_refuses_fails_saying_so() {
     let err = oauth.login_with(None).await.unwrap_err();
     let shown = err.to_string();
     assert!(err.is_auth(), "{shown}");
+    let unavailable = AuthErrorKind::Store(StoreErrorKind::Unavailable);
+    assert_eq!(kind_of(&err), Some(&unavailable));
+    assert_eq!(
+        err.store_error().map(StoreError::kind),
+        Some(StoreErrorKind::Unavailable)
+    );
     assert!(shown.contains("the tokens could not be kept: "), "{shown}");
     assert!(shown.contains("log in again"), "{shown}");
     let sent = oauth.authorization("POST", &url).await.unwrap();

@@ -9,6 +9,7 @@ async fn without_a_token_the_error_says_how_to_log_in() {
     let (oauth, _) = oauth_with(None);
     let err = header_of(&oauth).await.unwrap_err();
     assert!(err.needs_login());
+    assert_eq!(kind_of(&err), Some(&AuthErrorKind::LoginRequired));
     assert_eq!(
         err.to_string(),
         "mcp server \"s\": oauth login required, run /mcp → s → login"
@@ -23,6 +24,7 @@ async fn without_a_token_the_error_says_how_to_log_in() {
         .await
         .unwrap_err();
     assert!(err.to_string().ends_with("run /mcp → s → login"), "{err}");
+    assert_eq!(kind_of(&err), Some(&AuthErrorKind::LoginRequired));
     assert!(
         !oauth
             .challenge(Refusal::new(403, Some("Bearer".into())))
@@ -101,6 +103,7 @@ async fn a_refresh_without_an_answer_keeps_the_tokens_until_the_server_is_back()
         matches!(err.kind, ErrorKind::Http { status: None, .. }),
         "a retryable error: {err:?}"
     );
+    assert_eq!(kind_of(&err), Some(&AuthErrorKind::Network));
     assert!(
         err.to_string().contains("the tokens are kept, try again"),
         "{err}"
@@ -124,6 +127,11 @@ async fn a_refresh_without_an_answer_keeps_the_tokens_until_the_server_is_back()
         "{err:?}"
     );
     assert!(err.to_string().contains("HTTP 503 (text/plain)"), "{err}");
+    let status_503 = AuthErrorKind::TokenEndpoint {
+        status: 503,
+        error: None,
+    };
+    assert_eq!(kind_of(&err), Some(&status_503));
     assert_eq!(stored_tokens(&store).unwrap().access_token, "AT0", "kept");
     working.store(true, Ordering::Relaxed);
     assert!(
@@ -158,6 +166,14 @@ async fn only_an_oauth_refusal_of_the_refresh_drops_the_tokens() {
     let err = oauth.challenge(Refusal::new(401, None)).await.unwrap_err();
     assert!(matches!(err.kind, ErrorKind::Auth(_)), "{err:?}");
     assert!(err.to_string().contains("HTTP 404 (text/plain)"), "{err}");
+    let status_404 = AuthErrorKind::TokenEndpoint {
+        status: 404,
+        error: None,
+    };
+    assert_eq!(kind_of(&err), Some(&status_404));
+    // The crate's error keeps the auth error as its source.
+    let source = std::error::Error::source(&err).and_then(|s| s.downcast_ref::<AuthError>());
+    assert_eq!(source.map(AuthError::kind), Some(&status_404));
     assert!(store.load("tokens:s").unwrap().is_some(), "kept");
 }
 
