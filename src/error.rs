@@ -137,6 +137,20 @@ impl Error {
     /// did not answer (try again) from a store that cannot be used.
     #[cfg(feature = "oauth")]
     pub fn store_error(&self) -> Option<&crate::auth::StoreError> {
+        let cause = self.cause.as_deref()?;
+        cause.downcast_ref().or_else(|| {
+            cause
+                .downcast_ref::<crate::auth::AuthError>()?
+                .store_error()
+        })
+    }
+
+    /// The OAuth failure behind this error, if it is one (it is also the error's
+    /// [`source`](std::error::Error::source)): its [`kind`](crate::auth::AuthError::kind)
+    /// tells discovery, registration, the callback, the token endpoint (with its status and
+    /// OAuth error code), the token store, a needed login and the network apart.
+    #[cfg(feature = "oauth")]
+    pub fn auth_error(&self) -> Option<&crate::auth::AuthError> {
         self.cause.as_deref()?.downcast_ref()
     }
 

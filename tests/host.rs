@@ -217,7 +217,7 @@ async fn a_server_whose_lists_pass_the_bound_is_failed_and_keeps_nothing() {
 /// or its own store's failure, without reading text; none of them reads as "log in".
 #[tokio::test]
 async fn a_failing_token_store_is_told_apart_by_its_kind() {
-    use agenvoy_mcp::auth::{StoreError, StoreErrorKind, TokenStore};
+    use agenvoy_mcp::auth::{AuthError, AuthErrorKind, StoreError, StoreErrorKind, TokenStore};
     struct Failing(fn() -> StoreError);
     impl TokenStore for Failing {
         fn load(&self, _: &str) -> Result<Option<String>, StoreError> {
@@ -261,6 +261,17 @@ async fn a_failing_token_store_is_told_apart_by_its_kind() {
         Some(StoreErrorKind::Locked)
     );
     assert!(!locked.needs_login(), "{locked}");
+    // The auth error is the source, and the store's error is its own.
+    let auth = std::error::Error::source(&locked)
+        .and_then(|s| s.downcast_ref::<AuthError>())
+        .expect("the auth error as the source");
+    assert_eq!(auth.kind(), &AuthErrorKind::Store(StoreErrorKind::Locked));
+    assert_eq!(locked.auth_error().map(AuthError::kind), Some(auth.kind()));
+    assert!(
+        std::error::Error::source(auth)
+            .and_then(|s| s.downcast_ref::<StoreError>())
+            .is_some()
+    );
     assert!(
         locked.to_string().contains("the test keyring is locked"),
         "{locked}"

@@ -30,15 +30,76 @@ impl std::fmt::Debug for ApiToken {
     }
 }
 
+/// Why an [`ApiToken`] could not be had: a kind a program can match on, a message safe to
+/// show (it never holds the token), and the I/O error behind it, if any, as its
+/// [`source`](std::error::Error::source).
+#[derive(Debug)]
+pub struct ApiTokenError {
+    kind: ApiTokenErrorKind,
+    message: String,
+    source: Option<std::io::Error>,
+}
+
+/// What kind of failure an [`ApiTokenError`] is. New kinds may come in a minor release:
+/// match with a `_` arm.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum ApiTokenErrorKind {
+    /// The text is no usable token (too short, or with spaces or control characters).
+    Invalid,
+    /// The token file can be read by other users: `chmod 600` it, or delete it.
+    Exposed,
+    /// The token file could not be read or created.
+    Io,
+}
+
+impl ApiTokenError {
+    fn new(kind: ApiTokenErrorKind, message: String) -> Self {
+        ApiTokenError {
+            kind,
+            message,
+            source: None,
+        }
+    }
+
+    fn io(message: String, source: std::io::Error) -> Self {
+        ApiTokenError {
+            kind: ApiTokenErrorKind::Io,
+            message,
+            source: Some(source),
+        }
+    }
+
+    /// What kind of failure it is.
+    pub fn kind(&self) -> ApiTokenErrorKind {
+        self.kind
+    }
+}
+
+impl std::fmt::Display for ApiTokenError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.message)
+    }
+}
+
+impl std::error::Error for ApiTokenError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        self.source
+            .as_ref()
+            .map(|s| s as &(dyn std::error::Error + 'static))
+    }
+}
+
 /// Shortest token accepted from a file: 128 bits of base64url.
 const MIN_TOKEN_LEN: usize = 22;
 
 impl ApiToken {
     /// A token from its text (at least 22 characters, no whitespace).
-    pub fn new(text: &str) -> Result<ApiToken, String> {
+    pub fn new(text: &str) -> Result<ApiToken, ApiTokenError> {
         if text.len() < MIN_TOKEN_LEN || text.chars().any(|c| c.is_whitespace() || c.is_control()) {
-            return Err(format!(
-                "an API token must be at least {MIN_TOKEN_LEN} characters without spaces"
+            return Err(ApiTokenError::new(
+                ApiTokenErrorKind::Invalid,
+                format!("an API token must be at least {MIN_TOKEN_LEN} characters without spaces"),
             ));
         }
         Ok(ApiToken(text.to_string()))
@@ -48,48 +109,62 @@ impl ApiToken {
     /// base64url, mode 0600, created whole or not at all (a temporary file linked into
     /// place, so two daemons starting at once agree on one token). A file that others can
     /// read, or that holds no usable token, is an error saying what to do.
-    pub fn load_or_create(path: &Path) -> Result<ApiToken, String> {
+    pub fn load_or_create(path: &Path) -> Result<ApiToken, ApiTokenError> {
+        let unreadable = |e| {
+            ApiTokenError::io(
+                format!("cannot read the API token {}: {e}", path.display()),
+                e,
+            )
+        };
         match std::fs::read_to_string(path) {
             Ok(text) => return Self::from_file(path, &text),
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
-            Err(e) => return Err(format!("cannot read the API token {}: {e}", path.display())),
+            Err(e) => return Err(unreadable(e)),
         }
         let token = crate::auth::pkce::random_token(32);
         match create_new_private(path, token.as_bytes()) {
             Ok(()) => Ok(ApiToken(token)),
             Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {
-                let text = std::fs::read_to_string(path)
-                    .map_err(|e| format!("cannot read the API token {}: {e}", path.display()))?;
+                let text = std::fs::read_to_string(path).map_err(unreadable)?;
                 Self::from_file(path, &text)
             }
-            Err(e) => Err(format!(
-                "cannot create the API token {}: {e}",
-                path.display()
+            Err(e) => Err(ApiTokenError::io(
+                format!("cannot create the API token {}: {e}", path.display()),
+                e,
             )),
         }
     }
 
-    fn from_file(path: &Path, text: &str) -> Result<ApiToken, String> {
+    fn from_file(path: &Path, text: &str) -> Result<ApiToken, ApiTokenError> {
         #[cfg(unix)]
         {
             use std::os::unix::fs::PermissionsExt;
             let mode = std::fs::metadata(path)
-                .map_err(|e| format!("cannot read the API token {}: {e}", path.display()))?
+                .map_err(|e| {
+                    ApiTokenError::io(
+                        format!("cannot read the API token {}: {e}", path.display()),
+                        e,
+                    )
+                })?
                 .permissions()
                 .mode();
             if mode & 0o077 != 0 {
-                return Err(format!(
-                    "the API token {} can be read by other users (mode {:o}); run `chmod 600` on it, or delete it to make a new one",
-                    path.display(),
-                    mode & 0o777
+                return Err(ApiTokenError::new(
+                    ApiTokenErrorKind::Exposed,
+                    format!(
+                        "the API token {} can be read by other users (mode {:o}); run `chmod 600` on it, or delete it to make a new one",
+                        path.display(),
+                        mode & 0o777
+                    ),
                 ));
             }
         }
         ApiToken::new(text.trim()).map_err(|why| {
-            format!(
+            let message = format!(
                 "the API token {} is unusable ({why}); delete it to make a new one",
                 path.display()
-            )
+            );
+            ApiTokenError::new(ApiTokenErrorKind::Invalid, message)
         })
     }
 
@@ -333,10 +408,14 @@ mod tests {
         assert_eq!(left.len(), 1, "no temporary file is left");
         std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o644)).unwrap();
         let e = ApiToken::load_or_create(&path).unwrap_err();
+        assert_eq!(e.kind(), ApiTokenErrorKind::Exposed);
+        let e = e.to_string();
         assert!(e.contains("chmod 600") && e.contains("644"), "{e}");
         std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o600)).unwrap();
         std::fs::write(&path, "short\n").unwrap();
         let e = ApiToken::load_or_create(&path).unwrap_err();
+        assert_eq!(e.kind(), ApiTokenErrorKind::Invalid);
+        let e = e.to_string();
         assert!(e.contains("delete it"), "{e}");
     }
 }

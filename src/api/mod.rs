@@ -43,7 +43,7 @@ mod login;
 mod servers;
 
 pub(crate) use guard::admit;
-pub use guard::{ApiToken, TOKEN_FILE, token_path};
+pub use guard::{ApiToken, ApiTokenError, ApiTokenErrorKind, TOKEN_FILE, token_path};
 
 use crate::auth::TokenStore;
 use crate::host::{Control, ControlError, Manager};

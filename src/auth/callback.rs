@@ -17,8 +17,8 @@
 //!   the `Location`; for authorization servers that redirect at once (tests, the conformance
 //!   suite).
 
-use super::fetch;
 use super::pkce::parse_query;
+use super::{AuthError, AuthErrorKind, fetch};
 use crate::text::escape_controls;
 use crate::transport::BoxFuture;
 use crate::transport::http::HttpsClient;
@@ -47,6 +47,10 @@ const CALLBACK_CONNECTIONS: usize = 16;
 const CALLBACK_RATE: u32 = 50;
 
 /// Takes the user through the authorization request.
+///
+/// An error ends the login with it: an embedder's agent says why with
+/// [`AuthErrorKind::Callback`] (`AuthError::new(AuthErrorKind::Callback { error: None },
+/// "...")`), or keeps its own failure whole with [`AuthError::other`].
 pub trait UserAgent: Send + Sync {
     /// Settles the redirect URI: `preferred`, or, when `exact` is false and `preferred`
     /// cannot be served, another loopback one. Called before the client is registered.
@@ -54,9 +58,9 @@ pub trait UserAgent: Send + Sync {
         &'a self,
         preferred: &'a str,
         exact: bool,
-    ) -> BoxFuture<'a, Result<String, String>>;
+    ) -> BoxFuture<'a, Result<String, AuthError>>;
     /// Takes the user to `url`; returns the full URL the authorization server redirected to.
-    fn authorize<'a>(&'a self, url: &'a str) -> BoxFuture<'a, Result<String, String>>;
+    fn authorize<'a>(&'a self, url: &'a str) -> BoxFuture<'a, Result<String, AuthError>>;
 }
 
 /// What an authorization response carries (RFC 6749 4.1.2, RFC 9207).
@@ -146,21 +150,26 @@ impl UserAgent for HeadlessAgent {
         &'a self,
         preferred: &'a str,
         _exact: bool,
-    ) -> BoxFuture<'a, Result<String, String>> {
+    ) -> BoxFuture<'a, Result<String, AuthError>> {
         Box::pin(async move { Ok(preferred.to_string()) })
     }
-    fn authorize<'a>(&'a self, url: &'a str) -> BoxFuture<'a, Result<String, String>> {
+    fn authorize<'a>(&'a self, url: &'a str) -> BoxFuture<'a, Result<String, AuthError>> {
         Box::pin(async move {
             let answer = fetch::get(&self.client, url).await?;
             match (answer.status, answer.location.clone()) {
                 (300..=399, Some(location)) => Ok(location),
-                _ => Err(format!(
+                _ => Err(callback_error(format!(
                     "the authorization endpoint did not redirect at once ({}); log in with a browser",
                     answer.describe()
-                )),
+                ))),
             }
         })
     }
+}
+
+/// A failure of the way back from the authorization server, saying `why`.
+fn callback_error(why: String) -> AuthError {
+    AuthError::new(AuthErrorKind::Callback { error: None }, why)
 }
 
 /// Shows the user the authorization URL (the default prints it to stderr).
@@ -263,10 +272,10 @@ impl UserAgent for LoopbackAgent {
         &'a self,
         preferred: &'a str,
         exact: bool,
-    ) -> BoxFuture<'a, Result<String, String>> {
+    ) -> BoxFuture<'a, Result<String, AuthError>> {
         Box::pin(async move {
             let (host, port, path) = loopback_parts(preferred).ok_or_else(|| {
-                format!("the redirect URI {preferred:?} is not http://localhost:PORT/... or http://127.0.0.1:PORT/...; the loopback listener cannot serve it")
+                callback_error(format!("the redirect URI {preferred:?} is not http://localhost:PORT/... or http://127.0.0.1:PORT/...; the loopback listener cannot serve it"))
             })?;
             let sockets = match bind_loopback(&host, port).await {
                 Ok(sockets) => sockets,
@@ -280,15 +289,18 @@ impl UserAgent for LoopbackAgent {
                             break;
                         }
                     }
-                    outcome?
+                    outcome.map_err(callback_error)?
                 }
                 Err(e) => {
-                    return Err(format!(
+                    return Err(callback_error(format!(
                         "{e}; the redirect URI {preferred} needs it: stop that program and run the login again"
-                    ));
+                    )));
                 }
             };
-            let actual = sockets[0].local_addr().map_err(|e| e.to_string())?.port();
+            let actual = sockets[0]
+                .local_addr()
+                .map_err(|e| callback_error(e.to_string()).caused_by(e))?
+                .port();
             let uri = format!("http://{host}:{actual}{path}");
             let addresses = if sockets.len() == 2 {
                 "127.0.0.1 and [::1]"
@@ -303,7 +315,7 @@ impl UserAgent for LoopbackAgent {
         })
     }
 
-    fn authorize<'a>(&'a self, url: &'a str) -> BoxFuture<'a, Result<String, String>> {
+    fn authorize<'a>(&'a self, url: &'a str) -> BoxFuture<'a, Result<String, AuthError>> {
         Box::pin(async move {
             // The state this login sent: only a redirect carrying it ends the login.
             let state = CallbackParams::parse(url).state;
@@ -351,12 +363,13 @@ impl UserAgent for LoopbackAgent {
             if let Some(rx) = paste {
                 *self.paste.lock().expect("paste lock") = Some(rx);
             }
-            outcome.map_err(|_| {
-                format!(
+            let redirected = outcome.map_err(|_| {
+                callback_error(format!(
                     "no answer from the browser within {} s; run the login again",
                     self.timeout.as_secs()
-                )
-            })?
+                ))
+            })?;
+            redirected.map_err(callback_error)
         })
     }
 }
@@ -664,6 +677,8 @@ mod tests {
         let port = other.local_addr().unwrap().port();
         let wanted = format!("http://localhost:{port}/callback");
         let err = quiet_agent().redirect_uri(&wanted, true).await.unwrap_err();
+        assert_eq!(err.kind(), &AuthErrorKind::Callback { error: None });
+        let err = err.to_string();
         assert!(
             err.contains(&format!("another program holds [::1]:{port}")),
             "{err}"

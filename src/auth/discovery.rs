@@ -21,7 +21,7 @@
 //! Every issuer and endpoint must be `https`, or `http` on a loopback host
 //! (`fetch::check_url`), before anything is fetched from it or opened in a browser.
 
-use super::fetch;
+use super::{AuthError, AuthErrorKind, fetch};
 use crate::transport::http::HttpsClient;
 use hyper::Uri;
 use serde::{Deserialize, Serialize};
@@ -327,8 +327,19 @@ fn same_issuer(a: &str, b: &str) -> bool {
 }
 
 /// Runs discovery for the server at `server_url`; `challenge` is the server's 401 challenge
-/// if there was one. Errors are in words, for [`crate::ErrorKind::Auth`].
+/// if there was one. An error is [`AuthErrorKind::Discovery`], saying why in words.
 pub async fn discover(
+    client: &HttpsClient,
+    server_url: &str,
+    challenge: Option<&Challenge>,
+) -> Result<Discovery, AuthError> {
+    find(client, server_url, challenge)
+        .await
+        .map_err(|why| AuthError::new(AuthErrorKind::Discovery, why))
+}
+
+/// [`discover`], its errors in words.
+async fn find(
     client: &HttpsClient,
     server_url: &str,
     challenge: Option<&Challenge>,
@@ -381,7 +392,7 @@ pub async fn discover(
                 });
             }
             Ok(a) => tried.push(format!("{url} (HTTP {})", a.status)),
-            Err(e) => tried.push(e),
+            Err(e) => tried.push(e.to_string()),
         }
     }
     Err(format!(

@@ -4,6 +4,7 @@
 //! ([`check_url`]: https, or http on a loopback host), and no error quotes a body: a token
 //! or registration answer carries secrets, so errors say what was wrong with it instead.
 
+use super::{AuthError, AuthErrorKind};
 use crate::text::escape_controls;
 use crate::transport::http::HttpsClient;
 use base64::Engine;
@@ -179,8 +180,8 @@ pub enum Basic<'a> {
     Credentials(&'a str, &'a str),
 }
 
-/// Sends one request, with a DPoP proof (RFC 9449) when `dpop` has one; errors are the
-/// reason in words (never a header value).
+/// Sends one request, with a DPoP proof (RFC 9449) when `dpop` has one; errors say why in
+/// words (never a header value): no usable answer is [`AuthErrorKind::Network`].
 pub async fn send(
     client: &HttpsClient,
     method: Method,
@@ -189,8 +190,10 @@ pub async fn send(
     body: Vec<u8>,
     basic: Basic<'_>,
     dpop: Option<&str>,
-) -> Result<Answer, String> {
-    let uri = check_url("the OAuth URL", url)?;
+) -> Result<Answer, AuthError> {
+    let uri =
+        check_url("the OAuth URL", url).map_err(|e| AuthError::new(AuthErrorKind::Discovery, e))?;
+    let network = |why: String| AuthError::new(AuthErrorKind::Network, why);
     let mut request = Request::new(Full::new(Bytes::from(body)));
     *request.method_mut() = method;
     *request.uri_mut() = uri;
@@ -211,20 +214,21 @@ pub async fn send(
             "Basic {}",
             base64::engine::general_purpose::STANDARD.encode(pair)
         );
-        let mut v = HeaderValue::from_str(&value).map_err(|_| "bad client credentials")?;
+        let mut v = HeaderValue::from_str(&value)
+            .map_err(|_| AuthError::new(AuthErrorKind::Config, "bad client credentials"))?;
         v.set_sensitive(true);
         headers.insert(header::AUTHORIZATION, v);
     }
     if let Some(proof) = dpop {
-        let mut v = HeaderValue::from_str(proof).map_err(|_| "bad DPoP proof")?;
+        let mut v = HeaderValue::from_str(proof)
+            .map_err(|_| AuthError::new(AuthErrorKind::Other, "bad DPoP proof"))?;
         v.set_sensitive(true);
         headers.insert("dpop", v);
     }
     let exchange = async {
-        let response = client
-            .request(request)
-            .await
-            .map_err(|e| format!("{url}: {}", crate::error::chain_text(&e)))?;
+        let response = client.request(request).await.map_err(|e| {
+            network(format!("{url}: {}", crate::error::chain_text(&e))).caused_by(e)
+        })?;
         let get = |name: header::HeaderName| {
             response
                 .headers()
@@ -240,10 +244,13 @@ pub async fn send(
         let mut body = response.into_body();
         let mut bytes = Vec::new();
         while let Some(frame) = body.frame().await {
-            let frame = frame.map_err(|e| format!("{url}: reading the body: {e}"))?;
+            let frame =
+                frame.map_err(|e| network(format!("{url}: reading the body: {e}")).caused_by(e))?;
             if let Ok(chunk) = frame.into_data() {
                 if bytes.len() + chunk.len() > BODY_MAX {
-                    return Err(format!("{url}: the answer is over {BODY_MAX} bytes"));
+                    return Err(network(format!(
+                        "{url}: the answer is over {BODY_MAX} bytes"
+                    )));
                 }
                 bytes.extend_from_slice(&chunk);
             }
@@ -259,11 +266,16 @@ pub async fn send(
     };
     tokio::time::timeout(EXCHANGE_TIMEOUT, exchange)
         .await
-        .map_err(|_| format!("{url}: no answer within {} s", EXCHANGE_TIMEOUT.as_secs()))?
+        .map_err(|_| {
+            network(format!(
+                "{url}: no answer within {} s",
+                EXCHANGE_TIMEOUT.as_secs()
+            ))
+        })?
 }
 
 /// GET `url` expecting JSON.
-pub async fn get(client: &HttpsClient, url: &str) -> Result<Answer, String> {
+pub async fn get(client: &HttpsClient, url: &str) -> Result<Answer, AuthError> {
     send(
         client,
         Method::GET,
@@ -283,7 +295,7 @@ pub async fn post_form(
     pairs: &[(&str, &str)],
     basic: Basic<'_>,
     dpop: Option<&str>,
-) -> Result<Answer, String> {
+) -> Result<Answer, AuthError> {
     let body = super::pkce::form(pairs).into_bytes();
     send(
         client,
@@ -298,7 +310,7 @@ pub async fn post_form(
 }
 
 /// POST a JSON document.
-pub async fn post_json(client: &HttpsClient, url: &str, body: &Value) -> Result<Answer, String> {
+pub async fn post_json(client: &HttpsClient, url: &str, body: &Value) -> Result<Answer, AuthError> {
     send(
         client,
         Method::POST,

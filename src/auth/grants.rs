@@ -14,13 +14,16 @@ impl OAuth {
     ) -> Result<(TokenAnswer, String)> {
         let meta = &found.server;
         let authorize = meta.authorization_endpoint.as_deref().ok_or_else(|| {
-            self.auth_error(format!(
-                "the authorization server {} has no authorization_endpoint",
-                meta.issuer
-            ))
+            self.auth_error(
+                AuthErrorKind::Discovery,
+                format!(
+                    "the authorization server {} has no authorization_endpoint",
+                    meta.issuer
+                ),
+            )
         })?;
         if !meta.offers_pkce_s256() {
-            return Err(self.auth_error(format!(
+            return Err(self.auth_error(AuthErrorKind::Discovery, format!(
                 "the authorization server {} does not offer PKCE with S256 (its metadata's code_challenge_methods_supported {}); the MCP specification forbids logging in without it, so ask its operator to enable PKCE",
                 meta.issuer,
                 match &meta.code_challenge_methods_supported {
@@ -41,7 +44,7 @@ impl OAuth {
         let redirect_uri = agent
             .redirect_uri(&preferred, exact)
             .await
-            .map_err(|e| self.auth_error(e))?;
+            .map_err(|e| self.auth_failed(e))?;
         let client = self.client_for(found, &redirect_uri).await?;
         let pkce = pkce::Pkce::new();
         let state = pkce::random_token(16);
@@ -63,36 +66,44 @@ impl OAuth {
         let redirected = agent
             .authorize(&url)
             .await
-            .map_err(|e| self.auth_error(e))?;
+            .map_err(|e| self.auth_failed(e))?;
         let params = CallbackParams::parse(&redirected);
+        let callback = |why: String| {
+            let kind = AuthErrorKind::Callback { error: None };
+            self.auth_error(kind, why)
+        };
         if params.state.as_deref() != Some(state.as_str()) {
-            return Err(self.auth_error(
-                "the redirect's state does not match the request (a stale or forged redirect); run the login again",
+            return Err(callback(
+                "the redirect's state does not match the request (a stale or forged redirect); run the login again".into(),
             ));
         }
         if let Some(error) = params.error_text() {
-            return Err(self.auth_error(format!(
-                "the authorization server refused: {error}; run the login again"
-            )));
+            let kind = AuthErrorKind::Callback {
+                error: params.error.clone(),
+            };
+            return Err(self.auth_error(
+                kind,
+                format!("the authorization server refused: {error}; run the login again"),
+            ));
         }
         match &params.iss {
             // RFC 9207: simple string comparison, no normalization of any kind.
             Some(iss) if *iss != meta.issuer => {
-                return Err(self.auth_error(format!(
+                return Err(callback(format!(
                     "the redirect comes from issuer {iss:?}, not {:?} (RFC 9207); refusing it",
                     meta.issuer
                 )));
             }
             None if meta.authorization_response_iss_parameter_supported == Some(true) => {
-                return Err(self.auth_error(
-                    "the authorization server promises an iss parameter (RFC 9207) and the redirect has none; refusing it",
+                return Err(callback(
+                    "the authorization server promises an iss parameter (RFC 9207) and the redirect has none; refusing it".into(),
                 ));
             }
             _ => {}
         }
         let code = params
             .code
-            .ok_or_else(|| self.auth_error("the redirect has no code; run the login again"))?;
+            .ok_or_else(|| callback("the redirect has no code; run the login again".into()))?;
         let answer = self
             .token_request(
                 found,
@@ -118,7 +129,10 @@ impl OAuth {
         dpop: Option<&Es256Key>,
     ) -> Result<(TokenAnswer, String)> {
         let pre = self.config.client.as_ref().ok_or_else(|| {
-            self.auth_error("the client credentials grant needs a configured client_id")
+            self.auth_error(
+                AuthErrorKind::Config,
+                "the client credentials grant needs a configured client_id",
+            )
         })?;
         let client = self.pre_registered(pre, &found.server);
         let scope = scopes.join(" ");
@@ -138,7 +152,10 @@ impl OAuth {
         dpop: Option<&Es256Key>,
     ) -> Result<(TokenAnswer, String)> {
         let pre = self.config.client.as_ref().ok_or_else(|| {
-            self.auth_error("the identity assertion grant needs a configured client_id")
+            self.auth_error(
+                AuthErrorKind::Config,
+                "the identity assertion grant needs a configured client_id",
+            )
         })?;
         let scope = scopes.join(" ");
         let mut pairs = vec![
@@ -166,13 +183,15 @@ impl OAuth {
         }
         let answer = fetch::post_form(&self.http, idp_token_endpoint, &pairs, Basic::None, None)
             .await
-            .map_err(|e| self.auth_error(format!("the token exchange failed: {e}")))?;
+            .map_err(|e| {
+                let why = format!("the token exchange failed: {e}");
+                self.auth_failed(e.reworded(why))
+            })?;
         let jag = answer
             .json_with(&[200], "access_token")
             .map_err(|why| {
-                self.auth_error(format!(
-                    "the identity provider's token exchange answered {why}"
-                ))
+                let why = format!("the identity provider's token exchange answered {why}");
+                self.auth_failed(token_endpoint_error(&answer, why))
             })
             .map(|v| json_str(&v, "access_token").unwrap_or_default())?;
         let mut client = self.pre_registered(pre, &found.server);
@@ -195,9 +214,10 @@ impl OAuth {
         dpop: Option<&Es256Key>,
     ) -> Result<(TokenAnswer, String)> {
         let jwt = assertion.read_text().map_err(|e| {
-            self.auth_error(format!(
+            let why = format!(
                 "the workload identity token cannot be had: {e}; point the entry at the token your platform issues"
-            ))
+            );
+            self.auth_failed(e.reworded(why))
         })?;
         let client = match &self.config.client {
             Some(pre) => self.pre_registered(pre, &found.server),
@@ -215,7 +235,7 @@ impl OAuth {
             .await
             .map_err(|failure| {
                 let meaning = match &failure {
-                    TokenFailure::Refused(_, code) => match code.as_str() {
+                    TokenFailure::Refused(e) => match e.oauth_error().unwrap_or_default() {
                         "invalid_grant" => format!(
                             "the authorization server refused the workload's token from {} (invalid_grant: expired, made for another audience, or from an issuer it does not trust); give the workload a fresh token for {}",
                             assertion.describe(),
@@ -232,7 +252,9 @@ impl OAuth {
                     },
                     _ => "the workload identity grant failed".into(),
                 };
-                self.auth_error(format!("{meaning} ({}); not retried", failure.why()))
+                let error = failure.error();
+                let why = format!("{meaning} ({error}); not retried");
+                self.auth_failed(error.reworded(why))
             })?;
         Ok((answer, scope))
     }

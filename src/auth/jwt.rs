@@ -8,6 +8,7 @@
 //! shows a private key.
 
 use super::pkce::{random_token, sha256_b64};
+use super::{AuthError, AuthErrorKind};
 use base64::Engine;
 use base64::engine::general_purpose::{STANDARD, URL_SAFE_NO_PAD};
 use ring::rand::SystemRandom;
@@ -40,17 +41,23 @@ impl std::fmt::Debug for Es256Key {
 }
 
 impl Es256Key {
-    /// A new random key.
-    pub fn generate() -> Result<Es256Key, String> {
+    /// A new random key; an error is [`AuthErrorKind::Other`].
+    pub fn generate() -> Result<Es256Key, AuthError> {
+        let other = |why: String| AuthError::new(AuthErrorKind::Other, why);
         let document =
             EcdsaKeyPair::generate_pkcs8(&ECDSA_P256_SHA256_FIXED_SIGNING, &SystemRandom::new())
-                .map_err(|_| "the OS random source failed; no key was made".to_string())?;
-        Self::from_pkcs8(document.as_ref().to_vec())
+                .map_err(|_| other("the OS random source failed; no key was made".into()))?;
+        Self::from_pkcs8(document.as_ref().to_vec()).map_err(other)
     }
 
     /// Reads a P-256 private key: PKCS#8 or SEC1, PEM or DER, with its public key inside.
-    /// The error says what was wrong and quotes none of the input.
-    pub fn from_bytes(bytes: &[u8]) -> Result<Es256Key, String> {
+    /// The error, [`AuthErrorKind::Config`], says what was wrong and quotes none of the input.
+    pub fn from_bytes(bytes: &[u8]) -> Result<Es256Key, AuthError> {
+        Self::read(bytes).map_err(|why| AuthError::new(AuthErrorKind::Config, why))
+    }
+
+    /// [`Es256Key::from_bytes`], its error in words.
+    fn read(bytes: &[u8]) -> Result<Es256Key, String> {
         let der = match pem_private_key(bytes)? {
             Some((label, der)) if label == "EC PRIVATE KEY" => sec1_to_pkcs8(&der),
             Some((_, der)) => der,
@@ -105,8 +112,9 @@ impl Es256Key {
     }
 
     /// The JWS compact serialization of `claims` under `header` (whose `alg` must be
-    /// `ES256`): `BASE64URL(header).BASE64URL(claims).BASE64URL(r || s)`.
-    pub fn sign_jws(&self, header: &Value, claims: &Value) -> Result<String, String> {
+    /// `ES256`): `BASE64URL(header).BASE64URL(claims).BASE64URL(r || s)`. An error is
+    /// [`AuthErrorKind::Other`].
+    pub fn sign_jws(&self, header: &Value, claims: &Value) -> Result<String, AuthError> {
         let input = format!(
             "{}.{}",
             URL_SAFE_NO_PAD.encode(header.to_string()),
@@ -115,7 +123,12 @@ impl Es256Key {
         let signature = self
             .pair
             .sign(&SystemRandom::new(), input.as_bytes())
-            .map_err(|_| "the OS random source failed; nothing was signed".to_string())?;
+            .map_err(|_| {
+                AuthError::new(
+                    AuthErrorKind::Other,
+                    "the OS random source failed; nothing was signed",
+                )
+            })?;
         Ok(format!(
             "{input}.{}",
             URL_SAFE_NO_PAD.encode(signature.as_ref())
@@ -132,7 +145,11 @@ fn now() -> u64 {
 
 /// A `private_key_jwt` client assertion (RFC 7523 section 2.2): `iss` and `sub` the client
 /// id, `aud` the authorization server's issuer, `iat`, `exp` (5 minutes) and a random `jti`.
-pub fn client_assertion(key: &Es256Key, client_id: &str, audience: &str) -> Result<String, String> {
+pub fn client_assertion(
+    key: &Es256Key,
+    client_id: &str,
+    audience: &str,
+) -> Result<String, AuthError> {
     let now = now();
     key.sign_jws(
         &json!({"alg": "ES256", "typ": "JWT"}),
@@ -156,7 +173,7 @@ pub fn dpop_proof(
     url: &str,
     access_token: Option<&str>,
     nonce: Option<&str>,
-) -> Result<String, String> {
+) -> Result<String, AuthError> {
     let htu = url.split(['?', '#']).next().unwrap_or(url);
     let mut claims = json!({"jti": random_token(16), "htm": method, "htu": htu, "iat": now()});
     if let Some(n) = nonce {
@@ -445,6 +462,8 @@ o0TWqKt8Vy2vgIQuF/pqY279TidhnBwyqgIk/9uJ7mXS4dgeu9pc6ikF
         ];
         for (input, says) in cases {
             let err = Es256Key::from_bytes(&input).unwrap_err();
+            assert_eq!(err.kind(), &AuthErrorKind::Config);
+            let err = err.to_string();
             assert!(err.contains(says), "{err}");
             assert!(
                 !err.contains(&secret_b64[..20]) && !err.contains("not a key"),

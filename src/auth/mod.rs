@@ -46,6 +46,7 @@
 
 pub(crate) mod callback;
 pub(crate) mod discovery;
+mod error;
 pub(crate) mod fetch;
 mod grants;
 pub(crate) mod jwt;
@@ -60,6 +61,7 @@ mod token_request;
 pub use callback::{CALLBACK_PORT, DEFAULT_REDIRECT_URI};
 pub use callback::{CallbackParams, HeadlessAgent, LoopbackAgent, UserAgent};
 pub(crate) use discovery::{AuthServerMetadata, Challenge, Discovery};
+pub use error::{AuthError, AuthErrorKind};
 pub use settings::{Grant, OAuthConfig, PreRegistered, SecretSource};
 #[cfg(feature = "keychain")]
 pub use store::KeychainStore;
@@ -115,7 +117,7 @@ struct Runtime {
     /// The key the tokens are bound to (RFC 9449), when they are DPoP-bound.
     dpop: Option<Arc<Es256Key>>,
     /// Why the store refused the tokens last saved, when it did (they live in memory only).
-    unsaved: Option<String>,
+    unsaved: Option<StoreError>,
 }
 
 /// The DPoP nonces the servers gave last (RFC 9449 sections 8 and 9).
@@ -175,21 +177,21 @@ struct TokenAnswer {
 /// Why a token request brought no tokens; each says what happened, without a secret.
 enum TokenFailure {
     /// The authorization server refused the grant: an OAuth error answer (`invalid_grant`
-    /// and the like), with its `error` code. A refresh refused so ends the tokens.
-    Refused(String, String),
+    /// and the like), its `error` code in the kind. A refresh refused so ends the tokens.
+    Refused(AuthError),
     /// No answer, or the server failing (connection, timeout, 408, 429, 5xx): worth trying
     /// again later; the tokens stay.
-    Unreachable(String),
+    Unreachable(AuthError),
     /// An answer that is no token answer, or a request this client would not send.
-    Unusable(String),
+    Unusable(AuthError),
 }
 
 impl TokenFailure {
-    fn why(self) -> String {
+    fn error(self) -> AuthError {
         match self {
-            TokenFailure::Refused(w, _)
-            | TokenFailure::Unreachable(w)
-            | TokenFailure::Unusable(w) => w,
+            TokenFailure::Refused(e) | TokenFailure::Unreachable(e) | TokenFailure::Unusable(e) => {
+                e
+            }
         }
     }
 }
@@ -221,10 +223,13 @@ fn read_token_answer(
 ) -> std::result::Result<TokenAnswer, TokenFailure> {
     let v = answer.json_with(&[200], "access_token").map_err(|why| {
         let why = format!("the token endpoint {endpoint} answered {why}");
-        match answer.oauth_error_code() {
-            Some(code) if answer.is_oauth_refusal() => TokenFailure::Refused(why, code),
-            _ if matches!(answer.status, 408 | 429 | 500..=599) => TokenFailure::Unreachable(why),
-            _ => TokenFailure::Unusable(why),
+        let error = token_endpoint_error(answer, why);
+        if answer.is_oauth_refusal() {
+            TokenFailure::Refused(error)
+        } else if matches!(answer.status, 408 | 429 | 500..=599) {
+            TokenFailure::Unreachable(error)
+        } else {
+            TokenFailure::Unusable(error)
         }
     })?;
     let dpop_bound = match str_member(&v, "token_type") {
@@ -232,9 +237,12 @@ fn read_token_answer(
         Some(t) if t.eq_ignore_ascii_case("bearer") => false,
         Some(t) if t.eq_ignore_ascii_case("dpop") && proof_sent => true,
         Some(t) => {
-            return Err(TokenFailure::Unusable(format!(
-                "the token endpoint issued a token of type {:?}; only Bearer tokens, and DPoP tokens after a DPoP proof, are supported",
-                escape_controls(&t.chars().take(40).collect::<String>())
+            return Err(TokenFailure::Unusable(token_endpoint_error(
+                answer,
+                format!(
+                    "the token endpoint issued a token of type {:?}; only Bearer tokens, and DPoP tokens after a DPoP proof, are supported",
+                    escape_controls(&t.chars().take(40).collect::<String>())
+                ),
             )));
         }
     };
@@ -250,6 +258,16 @@ fn read_token_answer(
         scope: str_member(&v, "scope").map(str::to_string),
         dpop_bound,
     })
+}
+
+/// A token endpoint's `answer` that brought no token, saying `why`: its status and OAuth
+/// `error` code in the kind.
+fn token_endpoint_error(answer: &fetch::Answer, why: String) -> AuthError {
+    let kind = AuthErrorKind::TokenEndpoint {
+        status: answer.status,
+        error: answer.oauth_error_code(),
+    };
+    AuthError::new(kind, why)
 }
 
 fn now_secs() -> u64 {
@@ -299,14 +317,30 @@ impl OAuth {
         Error::new(&self.config.server, kind)
     }
 
-    fn auth_error(&self, why: impl Into<String>) -> Error {
-        self.error(ErrorKind::Auth(why.into()))
+    /// An OAuth step's failure, as [`ErrorKind::Auth`] with its text, keeping it as the
+    /// source ([`Error::auth_error`]).
+    fn auth_failed(&self, e: AuthError) -> Error {
+        self.error(ErrorKind::Auth(e.to_string())).caused_by(e)
+    }
+
+    /// [`OAuth::auth_failed`] with an error of `kind` saying `why`.
+    fn auth_error(&self, kind: AuthErrorKind, why: impl Into<String>) -> Error {
+        self.auth_failed(AuthError::new(kind, why))
+    }
+
+    /// [`ErrorKind::LoginRequired`], with an [`AuthError`] of that kind as its source.
+    fn login_required(&self) -> Error {
+        self.error(ErrorKind::LoginRequired)
+            .caused_by(AuthError::new(
+                AuthErrorKind::LoginRequired,
+                "oauth login required",
+            ))
     }
 
     /// A token store's failure while `doing` something, kept as the error's source (so
     /// [`Error::store_error`] tells a locked keychain from the rest).
     fn store_failed(&self, doing: &str, e: StoreError) -> Error {
-        self.auth_error(format!("{doing}: {e}")).caused_by(e)
+        self.auth_failed(AuthError::store(doing, e))
     }
 
     /// Whether tokens can be had without a person (a user agent, or a machine grant).
@@ -374,27 +408,33 @@ impl OAuth {
 
     /// [`OAuth::login`] through `agent` instead of the configured one.
     pub async fn login_with(&self, agent: Option<&dyn UserAgent>) -> Result<()> {
-        fetch::check_url("the server URL", &self.config.url).map_err(|e| self.auth_error(e))?;
+        fetch::check_url("the server URL", &self.config.url)
+            .map_err(|e| self.auth_error(AuthErrorKind::Config, e))?;
         let challenge = self.probe().await.map_err(|e| {
-            self.auth_error(format!(
+            let why = format!(
                 "cannot reach the server to log in: {e}; check its url and that it is running"
-            ))
+            );
+            self.auth_failed(e.reworded(why))
         })?;
         let mut rt = self.runtime.lock().await;
         rt.attempts.clear();
         self.obtain(&mut rt, challenge.as_ref(), &[], agent).await?;
         match rt.unsaved.take() {
             // A login is for later processes too: tokens this one alone holds are not one.
-            Some(e) => Err(self.auth_error(format!(
-                "the tokens could not be kept: {e}; they work only until this process ends \
-                 (fix the token store, then log in again)"
-            ))),
+            Some(e) => {
+                let why = format!(
+                    "the tokens could not be kept: {e}; they work only until this process ends \
+                     (fix the token store, then log in again)"
+                );
+                Err(self
+                    .auth_failed(AuthError::new(AuthErrorKind::Store(e.kind()), why).caused_by(e)))
+            }
             None => Ok(()),
         }
     }
 
     /// Sends an unauthenticated `initialize` to read the server's 401 challenge.
-    async fn probe(&self) -> std::result::Result<Option<Challenge>, String> {
+    async fn probe(&self) -> std::result::Result<Option<Challenge>, AuthError> {
         let body = json!({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
             "protocolVersion": "2025-11-25", "capabilities": {},
             "clientInfo": {"name": "agenvoy-mcp", "version": env!("CARGO_PKG_VERSION")}}});
@@ -472,7 +512,7 @@ impl OAuth {
         if let Err(e) = &kept {
             tracing::warn!(server = %server, "the tokens could not be stored ({e}); they last until this process ends");
         }
-        rt.unsaved = kept.err().map(String::from);
+        rt.unsaved = kept.err();
         rt.tokens = Some(tokens);
         rt.dpop = dpop;
         rt.obtained_at = Some(Instant::now());
@@ -496,7 +536,7 @@ impl OAuth {
     ) -> Result<()> {
         let found = discovery::discover(&self.http, &self.config.url, challenge)
             .await
-            .map_err(|e| self.auth_error(e))?;
+            .map_err(|e| self.auth_failed(e))?;
         let secret_pin = self.secret_pin(&found.server.issuer)?;
         let mut scopes: Vec<String> = match challenge.map(Challenge::scopes) {
             Some(s) if !s.is_empty() => s,
@@ -514,7 +554,7 @@ impl OAuth {
         let key = scope_key(&scopes);
         let n = rt.attempts.entry(key.clone()).or_default();
         if *n >= MAX_AUTHORIZATIONS_PER_SCOPE {
-            return Err(self.auth_error(format!(
+            return Err(self.auth_error(AuthErrorKind::Refused, format!(
                 "gave up after {MAX_AUTHORIZATIONS_PER_SCOPE} authorizations for scope {key:?}: the server keeps refusing the token; check the account's permissions"
             )));
         }
@@ -525,13 +565,13 @@ impl OAuth {
             (false, _) => None,
             (true, Some(key)) => Some(key),
             (true, None) => Some(Arc::new(
-                Es256Key::generate().map_err(|e| self.auth_error(e))?,
+                Es256Key::generate().map_err(|e| self.auth_failed(e))?,
             )),
         };
         let key = dpop.as_deref();
         let (answer, scope) = match &self.config.grant {
             Grant::AuthorizationCode => {
-                let agent = agent.ok_or_else(|| self.error(ErrorKind::LoginRequired))?;
+                let agent = agent.ok_or_else(|| self.login_required())?;
                 if found.server.supports_scope("offline_access")
                     && !scopes.iter().any(|s| s == "offline_access")
                 {
@@ -594,7 +634,7 @@ impl OAuth {
         match pinned {
             None => Ok(Some(key)),
             Some(p) if same(&p) => Ok(None),
-            Some(p) => Err(self.auth_error(format!(
+            Some(p) => Err(self.auth_error(AuthErrorKind::Discovery, format!(
                 "the server now names the authorization server {issuer:?}, but its configured client secret was used with {p:?}, so it is not sent; if the move is expected, run `agenvoy-mcp logout {}` and log in again",
                 self.config.server
             ))),
@@ -668,7 +708,7 @@ impl OAuth {
                 rt.refresh_failed_at = None;
                 Ok(true)
             }
-            Err(TokenFailure::Refused(why, _)) => {
+            Err(TokenFailure::Refused(why)) => {
                 tracing::warn!(server = %self.config.server, "the refresh token was refused ({why}); the tokens are dropped");
                 self.drop_tokens(rt);
                 Ok(false)
@@ -676,20 +716,20 @@ impl OAuth {
             Err(failure) => {
                 rt.refresh_failed_at = Some(Instant::now());
                 let retryable = matches!(failure, TokenFailure::Unreachable(_));
-                let why = failure.why();
+                let cause = failure.error();
+                let why = cause.to_string();
                 tracing::warn!(server = %self.config.server, "refreshing the token failed ({why}); the tokens are kept");
-                Err(self.error(if retryable {
-                    ErrorKind::Http {
+                if retryable {
+                    let kind = ErrorKind::Http {
                         status: None,
                         detail: format!(
                             "oauth: refreshing the token failed: {why}; the tokens are kept, try again shortly"
                         ),
-                    }
-                } else {
-                    ErrorKind::Auth(format!(
-                        "refreshing the token failed: {why}; the tokens are kept"
-                    ))
-                }))
+                    };
+                    return Err(self.error(kind).caused_by(cause));
+                }
+                let why = format!("refreshing the token failed: {why}; the tokens are kept");
+                Err(self.auth_failed(cause.reworded(why)))
             }
         }
     }
@@ -724,7 +764,7 @@ impl OAuth {
             if self.can_obtain() {
                 return Ok(Credentials::default());
             }
-            return Err(self.error(ErrorKind::LoginRequired));
+            return Err(self.login_required());
         };
         let token = &tokens.access_token;
         let Some(key) = &rt.dpop else {
@@ -735,7 +775,7 @@ impl OAuth {
         };
         let nonce = self.nonce(|n| &mut n.resource);
         let proof = jwt::dpop_proof(key, method, url, Some(token), nonce.as_deref())
-            .map_err(|e| self.auth_error(e))?;
+            .map_err(|e| self.auth_failed(e))?;
         Ok(Credentials {
             authorization: Some(format!("DPoP {token}")),
             dpop: Some(proof),
@@ -761,6 +801,7 @@ impl OAuth {
                     return Ok(true);
                 }
                 return Err(self.auth_error(
+                    AuthErrorKind::Refused,
                     "the server keeps asking for a DPoP nonce (use_dpop_nonce) without giving a new one in DPoP-Nonce; it is not sent again",
                 ));
             }
@@ -791,16 +832,19 @@ impl OAuth {
                         .await?;
                     return Ok(true);
                 }
-                Err(self.error(ErrorKind::LoginRequired))
+                Err(self.login_required())
             }
             403 if challenge.error.as_deref() == Some("insufficient_scope") => {
                 let current = split_scopes(rt.tokens.as_ref().and_then(|t| t.scope.as_deref()));
                 if !self.can_obtain() {
-                    return Err(self.auth_error(format!(
-                        "the server needs scope {:?}; run /mcp → {} → login",
-                        challenge.scope.unwrap_or_default(),
-                        self.config.server
-                    )));
+                    return Err(self.auth_error(
+                        AuthErrorKind::LoginRequired,
+                        format!(
+                            "the server needs scope {:?}; run /mcp → {} → login",
+                            challenge.scope.unwrap_or_default(),
+                            self.config.server
+                        ),
+                    ));
                 }
                 self.obtain(&mut rt, Some(&challenge), &current, agent.as_deref())
                     .await?;

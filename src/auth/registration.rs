@@ -38,7 +38,7 @@ impl OAuth {
             tracing::info!(server = %self.config.server, issuer = %meta.issuer, "the stored client was registered with other endpoints than the server names now; registering again");
         }
         let endpoint = meta.registration_endpoint.as_deref().ok_or_else(|| {
-            self.auth_error(format!(
+            self.auth_error(AuthErrorKind::Registration, format!(
                 "the authorization server {} offers no dynamic client registration and no client is configured; register a client there and configure its client_id for {}",
                 meta.issuer, self.config.server
             ))
@@ -59,11 +59,15 @@ impl OAuth {
         });
         let answer = fetch::post_json(&self.http, endpoint, &body)
             .await
-            .map_err(|e| self.auth_error(format!("client registration failed: {e}")))?;
+            .map_err(|e| {
+                let why = format!("client registration failed: {e}");
+                self.auth_failed(e.reworded(why))
+            })?;
         let v = answer.json_with(&[200, 201], "client_id").map_err(|why| {
-            self.auth_error(format!(
-                "client registration at {endpoint} failed: the answer was {why}"
-            ))
+            self.auth_error(
+                AuthErrorKind::Registration,
+                format!("client registration at {endpoint} failed: the answer was {why}"),
+            )
         })?;
         let secret = str_member(&v, "client_secret").map(str::to_string);
         let method = str_member(&v, "token_endpoint_auth_method")

@@ -35,29 +35,36 @@ impl SecretSource {
         }
     }
 
-    /// The secret's bytes; an error names the source and what went wrong, and an empty
-    /// secret is one.
-    pub fn read(&self) -> std::result::Result<Vec<u8>, String> {
+    /// The secret's bytes; an error, [`AuthErrorKind::Config`], names the source and what
+    /// went wrong (a file's I/O error is its source), and an empty secret is one.
+    pub fn read(&self) -> std::result::Result<Vec<u8>, AuthError> {
         let bytes = match self {
             SecretSource::Value(v) => v.clone().into_bytes(),
             SecretSource::Env(name) => std::env::var_os(name)
                 .map(|v| v.into_encoded_bytes())
                 .unwrap_or_default(),
-            SecretSource::File(path) => std::fs::read(path)
-                .map_err(|e| format!("{} cannot be read: {e}", self.describe()))?,
+            SecretSource::File(path) => std::fs::read(path).map_err(|e| {
+                let why = format!("{} cannot be read: {e}", self.describe());
+                AuthError::new(AuthErrorKind::Config, why).caused_by(e)
+            })?,
         };
         if bytes.iter().all(u8::is_ascii_whitespace) {
-            return Err(format!("{} is empty or unset", self.describe()));
+            let why = format!("{} is empty or unset", self.describe());
+            return Err(AuthError::new(AuthErrorKind::Config, why));
         }
         Ok(bytes)
     }
 
-    /// The secret as text without surrounding whitespace (a JWT).
-    pub fn read_text(&self) -> std::result::Result<String, String> {
+    /// The secret as text without surrounding whitespace (a JWT); errors as
+    /// [`SecretSource::read`]'s.
+    pub fn read_text(&self) -> std::result::Result<String, AuthError> {
         let bytes = self.read()?;
         String::from_utf8(bytes)
             .map(|t| t.trim().to_string())
-            .map_err(|_| format!("{} is not UTF-8 text", self.describe()))
+            .map_err(|_| {
+                let why = format!("{} is not UTF-8 text", self.describe());
+                AuthError::new(AuthErrorKind::Config, why)
+            })
     }
 }
 

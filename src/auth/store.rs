@@ -97,13 +97,6 @@ impl std::error::Error for StoreError {
     }
 }
 
-/// For the crate's own steps whose errors are still text.
-impl From<StoreError> for String {
-    fn from(e: StoreError) -> String {
-        e.message
-    }
-}
-
 /// Secret storage by key. Implementations must keep values out of logs and errors.
 ///
 /// The methods are called from async code, on the runtime's threads: a store that may wait

@@ -36,7 +36,7 @@ impl OAuth {
         let endpoint = found.server.token_endpoint.clone().unwrap_or_default();
         self.post_token(&endpoint, &found.server.issuer, client, pairs, dpop)
             .await
-            .map_err(|f| self.auth_error(f.why()))
+            .map_err(|f| self.auth_failed(f.error()))
     }
 
     /// POSTs a token request: `pairs`, the client's authentication and, with `dpop`, a proof.
@@ -53,9 +53,12 @@ impl OAuth {
         let method = client.token_endpoint_auth_method.as_str();
         if method != "none" && client.token_endpoint != endpoint {
             // A credential goes only where it was registered (or configured) for.
-            return Err(TokenFailure::Unusable(format!(
-                "the client's credentials are for the token endpoint {:?}, not {endpoint:?}; they were not sent: log in again",
-                client.token_endpoint
+            return Err(TokenFailure::Unusable(AuthError::new(
+                AuthErrorKind::LoginRequired,
+                format!(
+                    "the client's credentials are for the token endpoint {:?}, not {endpoint:?}; they were not sent: log in again",
+                    client.token_endpoint
+                ),
             )));
         }
         let mut retries = 0;
@@ -70,7 +73,10 @@ impl OAuth {
             let borrowed: Vec<(&str, &str)> = form.iter().map(|(k, v)| (*k, v.as_str())).collect();
             let answer = fetch::post_form(&self.http, endpoint, &borrowed, basic, proof.as_deref())
                 .await
-                .map_err(|e| TokenFailure::Unreachable(format!("the token request failed: {e}")))?;
+                .map_err(|e| {
+                    let why = format!("the token request failed: {e}");
+                    TokenFailure::Unreachable(e.reworded(why))
+                })?;
             let fresh = dpop.is_some()
                 && self.keep_nonce(
                     |n| &mut n.authorization_server,
@@ -136,7 +142,7 @@ impl OAuth {
             "private_key_jwt" => {
                 let assertion = self
                     .client_assertion(client, issuer)
-                    .map_err(|e| TokenFailure::Unusable(e.kind_text()))?;
+                    .map_err(TokenFailure::Unusable)?;
                 form.push(("client_id", id));
                 form.push((
                     "client_assertion_type",
@@ -152,22 +158,26 @@ impl OAuth {
     }
 
     /// An RFC 7523 client assertion signed with the configured private key.
-    pub(super) fn client_assertion(&self, client: &StoredClient, issuer: &str) -> Result<String> {
+    pub(super) fn client_assertion(
+        &self,
+        client: &StoredClient,
+        issuer: &str,
+    ) -> std::result::Result<String, AuthError> {
         let source = self
             .config
             .client
             .as_ref()
             .and_then(|c| c.private_key.as_ref())
-            .ok_or_else(|| self.auth_error("private_key_jwt needs a private key"))?;
+            .ok_or_else(|| {
+                AuthError::new(AuthErrorKind::Config, "private_key_jwt needs a private key")
+            })?;
         let key = source
             .read()
             .and_then(|bytes| Es256Key::from_bytes(&bytes))
             .map_err(|e| {
-                self.auth_error(format!(
-                    "the client's private key ({}): {e}",
-                    source.describe()
-                ))
+                let why = format!("the client's private key ({}): {e}", source.describe());
+                e.reworded(why)
             })?;
-        jwt::client_assertion(&key, &client.client_id, issuer).map_err(|e| self.auth_error(e))
+        jwt::client_assertion(&key, &client.client_id, issuer)
     }
 }

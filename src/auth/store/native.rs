@@ -17,8 +17,9 @@ pub(super) fn probe() -> Result<(), super::Unreachable> {
 fn probe_entry() -> Result<(), String> {
     let key = format!("probe:{}", crate::auth::pkce::random_token(6));
     let result = save(&key, "probe")
-        .map_err(String::from)
-        .and_then(|()| match load(&key)? {
+        .and_then(|()| load(&key))
+        .map_err(|e| e.to_string())
+        .and_then(|read| match read {
             Some(v) if v == "probe" => Ok(()),
             _ => Err("keychain: the probe entry did not read back".into()),
         });

@@ -35,8 +35,8 @@ const LOCKED: &str = "the Secret Service keyring is locked: unlock it (log in to
 /// that is there but does not answer within [`DEADLINE`] is `Silent`, not absent.
 pub(super) fn probe() -> Result<(), super::Unreachable> {
     Service::connect().map(drop).map_err(|e| match e {
-        BusError::TimedOut => super::Unreachable::Silent(describe(e).into()),
-        e => super::Unreachable::Absent(describe(e).into()),
+        BusError::TimedOut => super::Unreachable::Silent(describe(e).to_string()),
+        e => super::Unreachable::Absent(describe(e).to_string()),
     })
 }
 
