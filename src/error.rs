@@ -279,3 +279,28 @@ impl std::error::Error for Error {
 
 /// The crate's result type.
 pub type Result<T, E = Error> = std::result::Result<T, E>;
+
+/// A name that is none of the values it could be (a log level, a permission mode); its text
+/// lists them.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ParseError {
+    message: String,
+}
+
+impl ParseError {
+    /// `given` is no `what`: it must be one of `expected`.
+    pub(crate) fn unknown(what: &str, given: &str, expected: &[&str]) -> Self {
+        let expected: Vec<String> = expected.iter().map(|e| format!("{e:?}")).collect();
+        ParseError {
+            message: format!("{given:?} is no {what}: use one of {}", expected.join(", ")),
+        }
+    }
+}
+
+impl fmt::Display for ParseError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&crate::text::escape_controls(&self.message))
+    }
+}
+
+impl std::error::Error for ParseError {}

@@ -48,7 +48,7 @@ pub mod unstable;
 mod wire;
 
 pub use client::{Client, ClientOptions, ListLimits, ServerNotifications};
-pub use error::{Error, ErrorKind, Result};
+pub use error::{Error, ErrorKind, ParseError, Result};
 pub use protocol::era::{ClientInfo, EraPreference};
 pub use protocol::items::{
     Completion, CompletionRef, LogLevel, LogMessage, Prompt, PromptArgument, PromptContents,

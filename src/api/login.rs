@@ -62,7 +62,7 @@ pub(super) fn start(state: Arc<State>, query: &str) -> Answer {
                 next = login.next() => match next {
                     Some(LoginEvent::Url(url)) => event(&json!({"url": url})),
                     Some(LoginEvent::Done(Ok(()))) => event(&json!({"done": true, "ok": true})),
-                    Some(LoginEvent::Done(Err(e))) => event(&json!({"done": true, "ok": false, "error": e})),
+                    Some(LoginEvent::Done(Err(e))) => event(&json!({"done": true, "ok": false, "error": e.to_string()})),
                     None => break,
                 },
                 _ = tokio::time::sleep(KEEPALIVE) => Bytes::from_static(b": waiting\n\n"),

@@ -330,7 +330,7 @@ impl ApiError {
 
 impl From<ControlError> for ApiError {
     fn from(e: ControlError) -> Self {
-        let message = e.message().to_string();
+        let message = e.message();
         match e {
             ControlError::Invalid(_) => ApiError::bad_request(message),
             ControlError::Conflict(_) => ApiError::conflict(message),

@@ -215,7 +215,9 @@ pub(super) fn call_request(body: &Value) -> Result<(String, Value, PermissionMod
     };
     let mode = match optional_string(body, "mode")? {
         None => PermissionMode::Confirm,
-        Some(m) => m.parse().map_err(ApiError::bad_request)?,
+        Some(m) => m
+            .parse()
+            .map_err(|e: crate::ParseError| ApiError::bad_request(e.to_string()))?,
     };
     Ok((name, arguments, mode))
 }

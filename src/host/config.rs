@@ -187,7 +187,7 @@ impl Timeouts {
 
     /// The value of `key` as a timeout: a number of seconds above 0 and at most a day, else
     /// what is wrong with it, naming the key.
-    pub fn seconds(key: &str, value: &Value) -> Result<Duration, String> {
+    pub(crate) fn seconds(key: &str, value: &Value) -> Result<Duration, String> {
         value
             .as_f64()
             .filter(|s| *s > 0.0 && *s <= MAX_TIMEOUT.as_secs_f64())

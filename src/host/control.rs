@@ -23,6 +23,7 @@ use super::filelock::{self, LOCK_WAIT};
 use super::gate::Allowlist;
 use super::manager::{AddError, Manager, PendingAdd, ServerStatus};
 use super::registry::PREFIX;
+use crate::Error;
 use std::fmt;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -31,7 +32,7 @@ use std::sync::Arc;
 pub use self::oauth_ops::{Login, LoginEvent, LoginOptions, OAuthClient};
 
 /// Why a management operation did nothing.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone)]
 #[non_exhaustive]
 pub enum ControlError {
     /// The input is wrong (a name, an entry, an allowlist entry): fix it and try again.
@@ -40,32 +41,39 @@ pub enum ControlError {
     Conflict(String),
     /// No such server (or no login in progress).
     NotFound(String),
-    /// The login ended without tokens.
-    LoginFailed(String),
+    /// The login ended without tokens; the error says why.
+    LoginFailed(Box<Error>),
     /// A file could not be read or saved, or a lock not taken.
     Failed(String),
 }
 
 impl ControlError {
     /// What went wrong and what to do.
-    pub fn message(&self) -> &str {
-        match self {
-            ControlError::Invalid(m)
-            | ControlError::Conflict(m)
-            | ControlError::NotFound(m)
-            | ControlError::LoginFailed(m)
-            | ControlError::Failed(m) => m,
-        }
+    pub fn message(&self) -> String {
+        self.to_string()
     }
 }
 
 impl fmt::Display for ControlError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.message())
+        match self {
+            ControlError::Invalid(m)
+            | ControlError::Conflict(m)
+            | ControlError::NotFound(m)
+            | ControlError::Failed(m) => f.write_str(m),
+            ControlError::LoginFailed(e) => e.fmt(f),
+        }
     }
 }
 
-impl std::error::Error for ControlError {}
+impl std::error::Error for ControlError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match self {
+            ControlError::LoginFailed(e) => Some(e.as_ref()),
+            _ => None,
+        }
+    }
+}
 
 impl From<AddError> for ControlError {
     fn from(e: AddError) -> Self {
@@ -457,13 +465,14 @@ mod oauth_ops {
     use crate::host::config::{Config, HttpServer, ServerConfig};
     use crate::host::manager::ServerState;
     use crate::host::oauth;
+    use crate::{Error, ErrorKind};
     use std::collections::HashMap;
     use std::sync::{Arc, Mutex};
     use std::time::Duration;
     use tokio::sync::{mpsc, oneshot, watch};
 
     /// How a login ended: `Err` carries the reason.
-    type Outcome = Option<Result<(), String>>;
+    type Outcome = Option<Result<(), Error>>;
 
     /// A login in progress, as the paste-back finds it.
     struct Pending {
@@ -530,12 +539,14 @@ mod oauth_ops {
     }
 
     /// What a login in progress tells.
-    #[derive(Debug, Clone, PartialEq, Eq)]
+    #[derive(Debug, Clone)]
     pub enum LoginEvent {
         /// The authorization URL to open (from the server's metadata: show it escaped).
         Url(String),
-        /// The login ended (the server was reconnected first): `Err` says why it failed.
-        Done(Result<(), String>),
+        /// The login ended (the server was reconnected first): `Err` says why it failed
+        /// ([`Error::auth_error`](crate::Error::auth_error) tells a refused login from a locked
+        /// keychain or a network failure; a login that ran out of time is a timeout).
+        Done(Result<(), Error>),
     }
 
     /// A login in progress ([`Control::begin_login`]). Dropping it cancels the login.
@@ -693,10 +704,10 @@ mod oauth_ops {
                 let outcome = tokio::select! {
                     r = tokio::time::timeout(options.timeout + Duration::from_secs(5), login) => match r {
                         Ok(Ok(())) => Ok(()),
-                        Ok(Err(e)) => Err(e.to_string()),
-                        Err(_) => Err(format!("no login within {} s; start it again", options.timeout.as_secs())),
+                        Ok(Err(e)) => Err(e),
+                        Err(_) => Err(Error::new(&name, ErrorKind::Timeout(options.timeout)).during("login")),
                     },
-                    _ = &mut cancel_rx => Err("the login was cancelled before it ended".to_string()),
+                    _ = &mut cancel_rx => Err(Error::new(&name, ErrorKind::Auth("the login was cancelled before it ended".into()))),
                 };
                 drop(agent);
                 control
@@ -772,7 +783,7 @@ mod oauth_ops {
                 .clone();
             match outcome {
                 Some(Ok(())) => Ok(()),
-                Some(Err(e)) => Err(ControlError::LoginFailed(e)),
+                Some(Err(e)) => Err(ControlError::LoginFailed(Box::new(e))),
                 None => unreachable!("waited for an outcome"),
             }
         }

@@ -47,13 +47,15 @@ pub enum PermissionMode {
 }
 
 impl std::str::FromStr for PermissionMode {
-    type Err = String;
-    fn from_str(s: &str) -> Result<Self, String> {
+    type Err = crate::ParseError;
+    fn from_str(s: &str) -> Result<Self, crate::ParseError> {
         match s {
             "confirm" => Ok(PermissionMode::Confirm),
             "auto" => Ok(PermissionMode::Auto),
-            _ => Err(format!(
-                "unknown permission mode {s:?}: use \"confirm\" or \"auto\""
+            _ => Err(crate::ParseError::unknown(
+                "permission mode",
+                s,
+                &["confirm", "auto"],
             )),
         }
     }

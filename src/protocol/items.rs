@@ -345,14 +345,14 @@ impl LogLevel {
 }
 
 impl std::str::FromStr for LogLevel {
-    type Err = String;
-    fn from_str(s: &str) -> Result<LogLevel, String> {
+    type Err = crate::ParseError;
+    fn from_str(s: &str) -> Result<LogLevel, crate::ParseError> {
         LogLevel::ALL
             .into_iter()
             .find(|l| l.as_str() == s)
             .ok_or_else(|| {
                 let names: Vec<&str> = LogLevel::ALL.iter().map(|l| l.as_str()).collect();
-                format!("{s:?} is no log level: one of {}", names.join(", "))
+                crate::ParseError::unknown("log level", s, &names)
             })
     }
 }

@@ -367,7 +367,10 @@ impl Panel {
                         let update = match event {
                             LoginEvent::Url(url) => Update::LoginUrl(server.clone(), url),
                             LoginEvent::Done(outcome) => {
-                                return Some(Update::LoginDone(server, outcome));
+                                return Some(Update::LoginDone(
+                                    server,
+                                    outcome.map_err(|e| e.to_string()),
+                                ));
                             }
                         };
                         let _ = updates.send(update).await;
