@@ -103,6 +103,23 @@ pub struct RequestOptions {
     pub max_duration: Option<Duration>,
     /// Extra headers for transports that have them (HTTP `Mcp-Param-*`).
     pub headers: Vec<(String, String)>,
+    /// For a tool call: when to call the tool as a task (polled until it ends, its result
+    /// fetched, cancelled when the call is dropped or times out).
+    pub task: TaskMode,
+}
+
+/// When a tool call runs as a task ([`RequestOptions::task`]). A tool is called as a task
+/// only when the server declares task-augmented `tools/call` (`tasks.requests.tools.call`)
+/// and the tool allows it (`execution.taskSupport`).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum TaskMode {
+    /// When the tool requires it (`taskSupport: "required"`).
+    #[default]
+    WhenRequired,
+    /// Whenever the tool allows it (`"required"` or `"optional"`).
+    WhenSupported,
+    /// Never (a tool that requires a task then fails with the server's error).
+    Never,
 }
 
 /// A response as it arrived.
@@ -158,7 +175,30 @@ impl Reply {
         };
         meta.get(SERVER_INFO_META)
     }
+
+    /// The task a task-augmented request created (a `CreateTaskResult`: the result's `task`),
+    /// if the result is one; `None` for any other result (a server that carried the request
+    /// out at once) or one too large to keep.
+    pub fn created_task(&self) -> Option<super::items::Task> {
+        #[derive(serde::Deserialize)]
+        struct Created {
+            task: super::items::Task,
+        }
+        #[derive(serde::Deserialize)]
+        struct ResultOf {
+            result: Created,
+        }
+        match &self.outcome {
+            Outcome::Parsed(Some(Ok(result))) => Created::deserialize(result).ok().map(|c| c.task),
+            Outcome::Read { raw: Some(raw), .. } => serde_json::from_slice::<ResultOf>(raw)
+                .ok()
+                .map(|r| r.result.task),
+            _ => None,
+        }
+    }
 }
+
+use serde::Deserialize as _;
 
 impl Outcome {
     /// The result or the error (`None` when the message was too large to keep whole), the
@@ -183,12 +223,20 @@ struct Pending {
     reply: oneshot::Sender<Result<Reply>>,
     progress: Option<ProgressCallback>,
     activity: Option<Arc<Notify>>,
+    /// Whether its progress is still wanted once it has its result (a task's progress goes
+    /// on under the request's token): see [`ProgressWatch`].
+    keep_progress: bool,
 }
+
+/// Where the progress of a request that has its result still goes (a task's), by token.
+type Watcher = (Option<ProgressCallback>, Option<Arc<Notify>>);
 
 struct Shared {
     server: String,
     transport: Arc<dyn Transport>,
     pending: Mutex<HashMap<i64, Pending>>,
+    /// The progress of requests answered whose work goes on (tasks), while watched.
+    watchers: Mutex<HashMap<i64, Watcher>>,
     next_id: AtomicI64,
     handlers: Handlers,
     notifications: broadcast::Sender<Notification>,
@@ -227,6 +275,7 @@ impl Session {
             server: server.to_string(),
             transport,
             pending: Mutex::new(HashMap::new()),
+            watchers: Mutex::new(HashMap::new()),
             next_id: AtomicI64::new(1),
             handlers,
             notifications: broadcast::channel(256).0,
@@ -256,6 +305,40 @@ impl Session {
     /// The handlers the embedder registered.
     pub fn handlers(&self) -> &Handlers {
         &self.shared.handlers
+    }
+
+    /// How long a request waits unless its options say otherwise.
+    pub fn default_timeout(&self) -> Duration {
+        self.shared.default_timeout
+    }
+
+    /// Reserves a request id whose progress is watched past its response: send the request
+    /// with [`request_watched`](Self::request_watched); progress under its token then goes to
+    /// `progress` (and wakes [`ProgressWatch::activity`]) until the watch is dropped.
+    pub fn watch_progress(&self, progress: Option<ProgressCallback>) -> ProgressWatch {
+        let id = self.shared.next_id.fetch_add(1, Ordering::Relaxed);
+        ProgressWatch {
+            shared: Arc::downgrade(&self.shared),
+            id,
+            progress,
+            activity: Arc::new(Notify::new()),
+        }
+    }
+
+    /// Sends one request under a watch's id (one round: no `input_required` answered), its
+    /// progress going to the watch, during the request and after its response.
+    pub async fn request_watched(
+        &self,
+        method: &str,
+        params: Option<&Value>,
+        options: RequestOptions,
+        watch: &ProgressWatch,
+    ) -> Result<Reply> {
+        let options = RequestOptions {
+            on_progress: Some(watch.callback()),
+            ..options
+        };
+        self.exchange(method, params, options, Some(watch.id)).await
     }
 
     /// Notifications from the server (list changes, logs, ...), for anyone who subscribes.
@@ -403,7 +486,7 @@ impl Session {
         let mut next: Option<Value> = None;
         for _ in 0..MAX_INPUT_ROUNDS {
             let sent = next.as_ref().or(params);
-            let reply = self.exchange(method, sent, options.clone()).await?;
+            let reply = self.exchange(method, sent, options.clone(), None).await?;
             if !reply.is_result() {
                 return Ok(reply);
             }
@@ -474,17 +557,19 @@ impl Session {
         Ok(responses)
     }
 
-    /// One request and its response.
+    /// One request and its response; `watched`: the id of a [`ProgressWatch`], whose
+    /// progress goes on past the response.
     async fn exchange(
         &self,
         method: &str,
         params: Option<&Value>,
         options: RequestOptions,
+        watched: Option<i64>,
     ) -> Result<Reply> {
         if let Some(reason) = self.closed_reason() {
             return Err(self.error(ErrorKind::Closed(reason)).during(method));
         }
-        let id = self.shared.next_id.fetch_add(1, Ordering::Relaxed);
+        let id = watched.unwrap_or_else(|| self.shared.next_id.fetch_add(1, Ordering::Relaxed));
         let envelope = self.shared.envelope.lock().expect("envelope lock").clone();
         // The params are copied only when `_meta` is added to them.
         let mut with_meta = None;
@@ -510,6 +595,7 @@ impl Session {
                 reply: tx,
                 progress: options.on_progress.clone(),
                 activity: activity.clone(),
+                keep_progress: watched.is_some(),
             },
         );
         let mut guard = CancelGuard {
@@ -588,6 +674,51 @@ impl Session {
             .send(Outbound::new(&message))
             .await
             .map_err(|e| e.during(method))
+    }
+}
+
+/// The progress of one request followed past its response ([`Session::watch_progress`]):
+/// a task's. Dropping it stops the following.
+pub struct ProgressWatch {
+    shared: Weak<Shared>,
+    id: i64,
+    progress: Option<ProgressCallback>,
+    activity: Arc<Notify>,
+}
+
+impl ProgressWatch {
+    /// The request id (and progress token) reserved.
+    pub fn id(&self) -> i64 {
+        self.id
+    }
+
+    /// Woken at each progress notification.
+    pub fn activity(&self) -> &Arc<Notify> {
+        &self.activity
+    }
+
+    /// The callback the request's progress goes to: the embedder's, and a wake of
+    /// [`activity`](Self::activity).
+    fn callback(&self) -> ProgressCallback {
+        let (progress, activity) = (self.progress.clone(), self.activity.clone());
+        Arc::new(move |p| {
+            activity.notify_one();
+            if let Some(progress) = &progress {
+                progress(p);
+            }
+        })
+    }
+}
+
+impl Drop for ProgressWatch {
+    fn drop(&mut self) {
+        if let Some(shared) = self.shared.upgrade() {
+            shared
+                .watchers
+                .lock()
+                .expect("watchers lock")
+                .remove(&self.id);
+        }
     }
 }
 
@@ -792,6 +923,18 @@ fn complete(
     };
     match (pending, outcome) {
         (Some(p), outcome) => {
+            if p.keep_progress
+                && matches!(outcome, Outcome::Read { .. } | Outcome::Parsed(Some(Ok(_))))
+                && let Some(Id::Number(id)) = id
+            {
+                // Before the next message is read: no progress of the task is missed.
+                let watcher = (p.progress.clone(), None);
+                shared
+                    .watchers
+                    .lock()
+                    .expect("watchers lock")
+                    .insert(*id, watcher);
+            }
             let _ = p.reply.send(Ok(Reply {
                 outcome,
                 rendered,
@@ -817,7 +960,14 @@ fn on_notification(shared: &Shared, n: Notification) {
                 let pending = shared.pending.lock().expect("pending lock");
                 match token.and_then(|t| pending.get(&t)) {
                     Some(p) => (p.activity.clone(), p.progress.clone()),
-                    None => (None, None),
+                    None => {
+                        drop(pending);
+                        let watchers = shared.watchers.lock().expect("watchers lock");
+                        match token.and_then(|t| watchers.get(&t)) {
+                            Some((progress, activity)) => (activity.clone(), progress.clone()),
+                            None => (None, None),
+                        }
+                    }
                 }
             };
             if let Some(activity) = &activity {
