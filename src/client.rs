@@ -1031,6 +1031,29 @@ impl Client {
             .await
     }
 
+    /// Replaces the roots the client offers (what `roots/list` answers from now on) and, in
+    /// the initialize era when roots were offered at the start ([`Handlers::roots`]), tells
+    /// the server with `notifications/roots/list_changed`. The 2026-07-28 revision has no such
+    /// notification: its servers ask for the roots with each request that needs them.
+    pub async fn set_roots(&self, roots: Vec<crate::protocol::types::Root>) -> Result<()> {
+        self.session.set_roots(roots);
+        let announced = self.session.handlers().roots.is_some();
+        if self.details.era == Era::Handshake && announced {
+            let notify = self
+                .session
+                .notify("notifications/roots/list_changed", None);
+            match tokio::time::timeout(self.session.default_timeout(), notify).await {
+                Ok(sent) => sent?,
+                Err(_) => {
+                    let waited = self.session.default_timeout();
+                    let method = "notifications/roots/list_changed";
+                    return Err(self.error(method, ErrorKind::Timeout(waited)));
+                }
+            }
+        }
+        Ok(())
+    }
+
     /// Sends `ping` and waits for the answer.
     pub async fn ping(&self) -> Result<()> {
         self.session

@@ -51,14 +51,23 @@ pub type RequestHandler =
 pub type ProgressCallback = Arc<dyn Fn(Progress) + Send + Sync>;
 
 /// What the embedder offers servers. Capabilities announce exactly what is set here.
+///
+/// The handlers take and give raw JSON; [`super::input::elicitation_handler`] and
+/// [`super::input::sampling_handler`] make one from a typed handler, which gets its request read and
+/// its answer checked.
 #[derive(Clone, Default)]
 pub struct Handlers {
-    /// The roots to list; `None` announces no `roots` capability (`roots/list` still gets an
-    /// empty list, as some servers ask regardless).
+    /// The roots to list at the start (changed later with
+    /// [`Client::set_roots`](crate::Client::set_roots)); `None` announces no `roots`
+    /// capability (`roots/list` still gets the roots set, or an empty list, as some servers
+    /// ask regardless).
     pub roots: Option<Vec<Root>>,
     /// Answers `sampling/createMessage`; `None` answers method-not-found.
     pub sampling: Option<RequestHandler>,
-    /// Answers `elicitation/create`; `None` answers method-not-found.
+    /// Whether the sampling handler takes requests with `tools` (announced as
+    /// `sampling.tools`).
+    pub sampling_tools: bool,
+    /// Answers `elicitation/create`, in form and URL mode; `None` answers method-not-found.
     pub elicitation: Option<RequestHandler>,
 }
 
@@ -67,13 +76,17 @@ impl Handlers {
     pub fn capabilities(&self) -> Value {
         let mut caps = serde_json::Map::new();
         if self.roots.is_some() {
-            caps.insert("roots".into(), json!({"listChanged": false}));
+            caps.insert("roots".into(), json!({"listChanged": true}));
         }
         if self.sampling.is_some() {
-            caps.insert("sampling".into(), json!({}));
+            let sampling = match self.sampling_tools {
+                true => json!({"tools": {}}),
+                false => json!({}),
+            };
+            caps.insert("sampling".into(), sampling);
         }
         if self.elicitation.is_some() {
-            caps.insert("elicitation".into(), json!({}));
+            caps.insert("elicitation".into(), json!({"form": {}, "url": {}}));
         }
         Value::Object(caps)
     }
@@ -84,6 +97,7 @@ impl std::fmt::Debug for Handlers {
         f.debug_struct("Handlers")
             .field("roots", &self.roots)
             .field("sampling", &self.sampling.is_some())
+            .field("sampling_tools", &self.sampling_tools)
             .field("elicitation", &self.elicitation.is_some())
             .finish()
     }
@@ -239,6 +253,8 @@ struct Shared {
     watchers: Mutex<HashMap<i64, Watcher>>,
     next_id: AtomicI64,
     handlers: Handlers,
+    /// The roots `roots/list` answers: the handlers', then what the embedder set.
+    roots: Mutex<Option<Vec<Root>>>,
     notifications: broadcast::Sender<Notification>,
     closed: Mutex<Option<String>>,
     default_timeout: Duration,
@@ -277,6 +293,7 @@ impl Session {
             pending: Mutex::new(HashMap::new()),
             watchers: Mutex::new(HashMap::new()),
             next_id: AtomicI64::new(1),
+            roots: Mutex::new(handlers.roots.clone()),
             handlers,
             notifications: broadcast::channel(256).0,
             closed: Mutex::new(None),
@@ -305,6 +322,18 @@ impl Session {
     /// The handlers the embedder registered.
     pub fn handlers(&self) -> &Handlers {
         &self.shared.handlers
+    }
+
+    /// Replaces the roots `roots/list` answers from now on. The caller tells the server
+    /// (`notifications/roots/list_changed`, initialize era).
+    pub fn set_roots(&self, roots: Vec<Root>) {
+        *self.shared.roots.lock().expect("roots lock") = Some(roots);
+    }
+
+    /// The roots `roots/list` answers now.
+    pub fn roots(&self) -> Vec<Root> {
+        let roots = self.shared.roots.lock().expect("roots lock");
+        roots.clone().unwrap_or_default()
     }
 
     /// How long a request waits unless its options say otherwise.
@@ -541,7 +570,8 @@ impl Session {
         for (key, request) in requests {
             let asked = request.get("method").and_then(Value::as_str).unwrap_or("");
             let params = request.get("params").cloned().unwrap_or(Value::Null);
-            match handle_server_request(&self.shared.handlers, asked, params).await {
+            let roots = self.roots();
+            match handle_server_request(&self.shared.handlers, roots, asked, params).await {
                 Ok(answer) => {
                     responses.insert(key.clone(), answer);
                 }
@@ -901,9 +931,16 @@ fn receive(shared: &Arc<Shared>, mut decoded: Decoded) {
         ),
         Message::Request(request) => {
             let handlers = shared.handlers.clone();
+            let roots = shared
+                .roots
+                .lock()
+                .expect("roots lock")
+                .clone()
+                .unwrap_or_default();
             let method = request.method.clone();
             let params = request.params.unwrap_or(Value::Null);
-            let work = async move { handle_server_request(&handlers, &method, params).await };
+            let work =
+                async move { handle_server_request(&handlers, roots, &method, params).await };
             answer_in_background(shared, request.id, request.method, work);
         }
         Message::Notification(n) => on_notification(shared, n),
@@ -1069,6 +1106,7 @@ fn answer_in_background(
 /// as one of a result's `inputRequests`.
 async fn handle_server_request(
     handlers: &Handlers,
+    roots: Vec<Root>,
     method: &str,
     params: Value,
 ) -> Result<Value, ErrorObject> {
@@ -1080,7 +1118,7 @@ async fn handle_server_request(
     };
     match method {
         "ping" => Ok(json!({})),
-        "roots/list" => Ok(json!({"roots": handlers.roots.clone().unwrap_or_default()})),
+        "roots/list" => Ok(json!({"roots": roots})),
         "sampling/createMessage" => match &handlers.sampling {
             Some(handler) => handler(params).await,
             None => not_found(),
@@ -1107,16 +1145,18 @@ mod tests {
         };
         assert_eq!(
             roots.capabilities(),
-            json!({"roots": {"listChanged": false}})
+            json!({"roots": {"listChanged": true}})
         );
         let all = Handlers {
             roots: Some(vec![]),
             sampling: Some(handler.clone()),
+            sampling_tools: true,
             elicitation: Some(handler),
         };
         assert_eq!(
             all.capabilities(),
-            json!({"roots": {"listChanged": false}, "sampling": {}, "elicitation": {}})
+            json!({"roots": {"listChanged": true}, "sampling": {"tools": {}},
+                   "elicitation": {"form": {}, "url": {}}})
         );
     }
 }
