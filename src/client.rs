@@ -752,7 +752,9 @@ impl Client {
     /// polled at its `pollInterval` (kept between [`MIN_TASK_POLL`] and [`MAX_TASK_POLL`]),
     /// or sooner when it tells of the task's end, until the task ends or asks for input; then
     /// its result comes from `tasks/result`, rendered and capped as any call's. The timeout
-    /// covers the whole; progress arrives through [`RequestOptions::on_progress`] all along.
+    /// covers the whole; progress arrives through [`RequestOptions::on_progress`] all along,
+    /// and so does each new status of the task (the latest progress value, no total, and
+    /// `<status>: <status message>` as the message: server text, escape it to show it).
     /// A call that times out, or whose future is dropped, cancels its task (`tasks/cancel`).
     pub async fn call_tool_with(
         &self,
@@ -894,6 +896,16 @@ impl Client {
             task_id: task.task_id.clone(),
         };
         let mut statuses = self.session.notifications();
+        // A new status or status message goes to the progress callback too.
+        let shown = |t: &Task| {
+            format!(
+                "{}: {}",
+                t.status,
+                t.status_message.as_deref().unwrap_or("")
+            )
+        };
+        let mut last_shown = shown(&task);
+        watch.report(last_shown.clone());
         let quick = |t: &Task| t.status.is_terminal() || t.status == TaskStatus::InputRequired;
         // Bounded by the clock: every turn waits at least MIN_TASK_POLL or ends the call.
         while !quick(&task) {
@@ -949,6 +961,10 @@ impl Client {
                 return Err(self.error("tasks/get", ErrorKind::Protocol(why)));
             }
             task = polled;
+            if shown(&task) != last_shown {
+                last_shown = shown(&task);
+                watch.report(last_shown.clone());
+            }
         }
         let fetch = RequestOptions {
             timeout: Some(clock.left()),

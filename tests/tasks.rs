@@ -34,7 +34,7 @@ async fn a_required_task_runs_with_progress_and_renders_as_any_call() {
     let steps = Arc::new(Mutex::new(Vec::new()));
     let sink = steps.clone();
     let options = RequestOptions {
-        on_progress: Some(Arc::new(move |p| sink.lock().unwrap().push(p.progress))),
+        on_progress: Some(Arc::new(move |p| sink.lock().unwrap().push(p))),
         ..Default::default()
     };
     let args = json!({"seconds": 0.3, "steps": 3, "poll_ms": 50});
@@ -44,7 +44,21 @@ async fn a_required_task_runs_with_progress_and_renders_as_any_call() {
         .unwrap();
     assert_eq!(out.text, "researched in 3 steps");
     assert!(!out.is_error);
-    assert_eq!(*steps.lock().unwrap(), vec![1.0, 2.0, 3.0]);
+    let steps = steps.lock().unwrap().clone();
+    let numbered: Vec<f64> = steps
+        .iter()
+        .filter(|p| p.total.is_some())
+        .map(|p| p.progress)
+        .collect();
+    assert_eq!(numbered, vec![1.0, 2.0, 3.0], "{steps:?}");
+    // Its statuses come as progress too: first working, last completed.
+    let statuses: Vec<&str> = steps
+        .iter()
+        .filter(|p| p.total.is_none())
+        .filter_map(|p| p.message.as_deref())
+        .collect();
+    assert_eq!(statuses.first(), Some(&"working: "), "{steps:?}");
+    assert_eq!(statuses.last(), Some(&"completed: "), "{steps:?}");
     let tasks = client.list_tasks().await.unwrap();
     assert_eq!(tasks.len(), 1);
     assert_eq!(tasks[0].status, TaskStatus::Completed);

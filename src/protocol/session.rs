@@ -351,6 +351,7 @@ impl Session {
             id,
             progress,
             activity: Arc::new(Notify::new()),
+            latest: Arc::new(AtomicU64::new(0f64.to_bits())),
         }
     }
 
@@ -714,6 +715,8 @@ pub struct ProgressWatch {
     id: i64,
     progress: Option<ProgressCallback>,
     activity: Arc<Notify>,
+    /// The latest progress reported (an `f64`'s bits).
+    latest: Arc<AtomicU64>,
 }
 
 impl ProgressWatch {
@@ -729,9 +732,23 @@ impl ProgressWatch {
 
     /// The callback the request's progress goes to: the embedder's, and a wake of
     /// [`activity`](Self::activity).
+    /// Reports what is not a progress notification (a task's new status) to the embedder's
+    /// callback, as progress: the latest progress value, no total, and `message`.
+    pub fn report(&self, message: String) {
+        if let Some(progress) = &self.progress {
+            progress(Progress {
+                progress: f64::from_bits(self.latest.load(Ordering::Relaxed)),
+                total: None,
+                message: Some(message),
+            });
+        }
+    }
+
     fn callback(&self) -> ProgressCallback {
         let (progress, activity) = (self.progress.clone(), self.activity.clone());
+        let latest = self.latest.clone();
         Arc::new(move |p| {
+            latest.store(p.progress.to_bits(), Ordering::Relaxed);
             activity.notify_one();
             if let Some(progress) = &progress {
                 progress(p);
