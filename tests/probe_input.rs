@@ -187,5 +187,8 @@ fn server_everything_through_probe() {
         &server,
     );
     assert!(ok && stderr.contains("input_required: "), "{stderr}");
-    assert!(stdout.contains("Research Report: rust (historical"), "{stdout}");
+    assert!(
+        stdout.contains("Research Report: rust (historical"),
+        "{stdout}"
+    );
 }
