@@ -4,14 +4,18 @@ use crate::error::{Error, ErrorKind, Result};
 use crate::protocol::era::{self, ClientInfo, EraPreference};
 use crate::protocol::items::{
     Completion, CompletionRef, LogLevel, Prompt, PromptContents, Resource, ResourceOutput,
-    ResourceTemplate, ServerNotification,
+    ResourceTemplate, ServerNotification, Task, TaskStatus,
 };
-use crate::protocol::session::{DEFAULT_TIMEOUT, Handlers, RequestOptions, Session};
+use crate::protocol::session::{
+    DEFAULT_MAX_DURATION, DEFAULT_TIMEOUT, Handlers, ProgressWatch, Reply, RequestOptions, Session,
+    TaskMode,
+};
 use crate::protocol::types::Era;
-use crate::protocol::types::{ServerDetails, Tool, ToolOutput};
+use crate::protocol::types::{ServerDetails, TaskSupport, Tool, ToolOutput};
 use crate::transport::{DEFAULT_MAX_MESSAGE, Inbound, Limits, Transport};
 use crate::wire::jsonrpc::Notification;
 use crate::wire::render::{DEFAULT_CAP, RenderError};
+use serde::Deserialize as _;
 use serde_json::{Value, json};
 use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
@@ -22,6 +26,18 @@ use tokio::sync::{broadcast, mpsc};
 
 /// How long one `subscriptions/listen` stays open before it is opened anew.
 pub const LISTEN_TIMEOUT: Duration = Duration::from_secs(24 * 3600);
+
+/// The shortest wait between two `tasks/get` of one task, whatever its `pollInterval` says.
+pub const MIN_TASK_POLL: Duration = Duration::from_millis(100);
+
+/// The longest wait between two `tasks/get` of one task, whatever its `pollInterval` says.
+pub const MAX_TASK_POLL: Duration = Duration::from_secs(10);
+
+/// The wait between two `tasks/get` of a task whose server suggests none.
+pub const DEFAULT_TASK_POLL: Duration = Duration::from_secs(1);
+
+/// How long a `tasks/cancel` sent for a call that ended (dropped, timed out) may take.
+const TASK_CANCEL_TIMEOUT: Duration = Duration::from_secs(10);
 
 /// Most pages of one list (`tools/list`, `resources/list`, `resources/templates/list`,
 /// `prompts/list`) read before giving up on a server that never stops paging.
@@ -174,6 +190,83 @@ page!(
     "resource templates"
 );
 page!(PromptsPage, Prompt, "prompts", "prompts/list", "prompts");
+page!(TasksPage, Task, "tasks", "tasks/list", "tasks");
+
+/// Sends `tasks/cancel` for a task whose call ended before the task did (dropped, timed
+/// out), on a task of its own within [`TASK_CANCEL_TIMEOUT`], unless disarmed.
+struct TaskCanceller {
+    session: Option<Session>,
+    task_id: String,
+}
+
+impl Drop for TaskCanceller {
+    fn drop(&mut self) {
+        let Some(session) = self.session.take() else {
+            return;
+        };
+        if session.closed_reason().is_some() {
+            return;
+        }
+        let task_id = std::mem::take(&mut self.task_id);
+        if let Ok(runtime) = tokio::runtime::Handle::try_current() {
+            runtime.spawn(async move {
+                let options = RequestOptions {
+                    timeout: Some(TASK_CANCEL_TIMEOUT),
+                    ..Default::default()
+                };
+                let params = json!({"taskId": task_id});
+                if let Err(e) = session.request("tasks/cancel", Some(params), options).await {
+                    tracing::debug!(server = %session.server(), "tasks/cancel: {e}");
+                }
+            });
+        }
+    }
+}
+
+/// The deadline of a call run as a task: its timeout, restarted by progress when the call
+/// asks, never past its longest duration.
+struct TaskClock {
+    started: tokio::time::Instant,
+    timeout: Duration,
+    deadline: tokio::time::Instant,
+    latest: tokio::time::Instant,
+    restarts: bool,
+}
+
+impl TaskClock {
+    fn new(options: &RequestOptions, default: Duration) -> TaskClock {
+        let started = tokio::time::Instant::now();
+        let timeout = options.timeout.unwrap_or(default);
+        let longest = options
+            .max_duration
+            .unwrap_or(DEFAULT_MAX_DURATION)
+            .max(timeout);
+        TaskClock {
+            started,
+            timeout,
+            deadline: started + timeout,
+            latest: started + longest,
+            restarts: options.progress_resets_timeout,
+        }
+    }
+
+    /// What is left before the latest end, for a request under this clock (at least 1 ms).
+    fn left(&self) -> Duration {
+        let end = if self.restarts {
+            self.latest
+        } else {
+            self.deadline
+        };
+        end.saturating_duration_since(tokio::time::Instant::now())
+            .max(Duration::from_millis(1))
+    }
+
+    fn progressed(&mut self) {
+        if self.restarts {
+            self.deadline = (tokio::time::Instant::now() + self.timeout).min(self.latest);
+        }
+    }
+}
 
 /// Typed notifications of one server ([`Client::server_notifications`]).
 pub struct ServerNotifications(broadcast::Receiver<Notification>);
@@ -661,13 +754,27 @@ impl Client {
             .await
     }
 
-    /// [`call_tool`](Self::call_tool) with per-call options: a timeout, progress, headers.
+    /// [`call_tool`](Self::call_tool) with per-call options: a timeout, progress, headers,
+    /// and whether to call the tool as a task ([`RequestOptions::task`]).
+    ///
+    /// A tool that requires a task (`execution.taskSupport: "required"`, on a server that
+    /// declares task-augmented `tools/call`) is called as one: the server's `tasks/get` is
+    /// polled at its `pollInterval` (kept between 100 ms and 10 s),
+    /// or sooner when it tells of the task's end, until the task ends or asks for input; then
+    /// its result comes from `tasks/result`, rendered and capped as any call's. The timeout
+    /// covers the whole; progress arrives through [`RequestOptions::on_progress`] all along,
+    /// and so does each new status of the task (the latest progress value, no total, and
+    /// `<status>: <status message>` as the message: server text, escape it to show it).
+    /// A call that times out, or whose future is dropped, cancels its task (`tasks/cancel`).
     pub async fn call_tool_with(
         &self,
         tool: &str,
         arguments: Value,
         options: RequestOptions,
     ) -> Result<ToolOutput> {
+        if self.runs_as_task(tool, options.task).await {
+            return self.call_as_task(tool, arguments, options).await;
+        }
         let headers = self.param_headers(tool, &arguments);
         // Built by hand: `json!` would copy the arguments through serialization.
         let mut params = serde_json::Map::new();
@@ -699,7 +806,11 @@ impl Client {
                 .request_reply("tools/call", Some(&params), headed)
                 .await;
         }
-        let reply = reply?;
+        self.tool_output(reply?)
+    }
+
+    /// What the model sees of a tool result's reply.
+    fn tool_output(&self, reply: Reply) -> Result<ToolOutput> {
         let rendered = reply.rendered.unwrap_or_else(|| {
             Err(RenderError::Invalid(
                 "the answer has neither result nor error".into(),
@@ -718,6 +829,218 @@ impl Client {
         }
     }
 
+    /// Whether a call of `tool` runs as a task: the server declares task-augmented
+    /// `tools/call` (initialize era: the 2026-07-28 revision moved tasks to an extension),
+    /// and the tool, as last listed (listed now if it never was), asks for it as `mode` says.
+    async fn runs_as_task(&self, tool: &str, mode: TaskMode) -> bool {
+        let declared = self
+            .details
+            .capabilities
+            .pointer("/tasks/requests/tools/call")
+            .is_some_and(|v| !v.is_null());
+        if mode == TaskMode::Never || !declared || self.details.era != Era::Handshake {
+            return false;
+        }
+        let cached = |tools: &Mutex<Option<ToolCache>>| {
+            let cache = tools.lock().expect("tools lock");
+            cache.as_ref().map(|c| {
+                c.tools
+                    .iter()
+                    .find(|t| t.name == tool)
+                    .map(Tool::task_support)
+            })
+        };
+        let support = match cached(&self.tools) {
+            Some(support) => support,
+            None => match self.list_tools().await {
+                Ok(tools) => tools
+                    .iter()
+                    .find(|t| t.name == tool)
+                    .map(Tool::task_support),
+                Err(e) => {
+                    tracing::debug!(server = %self.name(), "listing tools to see how {tool} is called: {e}");
+                    None
+                }
+            },
+        };
+        match support {
+            Some(TaskSupport::Required) => true,
+            Some(TaskSupport::Optional) => mode == TaskMode::WhenSupported,
+            _ => false,
+        }
+    }
+
+    /// A tool call run as a task (see [`call_tool_with`](Self::call_tool_with)).
+    async fn call_as_task(
+        &self,
+        tool: &str,
+        arguments: Value,
+        options: RequestOptions,
+    ) -> Result<ToolOutput> {
+        const METHOD: &str = "tools/call";
+        let mut clock = TaskClock::new(&options, self.session.default_timeout());
+        let watch = self.session.watch_progress(options.on_progress.clone());
+        let headers = self.param_headers(tool, &arguments);
+        let mut params = serde_json::Map::new();
+        params.insert("name".into(), Value::String(tool.into()));
+        params.insert("arguments".into(), arguments);
+        params.insert("task".into(), json!({}));
+        let params = Value::Object(params);
+        let sent = RequestOptions {
+            timeout: Some(clock.left()),
+            headers,
+            on_progress: None,
+            task: TaskMode::Never,
+            ..options
+        };
+        let created = self
+            .session
+            .request_watched(METHOD, Some(&params), sent, &watch);
+        let reply = self.within(&mut clock, &watch, METHOD, created).await??;
+        let Some(mut task) = reply.created_task() else {
+            // The server carried the call out at once.
+            return self.tool_output(reply);
+        };
+        let mut canceller = TaskCanceller {
+            session: Some(self.session.clone()),
+            task_id: task.task_id.clone(),
+        };
+        let mut statuses = self.session.notifications();
+        // A new status or status message goes to the progress callback too.
+        let shown = |t: &Task| {
+            format!(
+                "{}: {}",
+                t.status,
+                t.status_message.as_deref().unwrap_or("")
+            )
+        };
+        let mut last_shown = shown(&task);
+        watch.report(last_shown.clone());
+        let quick = |t: &Task| t.status.is_terminal() || t.status == TaskStatus::InputRequired;
+        // Bounded by the clock: every turn waits at least MIN_TASK_POLL or ends the call.
+        while !quick(&task) {
+            let pause = task
+                .poll_interval()
+                .unwrap_or(DEFAULT_TASK_POLL)
+                .clamp(MIN_TASK_POLL, MAX_TASK_POLL);
+            let wake = tokio::time::Instant::now() + pause;
+            let told = async {
+                loop {
+                    match statuses.recv().await {
+                        Ok(n) if n.method == "notifications/tasks/status" => {
+                            let told = n.params.as_ref().map(Task::deserialize);
+                            if let Some(Ok(told)) = told
+                                && told.task_id == task.task_id
+                                && quick(&told)
+                            {
+                                return;
+                            }
+                        }
+                        Ok(_) | Err(broadcast::error::RecvError::Lagged(_)) => {}
+                        Err(broadcast::error::RecvError::Closed) => {
+                            std::future::pending::<()>().await
+                        }
+                    }
+                }
+            };
+            let waited = async {
+                tokio::select! {
+                    () = tokio::time::sleep_until(wake) => {}
+                    () = told => {}
+                }
+                Ok::<(), Error>(())
+            };
+            self.within(&mut clock, &watch, "tasks/get", waited)
+                .await??;
+            let get = RequestOptions {
+                timeout: Some(clock.left()),
+                ..Default::default()
+            };
+            let params = json!({"taskId": task.task_id});
+            let asked = self
+                .session
+                .request_as::<Task>("tasks/get", Some(params), get);
+            let (polled, _) = self
+                .within(&mut clock, &watch, "tasks/get", asked)
+                .await??;
+            if polled.task_id != task.task_id {
+                let why = format!(
+                    "tasks/get for task {:?} answered task {:?}",
+                    task.task_id, polled.task_id
+                );
+                return Err(self.error("tasks/get", ErrorKind::Protocol(why)));
+            }
+            task = polled;
+            if shown(&task) != last_shown {
+                last_shown = shown(&task);
+                watch.report(last_shown.clone());
+            }
+        }
+        let fetch = RequestOptions {
+            timeout: Some(clock.left()),
+            ..Default::default()
+        };
+        let params = json!({"taskId": task.task_id});
+        let fetched = self
+            .session
+            .request_reply("tasks/result", Some(&params), fetch);
+        let reply = self
+            .within(&mut clock, &watch, "tasks/result", fetched)
+            .await??;
+        // The task has ended: nothing to cancel.
+        canceller.session = None;
+        self.tool_output(reply)
+    }
+
+    /// Runs `work` of a task call under the call's clock: progress restarts it when the call
+    /// asks; `Err` when the clock runs out first (dropping `work`).
+    async fn within<T>(
+        &self,
+        clock: &mut TaskClock,
+        watch: &ProgressWatch,
+        method: &str,
+        work: impl std::future::Future<Output = T>,
+    ) -> Result<T> {
+        let mut work = std::pin::pin!(work);
+        loop {
+            tokio::select! {
+                done = &mut work => return Ok(done),
+                () = tokio::time::sleep_until(clock.deadline) => {
+                    let waited = clock.deadline - clock.started;
+                    return Err(self.error(method, ErrorKind::Timeout(waited)));
+                }
+                () = watch.activity().notified() => clock.progressed(),
+            }
+        }
+    }
+
+    /// Lists the server's tasks (`tasks/list`), paged and bounded as
+    /// [`list_resources`](Self::list_resources) is.
+    pub async fn list_tasks(&self) -> Result<Vec<Task>> {
+        Ok(self.list_all::<TasksPage>().await?.0)
+    }
+
+    /// The state of one task (`tasks/get`).
+    pub async fn get_task(&self, task_id: &str) -> Result<Task> {
+        let params = json!({"taskId": task_id});
+        let (task, _) = self
+            .session
+            .request_as::<Task>("tasks/get", Some(params), RequestOptions::default())
+            .await?;
+        Ok(task)
+    }
+
+    /// Cancels a task (`tasks/cancel`) and returns its state after (a task that has already
+    /// ended is the server's error, -32602).
+    pub async fn cancel_task(&self, task_id: &str) -> Result<Task> {
+        let params = json!({"taskId": task_id});
+        let (task, _) = self
+            .session
+            .request_as::<Task>("tasks/cancel", Some(params), RequestOptions::default())
+            .await?;
+        Ok(task)
+    }
+
     /// Stateless era: holds a `subscriptions/listen` request open so the server can say when
     /// its tool, prompt and resource lists change; those notifications arrive as any other
     /// ([`Client::notifications`]). Returns when the server or the connection ends it.
@@ -732,6 +1055,29 @@ impl Client {
         self.session
             .request("subscriptions/listen", Some(params), options)
             .await
+    }
+
+    /// Replaces the roots the client offers (what `roots/list` answers from now on) and, in
+    /// the initialize era when roots were offered at the start ([`Handlers::roots`]), tells
+    /// the server with `notifications/roots/list_changed`. The 2026-07-28 revision has no such
+    /// notification: its servers ask for the roots with each request that needs them.
+    pub async fn set_roots(&self, roots: Vec<crate::protocol::types::Root>) -> Result<()> {
+        self.session.set_roots(roots);
+        let announced = self.session.handlers().roots.is_some();
+        if self.details.era == Era::Handshake && announced {
+            let notify = self
+                .session
+                .notify("notifications/roots/list_changed", None);
+            match tokio::time::timeout(self.session.default_timeout(), notify).await {
+                Ok(sent) => sent?,
+                Err(_) => {
+                    let waited = self.session.default_timeout();
+                    let method = "notifications/roots/list_changed";
+                    return Err(self.error(method, ErrorKind::Timeout(waited)));
+                }
+            }
+        }
+        Ok(())
     }
 
     /// Sends `ping` and waits for the answer.

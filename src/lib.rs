@@ -50,17 +50,23 @@ mod wire;
 pub use client::{Client, ClientOptions, ListLimits, ServerNotifications};
 pub use error::{Error, ErrorKind, ParseError, Result};
 pub use protocol::era::{ClientInfo, EraPreference};
+pub use protocol::input::{
+    ElicitationAnswer, ElicitationFn, ElicitationKind, ElicitationRequest, FieldKind, FormError,
+    FormField, FormRequest, SamplingAnswer, SamplingFn, SamplingMessage, SamplingRequest,
+    UrlRequest, elicitation_handler, sampling_handler,
+};
 pub use protocol::items::{
     Completion, CompletionRef, LogLevel, LogMessage, Prompt, PromptArgument, PromptContents,
-    PromptMessage, Resource, ResourceOutput, ResourceTemplate, ServerNotification,
+    PromptMessage, Resource, ResourceOutput, ResourceTemplate, ServerNotification, Task,
+    TaskStatus,
 };
 pub use protocol::session::{
     DEFAULT_MAX_DURATION, DEFAULT_TIMEOUT, Handlers, ProgressCallback, RequestHandler,
-    RequestOptions, Session,
+    RequestOptions, Session, TaskMode,
 };
 pub use protocol::types::{
     Era, HANDSHAKE_VERSIONS, LATEST_HANDSHAKE_VERSION, LATEST_STATELESS_VERSION, Progress, RawJson,
-    Root, STATELESS_VERSIONS, ServerDetails, Tool, ToolOutput,
+    Root, STATELESS_VERSIONS, ServerDetails, TaskSupport, Tool, ToolOutput,
 };
 #[cfg(feature = "http")]
 pub use transport::http::{Authorizer, Credentials, HttpConfig, Refusal};

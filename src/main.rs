@@ -146,6 +146,16 @@ enum Command {
         /// The arguments of --call or --prompt, or --complete's context: a JSON object.
         #[arg(long, value_name = "JSON")]
         args: Option<String>,
+        /// Answer the server's elicitations: accept=JSON (a form's values; `accept` alone
+        /// for a URL), decline or cancel. Each request is shown on stderr; no URL is opened.
+        #[arg(long, value_name = "ANSWER")]
+        elicit: Option<String>,
+        /// Answer the server's sampling requests with this text (shown on stderr).
+        #[arg(long, value_name = "TEXT")]
+        sample: Option<String>,
+        /// Offer this folder as a root (repeatable): sent as a file:// URI.
+        #[arg(long, value_name = "PATH")]
+        root: Vec<std::path::PathBuf>,
         /// Seconds to wait for each response.
         #[arg(long, value_name = "SECS", default_value_t = 60.0)]
         timeout: f64,
@@ -345,6 +355,9 @@ fn main() -> ExitCode {
             complete,
             log_level,
             args,
+            elicit,
+            sample,
+            root,
             timeout,
             inherit_env,
             url,
@@ -368,6 +381,9 @@ fn main() -> ExitCode {
                 complete,
                 log_level,
                 args,
+                elicit,
+                sample,
+                roots: root,
                 url,
                 command,
                 inherit_env,

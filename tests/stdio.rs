@@ -477,6 +477,7 @@ async fn server_requests_get_the_embedders_answers() {
         elicitation: Some(Arc::new(|_| {
             Box::pin(async { Err(ErrorObject::new(-1, "declined by test")) })
         })),
+        ..Default::default()
     };
     let client = connect(
         &[],

@@ -15,12 +15,248 @@
 //!   when the level lets it through; in `modern` mode (the 2026-07-28 revision) a request
 //!   whose `_meta` names a log level gets an `info` message `handling <method>` first.
 //!
+//! - Tasks (initialize era, `tasks` mode): `research` must be called as a task, `survey` may be (both
+//!   take `seconds`, `steps`, `poll_ms`, the `pollInterval` to suggest, `notify`, to send
+//!   `notifications/tasks/status` at its end, and `fail`, to end with `isError`); they
+//!   report progress under the call's token, and end `completed` with `researched in <n>
+//!   steps`. `tasks/get`, `tasks/result` (waits for the end), `tasks/cancel` (recorded
+//!   with the `cancellations` tool's list as `{"taskId": ...}`) and `tasks/list` (paged).
+//!
 //! In `hang` mode `resources/read` and `prompts/get` are never answered. In `hostile` mode
 //! every name, description and text carries [`HOSTILE`].
 
 use super::fixture_server::{HOSTILE, Mode, Output, Server, reply, send};
 use agenvoy_mcp::unstable::wire::jsonrpc::{self, ErrorObject, Id, Message, Notification};
 use serde_json::{Value, json};
+use std::sync::{Arc, Condvar, Mutex};
+use std::time::Duration;
+
+/// One task of the fixture.
+struct FixtureTask {
+    id: String,
+    status: &'static str,
+    poll_ms: u64,
+    result: Option<Result<Value, ErrorObject>>,
+}
+
+impl FixtureTask {
+    fn to_json(&self) -> Value {
+        json!({"taskId": self.id, "status": self.status, "createdAt": "2025-11-25T10:30:00Z",
+               "lastUpdatedAt": "2025-11-25T10:30:00Z", "ttl": 60000, "pollInterval": self.poll_ms})
+    }
+}
+
+/// The fixture's tasks, in the order they were created.
+#[derive(Default)]
+pub struct Tasks {
+    all: Mutex<Vec<FixtureTask>>,
+    changed: Condvar,
+}
+
+/// How a fixture tool may be called as a task: `Some("required")`, `Some("optional")`.
+pub fn task_support(tool: &str) -> Option<&'static str> {
+    match tool {
+        "research" => Some("required"),
+        "survey" => Some("optional"),
+        _ => None,
+    }
+}
+
+/// The definitions of the tools that run as tasks.
+pub fn task_tools() -> Vec<Value> {
+    let schema = json!({"type": "object", "properties": {
+        "seconds": {"type": "number"}, "steps": {"type": "integer"}, "poll_ms": {"type": "integer"},
+        "notify": {"type": "boolean"}, "fail": {"type": "boolean"}}});
+    vec![
+        json!({"name": "research", "description": "Researches for a while, as a task.",
+               "inputSchema": schema, "execution": {"taskSupport": "required"}}),
+        json!({"name": "survey", "description": "Surveys for a while, as a task if asked.",
+               "inputSchema": schema, "execution": {"taskSupport": "optional"}}),
+    ]
+}
+
+/// The work of `research` and `survey`: its progress under `token`, then its result; `None`
+/// when the task was cancelled meanwhile.
+fn research(
+    args: &Value,
+    token: Option<&Value>,
+    out: &dyn Output,
+    cancelled: &dyn Fn() -> bool,
+) -> Option<Result<Value, ErrorObject>> {
+    let seconds = args
+        .get("seconds")
+        .and_then(Value::as_f64)
+        .unwrap_or(0.5)
+        .max(0.0);
+    let steps = args
+        .get("steps")
+        .and_then(Value::as_u64)
+        .unwrap_or(3)
+        .clamp(1, 1000);
+    for step in 1..=steps {
+        std::thread::sleep(Duration::from_secs_f64(seconds / steps as f64));
+        if cancelled() {
+            return None;
+        }
+        if let Some(token) = token {
+            let progress = json!({"progressToken": token, "progress": step, "total": steps,
+                                  "message": format!("step {step} of {steps}")});
+            send(
+                out,
+                Message::Notification(Notification {
+                    method: "notifications/progress".into(),
+                    params: Some(progress),
+                }),
+            );
+        }
+    }
+    let fail = args.get("fail").and_then(Value::as_bool) == Some(true);
+    Some(Ok(
+        json!({"content": [{"type": "text", "text": format!("researched in {steps} steps")}],
+                   "isError": fail}),
+    ))
+}
+
+/// A call of `research` or `survey` (on a thread of its own): as a task when `params` has
+/// `task`, else at once, or refused when the tool requires a task.
+pub fn call_task_tool(server: &Server, id: Id, name: &str, params: &Value, out: &dyn Output) {
+    let args = params.get("arguments").cloned().unwrap_or(Value::Null);
+    let token = params.pointer("/_meta/progressToken").cloned();
+    if params.get("task").is_none() {
+        if task_support(name) == Some("required") {
+            let e = ErrorObject::new(
+                jsonrpc::METHOD_NOT_FOUND,
+                format!("tool {name} requires task augmentation"),
+            );
+            return reply(out, id, Err(e));
+        }
+        let result = research(&args, token.as_ref(), out, &|| false);
+        return reply(out, id, result.expect("never cancelled"));
+    }
+    let tasks = server.tasks();
+    let poll_ms = args.get("poll_ms").and_then(Value::as_u64).unwrap_or(100);
+    let task_id = {
+        let mut all = tasks.all.lock().unwrap();
+        let task_id = format!("task-{}", all.len() + 1);
+        all.push(FixtureTask {
+            id: task_id.clone(),
+            status: "working",
+            poll_ms,
+            result: None,
+        });
+        reply(
+            out,
+            id,
+            Ok(json!({"task": all.last().expect("pushed").to_json()})),
+        );
+        task_id
+    };
+    let status = |all: &[FixtureTask]| -> &'static str {
+        all.iter()
+            .find(|t| t.id == task_id)
+            .map_or("cancelled", |t| t.status)
+    };
+    let cancelled = || status(&tasks.all.lock().unwrap()) == "cancelled";
+    let result = research(&args, token.as_ref(), out, &cancelled);
+    let mut all = tasks.all.lock().unwrap();
+    let Some(task) = all.iter_mut().find(|t| t.id == task_id) else {
+        return;
+    };
+    if task.status == "cancelled" {
+        return;
+    }
+    let failed = result
+        .as_ref()
+        .and_then(|r| r.as_ref().ok())
+        .and_then(|r| r.get("isError"))
+        == Some(&json!(true));
+    task.status = if failed { "failed" } else { "completed" };
+    task.result = result;
+    let told = task.to_json();
+    drop(all);
+    tasks.changed.notify_all();
+    if args.get("notify").and_then(Value::as_bool) == Some(true) {
+        send(
+            out,
+            Message::Notification(Notification {
+                method: "notifications/tasks/status".into(),
+                params: Some(told),
+            }),
+        );
+    }
+}
+
+/// `tasks/get`, `tasks/result`, `tasks/cancel`, `tasks/list`; `false` for any other method.
+/// `tasks/result` waits on the calling thread: call it on a thread of its own.
+pub fn handle_tasks(
+    server: &Server,
+    method: &str,
+    id: Id,
+    params: &Value,
+    out: &dyn Output,
+) -> bool {
+    let tasks = server.tasks();
+    let task_id = params
+        .get("taskId")
+        .and_then(Value::as_str)
+        .unwrap_or("")
+        .to_string();
+    let unknown = || ErrorObject::new(jsonrpc::INVALID_PARAMS, format!("no task {task_id:?}"));
+    let mut all = tasks.all.lock().unwrap();
+    let outcome = match method {
+        "tasks/list" => {
+            let listed = all.iter().map(FixtureTask::to_json).collect();
+            drop(all);
+            paged(server, "tasks", listed, params)
+        }
+        "tasks/get" => all
+            .iter()
+            .find(|t| t.id == task_id)
+            .map(FixtureTask::to_json)
+            .ok_or_else(unknown),
+        "tasks/cancel" => match all.iter_mut().find(|t| t.id == task_id) {
+            None => Err(unknown()),
+            Some(t) if matches!(t.status, "completed" | "failed" | "cancelled") => Err(
+                ErrorObject::new(jsonrpc::INVALID_PARAMS, format!("task {task_id} has ended")),
+            ),
+            Some(t) => {
+                t.status = "cancelled";
+                t.result = Some(Err(ErrorObject::new(
+                    jsonrpc::INTERNAL_ERROR,
+                    "the task was cancelled",
+                )));
+                let done = t.to_json();
+                server.record_cancellation(json!({"taskId": task_id}));
+                tasks.changed.notify_all();
+                Ok(done)
+            }
+        },
+        "tasks/result" => loop {
+            match all.iter().find(|t| t.id == task_id) {
+                None => break Err(unknown()),
+                Some(FixtureTask {
+                    result: Some(result),
+                    ..
+                }) => {
+                    break result.clone().map(|mut r| {
+                        r["_meta"] =
+                            json!({"io.modelcontextprotocol/related-task": {"taskId": task_id}});
+                        r
+                    });
+                }
+                Some(_) => all = tasks.changed.wait(all).unwrap(),
+            }
+        },
+        _ => return false,
+    };
+    reply(out, id, outcome);
+    true
+}
+
+/// Shares the tasks between the fixture's threads.
+pub fn new_tasks() -> Arc<Tasks> {
+    Arc::new(Tasks::default())
+}
 
 const LEVELS: [&str; 8] = [
     "debug",
@@ -41,6 +277,11 @@ fn rank(level: &str) -> Option<usize> {
 pub fn capabilities() -> Value {
     json!({"resources": {"subscribe": true, "listChanged": true},
            "prompts": {"listChanged": false}, "completions": {}, "logging": {}})
+}
+
+/// The tasks capability of `tasks` mode.
+pub fn tasks_capability() -> Value {
+    json!({"list": {}, "cancel": {}, "requests": {"tools": {"call": {}}}})
 }
 
 fn hostile(server: &Server, text: &str) -> String {

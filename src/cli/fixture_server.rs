@@ -25,7 +25,8 @@
 //! answered tools/list), `flood` (once initialized, never reads stdin again and sends `ping`
 //! requests without end), `batch` (reads 2 ms after it last had nothing to read, calls tools
 //! one after another, and writes what it answers to the lines it read together in one write,
-//! as a busy server with a buffered stdout does); `hostile` ([`HOSTILE`], terminal control
+//! as a busy server with a buffered stdout does); `tasks` (declares task-augmented
+//! `tools/call` and lists `research` and `survey`, see [`super::fixture_features`]); `hostile` ([`HOSTILE`], terminal control
 //! sequences, in its server info, instructions, tool descriptions, tool results, progress
 //! messages, log notifications and stderr lines, plus a tool `trap<HOSTILE>` listed twice,
 //! whose calls fail with an error that names it).
@@ -103,6 +104,8 @@ pub enum Mode {
     /// only when it has no more lines read and waiting: answers to requests that came together
     /// go out together.
     Batch,
+    /// Declares task-augmented `tools/call` and lists the tools that run as tasks.
+    Tasks,
 }
 
 impl std::str::FromStr for Mode {
@@ -126,6 +129,7 @@ impl std::str::FromStr for Mode {
             "hostile" => Mode::Hostile,
             "batch" => Mode::Batch,
             "modern" => Mode::Modern,
+            "tasks" => Mode::Tasks,
             _ => {
                 if let Some(v) = s.strip_prefix("version=") {
                     Mode::Version(v.to_string())
@@ -222,6 +226,8 @@ pub struct Server {
     added: Mutex<Vec<String>>,
     /// tools/list requests answered.
     lists: std::sync::atomic::AtomicUsize,
+    /// Tools called as tasks.
+    tasks: Arc<super::fixture_features::Tasks>,
 }
 
 impl Server {
@@ -236,7 +242,18 @@ impl Server {
             next_ask: std::sync::atomic::AtomicU64::new(1),
             added: Mutex::new(Vec::new()),
             lists: std::sync::atomic::AtomicUsize::new(0),
+            tasks: super::fixture_features::new_tasks(),
         })
+    }
+
+    /// The tasks of tools called as tasks.
+    pub fn tasks(&self) -> &super::fixture_features::Tasks {
+        &self.tasks
+    }
+
+    /// Records a cancellation, as the `cancellations` tool lists them.
+    pub fn record_cancellation(&self, what: Value) {
+        self.cancelled.lock().unwrap().push(what);
     }
 
     /// The server's mode.
@@ -430,6 +447,9 @@ fn handle(server: &Arc<Server>, request: Request, out: Arc<dyn Output>) {
             };
             let mut capabilities = super::fixture_features::capabilities();
             capabilities["tools"] = json!({"listChanged": server.mode != Mode::NoListChanged});
+            if server.mode == Mode::Tasks {
+                capabilities["tasks"] = super::fixture_features::tasks_capability();
+            }
             let mut result = json!({
                 "protocolVersion": version,
                 "capabilities": capabilities,
@@ -517,6 +537,18 @@ fn handle(server: &Arc<Server>, request: Request, out: Arc<dyn Output>) {
             }
             reply(&*out, request.id, Ok(result));
         }
+        "tasks/get" | "tasks/result" | "tasks/cancel" | "tasks/list" => {
+            let server = server.clone();
+            std::thread::spawn(move || {
+                super::fixture_features::handle_tasks(
+                    &server,
+                    &request.method,
+                    request.id,
+                    &params,
+                    &*out,
+                )
+            });
+        }
         "tools/call" => {
             if server.mode == Mode::Hang {
                 return;
@@ -566,6 +598,9 @@ fn tool_definitions(server: &Server) -> Vec<Value> {
                "inputSchema": schema(json!({"name": {"type": "string"}}), &[])}),
     ];
     all.extend(added);
+    if server.mode == Mode::Tasks {
+        all.extend(super::fixture_features::task_tools());
+    }
     if server.mode == Mode::Hostile {
         for tool in &mut all {
             tool["description"] = json!(format!(
@@ -605,6 +640,9 @@ fn call_tool(server: &Server, id: Id, params: &Value, out: &dyn Output) {
                 params: Some(log),
             }),
         );
+    }
+    if server.mode == Mode::Tasks && super::fixture_features::task_support(name).is_some() {
+        return super::fixture_features::call_task_tool(server, id, name, params, out);
     }
     let result = match name {
         "echo" => {

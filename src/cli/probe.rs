@@ -33,6 +33,11 @@
 //! 2026-07-28 revision: carried by every later request) and each log message of the server
 //! goes to stderr as `log <level> [<logger>]: <data>`, escaped.
 //!
+//! `--elicit`, `--sample` and `--root` answer what the server asks of the client (each request
+//! shown on stderr, escaped; a URL elicitation shown with its origin, never opened); `--call`
+//! prints the call's progress on stderr as `progress <n>[/<total>] <message>`, and a tool that
+//! runs as a task each new status as `progress <n> <status>: <status message>`.
+//!
 //! Members are named as the management API names them (docs/API.md): `call` holds what
 //! `POST /v1/mcp/call` answers (the text the model sees, `isError`, `totalBytes`) and the
 //! tool's name; `tools` are the server's tool objects as it sent them (`inputSchema`). `call`
@@ -48,9 +53,13 @@
 use agenvoy_mcp::unstable::transport::{self, HttpTransport, StdioTransport, Transport};
 use agenvoy_mcp::unstable::{escape_controls, escape_controls_keep_lines};
 use agenvoy_mcp::{
-    Client, ClientOptions, Completion, CompletionRef, Error, LogLevel, Prompt, PromptContents,
-    Resource, ResourceOutput, ResourceTemplate, ServerNotification, ServerNotifications, Tool,
-    ToolOutput,
+    Client, ClientOptions, Completion, CompletionRef, Error, Handlers, LogLevel, Progress, Prompt,
+    PromptContents, RequestOptions, Resource, ResourceOutput, ResourceTemplate, Root,
+    ServerNotification, ServerNotifications, Tool, ToolOutput,
+};
+use agenvoy_mcp::{
+    ElicitationAnswer, ElicitationFn, ElicitationKind, SamplingAnswer, SamplingFn,
+    elicitation_handler, sampling_handler,
 };
 use agenvoy_mcp::{HttpConfig, StdioConfig};
 use serde_json::{Value, json};
@@ -74,6 +83,12 @@ pub struct ProbeArgs {
     pub log_level: Option<String>,
     /// The arguments of the call or the prompt, or the completion's context, as JSON text.
     pub args: Option<String>,
+    /// How to answer elicitations: `accept=JSON`, `accept`, `decline` or `cancel`.
+    pub elicit: Option<String>,
+    /// The text to answer sampling requests with.
+    pub sample: Option<String>,
+    /// Folders to offer as roots.
+    pub roots: Vec<std::path::PathBuf>,
     /// The server URL (HTTP), if given instead of a command.
     pub url: Option<String>,
     /// The server command and its arguments.
@@ -118,8 +133,13 @@ pub async fn run(args: ProbeArgs) -> ExitCode {
         Ok(c) => c,
         Err(why) => return step_failed("arguments", format!("--complete: {why}")),
     };
+    let handlers = match handlers(&args) {
+        Ok(h) => h,
+        Err(why) => return step_failed("arguments", why),
+    };
     let options = ClientOptions {
         timeout: args.timeout,
+        handlers,
         ..Default::default()
     };
     // Taken before the server starts: its process group does not get the terminal's Ctrl-C.
@@ -188,6 +208,119 @@ pub async fn run(args: ProbeArgs) -> ExitCode {
             code
         }
     }
+}
+
+/// The handlers `--elicit`, `--sample` and `--root` ask for; each request shown on stderr,
+/// escaped.
+fn handlers(args: &ProbeArgs) -> Result<Handlers, String> {
+    let mut handlers = Handlers::default();
+    if let Some(given) = &args.elicit {
+        let answer = elicit_answer(given)?;
+        let typed: ElicitationFn = Arc::new(move |request| {
+            let mut answer = answer.clone();
+            match &request.kind {
+                ElicitationKind::Form(form) => {
+                    let fields: Vec<String> = form
+                        .fields
+                        .iter()
+                        .map(|f| format!("{}{}", f.name, if f.required { "*" } else { "" }))
+                        .collect();
+                    eprintln!(
+                        "elicitation (form): {} [fields: {}]",
+                        escape_controls(&form.message),
+                        escape_controls(&fields.join(", "))
+                    );
+                }
+                ElicitationKind::Url(url) => {
+                    eprintln!(
+                        "elicitation (url, not opened): {} <{}> at {}",
+                        escape_controls(&url.message),
+                        escape_controls(&url.url),
+                        escape_controls(&url.origin)
+                    );
+                    // Accepting a URL carries no values.
+                    if let ElicitationAnswer::Accept(values) = &mut answer {
+                        values.clear();
+                    }
+                }
+            }
+            if let Err(e) = request.check(&answer) {
+                eprintln!(
+                    "elicitation: not answered: {}",
+                    escape_controls(&e.to_string())
+                );
+            }
+            Box::pin(async move { Ok(answer) })
+        });
+        handlers.elicitation = Some(elicitation_handler(typed));
+    }
+    if let Some(text) = args.sample.clone() {
+        let typed: SamplingFn = Arc::new(move |request| {
+            let last = request
+                .messages
+                .last()
+                .map(|m| m.text())
+                .unwrap_or_default();
+            eprintln!("sampling: {}", escape_controls(&last));
+            let answer = SamplingAnswer::text(&text, "agenvoy-probe");
+            Box::pin(async move { Ok(answer) })
+        });
+        handlers.sampling = Some(sampling_handler(typed, false));
+    }
+    if !args.roots.is_empty() {
+        let roots = args
+            .roots
+            .iter()
+            .map(|path| root_of(path))
+            .collect::<Result<Vec<_>, _>>()?;
+        handlers.roots = Some(roots);
+    }
+    Ok(handlers)
+}
+
+/// Reads `--elicit`: `accept=JSON`, `accept`, `decline` or `cancel`.
+fn elicit_answer(given: &str) -> Result<ElicitationAnswer, String> {
+    match given.split_once('=') {
+        None if given == "accept" => Ok(ElicitationAnswer::Accept(Default::default())),
+        None if given == "decline" => Ok(ElicitationAnswer::Decline),
+        None if given == "cancel" => Ok(ElicitationAnswer::Cancel),
+        Some(("accept", text)) => match serde_json::from_str::<Value>(text) {
+            Ok(Value::Object(values)) => Ok(ElicitationAnswer::Accept(values)),
+            Ok(_) => Err("--elicit accept=JSON takes a JSON object".into()),
+            Err(e) => Err(format!("--elicit accept=JSON: not JSON: {e}")),
+        },
+        _ => Err(format!(
+            "--elicit {given:?}: give accept=JSON, accept, decline or cancel"
+        )),
+    }
+}
+
+/// A folder as a root: its absolute path as a `file://` URI (bytes outside the unreserved
+/// set and `/` percent-encoded), named by its last component.
+fn root_of(path: &std::path::Path) -> Result<Root, String> {
+    let absolute =
+        std::path::absolute(path).map_err(|e| format!("--root {}: {e}", path.display()))?;
+    // The path's bytes as they are on Unix (a name need not be UTF-8); `\\` is a separator
+    // only on Windows.
+    #[cfg(unix)]
+    let text = std::os::unix::ffi::OsStrExt::as_bytes(absolute.as_os_str()).to_vec();
+    #[cfg(not(unix))]
+    let text = absolute.to_string_lossy().replace('\\', "/").into_bytes();
+    let mut uri = String::from("file://");
+    if !text.starts_with(b"/") {
+        uri.push('/');
+    }
+    for byte in text {
+        if byte.is_ascii_alphanumeric() || b"-._~/".contains(&byte) {
+            uri.push(byte as char);
+        } else {
+            uri.push_str(&format!("%{byte:02X}"));
+        }
+    }
+    let name = absolute
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned());
+    Ok(Root { uri, name })
 }
 
 /// What `--complete` asks: the reference, the argument and what is typed so far.
@@ -297,7 +430,23 @@ async fn probe(
         };
     }
     if let Some(tool) = &args.call {
-        match client.call_tool(tool, arguments.clone()).await {
+        // Progress (a task's too) goes to stderr, escaped.
+        let options = RequestOptions {
+            on_progress: Some(Arc::new(|p: Progress| {
+                let total = p.total.map(|t| format!("/{t}")).unwrap_or_default();
+                let message = p
+                    .message
+                    .as_deref()
+                    .map(escape_controls)
+                    .unwrap_or_default();
+                eprintln!("progress {}{total} {message}", p.progress);
+            })),
+            ..Default::default()
+        };
+        match client
+            .call_tool_with(tool, arguments.clone(), options)
+            .await
+        {
             Ok(output) => found.call = Some((tool.clone(), output)),
             Err(e) => return step_failed("tools/call", e),
         }

@@ -376,6 +376,130 @@ pub struct LogMessage {
     pub data: Value,
 }
 
+/// The state of a task ([`Task::status`]), as the 2025-11-25 revision names them; a status
+/// this client does not know is kept as the server's text.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum TaskStatus {
+    /// The request is being carried out.
+    Working,
+    /// The server needs input (elicitation, sampling) to go on: `tasks/result` brings its
+    /// requests.
+    InputRequired,
+    /// Done: the result is ready.
+    Completed,
+    /// Done, without success (for a tool, also a result with `isError`).
+    Failed,
+    /// Cancelled before it was done.
+    Cancelled,
+    /// A status this client does not know.
+    Other(String),
+}
+
+impl TaskStatus {
+    /// The status as the protocol spells it.
+    pub fn as_str(&self) -> &str {
+        match self {
+            TaskStatus::Working => "working",
+            TaskStatus::InputRequired => "input_required",
+            TaskStatus::Completed => "completed",
+            TaskStatus::Failed => "failed",
+            TaskStatus::Cancelled => "cancelled",
+            TaskStatus::Other(s) => s,
+        }
+    }
+
+    /// Whether the task has ended (completed, failed or cancelled): it changes no more.
+    pub fn is_terminal(&self) -> bool {
+        matches!(
+            self,
+            TaskStatus::Completed | TaskStatus::Failed | TaskStatus::Cancelled
+        )
+    }
+}
+
+impl From<String> for TaskStatus {
+    fn from(s: String) -> TaskStatus {
+        match s.as_str() {
+            "working" => TaskStatus::Working,
+            "input_required" => TaskStatus::InputRequired,
+            "completed" => TaskStatus::Completed,
+            "failed" => TaskStatus::Failed,
+            "cancelled" => TaskStatus::Cancelled,
+            _ => TaskStatus::Other(s),
+        }
+    }
+}
+
+impl Serialize for TaskStatus {
+    fn serialize<S: Serializer>(&self, to: S) -> Result<S::Ok, S::Error> {
+        to.serialize_str(self.as_str())
+    }
+}
+
+impl<'de> Deserialize<'de> for TaskStatus {
+    fn deserialize<D: Deserializer<'de>>(from: D) -> Result<TaskStatus, D::Error> {
+        String::deserialize(from).map(TaskStatus::from)
+    }
+}
+
+impl std::fmt::Display for TaskStatus {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// A task: the state of a request the server carries out in the background (a tool called
+/// as a task, [`Client::list_tasks`](crate::Client::list_tasks)). Numbers are kept as the
+/// server wrote them; [`Task::poll_interval`] and [`Task::ttl`] read them.
+#[derive(Debug, Clone)]
+pub struct Task {
+    /// The server's id of the task.
+    pub task_id: String,
+    /// Where the task is.
+    pub status: TaskStatus,
+    /// What the server says of that state, if anything (server text: escape it to show it).
+    pub status_message: Option<String>,
+    /// When the task was created (ISO 8601), as given.
+    pub created_at: Option<String>,
+    /// When its status last changed (ISO 8601), as given.
+    pub last_updated_at: Option<String>,
+    /// How long the server keeps the task from its creation, in milliseconds (`None`:
+    /// unlimited or not said).
+    pub ttl_ms: Option<serde_json::Number>,
+    /// How often the server suggests asking for the task's status, in milliseconds.
+    pub poll_interval_ms: Option<serde_json::Number>,
+    /// Every other member (`_meta`, ...), as given.
+    pub extra: Vec<(String, RawJson)>,
+}
+
+listed!(Task {
+    task_id: "taskId" => need,
+    status: "status" => need,
+    status_message: "statusMessage" => opt,
+    created_at: "createdAt" => opt,
+    last_updated_at: "lastUpdatedAt" => opt,
+    ttl_ms: "ttl" => opt,
+    poll_interval_ms: "pollInterval" => opt,
+});
+
+impl Task {
+    /// The suggested polling interval, when the server gave a usable one (a finite number
+    /// of milliseconds, not negative).
+    pub fn poll_interval(&self) -> Option<std::time::Duration> {
+        millis(self.poll_interval_ms.as_ref())
+    }
+
+    /// How long the server keeps the task, when it said.
+    pub fn ttl(&self) -> Option<std::time::Duration> {
+        millis(self.ttl_ms.as_ref())
+    }
+}
+
+fn millis(n: Option<&serde_json::Number>) -> Option<std::time::Duration> {
+    let ms = n?.as_f64()?;
+    (ms.is_finite() && ms >= 0.0).then(|| std::time::Duration::from_secs_f64(ms.min(1e12) / 1000.0))
+}
+
 /// A notification from the server, typed ([`Client::server_notifications`](crate::Client::server_notifications)).
 #[derive(Debug, Clone, PartialEq)]
 #[non_exhaustive]
@@ -393,6 +517,8 @@ pub enum ServerNotification {
     PromptListChanged,
     /// A log message (`notifications/message`).
     Log(LogMessage),
+    /// A task's status changed (`notifications/tasks/status`): the whole task.
+    TaskStatus(Task),
     /// Any other notification, as it came.
     Other(Notification),
 }
@@ -421,6 +547,10 @@ impl ServerNotification {
                     level_name,
                 }),
                 None => ServerNotification::Other(n),
+            },
+            "notifications/tasks/status" => match params.map(Task::deserialize) {
+                Some(Ok(task)) => ServerNotification::TaskStatus(task),
+                _ => ServerNotification::Other(n),
             },
             _ => ServerNotification::Other(n),
         }
@@ -455,6 +585,29 @@ mod tests {
         let c: Completion =
             serde_json::from_str(r#"{"values":["a"],"hasMore":true,"total":9,"z":0}"#).unwrap();
         assert_eq!((c.values.len(), c.total, c.has_more), (1, Some(9), true));
+    }
+
+    #[test]
+    fn tasks_keep_what_they_do_not_know() {
+        let text = r#"{"taskId":"t1","status":"working","createdAt":"2025-11-25T10:30:00Z","ttl":null,"pollInterval":5000,"x":[1]}"#;
+        let t: Task = serde_json::from_str(text).unwrap();
+        assert_eq!(
+            (t.task_id.as_str(), &t.status),
+            ("t1", &TaskStatus::Working)
+        );
+        assert_eq!(t.poll_interval(), Some(std::time::Duration::from_secs(5)));
+        assert_eq!(t.ttl(), None);
+        assert_eq!(t.member("x").unwrap().get(), "[1]");
+        assert_eq!(
+            serde_json::to_string(&t).unwrap(),
+            r#"{"taskId":"t1","status":"working","createdAt":"2025-11-25T10:30:00Z","pollInterval":5000,"x":[1]}"#
+        );
+        let odd: Task =
+            serde_json::from_str(r#"{"taskId":"t","status":"paused","pollInterval":-1}"#).unwrap();
+        assert_eq!(odd.status, TaskStatus::Other("paused".into()));
+        assert!(!odd.status.is_terminal() && odd.poll_interval().is_none());
+        assert!(TaskStatus::from("cancelled".to_string()).is_terminal());
+        assert!(serde_json::from_str::<Task>(r#"{"status":"working"}"#).is_err());
     }
 
     #[test]

@@ -2,6 +2,7 @@
 //!
 //! - [`types`]: tools, roots, progress, server details, eras and versions.
 //! - [`items`]: resources, templates, prompts, completions, log levels, typed notifications.
+//! - [`input`]: what a server asks of the embedder, typed: elicitation, sampling.
 //! - [`session`]: ids, correlation, timeouts, cancellation, progress, server requests.
 //! - [`era`]: how a session starts, behind one seam: the stateless era's `server/discover`
 //!   and per-request `_meta`, or the `initialize` handshake.
@@ -10,6 +11,7 @@
 //! protocol versions are in [`types`].
 
 pub mod era;
+pub mod input;
 pub mod items;
 pub mod session;
 pub mod types;

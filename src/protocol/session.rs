@@ -51,14 +51,23 @@ pub type RequestHandler =
 pub type ProgressCallback = Arc<dyn Fn(Progress) + Send + Sync>;
 
 /// What the embedder offers servers. Capabilities announce exactly what is set here.
+///
+/// The handlers take and give raw JSON; [`super::input::elicitation_handler`] and
+/// [`super::input::sampling_handler`] make one from a typed handler, which gets its request read and
+/// its answer checked.
 #[derive(Clone, Default)]
 pub struct Handlers {
-    /// The roots to list; `None` announces no `roots` capability (`roots/list` still gets an
-    /// empty list, as some servers ask regardless).
+    /// The roots to list at the start (changed later with
+    /// [`Client::set_roots`](crate::Client::set_roots)); `None` announces no `roots`
+    /// capability (`roots/list` still gets the roots set, or an empty list, as some servers
+    /// ask regardless).
     pub roots: Option<Vec<Root>>,
     /// Answers `sampling/createMessage`; `None` answers method-not-found.
     pub sampling: Option<RequestHandler>,
-    /// Answers `elicitation/create`; `None` answers method-not-found.
+    /// Whether the sampling handler takes requests with `tools` (announced as
+    /// `sampling.tools`).
+    pub sampling_tools: bool,
+    /// Answers `elicitation/create`, in form and URL mode; `None` answers method-not-found.
     pub elicitation: Option<RequestHandler>,
 }
 
@@ -67,13 +76,17 @@ impl Handlers {
     pub fn capabilities(&self) -> Value {
         let mut caps = serde_json::Map::new();
         if self.roots.is_some() {
-            caps.insert("roots".into(), json!({"listChanged": false}));
+            caps.insert("roots".into(), json!({"listChanged": true}));
         }
         if self.sampling.is_some() {
-            caps.insert("sampling".into(), json!({}));
+            let sampling = match self.sampling_tools {
+                true => json!({"tools": {}}),
+                false => json!({}),
+            };
+            caps.insert("sampling".into(), sampling);
         }
         if self.elicitation.is_some() {
-            caps.insert("elicitation".into(), json!({}));
+            caps.insert("elicitation".into(), json!({"form": {}, "url": {}}));
         }
         Value::Object(caps)
     }
@@ -84,6 +97,7 @@ impl std::fmt::Debug for Handlers {
         f.debug_struct("Handlers")
             .field("roots", &self.roots)
             .field("sampling", &self.sampling.is_some())
+            .field("sampling_tools", &self.sampling_tools)
             .field("elicitation", &self.elicitation.is_some())
             .finish()
     }
@@ -103,6 +117,23 @@ pub struct RequestOptions {
     pub max_duration: Option<Duration>,
     /// Extra headers for transports that have them (HTTP `Mcp-Param-*`).
     pub headers: Vec<(String, String)>,
+    /// For a tool call: when to call the tool as a task (polled until it ends, its result
+    /// fetched, cancelled when the call is dropped or times out).
+    pub task: TaskMode,
+}
+
+/// When a tool call runs as a task ([`RequestOptions::task`]). A tool is called as a task
+/// only when the server declares task-augmented `tools/call` (`tasks.requests.tools.call`)
+/// and the tool allows it (`execution.taskSupport`).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum TaskMode {
+    /// When the tool requires it (`taskSupport: "required"`).
+    #[default]
+    WhenRequired,
+    /// Whenever the tool allows it (`"required"` or `"optional"`).
+    WhenSupported,
+    /// Never (a tool that requires a task then fails with the server's error).
+    Never,
 }
 
 /// A response as it arrived.
@@ -158,7 +189,30 @@ impl Reply {
         };
         meta.get(SERVER_INFO_META)
     }
+
+    /// The task a task-augmented request created (a `CreateTaskResult`: the result's `task`),
+    /// if the result is one; `None` for any other result (a server that carried the request
+    /// out at once) or one too large to keep.
+    pub fn created_task(&self) -> Option<super::items::Task> {
+        #[derive(serde::Deserialize)]
+        struct Created {
+            task: super::items::Task,
+        }
+        #[derive(serde::Deserialize)]
+        struct ResultOf {
+            result: Created,
+        }
+        match &self.outcome {
+            Outcome::Parsed(Some(Ok(result))) => Created::deserialize(result).ok().map(|c| c.task),
+            Outcome::Read { raw: Some(raw), .. } => serde_json::from_slice::<ResultOf>(raw)
+                .ok()
+                .map(|r| r.result.task),
+            _ => None,
+        }
+    }
 }
+
+use serde::Deserialize as _;
 
 impl Outcome {
     /// The result or the error (`None` when the message was too large to keep whole), the
@@ -183,14 +237,24 @@ struct Pending {
     reply: oneshot::Sender<Result<Reply>>,
     progress: Option<ProgressCallback>,
     activity: Option<Arc<Notify>>,
+    /// Whether its progress is still wanted once it has its result (a task's progress goes
+    /// on under the request's token): see [`ProgressWatch`].
+    keep_progress: bool,
 }
+
+/// Where the progress of a request that has its result still goes (a task's), by token.
+type Watcher = (Option<ProgressCallback>, Option<Arc<Notify>>);
 
 struct Shared {
     server: String,
     transport: Arc<dyn Transport>,
     pending: Mutex<HashMap<i64, Pending>>,
+    /// The progress of requests answered whose work goes on (tasks), while watched.
+    watchers: Mutex<HashMap<i64, Watcher>>,
     next_id: AtomicI64,
     handlers: Handlers,
+    /// The roots `roots/list` answers: the handlers', then what the embedder set.
+    roots: Mutex<Option<Vec<Root>>>,
     notifications: broadcast::Sender<Notification>,
     closed: Mutex<Option<String>>,
     default_timeout: Duration,
@@ -227,7 +291,9 @@ impl Session {
             server: server.to_string(),
             transport,
             pending: Mutex::new(HashMap::new()),
+            watchers: Mutex::new(HashMap::new()),
             next_id: AtomicI64::new(1),
+            roots: Mutex::new(handlers.roots.clone()),
             handlers,
             notifications: broadcast::channel(256).0,
             closed: Mutex::new(None),
@@ -256,6 +322,53 @@ impl Session {
     /// The handlers the embedder registered.
     pub(crate) fn handlers(&self) -> &Handlers {
         &self.shared.handlers
+    }
+
+    /// Replaces the roots `roots/list` answers from now on. The caller tells the server
+    /// (`notifications/roots/list_changed`, initialize era).
+    pub fn set_roots(&self, roots: Vec<Root>) {
+        *self.shared.roots.lock().expect("roots lock") = Some(roots);
+    }
+
+    /// The roots `roots/list` answers now.
+    pub fn roots(&self) -> Vec<Root> {
+        let roots = self.shared.roots.lock().expect("roots lock");
+        roots.clone().unwrap_or_default()
+    }
+
+    /// How long a request waits unless its options say otherwise.
+    pub fn default_timeout(&self) -> Duration {
+        self.shared.default_timeout
+    }
+
+    /// Reserves a request id whose progress is watched past its response: send the request
+    /// with [`request_watched`](Self::request_watched); progress under its token then goes to
+    /// `progress` (and wakes [`ProgressWatch::activity`]) until the watch is dropped.
+    pub(crate) fn watch_progress(&self, progress: Option<ProgressCallback>) -> ProgressWatch {
+        let id = self.shared.next_id.fetch_add(1, Ordering::Relaxed);
+        ProgressWatch {
+            shared: Arc::downgrade(&self.shared),
+            id,
+            progress,
+            activity: Arc::new(Notify::new()),
+            latest: Arc::new(AtomicU64::new(0f64.to_bits())),
+        }
+    }
+
+    /// Sends one request under a watch's id (one round: no `input_required` answered), its
+    /// progress going to the watch, during the request and after its response.
+    pub(crate) async fn request_watched(
+        &self,
+        method: &str,
+        params: Option<&Value>,
+        options: RequestOptions,
+        watch: &ProgressWatch,
+    ) -> Result<Reply> {
+        let options = RequestOptions {
+            on_progress: Some(watch.callback()),
+            ..options
+        };
+        self.exchange(method, params, options, Some(watch.id)).await
     }
 
     /// Notifications from the server (list changes, logs, ...), for anyone who subscribes.
@@ -393,7 +506,7 @@ impl Session {
         let mut next: Option<Value> = None;
         for _ in 0..MAX_INPUT_ROUNDS {
             let sent = next.as_ref().or(params);
-            let reply = self.exchange(method, sent, options.clone()).await?;
+            let reply = self.exchange(method, sent, options.clone(), None).await?;
             if !reply.is_result() {
                 return Ok(reply);
             }
@@ -448,7 +561,8 @@ impl Session {
         for (key, request) in requests {
             let asked = request.get("method").and_then(Value::as_str).unwrap_or("");
             let params = request.get("params").cloned().unwrap_or(Value::Null);
-            match handle_server_request(&self.shared.handlers, asked, params).await {
+            let roots = self.roots();
+            match handle_server_request(&self.shared.handlers, roots, asked, params).await {
                 Ok(answer) => {
                     responses.insert(key.clone(), answer);
                 }
@@ -464,17 +578,19 @@ impl Session {
         Ok(responses)
     }
 
-    /// One request and its response.
+    /// One request and its response; `watched`: the id of a [`ProgressWatch`], whose
+    /// progress goes on past the response.
     async fn exchange(
         &self,
         method: &str,
         params: Option<&Value>,
         options: RequestOptions,
+        watched: Option<i64>,
     ) -> Result<Reply> {
         if let Some(reason) = self.closed_reason() {
             return Err(self.error(ErrorKind::Closed(reason)).during(method));
         }
-        let id = self.shared.next_id.fetch_add(1, Ordering::Relaxed);
+        let id = watched.unwrap_or_else(|| self.shared.next_id.fetch_add(1, Ordering::Relaxed));
         let envelope = self.shared.envelope.lock().expect("envelope lock").clone();
         // The params are copied only when `_meta` is added to them.
         let mut with_meta = None;
@@ -500,6 +616,7 @@ impl Session {
                 reply: tx,
                 progress: options.on_progress.clone(),
                 activity: activity.clone(),
+                keep_progress: watched.is_some(),
             },
         );
         let mut guard = CancelGuard {
@@ -578,6 +695,62 @@ impl Session {
             .send(Outbound::new(&message))
             .await
             .map_err(|e| e.during(method))
+    }
+}
+
+/// The progress of one request followed past its response ([`Session::watch_progress`]):
+/// a task's. Dropping it stops the following.
+pub(crate) struct ProgressWatch {
+    shared: Weak<Shared>,
+    id: i64,
+    progress: Option<ProgressCallback>,
+    activity: Arc<Notify>,
+    /// The latest progress reported (an `f64`'s bits).
+    latest: Arc<AtomicU64>,
+}
+
+impl ProgressWatch {
+    /// Woken at each progress notification.
+    pub fn activity(&self) -> &Arc<Notify> {
+        &self.activity
+    }
+
+    /// The callback the request's progress goes to: the embedder's, and a wake of
+    /// [`activity`](Self::activity).
+    /// Reports what is not a progress notification (a task's new status) to the embedder's
+    /// callback, as progress: the latest progress value, no total, and `message`.
+    pub fn report(&self, message: String) {
+        if let Some(progress) = &self.progress {
+            progress(Progress {
+                progress: f64::from_bits(self.latest.load(Ordering::Relaxed)),
+                total: None,
+                message: Some(message),
+            });
+        }
+    }
+
+    fn callback(&self) -> ProgressCallback {
+        let (progress, activity) = (self.progress.clone(), self.activity.clone());
+        let latest = self.latest.clone();
+        Arc::new(move |p| {
+            latest.store(p.progress.to_bits(), Ordering::Relaxed);
+            activity.notify_one();
+            if let Some(progress) = &progress {
+                progress(p);
+            }
+        })
+    }
+}
+
+impl Drop for ProgressWatch {
+    fn drop(&mut self) {
+        if let Some(shared) = self.shared.upgrade() {
+            shared
+                .watchers
+                .lock()
+                .expect("watchers lock")
+                .remove(&self.id);
+        }
     }
 }
 
@@ -760,9 +933,16 @@ fn receive(shared: &Arc<Shared>, mut decoded: Decoded) {
         ),
         Message::Request(request) => {
             let handlers = shared.handlers.clone();
+            let roots = shared
+                .roots
+                .lock()
+                .expect("roots lock")
+                .clone()
+                .unwrap_or_default();
             let method = request.method.clone();
             let params = request.params.unwrap_or(Value::Null);
-            let work = async move { handle_server_request(&handlers, &method, params).await };
+            let work =
+                async move { handle_server_request(&handlers, roots, &method, params).await };
             answer_in_background(shared, request.id, request.method, work);
         }
         Message::Notification(n) => on_notification(shared, n),
@@ -782,6 +962,18 @@ fn complete(
     };
     match (pending, outcome) {
         (Some(p), outcome) => {
+            if p.keep_progress
+                && matches!(outcome, Outcome::Read { .. } | Outcome::Parsed(Some(Ok(_))))
+                && let Some(Id::Number(id)) = id
+            {
+                // Before the next message is read: no progress of the task is missed.
+                let watcher = (p.progress.clone(), None);
+                shared
+                    .watchers
+                    .lock()
+                    .expect("watchers lock")
+                    .insert(*id, watcher);
+            }
             let _ = p.reply.send(Ok(Reply {
                 outcome,
                 rendered,
@@ -807,7 +999,14 @@ fn on_notification(shared: &Shared, n: Notification) {
                 let pending = shared.pending.lock().expect("pending lock");
                 match token.and_then(|t| pending.get(&t)) {
                     Some(p) => (p.activity.clone(), p.progress.clone()),
-                    None => (None, None),
+                    None => {
+                        drop(pending);
+                        let watchers = shared.watchers.lock().expect("watchers lock");
+                        match token.and_then(|t| watchers.get(&t)) {
+                            Some((progress, activity)) => (activity.clone(), progress.clone()),
+                            None => (None, None),
+                        }
+                    }
                 }
             };
             if let Some(activity) = &activity {
@@ -909,6 +1108,7 @@ fn answer_in_background(
 /// as one of a result's `inputRequests`.
 async fn handle_server_request(
     handlers: &Handlers,
+    roots: Vec<Root>,
     method: &str,
     params: Value,
 ) -> Result<Value, ErrorObject> {
@@ -920,7 +1120,7 @@ async fn handle_server_request(
     };
     match method {
         "ping" => Ok(json!({})),
-        "roots/list" => Ok(json!({"roots": handlers.roots.clone().unwrap_or_default()})),
+        "roots/list" => Ok(json!({"roots": roots})),
         "sampling/createMessage" => match &handlers.sampling {
             Some(handler) => handler(params).await,
             None => not_found(),
@@ -947,16 +1147,18 @@ mod tests {
         };
         assert_eq!(
             roots.capabilities(),
-            json!({"roots": {"listChanged": false}})
+            json!({"roots": {"listChanged": true}})
         );
         let all = Handlers {
             roots: Some(vec![]),
             sampling: Some(handler.clone()),
+            sampling_tools: true,
             elicitation: Some(handler),
         };
         assert_eq!(
             all.capabilities(),
-            json!({"roots": {"listChanged": false}, "sampling": {}, "elicitation": {}})
+            json!({"roots": {"listChanged": true}, "sampling": {"tools": {}},
+                   "elicitation": {"form": {}, "url": {}}})
         );
     }
 }

@@ -74,6 +74,35 @@ impl Tool {
     pub fn member(&self, key: &str) -> Option<&RawValue> {
         self.extra.iter().find(|(k, _)| k == key).map(|(_, v)| &**v)
     }
+
+    /// Whether the tool is called as a task (`execution.taskSupport`; absent or unknown:
+    /// [`TaskSupport::Forbidden`]).
+    pub fn task_support(&self) -> TaskSupport {
+        #[derive(Deserialize)]
+        struct Execution {
+            #[serde(rename = "taskSupport")]
+            task_support: Option<Value>,
+        }
+        let execution = self
+            .member("execution")
+            .and_then(|raw| serde_json::from_str::<Execution>(raw.get()).ok());
+        match execution.and_then(|e| e.task_support) {
+            Some(Value::String(s)) if s == "required" => TaskSupport::Required,
+            Some(Value::String(s)) if s == "optional" => TaskSupport::Optional,
+            _ => TaskSupport::Forbidden,
+        }
+    }
+}
+
+/// How a tool may be called as a task (its `execution.taskSupport`, 2025-11-25).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum TaskSupport {
+    /// Only as a plain call (also when the tool says nothing).
+    Forbidden,
+    /// Either way.
+    Optional,
+    /// Only as a task: a plain call is refused.
+    Required,
 }
 
 impl PartialEq for Tool {

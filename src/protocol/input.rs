@@ -1,0 +1,622 @@
+//! What a server asks of the embedder, typed: elicitation (a form, or a URL to visit) and
+//! sampling (a message from the embedder's model).
+//!
+//! The embedder's typed handler ([`elicitation_handler`], [`sampling_handler`]) is wrapped
+//! into the session's [`RequestHandler`]: the server's params are read into a typed request
+//! (one that does not fit is the server's error, -32602, and the embedder never sees it),
+//! and the answer is checked before it is sent: a form answer must fit the requested schema
+//! (its primitive properties: types, `required`, `enum`), else the server gets an error
+//! (-32603) instead of a bad answer, and the embedder a warning in the log. The embedder can
+//! check an answer first with [`FormRequest::check`]. Every request keeps the params as sent
+//! (`raw`). Server text (messages, titles, URLs) is the server's: escape it to show it
+//! ([`crate::text::escape_controls`]); the library never opens a URL.
+
+use super::session::RequestHandler;
+use super::types::Tool;
+use crate::transport::BoxFuture;
+use crate::wire::jsonrpc::{self, ErrorObject};
+use serde_json::{Map, Value, json};
+use std::sync::Arc;
+
+/// Most properties a form may ask for; a larger schema is refused.
+pub const MAX_FORM_FIELDS: usize = 256;
+
+/// The type of one form field, from its primitive schema.
+#[derive(Debug, Clone, PartialEq)]
+pub enum FieldKind {
+    /// Any string (`format`, `minLength`, `maxLength` are in the field's schema).
+    Text,
+    /// A number.
+    Number,
+    /// A whole number.
+    Integer,
+    /// True or false.
+    Boolean,
+    /// One of these strings (`enum`, or the `const` of each `oneOf`).
+    Choice(Vec<String>),
+    /// Any of these strings, as an array (`items.enum`, or the `const` of each `items.anyOf`).
+    Choices(Vec<String>),
+}
+
+/// One field of a form.
+#[derive(Debug, Clone, PartialEq)]
+pub struct FormField {
+    /// The property's name: the key of its value in the answer.
+    pub name: String,
+    /// What it takes.
+    pub kind: FieldKind,
+    /// Whether the answer must have it.
+    pub required: bool,
+    /// Its title, if given (server text).
+    pub title: Option<String>,
+    /// Its description, if given (server text).
+    pub description: Option<String>,
+    /// Its default, if given.
+    pub default: Option<Value>,
+    /// Its schema, as given.
+    pub schema: Value,
+}
+
+/// A form the server asks the user to fill in (`elicitation/create`, mode `form`).
+#[derive(Debug, Clone, PartialEq)]
+pub struct FormRequest {
+    /// What the server says the form is for (server text).
+    pub message: String,
+    /// The fields, by name.
+    pub fields: Vec<FormField>,
+    /// The requested schema, as given.
+    pub requested_schema: Value,
+}
+
+/// A page the server asks the user to visit (`elicitation/create`, mode `url`): for what
+/// must not pass through the client (a login, a payment). The library never opens it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct UrlRequest {
+    /// Why (server text).
+    pub message: String,
+    /// The URL, as given (checked: `https`, or `http`; no control characters).
+    pub url: String,
+    /// Its origin (`scheme://host[:port]`), what a user should be shown before they go.
+    pub origin: String,
+    /// The server's id of the elicitation (2025-11-25), if given.
+    pub elicitation_id: Option<String>,
+}
+
+/// What a server asks in an `elicitation/create`.
+#[derive(Debug, Clone, PartialEq)]
+pub enum ElicitationKind {
+    /// Fill in a form.
+    Form(FormRequest),
+    /// Visit a URL.
+    Url(UrlRequest),
+}
+
+/// An `elicitation/create` request, typed, with its params as sent.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ElicitationRequest {
+    /// What is asked.
+    pub kind: ElicitationKind,
+    /// The params as the server sent them.
+    pub raw: Value,
+}
+
+/// The user's answer to an elicitation.
+#[derive(Debug, Clone, PartialEq)]
+pub enum ElicitationAnswer {
+    /// Accepted: for a form, the values (checked against its schema before they are sent);
+    /// for a URL, an empty map (the user agreed to go).
+    Accept(Map<String, Value>),
+    /// Refused.
+    Decline,
+    /// Dismissed without a choice.
+    Cancel,
+}
+
+impl ElicitationAnswer {
+    /// The `elicitation/create` result.
+    pub fn to_result(&self) -> Value {
+        match self {
+            ElicitationAnswer::Accept(content) if content.is_empty() => json!({"action": "accept"}),
+            ElicitationAnswer::Accept(content) => json!({"action": "accept", "content": content}),
+            ElicitationAnswer::Decline => json!({"action": "decline"}),
+            ElicitationAnswer::Cancel => json!({"action": "cancel"}),
+        }
+    }
+}
+
+/// Why an answer does not fit a form.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct FormError(pub String);
+
+impl std::fmt::Display for FormError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "the answer does not fit the form: {}", self.0)
+    }
+}
+
+impl std::error::Error for FormError {}
+
+impl FormRequest {
+    /// Reads a form from its `requestedSchema`: an object schema of primitive properties.
+    pub fn from_schema(message: String, schema: Value) -> Result<FormRequest, String> {
+        if schema.get("type").and_then(Value::as_str) != Some("object") {
+            return Err("requestedSchema is not of type object".into());
+        }
+        let empty = Map::new();
+        let properties = match schema.get("properties") {
+            None => &empty,
+            Some(Value::Object(p)) => p,
+            Some(_) => return Err("requestedSchema's properties is not an object".into()),
+        };
+        if properties.len() > MAX_FORM_FIELDS {
+            return Err(format!("the form has more than {MAX_FORM_FIELDS} fields"));
+        }
+        let required: Vec<&str> = match schema.get("required") {
+            None => Vec::new(),
+            Some(Value::Array(names)) => names.iter().filter_map(Value::as_str).collect(),
+            Some(_) => return Err("requestedSchema's required is not an array".into()),
+        };
+        let mut fields = Vec::with_capacity(properties.len());
+        for (name, property) in properties {
+            let text = |key: &str| property.get(key).and_then(Value::as_str).map(String::from);
+            fields.push(FormField {
+                name: name.clone(),
+                kind: field_kind(property).ok_or_else(|| {
+                    format!("property {name:?} is not of a primitive type a form takes")
+                })?,
+                required: required.contains(&name.as_str()),
+                title: text("title"),
+                description: text("description"),
+                default: property.get("default").cloned(),
+                schema: property.clone(),
+            });
+        }
+        Ok(FormRequest {
+            message,
+            fields,
+            requested_schema: schema,
+        })
+    }
+
+    /// Checks an answer against the form: every required field there, no field the form
+    /// does not have, each value of its field's type (and among its choices).
+    pub fn check(&self, content: &Map<String, Value>) -> Result<(), FormError> {
+        for field in &self.fields {
+            if field.required && !content.contains_key(&field.name) {
+                return Err(FormError(format!("{:?} is required", field.name)));
+            }
+        }
+        for (name, value) in content {
+            let Some(field) = self.fields.iter().find(|f| f.name == *name) else {
+                return Err(FormError(format!("the form has no field {name:?}")));
+            };
+            let fits = match (&field.kind, value) {
+                (FieldKind::Text, Value::String(_)) | (FieldKind::Boolean, Value::Bool(_)) => true,
+                (FieldKind::Number, Value::Number(_)) => true,
+                (FieldKind::Integer, Value::Number(n)) => {
+                    n.is_i64() || n.is_u64() || n.as_f64().is_some_and(|f| f.fract() == 0.0)
+                }
+                (FieldKind::Choice(choices), Value::String(s)) => choices.contains(s),
+                (FieldKind::Choices(choices), Value::Array(items)) => items
+                    .iter()
+                    .all(|i| i.as_str().is_some_and(|s| choices.iter().any(|c| c == s))),
+                _ => false,
+            };
+            if !fits {
+                return Err(FormError(format!(
+                    "{name:?} takes {}, not {value}",
+                    describe(&field.kind)
+                )));
+            }
+        }
+        Ok(())
+    }
+}
+
+fn describe(kind: &FieldKind) -> String {
+    match kind {
+        FieldKind::Text => "a string".into(),
+        FieldKind::Number => "a number".into(),
+        FieldKind::Integer => "an integer".into(),
+        FieldKind::Boolean => "true or false".into(),
+        FieldKind::Choice(c) => format!("one of {c:?}"),
+        FieldKind::Choices(c) => format!("an array of {c:?}"),
+    }
+}
+
+/// The strings of an `enum`, or the `const` of each entry of a `oneOf`/`anyOf`.
+fn choices(schema: &Value, list: &str) -> Option<Vec<String>> {
+    if let Some(values) = schema.get("enum").and_then(Value::as_array) {
+        return values
+            .iter()
+            .map(|v| v.as_str().map(String::from))
+            .collect();
+    }
+    let options = schema.get(list)?.as_array()?;
+    options
+        .iter()
+        .map(|o| o.get("const").and_then(Value::as_str).map(String::from))
+        .collect()
+}
+
+fn field_kind(property: &Value) -> Option<FieldKind> {
+    match property.get("type").and_then(Value::as_str)? {
+        "string" => match choices(property, "oneOf") {
+            Some(c) => Some(FieldKind::Choice(c)),
+            None if property.get("enum").is_some() || property.get("oneOf").is_some() => None,
+            None => Some(FieldKind::Text),
+        },
+        "number" => Some(FieldKind::Number),
+        "integer" => Some(FieldKind::Integer),
+        "boolean" => Some(FieldKind::Boolean),
+        "array" => choices(property.get("items")?, "anyOf").map(FieldKind::Choices),
+        _ => None,
+    }
+}
+
+/// The origin (`scheme://host[:port]`, lower case) of an `http` or `https` URL; `Err` says
+/// why it is none.
+pub fn url_origin(url: &str) -> Result<String, String> {
+    if url.chars().any(|c| c.is_control() || c.is_whitespace()) {
+        return Err("the URL has control characters or spaces".into());
+    }
+    let (scheme, rest) = url.split_once("://").ok_or("the URL has no scheme")?;
+    let scheme = scheme.to_ascii_lowercase();
+    if scheme != "https" && scheme != "http" {
+        return Err(format!("the URL's scheme is {scheme:?}, not https or http"));
+    }
+    let authority = rest.split(['/', '?', '#']).next().unwrap_or("");
+    let host_port = authority.rsplit('@').next().unwrap_or("");
+    if host_port.is_empty() {
+        return Err("the URL has no host".into());
+    }
+    Ok(format!("{scheme}://{}", host_port.to_ascii_lowercase()))
+}
+
+impl ElicitationRequest {
+    /// Reads `elicitation/create` params (no `mode`: a form, as before 2025-11-25).
+    pub fn from_params(params: Value) -> Result<ElicitationRequest, String> {
+        let text = |key: &str| params.get(key).and_then(Value::as_str).map(String::from);
+        let message = text("message").ok_or("the request has no message")?;
+        let kind = match params.get("mode").and_then(Value::as_str) {
+            None | Some("form") => {
+                let schema = params
+                    .get("requestedSchema")
+                    .cloned()
+                    .ok_or("a form request has no requestedSchema")?;
+                ElicitationKind::Form(FormRequest::from_schema(message, schema)?)
+            }
+            Some("url") => {
+                let url = text("url").ok_or("a URL request has no url")?;
+                let origin = url_origin(&url)?;
+                ElicitationKind::Url(UrlRequest {
+                    message,
+                    url,
+                    origin,
+                    elicitation_id: text("elicitationId"),
+                })
+            }
+            Some(other) => return Err(format!("unknown elicitation mode {other:?}")),
+        };
+        Ok(ElicitationRequest { kind, raw: params })
+    }
+
+    /// Checks an answer: a form's values against its schema; a URL's acceptance carries none.
+    pub fn check(&self, answer: &ElicitationAnswer) -> Result<(), FormError> {
+        match (&self.kind, answer) {
+            (ElicitationKind::Form(form), ElicitationAnswer::Accept(content)) => {
+                form.check(content)
+            }
+            (ElicitationKind::Url(_), ElicitationAnswer::Accept(content))
+                if !content.is_empty() =>
+            {
+                Err(FormError(
+                    "a URL elicitation is accepted with no values".into(),
+                ))
+            }
+            _ => Ok(()),
+        }
+    }
+}
+
+/// One message of a sampling request.
+#[derive(Debug, Clone, PartialEq)]
+pub struct SamplingMessage {
+    /// `user` or `assistant` (server text).
+    pub role: String,
+    /// Its content blocks, as given (one block is a list of one).
+    pub content: Vec<Value>,
+}
+
+impl SamplingMessage {
+    /// Its text blocks, joined with newlines (other blocks left out).
+    pub fn text(&self) -> String {
+        let texts: Vec<&str> = self
+            .content
+            .iter()
+            .filter(|b| b.get("type").and_then(Value::as_str) == Some("text"))
+            .filter_map(|b| b.get("text").and_then(Value::as_str))
+            .collect();
+        texts.join("\n")
+    }
+}
+
+/// A `sampling/createMessage` request, typed, with its params as sent.
+#[derive(Debug, Clone)]
+pub struct SamplingRequest {
+    /// The conversation to continue.
+    pub messages: Vec<SamplingMessage>,
+    /// The server's system prompt, if any (the embedder may change or drop it).
+    pub system_prompt: Option<String>,
+    /// The most tokens to sample.
+    pub max_tokens: Option<u64>,
+    /// The temperature asked for.
+    pub temperature: Option<f64>,
+    /// Where to stop.
+    pub stop_sequences: Vec<String>,
+    /// Tools the model may use (2025-11-25; only when the embedder declared
+    /// [`Handlers::sampling_tools`](super::session::Handlers::sampling_tools)).
+    pub tools: Vec<Tool>,
+    /// How the model may use them (`auto`, `required`, `none`), if said.
+    pub tool_choice: Option<String>,
+    /// The params as the server sent them (model preferences, include context, metadata).
+    pub raw: Value,
+}
+
+impl SamplingRequest {
+    /// Reads `sampling/createMessage` params.
+    pub fn from_params(params: Value) -> Result<SamplingRequest, String> {
+        let messages = params
+            .get("messages")
+            .and_then(Value::as_array)
+            .ok_or("the request has no messages")?
+            .iter()
+            .map(|m| {
+                let role = m
+                    .get("role")
+                    .and_then(Value::as_str)
+                    .ok_or("a message has no role")?;
+                let content = match m.get("content") {
+                    Some(Value::Array(blocks)) => blocks.clone(),
+                    Some(block @ Value::Object(_)) => vec![block.clone()],
+                    _ => return Err("a message has no content"),
+                };
+                Ok(SamplingMessage {
+                    role: role.to_string(),
+                    content,
+                })
+            })
+            .collect::<Result<Vec<_>, _>>()?;
+        let tools = match params.get("tools") {
+            None | Some(Value::Null) => Vec::new(),
+            // A tool keeps its members as text: read from text, not from a `Value`.
+            Some(tools) => serde_json::from_str::<Vec<Tool>>(&tools.to_string())
+                .map_err(|e| format!("the request's tools: {e}"))?,
+        };
+        let text = |key: &str| params.get(key).and_then(Value::as_str).map(String::from);
+        Ok(SamplingRequest {
+            messages,
+            system_prompt: text("systemPrompt"),
+            max_tokens: params.get("maxTokens").and_then(Value::as_u64),
+            temperature: params.get("temperature").and_then(Value::as_f64),
+            stop_sequences: params
+                .get("stopSequences")
+                .and_then(Value::as_array)
+                .map(|s| {
+                    s.iter()
+                        .filter_map(Value::as_str)
+                        .map(String::from)
+                        .collect()
+                })
+                .unwrap_or_default(),
+            tool_choice: params
+                .pointer("/toolChoice/mode")
+                .and_then(Value::as_str)
+                .map(String::from),
+            tools,
+            raw: params,
+        })
+    }
+}
+
+/// The embedder's sampled message.
+#[derive(Debug, Clone, PartialEq)]
+pub struct SamplingAnswer {
+    /// Its content blocks (a text block: `{"type": "text", "text": ...}`).
+    pub content: Vec<Value>,
+    /// The model that wrote it.
+    pub model: String,
+    /// Why sampling stopped (`endTurn`, `stopSequence`, `maxTokens`, `toolUse`), if known.
+    pub stop_reason: Option<String>,
+}
+
+impl SamplingAnswer {
+    /// A text answer.
+    pub fn text(text: &str, model: &str) -> SamplingAnswer {
+        SamplingAnswer {
+            content: vec![json!({"type": "text", "text": text})],
+            model: model.to_string(),
+            stop_reason: Some("endTurn".into()),
+        }
+    }
+
+    /// The `sampling/createMessage` result (one block as itself, several as an array).
+    pub fn to_result(&self) -> Value {
+        let content = match self.content.as_slice() {
+            [one] => one.clone(),
+            many => Value::Array(many.to_vec()),
+        };
+        let mut result = json!({"role": "assistant", "content": content, "model": self.model});
+        if let Some(reason) = &self.stop_reason {
+            result["stopReason"] = json!(reason);
+        }
+        result
+    }
+}
+
+/// Why the embedder did not answer: sent to the server as its JSON-RPC error.
+pub type Refusal = ErrorObject;
+
+/// A typed elicitation handler.
+pub type ElicitationFn = Arc<
+    dyn Fn(ElicitationRequest) -> BoxFuture<'static, Result<ElicitationAnswer, Refusal>>
+        + Send
+        + Sync,
+>;
+
+/// A typed sampling handler.
+pub type SamplingFn = Arc<
+    dyn Fn(SamplingRequest) -> BoxFuture<'static, Result<SamplingAnswer, Refusal>> + Send + Sync,
+>;
+
+/// The session's handler for `elicitation/create` around a typed one: requests read (a bad
+/// one is the server's -32602), answers checked (one that does not fit the form is -32603 to
+/// the server and a warning here).
+pub fn elicitation_handler(handler: ElicitationFn) -> RequestHandler {
+    Arc::new(move |params| {
+        let handler = handler.clone();
+        Box::pin(async move {
+            let request = ElicitationRequest::from_params(params)
+                .map_err(|why| ErrorObject::new(jsonrpc::INVALID_PARAMS, why))?;
+            let checked = request.clone();
+            let answer = handler(request).await?;
+            if let Err(e) = checked.check(&answer) {
+                tracing::warn!("not sending the elicitation answer: {e}");
+                return Err(ErrorObject::new(
+                    jsonrpc::INTERNAL_ERROR,
+                    format!("the client's answer was not sent: {e}"),
+                ));
+            }
+            Ok(answer.to_result())
+        })
+    })
+}
+
+/// The session's handler for `sampling/createMessage` around a typed one: requests read (a
+/// bad one, or one with tools when `tools` is false, is the server's -32602).
+pub fn sampling_handler(handler: SamplingFn, tools: bool) -> RequestHandler {
+    Arc::new(move |params| {
+        let handler = handler.clone();
+        Box::pin(async move {
+            let request = SamplingRequest::from_params(params)
+                .map_err(|why| ErrorObject::new(jsonrpc::INVALID_PARAMS, why))?;
+            let asks_tools = !request.tools.is_empty() || request.raw.get("toolChoice").is_some();
+            if asks_tools && !tools {
+                let why = "this client did not declare sampling.tools";
+                return Err(ErrorObject::new(jsonrpc::INVALID_PARAMS, why));
+            }
+            Ok(handler(request).await?.to_result())
+        })
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn form() -> FormRequest {
+        let schema = json!({"type": "object", "properties": {
+            "name": {"type": "string", "title": "Name"},
+            "age": {"type": "integer", "minimum": 0},
+            "ok": {"type": "boolean", "default": true},
+            "color": {"type": "string", "enum": ["red", "green"]},
+            "size": {"type": "string", "oneOf": [{"const": "s", "title": "Small"}, {"const": "l", "title": "Large"}]},
+            "tags": {"type": "array", "items": {"type": "string", "enum": ["a", "b"]}}
+        }, "required": ["name"]});
+        FormRequest::from_schema("Who?".into(), schema).unwrap()
+    }
+
+    #[test]
+    fn a_form_answer_is_checked_against_its_schema() {
+        let form = form();
+        assert_eq!(form.fields.len(), 6);
+        let field = |name: &str| form.fields.iter().find(|f| f.name == name).unwrap();
+        assert!(field("name").required && !field("age").required);
+        let answer = |v: Value| v.as_object().unwrap().clone();
+        assert!(form.check(&answer(json!({"name": "Ada", "age": 36, "ok": false, "color": "red", "size": "l", "tags": ["a"]}))).is_ok());
+        for bad in [
+            json!({}),
+            json!({"name": 1}),
+            json!({"name": "x", "age": 1.5}),
+            json!({"name": "x", "color": "blue"}),
+            json!({"name": "x", "size": "Small"}),
+            json!({"name": "x", "tags": ["c"]}),
+            json!({"name": "x", "other": 1}),
+        ] {
+            assert!(form.check(&answer(bad.clone())).is_err(), "{bad}");
+        }
+        let nested = json!({"type": "object", "properties": {"o": {"type": "object"}}});
+        assert!(FormRequest::from_schema("m".into(), nested).is_err());
+    }
+
+    #[test]
+    fn url_requests_carry_their_origin() {
+        let params = json!({"mode": "url", "message": "Log in", "elicitationId": "e1",
+                            "url": "https://user@Example.COM:8443/path?q=1"});
+        let request = ElicitationRequest::from_params(params).unwrap();
+        let ElicitationKind::Url(url) = &request.kind else {
+            panic!("a URL request")
+        };
+        assert_eq!(url.origin, "https://example.com:8443");
+        assert_eq!(url.elicitation_id.as_deref(), Some("e1"));
+        for bad in [
+            "javascript:alert(1)",
+            "file:///etc/passwd",
+            "https://a\u{1b}b/",
+            "https:///x",
+        ] {
+            assert!(url_origin(bad).is_err(), "{bad}");
+        }
+    }
+
+    #[tokio::test]
+    async fn a_bad_answer_is_an_error_to_the_server() {
+        let typed: ElicitationFn = Arc::new(|_| {
+            Box::pin(async {
+                Ok(ElicitationAnswer::Accept(
+                    json!({"name": 5}).as_object().unwrap().clone(),
+                ))
+            })
+        });
+        let handler = elicitation_handler(typed);
+        let params = json!({"message": "m", "requestedSchema": {"type": "object",
+            "properties": {"name": {"type": "string"}}}});
+        let e = handler(params).await.unwrap_err();
+        assert_eq!(e.code, jsonrpc::INTERNAL_ERROR);
+        let e = handler(json!({"mode": "url", "message": "m", "url": "ftp://x"}))
+            .await
+            .unwrap_err();
+        assert_eq!(e.code, jsonrpc::INVALID_PARAMS);
+    }
+
+    #[tokio::test]
+    async fn sampling_reads_messages_and_refuses_tools_it_did_not_declare() {
+        let typed: SamplingFn = Arc::new(|request| {
+            Box::pin(async move {
+                let last = request
+                    .messages
+                    .last()
+                    .map(SamplingMessage::text)
+                    .unwrap_or_default();
+                Ok(SamplingAnswer::text(&format!("re: {last}"), "test-model"))
+            })
+        });
+        let params = json!({"messages": [{"role": "user", "content": {"type": "text", "text": "hi"}}],
+                            "maxTokens": 10});
+        let answer = sampling_handler(typed.clone(), false)(params.clone())
+            .await
+            .unwrap();
+        assert_eq!(
+            answer,
+            json!({"role": "assistant", "content": {"type": "text", "text": "re: hi"},
+                                  "model": "test-model", "stopReason": "endTurn"})
+        );
+        let mut with_tools = params;
+        with_tools["tools"] = json!([{"name": "t", "inputSchema": {"type": "object"}}]);
+        let e = sampling_handler(typed.clone(), false)(with_tools.clone())
+            .await
+            .unwrap_err();
+        assert_eq!(e.code, jsonrpc::INVALID_PARAMS);
+        assert!(sampling_handler(typed, true)(with_tools).await.is_ok());
+    }
+}

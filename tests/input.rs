@@ -1,0 +1,265 @@
+//! What a server asks of the client, typed: elicitation (form and URL), sampling, and roots
+//! changed at run time. Against the fixture's `client_request` tool (which sends any request
+//! to the client and returns the answer) and server-everything's `trigger-elicitation-request`,
+//! `trigger-sampling-request` and `get-roots-list`.
+#![cfg(feature = "cli")]
+
+mod common;
+
+use agenvoy_mcp::StdioConfig;
+use agenvoy_mcp::{Client, ClientOptions, Handlers, Root};
+use agenvoy_mcp::{
+    ElicitationAnswer, ElicitationFn, ElicitationKind, FieldKind, SamplingAnswer, SamplingFn,
+    elicitation_handler, sampling_handler,
+};
+use common::*;
+use serde_json::{Map, Value, json};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+/// An elicitation handler that answers `answer` and keeps what it was asked.
+fn eliciting(answer: ElicitationAnswer) -> (ElicitationFn, Arc<Mutex<Vec<ElicitationKind>>>) {
+    let asked = Arc::new(Mutex::new(Vec::new()));
+    let seen = asked.clone();
+    let handler: ElicitationFn = Arc::new(move |request| {
+        seen.lock().unwrap().push(request.kind);
+        let answer = answer.clone();
+        Box::pin(async move { Ok(answer) })
+    });
+    (handler, asked)
+}
+
+fn sampling() -> SamplingFn {
+    Arc::new(|request| {
+        Box::pin(async move {
+            let last = request
+                .messages
+                .last()
+                .map(|m| m.text())
+                .unwrap_or_default();
+            Ok(SamplingAnswer::text(
+                &format!("sampled: {last}"),
+                "agenvoy-test",
+            ))
+        })
+    })
+}
+
+fn options(handlers: Handlers) -> ClientOptions {
+    ClientOptions {
+        handlers,
+        ..Default::default()
+    }
+}
+
+/// The fixture's answer to its own request `method` with `params`, as JSON.
+async fn ask(client: &Client, method: &str, params: Value) -> Value {
+    let out = client
+        .call_tool(
+            "client_request",
+            json!({"method": method, "params": params}),
+        )
+        .await
+        .unwrap();
+    serde_json::from_str(&out.text).unwrap()
+}
+
+fn form_params() -> Value {
+    json!({"message": "Who are you?", "requestedSchema": {"type": "object", "properties": {
+        "name": {"type": "string", "title": "Name"},
+        "age": {"type": "integer"},
+        "color": {"type": "string", "enum": ["red", "green"]}
+    }, "required": ["name"]}})
+}
+
+fn content(v: Value) -> Map<String, Value> {
+    v.as_object().unwrap().clone()
+}
+
+#[tokio::test]
+async fn a_form_answer_that_fits_is_sent_and_one_that_does_not_is_an_error() {
+    let (handler, asked) = eliciting(ElicitationAnswer::Accept(content(
+        json!({"name": "Ada", "age": 36, "color": "red"}),
+    )));
+    let handlers = Handlers {
+        elicitation: Some(elicitation_handler(handler)),
+        ..Default::default()
+    };
+    let client = connect(&[], options(handlers)).await;
+    let answer = ask(&client, "elicitation/create", form_params()).await;
+    assert_eq!(
+        answer["result"],
+        json!({"action": "accept", "content": {"name": "Ada", "age": 36, "color": "red"}})
+    );
+    let ElicitationKind::Form(form) = asked.lock().unwrap()[0].clone() else {
+        panic!("a form")
+    };
+    assert_eq!(form.message, "Who are you?");
+    let color = form.fields.iter().find(|f| f.name == "color").unwrap();
+    assert_eq!(
+        color.kind,
+        FieldKind::Choice(vec!["red".into(), "green".into()])
+    );
+    client.close().await;
+
+    let (handler, _) = eliciting(ElicitationAnswer::Accept(content(json!({"color": "blue"}))));
+    let handlers = Handlers {
+        elicitation: Some(elicitation_handler(handler)),
+        ..Default::default()
+    };
+    let client = connect(&[], options(handlers)).await;
+    let answer = ask(&client, "elicitation/create", form_params()).await;
+    let message = answer["error"]["message"].as_str().unwrap_or_default();
+    assert!(message.contains("\"name\" is required"), "{answer}");
+    // A request that is no form or URL is the server's error; the handler never sees it.
+    let answer = ask(&client, "elicitation/create", json!({"message": "m"})).await;
+    assert_eq!(answer["error"]["code"], -32602, "{answer}");
+    client.close().await;
+}
+
+#[tokio::test]
+async fn a_url_elicitation_hands_over_its_origin_and_opens_nothing() {
+    let (handler, asked) = eliciting(ElicitationAnswer::Decline);
+    let handlers = Handlers {
+        elicitation: Some(elicitation_handler(handler)),
+        ..Default::default()
+    };
+    let client = connect(&[], options(handlers)).await;
+    let params = json!({"mode": "url", "message": "Pay here", "elicitationId": "e-1",
+                        "url": "https://pay.example.com:8443/checkout?id=7"});
+    let answer = ask(&client, "elicitation/create", params).await;
+    assert_eq!(answer["result"], json!({"action": "decline"}));
+    let ElicitationKind::Url(url) = asked.lock().unwrap()[0].clone() else {
+        panic!("a URL")
+    };
+    assert_eq!(url.origin, "https://pay.example.com:8443");
+    assert_eq!(url.elicitation_id.as_deref(), Some("e-1"));
+    let bad = json!({"mode": "url", "message": "m", "url": "javascript:alert(1)"});
+    assert_eq!(
+        ask(&client, "elicitation/create", bad).await["error"]["code"],
+        -32602
+    );
+    client.close().await;
+}
+
+#[tokio::test]
+async fn sampling_is_typed_and_tools_need_the_capability() {
+    let handlers = Handlers {
+        sampling: Some(sampling_handler(sampling(), false)),
+        ..Default::default()
+    };
+    let client = connect(&[], options(handlers)).await;
+    let params = json!({"messages": [{"role": "user", "content": {"type": "text", "text": "hi"}}],
+                        "maxTokens": 5});
+    let answer = ask(&client, "sampling/createMessage", params.clone()).await;
+    assert_eq!(answer["result"]["content"]["text"], "sampled: hi");
+    assert_eq!(answer["result"]["model"], "agenvoy-test");
+    let mut with_tools = params;
+    with_tools["tools"] = json!([{"name": "look", "inputSchema": {"type": "object"}}]);
+    let refused = ask(&client, "sampling/createMessage", with_tools).await;
+    assert_eq!(refused["error"]["code"], -32602, "{refused}");
+    client.close().await;
+}
+
+#[tokio::test]
+async fn roots_changed_at_run_time_are_listed() {
+    let handlers = Handlers {
+        roots: Some(vec![Root {
+            uri: "file:///one".into(),
+            name: None,
+        }]),
+        ..Default::default()
+    };
+    let client = connect(&[], options(handlers)).await;
+    let listed = ask(&client, "roots/list", json!({})).await;
+    assert_eq!(listed["result"]["roots"][0]["uri"], "file:///one");
+    let two = Root {
+        uri: "file:///two".into(),
+        name: Some("two".into()),
+    };
+    client.set_roots(vec![two]).await.unwrap();
+    let listed = ask(&client, "roots/list", json!({})).await;
+    assert_eq!(
+        listed["result"]["roots"],
+        json!([{"uri": "file:///two", "name": "two"}])
+    );
+    client.close().await;
+}
+
+fn everything() -> Option<StdioConfig> {
+    let program = installed("node_modules/.bin/mcp-server-everything")?;
+    agenvoy_mcp::unstable::become_subreaper();
+    Some(StdioConfig {
+        command: program.display().to_string(),
+        args: vec!["stdio".into()],
+        ..Default::default()
+    })
+}
+
+#[tokio::test]
+async fn server_everything_elicits_samples_and_lists_changed_roots() {
+    let Some(config) = everything() else { return };
+    let (handler, asked) = eliciting(ElicitationAnswer::Accept(content(json!({
+        "name": "Ada Lovelace", "check": true, "integer": 7,
+        "untitledMultipleSelectEnum": ["Piano"], "titledSingleSelectEnum": "hero-2"
+    }))));
+    let handlers = Handlers {
+        roots: Some(vec![Root {
+            uri: "file:///tmp/agenvoy-first".into(),
+            name: None,
+        }]),
+        sampling: Some(sampling_handler(sampling(), false)),
+        elicitation: Some(elicitation_handler(handler)),
+        ..Default::default()
+    };
+    let client = Client::connect_stdio("everything", &config, options(handlers))
+        .await
+        .unwrap();
+    // Its client-dependent tools come once it has seen our capabilities.
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(10);
+    loop {
+        let tools = client.list_tools().await.unwrap();
+        if tools.iter().any(|t| t.name == "get-roots-list") {
+            break;
+        }
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "get-roots-list never came"
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    let out = client
+        .call_tool("trigger-elicitation-request", json!({}))
+        .await
+        .unwrap();
+    assert!(out.text.contains("Ada Lovelace"), "{}", out.text);
+    let ElicitationKind::Form(form) = asked.lock().unwrap()[0].clone() else {
+        panic!("a form")
+    };
+    assert!(form.fields.len() >= 10, "{:?}", form.fields);
+
+    let out = client
+        .call_tool("trigger-sampling-request", json!({"prompt": "hello"}))
+        .await
+        .unwrap();
+    assert!(out.text.contains("sampled: "), "{}", out.text);
+
+    let out = client.call_tool("get-roots-list", json!({})).await.unwrap();
+    assert!(out.text.contains("agenvoy-first"), "{}", out.text);
+    let second = Root {
+        uri: "file:///tmp/agenvoy-second".into(),
+        name: None,
+    };
+    client.set_roots(vec![second]).await.unwrap();
+    // The server asks for the roots again when told they changed.
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(10);
+    loop {
+        let out = client.call_tool("get-roots-list", json!({})).await.unwrap();
+        if out.text.contains("agenvoy-second") {
+            break;
+        }
+        assert!(tokio::time::Instant::now() < deadline, "{}", out.text);
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    client.close().await;
+}

@@ -1,0 +1,191 @@
+//! Tools called as tasks (2025-11-25): created, polled, fetched and rendered as any call,
+//! with progress all along; cancelled when the call times out or is dropped; listed. Against
+//! the fixture's `research` and `survey`, and server-everything's `simulate-research-query`.
+#![cfg(feature = "cli")]
+
+mod common;
+
+use agenvoy_mcp::StdioConfig;
+use agenvoy_mcp::TaskMode;
+use agenvoy_mcp::TaskStatus;
+use agenvoy_mcp::{Client, ClientOptions, ErrorKind, RequestOptions};
+use common::*;
+use serde_json::{Value, json};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+/// The fixture's `cancellations` list, once it names `task_id` (waiting up to 5 s).
+async fn task_cancelled(client: &Client, task_id: &str) -> bool {
+    let deadline = Instant::now() + Duration::from_secs(5);
+    while Instant::now() < deadline {
+        let out = client.call_tool("cancellations", json!({})).await.unwrap();
+        let list: Vec<Value> = serde_json::from_str(&out.text).unwrap();
+        if list.iter().any(|c| c["taskId"] == task_id) {
+            return true;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    false
+}
+
+#[tokio::test]
+async fn a_required_task_runs_with_progress_and_renders_as_any_call() {
+    let client = connect(&["--mode", "tasks"], ClientOptions::default()).await;
+    let steps = Arc::new(Mutex::new(Vec::new()));
+    let sink = steps.clone();
+    let options = RequestOptions {
+        on_progress: Some(Arc::new(move |p| sink.lock().unwrap().push(p))),
+        ..Default::default()
+    };
+    let args = json!({"seconds": 0.3, "steps": 3, "poll_ms": 50});
+    let out = client
+        .call_tool_with("research", args, options)
+        .await
+        .unwrap();
+    assert_eq!(out.text, "researched in 3 steps");
+    assert!(!out.is_error);
+    let steps = steps.lock().unwrap().clone();
+    let numbered: Vec<f64> = steps
+        .iter()
+        .filter(|p| p.total.is_some())
+        .map(|p| p.progress)
+        .collect();
+    assert_eq!(numbered, vec![1.0, 2.0, 3.0], "{steps:?}");
+    // Its statuses come as progress too: first working, last completed.
+    let statuses: Vec<&str> = steps
+        .iter()
+        .filter(|p| p.total.is_none())
+        .filter_map(|p| p.message.as_deref())
+        .collect();
+    assert_eq!(statuses.first(), Some(&"working: "), "{steps:?}");
+    assert_eq!(statuses.last(), Some(&"completed: "), "{steps:?}");
+    let tasks = client.list_tasks().await.unwrap();
+    assert_eq!(tasks.len(), 1);
+    assert_eq!(tasks[0].status, TaskStatus::Completed);
+    let task = client.get_task(&tasks[0].task_id).await.unwrap();
+    assert_eq!(task.poll_interval(), Some(Duration::from_millis(50)));
+    // An ended task cannot be cancelled: the server's error.
+    let refused = client.cancel_task(&task.task_id).await.unwrap_err();
+    assert!(matches!(refused.kind, ErrorKind::Rpc(_)), "{refused}");
+    // A failed task's result is the tool error it was.
+    let args = json!({"seconds": 0.05, "steps": 1, "fail": true});
+    let out = client.call_tool("research", args).await.unwrap();
+    assert!(out.is_error && out.text == "researched in 1 steps");
+    client.close().await;
+}
+
+#[tokio::test]
+async fn an_optional_task_runs_as_one_only_when_asked() {
+    let client = connect(&["--mode", "tasks"], ClientOptions::default()).await;
+    let args = json!({"seconds": 0.05, "steps": 1});
+    let plain = client.call_tool("survey", args.clone()).await.unwrap();
+    assert_eq!(plain.text, "researched in 1 steps");
+    assert!(client.list_tasks().await.unwrap().is_empty());
+    let options = RequestOptions {
+        task: TaskMode::WhenSupported,
+        ..Default::default()
+    };
+    let tasked = client
+        .call_tool_with("survey", args.clone(), options)
+        .await
+        .unwrap();
+    assert_eq!(tasked, plain);
+    assert_eq!(client.list_tasks().await.unwrap().len(), 1);
+    // Never: the required tool is refused by the server, as it asks.
+    let options = RequestOptions {
+        task: TaskMode::Never,
+        ..Default::default()
+    };
+    let refused = client
+        .call_tool_with("research", args, options)
+        .await
+        .unwrap_err();
+    assert!(
+        refused.to_string().contains("task augmentation"),
+        "{refused}"
+    );
+    client.close().await;
+}
+
+#[tokio::test]
+async fn a_task_past_its_deadline_is_cancelled() {
+    let client = connect(&["--mode", "tasks"], ClientOptions::default()).await;
+    let options = RequestOptions {
+        timeout: Some(Duration::from_millis(600)),
+        ..Default::default()
+    };
+    let started = Instant::now();
+    let args = json!({"seconds": 30, "steps": 300, "poll_ms": 100});
+    let e = client
+        .call_tool_with("research", args, options)
+        .await
+        .unwrap_err();
+    assert!(matches!(e.kind, ErrorKind::Timeout(_)), "{e}");
+    assert!(started.elapsed() < Duration::from_secs(3));
+    assert!(task_cancelled(&client, "task-1").await, "tasks/cancel sent");
+    let task = client.get_task("task-1").await.unwrap();
+    assert_eq!(task.status, TaskStatus::Cancelled);
+    client.close().await;
+}
+
+#[tokio::test]
+async fn a_dropped_task_call_cancels_its_task() {
+    let client = connect(&["--mode", "tasks"], ClientOptions::default()).await;
+    let args = json!({"seconds": 30, "steps": 300, "poll_ms": 100});
+    let call = client.call_tool("research", args);
+    assert!(
+        tokio::time::timeout(Duration::from_millis(500), call)
+            .await
+            .is_err()
+    );
+    assert!(task_cancelled(&client, "task-1").await, "tasks/cancel sent");
+    client.close().await;
+}
+
+#[tokio::test]
+async fn a_status_notification_ends_the_wait_and_polls_are_bounded() {
+    let client = connect(&["--mode", "tasks"], ClientOptions::default()).await;
+    // The server suggests a poll a minute (kept to 10 s) but tells of the end at once.
+    let args = json!({"seconds": 0.2, "steps": 1, "poll_ms": 60000, "notify": true});
+    let started = Instant::now();
+    let out = client.call_tool("research", args).await.unwrap();
+    assert_eq!(out.text, "researched in 1 steps");
+    assert!(
+        started.elapsed() < Duration::from_secs(5),
+        "{:?}",
+        started.elapsed()
+    );
+    // A suggested interval of 0 is kept to the minimum: the call still ends.
+    let args = json!({"seconds": 0.2, "steps": 2, "poll_ms": 0});
+    let out = client.call_tool("research", args).await.unwrap();
+    assert_eq!(out.text, "researched in 2 steps");
+    client.close().await;
+}
+
+#[tokio::test]
+async fn server_everything_runs_its_research_as_a_task() {
+    let Some(program) = installed("node_modules/.bin/mcp-server-everything") else {
+        return;
+    };
+    agenvoy_mcp::unstable::become_subreaper();
+    let config = StdioConfig {
+        command: program.display().to_string(),
+        args: vec!["stdio".into()],
+        ..Default::default()
+    };
+    let client = Client::connect_stdio("everything", &config, ClientOptions::default())
+        .await
+        .unwrap();
+    let out = client
+        .call_tool("simulate-research-query", json!({"topic": "rust"}))
+        .await
+        .unwrap();
+    assert!(!out.is_error, "{}", out.text);
+    assert!(out.text.contains("rust"), "{}", out.text);
+    let tasks = client.list_tasks().await.unwrap();
+    assert!(
+        tasks.iter().any(|t| t.status == TaskStatus::Completed),
+        "{tasks:?}"
+    );
+    client.close().await;
+}
