@@ -290,9 +290,8 @@ pub struct ParseError {
 impl ParseError {
     /// `given` is no `what`: it must be one of `expected`.
     pub(crate) fn unknown(what: &str, given: &str, expected: &[&str]) -> Self {
-        let expected: Vec<String> = expected.iter().map(|e| format!("{e:?}")).collect();
         ParseError {
-            message: format!("{given:?} is no {what}: use one of {}", expected.join(", ")),
+            message: format!("{given:?} is no {what}: one of {}", expected.join(", ")),
         }
     }
 }

@@ -40,6 +40,7 @@ mod error;
 mod files;
 pub mod host;
 mod protocol;
+mod secret;
 mod text;
 mod transport;
 #[cfg(feature = "tui")]
@@ -68,6 +69,7 @@ pub use protocol::types::{
     Era, HANDSHAKE_VERSIONS, LATEST_HANDSHAKE_VERSION, LATEST_STATELESS_VERSION, Progress, RawJson,
     Root, STATELESS_VERSIONS, ServerDetails, TaskSupport, Tool, ToolOutput,
 };
+pub use secret::Secret;
 #[cfg(feature = "http")]
 pub use transport::http::{Authorizer, Credentials, HttpConfig, Refusal};
 #[cfg(feature = "stdio")]

@@ -118,7 +118,9 @@ async fn login_call_expire_refresh_against_the_python_sdk() {
     let stats = server.request("GET", "/test/stats");
     assert_eq!(stats["refused_refresh"], 1, "{stats}");
     let text = format!("{err:?} {headless:?}");
-    assert!(!text.contains(&first.access_token) && !text.contains(&second.access_token));
+    assert!(
+        !text.contains(first.access_token.expose()) && !text.contains(second.access_token.expose())
+    );
 }
 
 #[tokio::test]

@@ -2,6 +2,7 @@
 //! a loopback or absent `Origin` (CSRF), JSON bodies only.
 
 use super::ApiError;
+use crate::secret::Secret;
 use hyper::header::{AUTHORIZATION, CONTENT_TYPE, HOST, ORIGIN};
 use hyper::http::request::Parts;
 use sha2::{Digest, Sha256};
@@ -21,14 +22,8 @@ pub fn token_path(config_path: &Path) -> PathBuf {
 }
 
 /// The API's bearer token. `Debug` never shows it.
-#[derive(Clone)]
-pub struct ApiToken(String);
-
-impl std::fmt::Debug for ApiToken {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str("ApiToken(..)")
-    }
-}
+#[derive(Debug, Clone)]
+pub struct ApiToken(Secret);
 
 /// Why an [`ApiToken`] could not be had: a kind a program can match on, a message safe to
 /// show (it never holds the token), and the I/O error behind it, if any, as its
@@ -102,7 +97,7 @@ impl ApiToken {
                 format!("an API token must be at least {MIN_TOKEN_LEN} characters without spaces"),
             ));
         }
-        Ok(ApiToken(text.to_string()))
+        Ok(ApiToken(text.into()))
     }
 
     /// The token in `path`, made first if the file does not exist: 32 random bytes as
@@ -123,7 +118,7 @@ impl ApiToken {
         }
         let token = crate::auth::pkce::random_token(32);
         match create_new_private(path, token.as_bytes()) {
-            Ok(()) => Ok(ApiToken(token)),
+            Ok(()) => Ok(ApiToken(token.into())),
             Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {
                 let text = std::fs::read_to_string(path).map_err(unreadable)?;
                 Self::from_file(path, &text)
@@ -171,7 +166,7 @@ impl ApiToken {
     /// Whether `presented` is the token, in time that does not depend on where they differ.
     pub fn matches(&self, presented: &str) -> bool {
         let (a, b) = (
-            Sha256::digest(self.0.as_bytes()),
+            Sha256::digest(self.0.expose().as_bytes()),
             Sha256::digest(presented.as_bytes()),
         );
         a.iter()
@@ -182,7 +177,7 @@ impl ApiToken {
 
     /// The token's text, for a caller that hands it to its users.
     pub fn expose(&self) -> &str {
-        &self.0
+        self.0.expose()
     }
 }
 
@@ -389,7 +384,7 @@ mod tests {
         assert!(!t.matches(""));
         assert!(ApiToken::new("short").is_err());
         assert!(ApiToken::new("has a space in it, long enough").is_err());
-        assert_eq!(format!("{t:?}"), "ApiToken(..)");
+        assert_eq!(format!("{t:?}"), "ApiToken(***)");
     }
 
     #[cfg(unix)]

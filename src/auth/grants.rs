@@ -112,7 +112,7 @@ impl OAuth {
                     ("grant_type", "authorization_code".into()),
                     ("code", code),
                     ("redirect_uri", redirect_uri.clone()),
-                    ("code_verifier", pkce.verifier.clone()),
+                    ("code_verifier", pkce.verifier.expose().to_string()),
                     ("resource", found.resource.clone()),
                 ],
                 dpop,

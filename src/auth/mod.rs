@@ -71,6 +71,7 @@ pub use store::{
 };
 
 use crate::error::{Error, ErrorKind, Result};
+use crate::secret::Secret;
 use crate::text::escape_controls;
 use crate::transport::BoxFuture;
 use crate::transport::http::{Authorizer, HttpsClient, https_client};
@@ -588,7 +589,7 @@ impl OAuth {
                 self.identity_assertion(
                     &found,
                     &scopes,
-                    id_token,
+                    id_token.expose(),
                     idp_token_endpoint,
                     idp_client_id.as_deref(),
                     key,
@@ -679,7 +680,7 @@ impl OAuth {
         let client = self.client_for_refresh(&tokens);
         let pairs = vec![
             ("grant_type", "refresh_token".to_string()),
-            ("refresh_token", refresh_token.clone()),
+            ("refresh_token", refresh_token.expose().to_string()),
             ("resource", tokens.resource.clone()),
         ];
         let key = rt.dpop.clone();
@@ -696,8 +697,11 @@ impl OAuth {
             Ok(answer) => {
                 tracing::info!(server = %self.config.server, "refreshed the access token");
                 let fresh = StoredTokens {
-                    access_token: answer.access_token,
-                    refresh_token: answer.refresh_token.or(Some(refresh_token)),
+                    access_token: answer.access_token.into(),
+                    refresh_token: answer
+                        .refresh_token
+                        .map(Secret::from)
+                        .or(Some(refresh_token)),
                     expires_at: answer.expires_in.map(|s| now_secs() + s),
                     scope: answer.scope.or(tokens.scope.clone()),
                     ..tokens
@@ -766,10 +770,10 @@ impl OAuth {
             }
             return Err(self.login_required());
         };
-        let token = &tokens.access_token;
+        let token = tokens.access_token.expose();
         let Some(key) = &rt.dpop else {
             return Ok(Credentials {
-                authorization: Some(format!("Bearer {token}")),
+                authorization: Some(format!("Bearer {token}").into()),
                 dpop: None,
             });
         };
@@ -777,8 +781,8 @@ impl OAuth {
         let proof = jwt::dpop_proof(key, method, url, Some(token), nonce.as_deref())
             .map_err(|e| self.auth_failed(e))?;
         Ok(Credentials {
-            authorization: Some(format!("DPoP {token}")),
-            dpop: Some(proof),
+            authorization: Some(format!("DPoP {token}").into()),
+            dpop: Some(proof.into()),
         })
     }
 
@@ -794,7 +798,12 @@ impl OAuth {
         if rt.dpop.is_some() {
             // RFC 9449 section 9: a nonce the proof lacked is worth one more try; the same
             // nonce again means the server refuses the proof itself.
-            let sent = refusal.sent.dpop.as_deref().and_then(jwt::proof_nonce);
+            let sent = refusal
+                .sent
+                .dpop
+                .as_ref()
+                .map(Secret::expose)
+                .and_then(jwt::proof_nonce);
             let fresh = self.keep_nonce(|n| &mut n.resource, &refusal.dpop_nonce, &sent);
             if refusal.status == 401 && challenge.error.as_deref() == Some("use_dpop_nonce") {
                 if fresh {

@@ -1,6 +1,7 @@
 //! PKCE (RFC 7636, S256 only), `state` values and the URL pieces the flows need:
 //! percent-encoding of form bodies and query strings, and reading a query back.
 
+use crate::secret::Secret;
 use base64::Engine;
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 use ring::rand::SecureRandom;
@@ -21,18 +22,12 @@ pub fn sha256_b64(text: &[u8]) -> String {
 
 /// A PKCE pair: the verifier kept by the client, the S256 challenge sent with the
 /// authorization request.
-#[derive(Clone)]
+#[derive(Debug, Clone)]
 pub struct Pkce {
     /// 43 characters of base64url (32 random bytes), sent with the token request.
-    pub verifier: String,
+    pub verifier: Secret,
     /// `BASE64URL(SHA256(verifier))`, sent with the authorization request.
     pub challenge: String,
-}
-
-impl std::fmt::Debug for Pkce {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str("Pkce { .. }")
-    }
 }
 
 impl Pkce {
@@ -41,7 +36,7 @@ impl Pkce {
         let verifier = random_token(32);
         let challenge = s256(&verifier);
         Pkce {
-            verifier,
+            verifier: verifier.into(),
             challenge,
         }
     }
@@ -126,8 +121,8 @@ mod tests {
             "E9Melhoa2OwvFrEMTJguCHaoeK1t8URWbuGJSstw-cM"
         );
         let p = Pkce::new();
-        assert_eq!(p.verifier.len(), 43);
-        assert_eq!(p.challenge, s256(&p.verifier));
+        assert_eq!(p.verifier.expose().len(), 43);
+        assert_eq!(p.challenge, s256(p.verifier.expose()));
         assert_ne!(Pkce::new().verifier, p.verifier);
     }
 

@@ -82,7 +82,7 @@ impl OAuth {
         let client = StoredClient {
             issuer: meta.issuer.clone(),
             client_id: str_member(&v, "client_id").unwrap_or_default().to_string(),
-            client_secret: secret,
+            client_secret: secret.map(Secret::from),
             token_endpoint_auth_method: method,
             redirect_uris: vec![redirect_uri.to_string()],
             token_endpoint: meta.token_endpoint.clone().unwrap_or_default(),

@@ -5,24 +5,14 @@ use super::*;
 
 /// A secret the grants read when they need it: given as it is, or read from an environment
 /// variable or a file each time (a workload's token file is rotated under a running process).
-#[derive(Clone)]
+#[derive(Debug, Clone)]
 pub enum SecretSource {
     /// The secret itself.
-    Value(String),
+    Value(Secret),
     /// The environment variable of this process that holds it.
     Env(String),
     /// The file that holds it.
     File(PathBuf),
-}
-
-impl std::fmt::Debug for SecretSource {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match self {
-            SecretSource::Value(_) => f.write_str("Value(..)"),
-            SecretSource::Env(name) => f.debug_tuple("Env").field(name).finish(),
-            SecretSource::File(path) => f.debug_tuple("File").field(path).finish(),
-        }
-    }
 }
 
 impl SecretSource {
@@ -39,7 +29,7 @@ impl SecretSource {
     /// went wrong (a file's I/O error is its source), and an empty secret is one.
     pub fn read(&self) -> std::result::Result<Vec<u8>, AuthError> {
         let bytes = match self {
-            SecretSource::Value(v) => v.clone().into_bytes(),
+            SecretSource::Value(v) => v.expose().as_bytes().to_vec(),
             SecretSource::Env(name) => std::env::var_os(name)
                 .map(|v| v.into_encoded_bytes())
                 .unwrap_or_default(),
@@ -69,12 +59,12 @@ impl SecretSource {
 }
 
 /// A client registered out of band (from the config, the API or the panel).
-#[derive(Clone, Default)]
+#[derive(Debug, Clone, Default)]
 pub struct PreRegistered {
     /// The client id.
     pub client_id: String,
     /// The client secret, for a confidential client.
-    pub client_secret: Option<String>,
+    pub client_secret: Option<Secret>,
     /// The exact redirect URI registered (default [`DEFAULT_REDIRECT_URI`]).
     pub redirect_uri: Option<String>,
     /// An ES256 (P-256) private key for `private_key_jwt` client authentication: PKCS#8 or
@@ -82,19 +72,8 @@ pub struct PreRegistered {
     pub private_key: Option<SecretSource>,
 }
 
-impl std::fmt::Debug for PreRegistered {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("PreRegistered")
-            .field("client_id", &self.client_id)
-            .field("client_secret", &self.client_secret.is_some())
-            .field("redirect_uri", &self.redirect_uri)
-            .field("private_key", &self.private_key)
-            .finish()
-    }
-}
-
 /// How tokens are obtained.
-#[derive(Clone, Default)]
+#[derive(Debug, Clone, Default)]
 pub enum Grant {
     /// A person authorizes in a browser (the default).
     #[default]
@@ -108,7 +87,7 @@ pub enum Grant {
     /// [`OAuthConfig::client`] for the authorization server.
     IdentityAssertion {
         /// The ID token from the identity provider.
-        id_token: String,
+        id_token: Secret,
         /// The identity provider's token endpoint.
         idp_token_endpoint: String,
         /// The client id at the identity provider.
@@ -124,25 +103,6 @@ pub enum Grant {
         /// Where the JWT is, read at each grant.
         assertion: SecretSource,
     },
-}
-
-impl std::fmt::Debug for Grant {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match self {
-            Grant::AuthorizationCode => f.write_str("AuthorizationCode"),
-            Grant::ClientCredentials => f.write_str("ClientCredentials"),
-            Grant::IdentityAssertion {
-                idp_token_endpoint, ..
-            } => f
-                .debug_struct("IdentityAssertion")
-                .field("idp_token_endpoint", idp_token_endpoint)
-                .finish_non_exhaustive(),
-            Grant::WorkloadIdentity { assertion } => f
-                .debug_struct("WorkloadIdentity")
-                .field("assertion", assertion)
-                .finish(),
-        }
-    }
 }
 
 /// One server's OAuth settings.

@@ -11,6 +11,7 @@
 //! the endpoints it was registered with: [`StoredClient::registered_with`]).
 
 use super::discovery::AuthServerMetadata;
+use crate::secret::Secret;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -489,15 +490,16 @@ impl TokenStore for DefaultStore {
 }
 
 /// Tokens of one server, as stored under `tokens:<server>`.
-#[derive(Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct StoredTokens {
     /// The server URL they were issued for; tokens for another URL are not used.
     pub server_url: String,
     /// The access token.
-    pub access_token: String,
+    #[serde(serialize_with = "crate::secret::serialize")]
+    pub access_token: Secret,
     /// The refresh token, if one was issued.
-    #[serde(default)]
-    pub refresh_token: Option<String>,
+    #[serde(default, serialize_with = "crate::secret::serialize_option")]
+    pub refresh_token: Option<Secret>,
     /// When the access token expires, seconds since the Unix epoch.
     #[serde(default)]
     pub expires_at: Option<u64>,
@@ -512,28 +514,16 @@ pub struct StoredTokens {
     pub resource: String,
 }
 
-impl std::fmt::Debug for StoredTokens {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("StoredTokens")
-            .field("server_url", &self.server_url)
-            .field("refresh_token", &self.refresh_token.is_some())
-            .field("expires_at", &self.expires_at)
-            .field("scope", &self.scope)
-            .field("issuer", &self.issuer)
-            .finish_non_exhaustive()
-    }
-}
-
 /// A client registered with an authorization server, as stored under `client:<issuer>`.
-#[derive(Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct StoredClient {
     /// The issuer it was registered with.
     pub issuer: String,
     /// The client id.
     pub client_id: String,
     /// The client secret, for confidential clients.
-    #[serde(default)]
-    pub client_secret: Option<String>,
+    #[serde(default, serialize_with = "crate::secret::serialize_option")]
+    pub client_secret: Option<Secret>,
     /// `none`, `client_secret_basic` or `client_secret_post`.
     pub token_endpoint_auth_method: String,
     /// The redirect URIs it was registered with.
@@ -557,23 +547,6 @@ impl StoredClient {
             && !self.token_endpoint.is_empty()
             && Some(&self.token_endpoint) == meta.token_endpoint.as_ref()
             && self.registration_endpoint == meta.registration_endpoint
-    }
-}
-
-impl std::fmt::Debug for StoredClient {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("StoredClient")
-            .field("issuer", &self.issuer)
-            .field("client_id", &self.client_id)
-            .field("client_secret", &self.client_secret.is_some())
-            .field(
-                "token_endpoint_auth_method",
-                &self.token_endpoint_auth_method,
-            )
-            .field("redirect_uris", &self.redirect_uris)
-            .field("token_endpoint", &self.token_endpoint)
-            .field("registration_endpoint", &self.registration_endpoint)
-            .finish()
     }
 }
 

@@ -12,8 +12,8 @@ impl OAuth {
     ) -> StoredTokens {
         StoredTokens {
             server_url: self.config.url.clone(),
-            access_token: answer.access_token,
-            refresh_token: answer.refresh_token,
+            access_token: answer.access_token.into(),
+            refresh_token: answer.refresh_token.map(Secret::from),
             expires_at: answer.expires_in.map(|s| now_secs() + s),
             scope: answer
                 .scope
@@ -131,12 +131,14 @@ impl OAuth {
                 // The id in the body too: it is no second authentication, and some servers
                 // (the Python SDK's) look the client up by it.
                 form.push(("client_id", id));
-                let secret = client.client_secret.as_deref().unwrap_or_default();
+                let secret = client.client_secret.as_ref().map(Secret::expose);
+                let secret = secret.unwrap_or_default();
                 return Ok(Basic::Credentials(&client.client_id, secret));
             }
             "client_secret_post" => {
                 form.push(("client_id", id));
-                let secret = client.client_secret.clone().unwrap_or_default();
+                let secret = client.client_secret.as_ref().map(Secret::expose);
+                let secret = secret.unwrap_or_default().to_string();
                 form.push(("client_secret", secret));
             }
             "private_key_jwt" => {

@@ -89,9 +89,10 @@ pub fn authorizer(url: &str, scenario: &str, context: &Value) -> OAuth {
     if let Some(client_id) = json_str(context, "client_id") {
         config.client = Some(PreRegistered {
             client_id,
-            client_secret: json_str(context, "client_secret"),
+            client_secret: json_str(context, "client_secret").map(Into::into),
             redirect_uri: None,
-            private_key: json_str(context, "private_key_pem").map(SecretSource::Value),
+            private_key: json_str(context, "private_key_pem")
+                .map(|k| SecretSource::Value(k.into())),
         });
     }
     if let (Some(id_token), Some(endpoint)) = (
@@ -99,13 +100,13 @@ pub fn authorizer(url: &str, scenario: &str, context: &Value) -> OAuth {
         json_str(context, "idp_token_endpoint"),
     ) {
         config.grant = Grant::IdentityAssertion {
-            id_token,
+            id_token: id_token.into(),
             idp_token_endpoint: endpoint,
             idp_client_id: json_str(context, "idp_client_id"),
         };
     } else if let Some(jwt) = json_str(context, "valid_jwt") {
         config.grant = Grant::WorkloadIdentity {
-            assertion: SecretSource::Value(jwt),
+            assertion: SecretSource::Value(jwt.into()),
         };
     } else if scenario.starts_with("auth/client-credentials") {
         config.grant = Grant::ClientCredentials;

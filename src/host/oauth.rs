@@ -17,6 +17,7 @@ use crate::auth::{
     Grant, OAuth, OAuthConfig, PreRegistered, SecretSource, StoreError, TokenStore, UserAgent,
 };
 use crate::error::{Error, ErrorKind, Result};
+use crate::secret::Secret;
 use serde::{Deserialize, Serialize};
 use std::sync::{Arc, OnceLock};
 
@@ -44,7 +45,8 @@ pub fn oauth_config(name: &str, http: &HttpServer) -> OAuthConfig {
                 .oauth_client_secret
                 .as_deref()
                 .map(expand_env)
-                .filter(|s| !s.is_empty()),
+                .filter(|s| !s.is_empty())
+                .map(Secret::from),
             redirect_uri: http.oauth_redirect_uri.clone(),
             private_key: http
                 .oauth_client_private_key
@@ -84,7 +86,7 @@ pub fn server_oauth(name: &str, http: &HttpServer, store: Arc<dyn TokenStore>) -
     if let Some(client) = config.client.as_mut()
         && client.client_secret.is_none()
     {
-        client.client_secret = stored_client_secret(store.as_ref(), name, http);
+        client.client_secret = stored_client_secret(store.as_ref(), name, http).map(Secret::from);
     }
     OAuth::new(config, store)
 }
@@ -192,7 +194,7 @@ mod tests {
         };
         assert_eq!(secret_of(&entry), None);
         save_client_secret(store.as_ref(), "s", &entry.url, "c1", Some("sec")).unwrap();
-        assert_eq!(secret_of(&entry).as_deref(), Some("sec"));
+        assert_eq!(secret_of(&entry).as_ref().map(Secret::expose), Some("sec"));
         let moved = HttpServer {
             url: "https://b.test/mcp".into(),
             ..entry.clone()
@@ -207,7 +209,10 @@ mod tests {
             oauth_client_secret: Some("from-file".into()),
             ..entry.clone()
         };
-        assert_eq!(secret_of(&in_file).as_deref(), Some("from-file"));
+        assert_eq!(
+            secret_of(&in_file).as_ref().map(Secret::expose),
+            Some("from-file")
+        );
         forget_server(store.as_ref(), "s").unwrap();
         assert_eq!(secret_of(&entry), None);
     }

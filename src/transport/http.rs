@@ -36,6 +36,7 @@
 
 use super::{Assembler, BoxFuture, Inbound, Kind, Limits, Outbound, Transport};
 use crate::error::{Error, ErrorKind, Result};
+use crate::secret::Secret;
 use crate::wire::decode::Decoded;
 use crate::wire::jsonrpc::{Id, Message};
 use crate::wire::sse::{SseDecoder, SsePiece};
@@ -102,26 +103,13 @@ pub trait Authorizer: Send + Sync {
 }
 
 /// What an [`Authorizer`] adds to one request.
-#[derive(Clone, Default, PartialEq, Eq)]
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Credentials {
     /// The `Authorization` value: `Bearer <token>`, or `DPoP <token>` for a DPoP-bound one.
-    pub authorization: Option<String>,
-    /// The `DPoP` proof (RFC 9449) made for this request.
-    pub dpop: Option<String>,
-}
-
-impl std::fmt::Debug for Credentials {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        // Both are secrets (a proof carries the token's hash and lives a few minutes).
-        let scheme = self
-            .authorization
-            .as_deref()
-            .map(|a| a.split(' ').next().unwrap_or(""));
-        f.debug_struct("Credentials")
-            .field("scheme", &scheme)
-            .field("dpop", &self.dpop.is_some())
-            .finish()
-    }
+    pub authorization: Option<Secret>,
+    /// The `DPoP` proof (RFC 9449) made for this request: a secret too (it carries the
+    /// token's hash and lives a few minutes).
+    pub dpop: Option<Secret>,
 }
 
 /// A 401 or 403 answer, as an [`Authorizer`] sees it.
@@ -569,7 +557,7 @@ impl Inner {
                     (HeaderName::from_static("dpop"), &sent.dpop),
                 ] {
                     let Some(value) = value else { continue };
-                    let mut value = HeaderValue::from_str(value).map_err(|_| {
+                    let mut value = HeaderValue::from_str(value.expose()).map_err(|_| {
                         Failure::Unreachable(
                             "the authorizer gave an invalid header value".into(),
                             None,

@@ -186,8 +186,12 @@ async fn dpop_bound_tokens_carry_a_fresh_proof_per_request_and_follow_nonces() {
         .authorization("GET", &format!("{url}?a=1"))
         .await
         .unwrap();
-    assert_eq!(credentials.authorization.as_deref(), Some("DPoP AT-DPOP"));
-    let (header, claims) = jwt::verified_proof(credentials.dpop.as_deref().unwrap()).unwrap();
+    assert_eq!(
+        credentials.authorization.as_ref().map(Secret::expose),
+        Some("DPoP AT-DPOP")
+    );
+    let (header, claims) =
+        jwt::verified_proof(credentials.dpop.as_ref().unwrap().expose()).unwrap();
     assert_eq!(
         pkce::sha256_b64(serde_json::to_string(&header["jwk"]).unwrap().as_bytes()),
         key
@@ -252,7 +256,7 @@ async fn a_nonce_that_is_not_new_is_not_retried() {
     );
     let sent = oauth.authorization("POST", &url).await.unwrap();
     assert_eq!(
-        jwt::proof_nonce(sent.dpop.as_deref().unwrap()).as_deref(),
+        jwt::proof_nonce(sent.dpop.as_ref().unwrap().expose()).as_deref(),
         Some("n1")
     );
     for nonce in [Some("n1"), None] {

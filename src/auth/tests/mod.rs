@@ -41,7 +41,7 @@ async fn header_of(oauth: &OAuth) -> Result<Option<String>> {
     oauth
         .authorization("POST", "http://127.0.0.1:9/mcp")
         .await
-        .map(|c| c.authorization)
+        .map(|c| c.authorization.map(|a| a.expose().to_string()))
 }
 
 fn oauth_with(tokens: Option<StoredTokens>) -> (OAuth, Arc<MemoryStore>) {
