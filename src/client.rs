@@ -10,6 +10,7 @@ use crate::protocol::session::{
     DEFAULT_MAX_DURATION, DEFAULT_TIMEOUT, Handlers, ProgressWatch, Reply, RequestOptions, Session,
     TaskMode,
 };
+use crate::protocol::stateless::{self, HeaderParam, header_params_of};
 use crate::protocol::types::Era;
 use crate::protocol::types::{ServerDetails, TaskSupport, Tool, ToolOutput};
 use crate::transport::{DEFAULT_MAX_MESSAGE, Inbound, Limits, Transport};
@@ -113,9 +114,6 @@ impl Default for ClientOptions {
         }
     }
 }
-
-/// One `x-mcp-header` annotation: the header name and the path of the argument it mirrors.
-pub type HeaderParam = (String, Vec<String>);
 
 /// A tool list kept while the server says it stays fresh.
 struct ToolCache {
@@ -282,71 +280,6 @@ impl ServerNotifications {
             .await
             .map(ServerNotification::from_notification)
     }
-}
-
-/// The `x-mcp-header` annotations of an input schema: the header name and the path of the
-/// property it mirrors. An annotation is valid on a property reached from the root through
-/// `properties` alone, of type integer, string or boolean, named by a non-empty HTTP token
-/// unique among the schema's (case-insensitively); any other annotation makes the tool invalid.
-pub fn header_params_of(schema: &Value) -> std::result::Result<Vec<HeaderParam>, String> {
-    fn count(v: &Value) -> usize {
-        match v {
-            Value::Object(map) => map
-                .iter()
-                .map(|(k, v)| usize::from(k == "x-mcp-header") + count(v))
-                .sum(),
-            Value::Array(items) => items.iter().map(count).sum(),
-            _ => 0,
-        }
-    }
-    type Found = (Option<String>, Vec<String>, Value);
-    fn walk(schema: &Value, path: &mut Vec<String>, found: &mut Vec<Found>) {
-        for (name, property) in schema
-            .get("properties")
-            .and_then(Value::as_object)
-            .into_iter()
-            .flatten()
-        {
-            path.push(name.clone());
-            if let Some(header) = property.get("x-mcp-header") {
-                let kind = property.get("type").cloned().unwrap_or(Value::Null);
-                found.push((header.as_str().map(str::to_string), path.clone(), kind));
-            }
-            walk(property, path, found);
-            path.pop();
-        }
-    }
-    let mut found = Vec::new();
-    walk(schema, &mut Vec::new(), &mut found);
-    if found.len() != count(schema) {
-        return Err("an annotation sits where only properties lead to it is allowed".into());
-    }
-    let token = |s: &str| {
-        !s.is_empty()
-            && s.bytes()
-                .all(|b| b.is_ascii_alphanumeric() || b"!#$%&'*+-.^_`|~".contains(&b))
-    };
-    let mut seen = HashSet::new();
-    let mut params = Vec::new();
-    for (name, path, kind) in found {
-        let Some(name) = name.filter(|n| token(n)) else {
-            return Err(format!(
-                "the annotation on {} is not a header name",
-                path.join(".")
-            ));
-        };
-        if !seen.insert(name.to_ascii_lowercase()) {
-            return Err(format!("{name:?} is used twice"));
-        }
-        if !matches!(kind.as_str(), Some("integer" | "string" | "boolean")) {
-            return Err(format!(
-                "{name:?} is on {}, whose type is not integer, string or boolean",
-                path.join(".")
-            ));
-        }
-        params.push((name, path));
-    }
-    Ok(params)
 }
 
 impl Client {
@@ -724,25 +657,9 @@ impl Client {
     #[cfg(feature = "http")]
     fn param_headers(&self, tool: &str, arguments: &Value) -> Vec<(String, String)> {
         let params = self.header_params.lock().expect("header params lock");
-        let Some(params) = params.get(tool) else {
-            return Vec::new();
-        };
-        params
-            .iter()
-            .filter_map(|(name, path)| {
-                let pointer: String = path
-                    .iter()
-                    .map(|p| format!("/{}", p.replace('~', "~0").replace('/', "~1")))
-                    .collect();
-                let value = match arguments.pointer(&pointer)? {
-                    Value::String(s) => crate::transport::http_header_value(s),
-                    Value::Bool(b) => b.to_string(),
-                    Value::Number(n) if n.is_i64() || n.is_u64() => n.to_string(),
-                    _ => return None,
-                };
-                Some((format!("Mcp-Param-{name}"), value))
-            })
-            .collect()
+        params.get(tool).map_or_else(Vec::new, |params| {
+            stateless::param_headers(params, arguments)
+        })
     }
 
     /// Calls a tool with the client's default timeout and returns what the model sees: the
@@ -1091,43 +1008,5 @@ impl Client {
     /// Closes the connection (for stdio: ends the server process and its group).
     pub async fn close(&self) {
         self.session.transport().close().await;
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::header_params_of;
-    use serde_json::json;
-
-    #[test]
-    fn header_annotations_are_checked() {
-        let schema = json!({"type": "object", "properties": {
-            "region": {"type": "string", "x-mcp-header": "Region"},
-            "nested": {"type": "object", "properties": {"n": {"type": "integer", "x-mcp-header": "N"}}},
-            "plain": {"type": "number"}
-        }});
-        assert_eq!(
-            header_params_of(&schema).unwrap(),
-            vec![
-                ("N".to_string(), vec!["nested".to_string(), "n".to_string()]),
-                ("Region".into(), vec!["region".into()])
-            ]
-        );
-        let bad = |property: serde_json::Value| {
-            header_params_of(&json!({"properties": {"p": property}})).unwrap_err()
-        };
-        bad(json!({"type": "string", "x-mcp-header": ""}));
-        bad(json!({"type": "string", "x-mcp-header": "My Region"}));
-        bad(json!({"type": "string", "x-mcp-header": "Région"}));
-        bad(json!({"type": "string", "x-mcp-header": "Region\t1"}));
-        bad(json!({"type": "number", "x-mcp-header": "N"}));
-        bad(json!({"type": "object", "x-mcp-header": "O"}));
-        bad(json!({"type": ["string", "null"], "x-mcp-header": "S"}));
-        bad(json!({"type": "string", "x-mcp-header": 5}));
-        let dup = json!({"properties": {"a": {"type": "string", "x-mcp-header": "MyField"},
-                                        "b": {"type": "string", "x-mcp-header": "myfield"}}});
-        assert!(header_params_of(&dup).is_err());
-        let hidden = json!({"properties": {"a": {"type": "array", "items": {"type": "string", "x-mcp-header": "A"}}}});
-        assert!(header_params_of(&hidden).is_err());
     }
 }

@@ -14,6 +14,7 @@ pub mod era;
 pub mod input;
 pub mod items;
 pub mod session;
+pub mod stateless;
 pub mod types;
 
 /// A stateless-era server's error: the request's headers disagree with its body.

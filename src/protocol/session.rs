@@ -625,8 +625,9 @@ impl Session {
             cancel: method != "initialize",
             reason: "the caller stopped waiting",
         };
-        let outbound = Outbound::request(Id::Number(id), method, with_meta.as_ref().or(params))
-            .with_headers(options.headers.clone());
+        let sent = with_meta.as_ref().or(params);
+        let headers = super::stateless::request_headers(method, sent, options.headers.clone());
+        let outbound = Outbound::request(Id::Number(id), method, sent, headers);
         let timeout = options.timeout.unwrap_or(self.shared.default_timeout);
         let started = tokio::time::Instant::now();
         let mut deadline = started + timeout;
@@ -786,7 +787,8 @@ impl Drop for CancelGuard {
         let (id, reason) = (self.id, self.reason);
         if let Ok(runtime) = tokio::runtime::Handle::try_current() {
             runtime.spawn(async move {
-                let cancel = shared.transport.cancel(id, reason);
+                let notice = Outbound::new(&super::cancelled(id, reason));
+                let cancel = shared.transport.cancel(id, notice);
                 let _ = tokio::time::timeout(WRITE_TIMEOUT, cancel).await;
             });
         }

@@ -65,11 +65,8 @@ mod session;
 
 pub use client::{HttpsClient, https_client};
 use events::{Cursor, EventData, EventReader};
-pub use headers::header_value;
 pub(crate) use headers::plain_authority;
-use headers::{
-    configured_headers, content_type, modern_headers, origin, resolve, without_userinfo,
-};
+use headers::{configured_headers, content_type, header_pairs, origin, resolve, without_userinfo};
 use retry::{
     backoff, body_excerpt, cut_after_written, is_jsonrpc_error, jsonrpc_error, retry_after,
     session_gone, stale_connection,
@@ -314,16 +311,18 @@ impl Transport for HttpTransport {
                 Kind::Request {
                     id,
                     method,
-                    version,
-                    name,
+                    stateless,
                 } => {
                     if method == "initialize" {
                         inner.state.lock().expect("state lock").initialize =
                             Some((id.clone(), body.clone()));
                     }
-                    let modern = version.map(|v| modern_headers(&v, &method, name, &headers));
-                    let cancels_by_closing = modern.is_some();
-                    let extra = modern.unwrap_or_default();
+                    let cancels_by_closing = stateless;
+                    let extra = if stateless {
+                        header_pairs(&headers)
+                    } else {
+                        Vec::new()
+                    };
                     let key = id.clone();
                     let task = inner.clone();
                     let handle =
@@ -377,8 +376,7 @@ impl Transport for HttpTransport {
         })
     }
 
-    fn cancel(&self, id: i64, reason: &str) -> BoxFuture<'_, ()> {
-        let reason = reason.to_string();
+    fn cancel(&self, id: i64, notice: Outbound) -> BoxFuture<'_, ()> {
         Box::pin(async move {
             let request = self
                 .inner
@@ -390,8 +388,7 @@ impl Transport for HttpTransport {
             // server is told, then the stream is closed too: no answer is awaited any more,
             // and the exchange has no deadline of its own.
             if !matches!(request, Some((_, true))) {
-                let message = crate::protocol::cancelled(id, &reason);
-                let _ = self.send(Outbound::new(&message)).await;
+                let _ = self.send(notice).await;
             }
             if let Some((handle, _)) = request {
                 handle.abort();
@@ -948,24 +945,6 @@ impl Inner {
 mod tests {
     use super::retry::httpdate_to_unix;
     use super::*;
-
-    #[test]
-    fn header_values_are_plain_or_base64() {
-        assert_eq!(header_value("us-west1"), "us-west1");
-        assert_eq!(header_value("us west 1"), "us west 1");
-        assert_eq!(header_value(""), "");
-        assert_eq!(
-            header_value("Hello, 世界"),
-            "=?base64?SGVsbG8sIOS4lueVjA==?="
-        );
-        assert_eq!(header_value(" padded "), "=?base64?IHBhZGRlZCA=?=");
-        assert_eq!(header_value("line1\nline2"), "=?base64?bGluZTEKbGluZTI=?=");
-        assert_eq!(header_value("\tindented"), "=?base64?CWluZGVudGVk?=");
-        assert_eq!(
-            header_value("=?base64?literal?="),
-            "=?base64?PT9iYXNlNjQ/bGl0ZXJhbD89?="
-        );
-    }
 
     #[test]
     fn retry_after_reads_seconds_and_dates() {

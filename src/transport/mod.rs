@@ -11,7 +11,6 @@
 #[cfg(feature = "http")]
 pub mod http;
 #[cfg(feature = "http")]
-pub use http::header_value as http_header_value;
 #[cfg(feature = "stdio")]
 pub mod stdio;
 
@@ -50,25 +49,23 @@ pub struct Outbound {
     pub kind: Kind,
     /// Its bytes, compact JSON without framing.
     pub bytes: Vec<u8>,
-    /// Extra headers for transports that have them (HTTP's `Mcp-Param-*`); others ignore them.
+    /// A stateless request's headers, finished by the protocol layer (`MCP-Protocol-Version`,
+    /// `Mcp-Method`, `Mcp-Name`, `Mcp-Param-*`), for transports that have headers.
     pub headers: Vec<(String, String)>,
 }
 
 /// What an outgoing message is, as a transport routes it.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Kind {
-    /// A request, with what a stateless request's HTTP headers repeat of its params: the
-    /// protocol version in its `_meta`, and the tool's or prompt's `name` or the resource's
-    /// `uri` (both `None` for a request of the initialize era).
+    /// A request.
     Request {
         /// The request's id.
         id: Id,
         /// Its method.
         method: String,
-        /// The protocol version its `_meta` carries (stateless era only).
-        version: Option<String>,
-        /// The tool's or prompt's `name`, or the resource's `uri`.
-        name: Option<String>,
+        /// Whether it is a request of the stateless era (its headers are in
+        /// [`Outbound::headers`]).
+        stateless: bool,
     },
     /// A notification.
     Notification {
@@ -84,7 +81,7 @@ impl Outbound {
     pub fn new(message: &Message) -> Self {
         let kind = match message {
             Message::Request(r) => {
-                return Outbound::request(r.id.clone(), &r.method, r.params.as_ref());
+                return Outbound::request(r.id.clone(), &r.method, r.params.as_ref(), None);
             }
             Message::Notification(n) => Kind::Notification {
                 method: n.method.clone(),
@@ -98,37 +95,25 @@ impl Outbound {
         }
     }
 
-    /// A request, serialized from its borrowed parts (a call's arguments are not copied).
-    pub fn request(id: Id, method: &str, params: Option<&Value>) -> Self {
-        let text = |v: Option<&Value>| v.and_then(Value::as_str).map(str::to_string);
-        let version = text(
-            params
-                .and_then(|p| p.get("_meta"))
-                .and_then(|m| m.get(crate::protocol::META_PROTOCOL_VERSION)),
-        );
-        // Only a stateless request (one whose `_meta` names its version) has these headers.
-        let name = match method {
-            _ if version.is_none() => None,
-            "tools/call" | "prompts/get" => text(params.and_then(|p| p.get("name"))),
-            "resources/read" => text(params.and_then(|p| p.get("uri"))),
-            _ => None,
-        };
+    /// A request, serialized from its borrowed parts (a call's arguments are not copied),
+    /// with the headers the protocol layer built for it: `Some` (even empty) makes it a
+    /// stateless request, whose headers an HTTP transport sends and whose exchange it may
+    /// close to cancel it.
+    pub fn request(
+        id: Id,
+        method: &str,
+        params: Option<&Value>,
+        headers: Option<Vec<(String, String)>>,
+    ) -> Self {
         Outbound {
             bytes: crate::wire::jsonrpc::request_bytes(&id, method, params),
             kind: Kind::Request {
                 id,
                 method: method.to_string(),
-                version,
-                name,
+                stateless: headers.is_some(),
             },
-            headers: Vec::new(),
+            headers: headers.unwrap_or_default(),
         }
-    }
-
-    /// The same message with `headers`.
-    pub fn with_headers(mut self, headers: Vec<(String, String)>) -> Self {
-        self.headers = headers;
-        self
     }
 }
 
@@ -136,12 +121,13 @@ impl Outbound {
 pub trait Transport: Send + Sync + 'static {
     /// Sends one JSON-RPC message.
     fn send(&self, message: Outbound) -> BoxFuture<'_, Result<()>>;
-    /// Cancels a request in flight. By default: `notifications/cancelled`; a transport that
-    /// can end the request's own exchange (modern HTTP: close its stream) does that instead.
-    fn cancel(&self, id: i64, reason: &str) -> BoxFuture<'_, ()> {
-        let message = Outbound::new(&crate::protocol::cancelled(id, reason));
+    /// Cancels the request `id` in flight; `notice` is its `notifications/cancelled`. By
+    /// default the notice is sent; a transport that can end the request's own exchange
+    /// (modern HTTP: close its stream) does that instead.
+    fn cancel(&self, id: i64, notice: Outbound) -> BoxFuture<'_, ()> {
+        let _ = id;
         Box::pin(async move {
-            let _ = self.send(message).await;
+            let _ = self.send(notice).await;
         })
     }
     /// Ends the connection and releases everything it holds; safe to call twice.

@@ -86,26 +86,12 @@ pub(super) fn resolve(base: &Uri, reference: &str) -> Option<Uri> {
         .ok()
 }
 
-/// The headers of a request in the stateless era (one whose `_meta` names its protocol
-/// `version`): `MCP-Protocol-Version`, `Mcp-Method`, `Mcp-Name` (the tool or prompt name, or
-/// the resource URI, as [`Kind::Request`](crate::transport::Kind::Request) read it), then the
-/// caller's (`Mcp-Param-*`).
-pub(super) fn modern_headers(
-    version: &str,
-    method: &str,
-    name: Option<String>,
-    extra: &[(String, String)],
-) -> Vec<(HeaderName, HeaderValue)> {
-    let mut pairs = vec![
-        ("mcp-protocol-version".to_string(), version.to_string()),
-        ("mcp-method".to_string(), method.to_string()),
-    ];
-    if let Some(name) = name {
-        pairs.push(("mcp-name".to_string(), header_value(&name)));
-    }
-    pairs.extend(extra.iter().cloned());
-    pairs
-        .into_iter()
+/// A stateless request's headers (as the protocol layer built them) as HTTP headers; one
+/// that is not a valid header is left out, with a warning.
+pub(super) fn header_pairs(headers: &[(String, String)]) -> Vec<(HeaderName, HeaderValue)> {
+    headers
+        .iter()
+        .cloned()
         .filter_map(|(name, value)| {
             let parsed = (
                 HeaderName::from_bytes(name.as_bytes()),
@@ -120,25 +106,6 @@ pub(super) fn modern_headers(
             }
         })
         .collect()
-}
-
-/// A value as an HTTP header carries it: as it is when it is printable ASCII without
-/// whitespace at either end, else `=?base64?<base64 of its UTF-8>?=` (as is a value that
-/// itself looks like that).
-pub fn header_value(value: &str) -> String {
-    use base64::Engine as _;
-    let printable = value.bytes().all(|b| (0x20..=0x7e).contains(&b));
-    let padded = value.starts_with(' ') || value.ends_with(' ');
-    let looks_encoded =
-        value.starts_with("=?base64?") && value.ends_with("?=") && value.len() >= 11;
-    if printable && !padded && !looks_encoded {
-        value.to_string()
-    } else {
-        format!(
-            "=?base64?{}?=",
-            base64::engine::general_purpose::STANDARD.encode(value)
-        )
-    }
 }
 
 /// Whether `uri`'s authority is exactly its host and, if any, a port of digits that fits a
