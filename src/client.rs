@@ -1,6 +1,7 @@
 //! [`Client`]: one connected MCP server, the embedder's main handle.
 
 use crate::error::{Error, ErrorKind, Result};
+use crate::methods;
 use crate::protocol::era::{self, ClientInfo, EraPreference};
 use crate::protocol::items::{
     Completion, CompletionRef, LogLevel, Prompt, PromptContents, Resource, ResourceOutput,
@@ -150,8 +151,8 @@ trait Page: serde::de::DeserializeOwned {
 }
 
 macro_rules! page {
-    ($page:ident, $item:ty, $key:literal, $method:literal, $noun:literal) => {
-        #[doc = concat!("One page of `", $method, "`.")]
+    ($page:ident, $item:ty, $key:literal, $method:expr, $noun:literal) => {
+        #[doc = concat!("One page of a list of ", $noun, ".")]
         #[derive(serde::Deserialize)]
         struct $page {
             #[serde(rename = $key)]
@@ -172,23 +173,29 @@ macro_rules! page {
     };
 }
 
-page!(ToolsPage, Tool, "tools", "tools/list", "tools");
+page!(ToolsPage, Tool, "tools", methods::TOOLS_LIST, "tools");
 page!(
     ResourcesPage,
     Resource,
     "resources",
-    "resources/list",
+    methods::RESOURCES_LIST,
     "resources"
 );
 page!(
     TemplatesPage,
     ResourceTemplate,
     "resourceTemplates",
-    "resources/templates/list",
+    methods::RESOURCES_TEMPLATES_LIST,
     "resource templates"
 );
-page!(PromptsPage, Prompt, "prompts", "prompts/list", "prompts");
-page!(TasksPage, Task, "tasks", "tasks/list", "tasks");
+page!(
+    PromptsPage,
+    Prompt,
+    "prompts",
+    methods::PROMPTS_LIST,
+    "prompts"
+);
+page!(TasksPage, Task, "tasks", methods::TASKS_LIST, "tasks");
 
 /// Sends `tasks/cancel` for a task whose call ended before the task did (dropped, timed
 /// out), on a task of its own within [`TASK_CANCEL_TIMEOUT`], unless disarmed.
@@ -213,7 +220,10 @@ impl Drop for TaskCanceller {
                     ..Default::default()
                 };
                 let params = json!({"taskId": task_id});
-                if let Err(e) = session.request("tasks/cancel", Some(params), options).await {
+                if let Err(e) = session
+                    .request(methods::TASKS_CANCEL, Some(params), options)
+                    .await
+                {
                     tracing::debug!(server = %session.server(), "tasks/cancel: {e}");
                 }
             });
@@ -528,7 +538,11 @@ impl Client {
         let params = json!({"uri": uri});
         let (read, _) = self
             .session
-            .request_as::<crate::wire::render::ReadResult>("resources/read", Some(params), options)
+            .request_as::<crate::wire::render::ReadResult>(
+                methods::RESOURCES_READ,
+                Some(params),
+                options,
+            )
             .await?;
         let text = read.render();
         let total_bytes = text.len() as u64;
@@ -542,12 +556,12 @@ impl Client {
     /// as [`ServerNotification::ResourceUpdated`]. The 2026-07-28 revision has no such
     /// request (its changes come on `subscriptions/listen`): there it is an error.
     pub async fn subscribe(&self, uri: &str) -> Result<()> {
-        self.subscription("resources/subscribe", uri).await
+        self.subscription(methods::RESOURCES_SUBSCRIBE, uri).await
     }
 
     /// Stops the updates [`subscribe`](Self::subscribe) asked for (`resources/unsubscribe`).
     pub async fn unsubscribe(&self, uri: &str) -> Result<()> {
-        self.subscription("resources/unsubscribe", uri).await
+        self.subscription(methods::RESOURCES_UNSUBSCRIBE, uri).await
     }
 
     async fn subscription(&self, method: &str, uri: &str) -> Result<()> {
@@ -585,7 +599,11 @@ impl Client {
         }
         let (prompt, _) = self
             .session
-            .request_as::<PromptContents>("prompts/get", Some(Value::Object(params)), options)
+            .request_as::<PromptContents>(
+                methods::PROMPTS_GET,
+                Some(Value::Object(params)),
+                options,
+            )
             .await?;
         Ok(prompt)
     }
@@ -618,7 +636,7 @@ impl Client {
         let (done, _) = self
             .session
             .request_as::<Completed>(
-                "completion/complete",
+                methods::COMPLETION_COMPLETE,
                 Some(params),
                 RequestOptions::default(),
             )
@@ -639,7 +657,7 @@ impl Client {
         }
         self.session
             .request(
-                "logging/setLevel",
+                methods::LOGGING_SET_LEVEL,
                 Some(json!({"level": level.as_str()})),
                 RequestOptions::default(),
             )
@@ -704,7 +722,7 @@ impl Client {
         };
         let mut reply = self
             .session
-            .request_reply("tools/call", Some(&params), headed)
+            .request_reply(methods::TOOLS_CALL, Some(&params), headed)
             .await;
         if let Err(Error {
             kind: ErrorKind::Rpc(e),
@@ -720,7 +738,7 @@ impl Client {
             };
             reply = self
                 .session
-                .request_reply("tools/call", Some(&params), headed)
+                .request_reply(methods::TOOLS_CALL, Some(&params), headed)
                 .await;
         }
         self.tool_output(reply?)
@@ -739,9 +757,11 @@ impl Client {
                 is_error: r.is_error,
                 total_bytes: r.total,
             }),
-            Err(RenderError::Rpc(e)) => Err(self.error("tools/call", ErrorKind::Rpc(Box::new(e)))),
+            Err(RenderError::Rpc(e)) => {
+                Err(self.error(methods::TOOLS_CALL, ErrorKind::Rpc(Box::new(e))))
+            }
             Err(e @ RenderError::Invalid(_)) => {
-                Err(self.error("tools/call", ErrorKind::Protocol(e.to_string())))
+                Err(self.error(methods::TOOLS_CALL, ErrorKind::Protocol(e.to_string())))
             }
         }
     }
@@ -794,7 +814,7 @@ impl Client {
         arguments: Value,
         options: RequestOptions,
     ) -> Result<ToolOutput> {
-        const METHOD: &str = "tools/call";
+        const METHOD: &str = methods::TOOLS_CALL;
         let mut clock = TaskClock::new(&options, self.session.default_timeout());
         let watch = self.session.watch_progress(options.on_progress.clone());
         let headers = self.param_headers(tool, &arguments);
@@ -844,7 +864,7 @@ impl Client {
             let told = async {
                 loop {
                     match statuses.recv().await {
-                        Ok(n) if n.method == "notifications/tasks/status" => {
+                        Ok(n) if n.method == methods::TASK_STATUS => {
                             let told = n.params.as_ref().map(Task::deserialize);
                             if let Some(Ok(told)) = told
                                 && told.task_id == task.task_id
@@ -867,7 +887,7 @@ impl Client {
                 }
                 Ok::<(), Error>(())
             };
-            self.within(&mut clock, &watch, "tasks/get", waited)
+            self.within(&mut clock, &watch, methods::TASKS_GET, waited)
                 .await??;
             let get = RequestOptions {
                 timeout: Some(clock.left()),
@@ -876,16 +896,16 @@ impl Client {
             let params = json!({"taskId": task.task_id});
             let asked = self
                 .session
-                .request_as::<Task>("tasks/get", Some(params), get);
+                .request_as::<Task>(methods::TASKS_GET, Some(params), get);
             let (polled, _) = self
-                .within(&mut clock, &watch, "tasks/get", asked)
+                .within(&mut clock, &watch, methods::TASKS_GET, asked)
                 .await??;
             if polled.task_id != task.task_id {
                 let why = format!(
                     "tasks/get for task {:?} answered task {:?}",
                     task.task_id, polled.task_id
                 );
-                return Err(self.error("tasks/get", ErrorKind::Protocol(why)));
+                return Err(self.error(methods::TASKS_GET, ErrorKind::Protocol(why)));
             }
             task = polled;
             if shown(&task) != last_shown {
@@ -900,9 +920,9 @@ impl Client {
         let params = json!({"taskId": task.task_id});
         let fetched = self
             .session
-            .request_reply("tasks/result", Some(&params), fetch);
+            .request_reply(methods::TASKS_RESULT, Some(&params), fetch);
         let reply = self
-            .within(&mut clock, &watch, "tasks/result", fetched)
+            .within(&mut clock, &watch, methods::TASKS_RESULT, fetched)
             .await??;
         // The task has ended: nothing to cancel.
         canceller.session = None;
@@ -942,7 +962,7 @@ impl Client {
         let params = json!({"taskId": task_id});
         let (task, _) = self
             .session
-            .request_as::<Task>("tasks/get", Some(params), RequestOptions::default())
+            .request_as::<Task>(methods::TASKS_GET, Some(params), RequestOptions::default())
             .await?;
         Ok(task)
     }
@@ -953,7 +973,11 @@ impl Client {
         let params = json!({"taskId": task_id});
         let (task, _) = self
             .session
-            .request_as::<Task>("tasks/cancel", Some(params), RequestOptions::default())
+            .request_as::<Task>(
+                methods::TASKS_CANCEL,
+                Some(params),
+                RequestOptions::default(),
+            )
             .await?;
         Ok(task)
     }
@@ -970,7 +994,7 @@ impl Client {
             ..Default::default()
         };
         self.session
-            .request("subscriptions/listen", Some(params), options)
+            .request(methods::SUBSCRIPTIONS_LISTEN, Some(params), options)
             .await
     }
 
@@ -982,14 +1006,12 @@ impl Client {
         self.session.set_roots(roots);
         let announced = self.session.handlers().roots.is_some();
         if self.details.era == Era::Handshake && announced {
-            let notify = self
-                .session
-                .notify("notifications/roots/list_changed", None);
+            let notify = self.session.notify(methods::ROOTS_LIST_CHANGED, None);
             match tokio::time::timeout(self.session.default_timeout(), notify).await {
                 Ok(sent) => sent?,
                 Err(_) => {
                     let waited = self.session.default_timeout();
-                    let method = "notifications/roots/list_changed";
+                    let method = methods::ROOTS_LIST_CHANGED;
                     return Err(self.error(method, ErrorKind::Timeout(waited)));
                 }
             }
@@ -1000,7 +1022,7 @@ impl Client {
     /// Sends `ping` and waits for the answer.
     pub async fn ping(&self) -> Result<()> {
         self.session
-            .request("ping", None, RequestOptions::default())
+            .request(methods::PING, None, RequestOptions::default())
             .await
             .map(drop)
     }

@@ -39,6 +39,7 @@ mod client;
 mod error;
 mod files;
 pub mod host;
+mod methods;
 mod protocol;
 mod secret;
 mod text;

@@ -71,6 +71,7 @@ pub use store::{
 };
 
 use crate::error::{Error, ErrorKind, Result};
+use crate::methods;
 use crate::secret::Secret;
 use crate::text::escape_controls;
 use crate::transport::BoxFuture;
@@ -436,7 +437,7 @@ impl OAuth {
 
     /// Sends an unauthenticated `initialize` to read the server's 401 challenge.
     async fn probe(&self) -> std::result::Result<Option<Challenge>, AuthError> {
-        let body = json!({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
+        let body = json!({"jsonrpc": "2.0", "id": 0, "method": methods::INITIALIZE, "params": {
             "protocolVersion": "2025-11-25", "capabilities": {},
             "clientInfo": {"name": "agenvoy-mcp", "version": env!("CARGO_PKG_VERSION")}}});
         let answer = fetch::send(

@@ -26,6 +26,7 @@ use super::instructions::instructions_block;
 use super::registry::{Collision, Registry, ToolDefinition};
 use crate::client::{Client, ClientOptions};
 use crate::error::{Error, ErrorKind, Result};
+use crate::methods;
 use crate::protocol::session::RequestOptions;
 use crate::protocol::types::{Era, Tool, ToolOutput};
 use crate::wire::jsonrpc::Notification;
@@ -48,9 +49,6 @@ pub use connect::connect_server;
 pub use connect::connect_server_with_store;
 use connect::{Connected, connect_and_list};
 use watch::{apply_refresh, watch_server};
-
-/// The notification that a server's tool list changed.
-pub const TOOLS_LIST_CHANGED: &str = "notifications/tools/list_changed";
 
 /// How the manager connects servers and follows them.
 #[derive(Clone)]
@@ -567,7 +565,7 @@ impl Manager {
     pub async fn refresh_server(&self, name: &str) -> Result<usize> {
         let client = self
             .client(name)
-            .ok_or_else(|| not_connected(name).during("tools/list"))?;
+            .ok_or_else(|| not_connected(name).during(methods::TOOLS_LIST))?;
         let result = client.list_tools().await;
         apply_refresh(&self.inner, name, &client, result)
     }

@@ -26,6 +26,7 @@ use super::types::{
     STATELESS_VERSIONS, ServerDetails,
 };
 use crate::error::{ErrorKind, Result};
+use crate::methods;
 use serde_json::{Value, json};
 use std::time::Duration;
 
@@ -89,7 +90,7 @@ pub async fn establish(
                     "the server does not speak {LATEST_STATELESS_VERSION}"
                 )),
             )
-            .during("server/discover")),
+            .during(methods::SERVER_DISCOVER)),
         },
         EraPreference::Auto => detect(session, client, timeout).await,
         EraPreference::HandshakeFirst => {
@@ -194,7 +195,7 @@ async fn discover(
     timeout: Duration,
     strict: bool,
 ) -> Result<Option<ServerDetails>> {
-    let method = "server/discover";
+    let method = methods::SERVER_DISCOVER;
     let protocol_error =
         |why: String| crate::Error::new(session.server(), ErrorKind::Protocol(why)).during(method);
     let mut version = LATEST_STATELESS_VERSION;
@@ -305,9 +306,11 @@ async fn handshake(
         timeout: Some(timeout),
         ..Default::default()
     };
-    let result = session.request("initialize", Some(params), options).await?;
+    let result = session
+        .request(methods::INITIALIZE, Some(params), options)
+        .await?;
     let protocol_error = |why: String| {
-        crate::Error::new(session.server(), ErrorKind::Protocol(why)).during("initialize")
+        crate::Error::new(session.server(), ErrorKind::Protocol(why)).during(methods::INITIALIZE)
     };
     let version = result
         .get("protocolVersion")
@@ -322,6 +325,6 @@ async fn handshake(
     }
     let server_info = result.get("serverInfo").cloned().unwrap_or(Value::Null);
     let details = details(Era::Handshake, version, server_info, &result);
-    session.notify("notifications/initialized", None).await?;
+    session.notify(methods::INITIALIZED, None).await?;
     Ok(details)
 }

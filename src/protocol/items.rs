@@ -6,6 +6,7 @@
 //! wire size and is written out again as the server sent it (`probe --json`).
 
 use super::types::RawJson;
+use crate::methods;
 use crate::wire::jsonrpc::Notification;
 use serde::de::{self, Deserializer, MapAccess, Visitor};
 use serde::ser::{SerializeMap, Serializer};
@@ -529,14 +530,14 @@ impl ServerNotification {
         let params = n.params.as_ref();
         let text = |key: &str| params?.get(key)?.as_str().map(str::to_string);
         match n.method.as_str() {
-            "notifications/resources/updated" => match text("uri") {
+            methods::RESOURCES_UPDATED => match text("uri") {
                 Some(uri) => ServerNotification::ResourceUpdated { uri },
                 None => ServerNotification::Other(n),
             },
-            "notifications/resources/list_changed" => ServerNotification::ResourceListChanged,
-            "notifications/tools/list_changed" => ServerNotification::ToolListChanged,
-            "notifications/prompts/list_changed" => ServerNotification::PromptListChanged,
-            "notifications/message" => match text("level") {
+            methods::RESOURCES_LIST_CHANGED => ServerNotification::ResourceListChanged,
+            methods::TOOLS_LIST_CHANGED => ServerNotification::ToolListChanged,
+            methods::PROMPTS_LIST_CHANGED => ServerNotification::PromptListChanged,
+            methods::LOG_MESSAGE => match text("level") {
                 Some(level_name) => ServerNotification::Log(LogMessage {
                     level: level_name.parse().ok(),
                     logger: text("logger"),
@@ -548,7 +549,7 @@ impl ServerNotification {
                 }),
                 None => ServerNotification::Other(n),
             },
-            "notifications/tasks/status" => match params.map(Task::deserialize) {
+            methods::TASK_STATUS => match params.map(Task::deserialize) {
                 Some(Ok(task)) => ServerNotification::TaskStatus(task),
                 _ => ServerNotification::Other(n),
             },

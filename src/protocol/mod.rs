@@ -10,6 +10,8 @@
 //! The MCP constants (error codes, `_meta` keys, notification names) are here, once; the
 //! protocol versions are in [`types`].
 
+use crate::methods;
+
 pub mod era;
 pub mod input;
 pub mod items;
@@ -37,7 +39,7 @@ pub(crate) const META_CLIENT_CAPABILITIES: &str = "io.modelcontextprotocol/clien
 /// The `notifications/cancelled` message for request `id`.
 pub(crate) fn cancelled(id: i64, reason: &str) -> crate::wire::jsonrpc::Message {
     crate::wire::jsonrpc::Message::Notification(crate::wire::jsonrpc::Notification {
-        method: "notifications/cancelled".into(),
+        method: methods::CANCELLED.into(),
         params: Some(serde_json::json!({"requestId": id, "reason": reason})),
     })
 }

@@ -10,6 +10,7 @@
 
 use super::types::{Progress, Root};
 use crate::error::{Error, ErrorKind, Result};
+use crate::methods;
 use crate::transport::{BoxFuture, Inbound, Outbound, Transport};
 use crate::wire::decode::{Decoded, ResultHead};
 use crate::wire::jsonrpc::{self, ErrorObject, Id, Message, Notification, Response};
@@ -622,7 +623,7 @@ impl Session {
         let mut guard = CancelGuard {
             shared: Arc::downgrade(&self.shared),
             id,
-            cancel: method != "initialize",
+            cancel: method != methods::INITIALIZE,
             reason: "the caller stopped waiting",
         };
         let sent = with_meta.as_ref().or(params);
@@ -670,7 +671,7 @@ impl Session {
                         // have been.
                         Err(_) => {
                             let reason = self.closed_reason().unwrap_or_else(|| "the session ended".into());
-                            let kind = if matches!(method, "initialize" | "server/discover") {
+                            let kind = if matches!(method, methods::INITIALIZE | methods::SERVER_DISCOVER) {
                                 ErrorKind::Closed(reason)
                             } else {
                                 ErrorKind::Interrupted(reason)
@@ -993,7 +994,7 @@ fn complete(
 
 fn on_notification(shared: &Shared, n: Notification) {
     match n.method.as_str() {
-        "notifications/progress" => {
+        methods::PROGRESS => {
             let params = n.params.clone().unwrap_or(Value::Null);
             let token = params.get("progressToken").and_then(Value::as_i64);
             // Taken out of the lock: the embedder's callback never runs under it.
@@ -1028,10 +1029,10 @@ fn on_notification(shared: &Shared, n: Notification) {
                 });
             }
         }
-        "notifications/tools/list_changed" => {
+        methods::TOOLS_LIST_CHANGED => {
             shared.tool_list_changes.fetch_add(1, Ordering::Relaxed);
         }
-        "notifications/message" => {
+        methods::LOG_MESSAGE => {
             let params = n.params.clone().unwrap_or(Value::Null);
             let level = params
                 .get("level")
@@ -1121,13 +1122,13 @@ async fn handle_server_request(
         ))
     };
     match method {
-        "ping" => Ok(json!({})),
-        "roots/list" => Ok(json!({"roots": roots})),
-        "sampling/createMessage" => match &handlers.sampling {
+        methods::PING => Ok(json!({})),
+        methods::ROOTS_LIST => Ok(json!({"roots": roots})),
+        methods::SAMPLING_CREATE_MESSAGE => match &handlers.sampling {
             Some(handler) => handler(params).await,
             None => not_found(),
         },
-        "elicitation/create" => match &handlers.elicitation {
+        methods::ELICITATION_CREATE => match &handlers.elicitation {
             Some(handler) => handler(params).await,
             None => not_found(),
         },

@@ -4,6 +4,7 @@
 //! session hands the transport finished headers; the transport only sends them.
 
 use super::META_PROTOCOL_VERSION;
+use crate::methods;
 use serde_json::Value;
 use std::collections::HashSet;
 
@@ -32,8 +33,8 @@ pub fn request_headers(
         ("Mcp-Method".to_string(), method.to_string()),
     ];
     let name = match method {
-        "tools/call" | "prompts/get" => text(params.and_then(|p| p.get("name"))),
-        "resources/read" => text(params.and_then(|p| p.get("uri"))),
+        methods::TOOLS_CALL | methods::PROMPTS_GET => text(params.and_then(|p| p.get("name"))),
+        methods::RESOURCES_READ => text(params.and_then(|p| p.get("uri"))),
         _ => None,
     };
     if let Some(name) = name {

@@ -36,6 +36,7 @@
 
 use super::{Assembler, BoxFuture, Inbound, Kind, Limits, Outbound, Transport};
 use crate::error::{Error, ErrorKind, Result};
+use crate::methods;
 use crate::secret::Secret;
 use crate::wire::decode::Decoded;
 use crate::wire::jsonrpc::{Id, Message};
@@ -313,7 +314,7 @@ impl Transport for HttpTransport {
                     method,
                     stateless,
                 } => {
-                    if method == "initialize" {
+                    if method == methods::INITIALIZE {
                         inner.state.lock().expect("state lock").initialize =
                             Some((id.clone(), body.clone()));
                     }
@@ -339,7 +340,7 @@ impl Transport for HttpTransport {
                         .post_one_way(body)
                         .await
                         .map_err(|e| e.during(&method))?;
-                    if method == "notifications/initialized" {
+                    if method == methods::INITIALIZED {
                         inner.start_listening();
                     }
                     Ok(())
@@ -737,7 +738,7 @@ impl Inner {
                     body: excerpt,
                 }) if sent_session.is_some()
                     && !replayed
-                    && method != "initialize"
+                    && method != methods::INITIALIZE
                     && session_gone(status, &excerpt) =>
                 {
                     tracing::info!(server = %self.server, "the server forgot our session (HTTP {status}); starting a new one");
@@ -747,7 +748,7 @@ impl Inner {
                 Err(Failure::Status {
                     status,
                     body: excerpt,
-                }) if method == "initialize"
+                }) if method == methods::INITIALIZE
                     && !legacy
                     && matches!(status.as_u16(), 400 | 404 | 405)
                     && !is_jsonrpc_error(&excerpt) =>
@@ -767,7 +768,7 @@ impl Inner {
         method: &str,
         legacy: bool,
     ) -> Result<()> {
-        if method == "initialize"
+        if method == methods::INITIALIZE
             && let Some(session) = response
                 .headers()
                 .get("mcp-session-id")
@@ -783,7 +784,7 @@ impl Inner {
             "text/event-stream" => self.follow_stream(response.into_body(), id, method).await,
             "application/json" => {
                 let decoded = self.read_json(response.into_body()).await?;
-                if method == "initialize" {
+                if method == methods::INITIALIZE {
                     self.note_version(&decoded);
                 }
                 self.deliver(decoded).await;
@@ -840,7 +841,7 @@ impl Inner {
                     continue;
                 };
                 let answers_us = decoded.render.is_some() && decoded.id.as_ref() == Some(id);
-                if answers_us && method == "initialize" {
+                if answers_us && method == methods::INITIALIZE {
                     self.note_version(&decoded);
                 }
                 self.deliver(decoded).await;

@@ -56,7 +56,7 @@ pub(super) async fn watch_server(
     loop {
         let changed = tokio::select! {
             received = notifications.recv() => match received {
-                Ok(n) => n.method == TOOLS_LIST_CHANGED,
+                Ok(n) => n.method == methods::TOOLS_LIST_CHANGED,
                 Err(RecvError::Lagged(_)) => true,
                 Err(RecvError::Closed) => return,
             },
@@ -82,7 +82,7 @@ pub(super) async fn watch_server(
         loop {
             tokio::select! {
                 received = notifications.recv() => match received {
-                    Ok(n) if n.method == TOOLS_LIST_CHANGED => {
+                    Ok(n) if n.method == methods::TOOLS_LIST_CHANGED => {
                         deadline = (tokio::time::Instant::now() + debounce).min(latest);
                     }
                     Ok(_) => {}

@@ -3,6 +3,7 @@
 //! 404 and can replay the exact bytes of `initialize` and of the request.
 
 use super::*;
+use crate::methods;
 
 impl Inner {
     /// Starts a new session after the server forgot ours; done once however many requests
@@ -75,8 +76,10 @@ impl Inner {
                 ))));
             }
         }
-        let initialized =
-            Bytes::from_static(br#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#);
+        let initialized = Bytes::from(format!(
+            r#"{{"jsonrpc":"2.0","method":"{}"}}"#,
+            methods::INITIALIZED
+        ));
         self.post_one_way(initialized).await.map_err(failed)?;
         self.start_listening();
         Ok(())
