@@ -81,6 +81,12 @@ impl Error {
         self
     }
 
+    /// What caused it, if anything did (its [`source`](std::error::Error::source)).
+    #[cfg(feature = "oauth")]
+    pub(crate) fn cause(&self) -> Option<&(dyn std::error::Error + Send + Sync + 'static)> {
+        self.cause.as_deref()
+    }
+
     /// The same error, keeping a cause already shared.
     #[cfg(feature = "http")]
     pub(crate) fn with_cause(mut self, cause: Option<Cause>) -> Self {
@@ -130,28 +136,6 @@ impl Error {
             ErrorKind::Rpc(e) => Some(e),
             _ => None,
         }
-    }
-
-    /// The token store's failure behind this error, if it is one: its
-    /// [`kind`](crate::auth::StoreError::kind) tells a locked keychain (unlock it) or one that
-    /// did not answer (try again) from a store that cannot be used.
-    #[cfg(feature = "oauth")]
-    pub fn store_error(&self) -> Option<&crate::auth::StoreError> {
-        let cause = self.cause.as_deref()?;
-        cause.downcast_ref().or_else(|| {
-            cause
-                .downcast_ref::<crate::auth::AuthError>()?
-                .store_error()
-        })
-    }
-
-    /// The OAuth failure behind this error, if it is one (it is also the error's
-    /// [`source`](std::error::Error::source)): its [`kind`](crate::auth::AuthError::kind)
-    /// tells discovery, registration, the callback, the token endpoint (with its status and
-    /// OAuth error code), the token store, a needed login and the network apart.
-    #[cfg(feature = "oauth")]
-    pub fn auth_error(&self) -> Option<&crate::auth::AuthError> {
-        self.cause.as_deref()?.downcast_ref()
     }
 
     /// Whether the connection is gone, so a reconnect is the only way on.

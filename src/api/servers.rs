@@ -217,7 +217,7 @@ pub(super) fn call_request(body: &Value) -> Result<(String, Value, PermissionMod
         None => PermissionMode::Confirm,
         Some(m) => m
             .parse()
-            .map_err(|e: crate::ParseError| ApiError::bad_request(e.to_string()))?,
+            .map_err(|e: crate::error::ParseError| ApiError::bad_request(e.to_string()))?,
     };
     Ok((name, arguments, mode))
 }

@@ -165,6 +165,28 @@ impl std::error::Error for AuthError {
     }
 }
 
+// The crate's error, seen from here: the OAuth and token-store failures behind it. (Defined
+// here, not in `error.rs`, so that the error type needs nothing of this layer.)
+impl crate::error::Error {
+    /// The token store's failure behind this error, if it is one: its
+    /// [`kind`](StoreError::kind) tells a locked keychain (unlock it) or one that
+    /// did not answer (try again) from a store that cannot be used.
+    pub fn store_error(&self) -> Option<&StoreError> {
+        let cause = self.cause()?;
+        cause
+            .downcast_ref()
+            .or_else(|| cause.downcast_ref::<AuthError>()?.store_error())
+    }
+
+    /// The OAuth failure behind this error, if it is one (it is also the error's
+    /// [`source`](std::error::Error::source)): its [`kind`](AuthError::kind)
+    /// tells discovery, registration, the callback, the token endpoint (with its status and
+    /// OAuth error code), the token store, a needed login and the network apart.
+    pub fn auth_error(&self) -> Option<&AuthError> {
+        self.cause()?.downcast_ref()
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

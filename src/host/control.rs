@@ -23,7 +23,7 @@ use super::filelock::{self, LOCK_WAIT};
 use super::gate::Allowlist;
 use super::manager::{AddError, Manager, PendingAdd, ServerStatus};
 use super::registry::PREFIX;
-use crate::Error;
+use crate::error::Error;
 use std::fmt;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -462,10 +462,10 @@ mod oauth_ops {
     use crate::auth::callback::{
         CallbackParams, DEFAULT_REDIRECT_URI, LOGIN_TIMEOUT, LoopbackAgent,
     };
+    use crate::error::{Error, ErrorKind};
     use crate::host::config::{Config, HttpServer, ServerConfig};
     use crate::host::manager::ServerState;
     use crate::host::oauth;
-    use crate::{Error, ErrorKind};
     use std::collections::HashMap;
     use std::sync::{Arc, Mutex};
     use std::time::Duration;

@@ -47,12 +47,12 @@ pub enum PermissionMode {
 }
 
 impl std::str::FromStr for PermissionMode {
-    type Err = crate::ParseError;
-    fn from_str(s: &str) -> Result<Self, crate::ParseError> {
+    type Err = crate::error::ParseError;
+    fn from_str(s: &str) -> Result<Self, crate::error::ParseError> {
         match s {
             "confirm" => Ok(PermissionMode::Confirm),
             "auto" => Ok(PermissionMode::Auto),
-            _ => Err(crate::ParseError::unknown(
+            _ => Err(crate::error::ParseError::unknown(
                 "permission mode",
                 s,
                 &["confirm", "auto"],

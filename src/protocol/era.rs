@@ -84,7 +84,7 @@ pub async fn establish(
         EraPreference::Handshake => handshake(session, client, timeout).await,
         EraPreference::Stateless => match discover(session, client, timeout, true).await? {
             Some(details) => Ok(details),
-            None => Err(crate::Error::new(
+            None => Err(crate::error::Error::new(
                 session.server(),
                 ErrorKind::Protocol(format!(
                     "the server does not speak {LATEST_STATELESS_VERSION}"
@@ -196,8 +196,9 @@ async fn discover(
     strict: bool,
 ) -> Result<Option<ServerDetails>> {
     let method = methods::SERVER_DISCOVER;
-    let protocol_error =
-        |why: String| crate::Error::new(session.server(), ErrorKind::Protocol(why)).during(method);
+    let protocol_error = |why: String| {
+        crate::error::Error::new(session.server(), ErrorKind::Protocol(why)).during(method)
+    };
     let mut version = LATEST_STATELESS_VERSION;
     let mut retried = false;
     loop {
@@ -310,7 +311,8 @@ async fn handshake(
         .request(methods::INITIALIZE, Some(params), options)
         .await?;
     let protocol_error = |why: String| {
-        crate::Error::new(session.server(), ErrorKind::Protocol(why)).during(methods::INITIALIZE)
+        crate::error::Error::new(session.server(), ErrorKind::Protocol(why))
+            .during(methods::INITIALIZE)
     };
     let version = result
         .get("protocolVersion")

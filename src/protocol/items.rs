@@ -346,14 +346,14 @@ impl LogLevel {
 }
 
 impl std::str::FromStr for LogLevel {
-    type Err = crate::ParseError;
-    fn from_str(s: &str) -> Result<LogLevel, crate::ParseError> {
+    type Err = crate::error::ParseError;
+    fn from_str(s: &str) -> Result<LogLevel, crate::error::ParseError> {
         LogLevel::ALL
             .into_iter()
             .find(|l| l.as_str() == s)
             .ok_or_else(|| {
                 let names: Vec<&str> = LogLevel::ALL.iter().map(|l| l.as_str()).collect();
-                crate::ParseError::unknown("log level", s, &names)
+                crate::error::ParseError::unknown("log level", s, &names)
             })
     }
 }
