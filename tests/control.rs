@@ -404,3 +404,46 @@ async fn a_disabled_server_stays_in_the_file_unstarted() {
     assert!(matches!(missing, ControlError::NotFound(_)), "{missing:?}");
     control.manager().close().await;
 }
+
+/// Past the budget the model is offered the search tool and what it found; every visible
+/// tool stays callable by name, found or not.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn tool_search_offers_the_search_tool_and_what_was_found() {
+    use agenvoy_mcp::host::{Conversation, PermissionMode, SEARCH_TOOL};
+    let dir = tempfile::tempdir().unwrap();
+    let config =
+        json!({"servers": {"fx": fixture_entry(&[])}, "tool_search": {"above_tokens": 10}});
+    let control = control_in(dir.path(), config).await;
+    let manager = control.manager();
+    assert!(manager.tool_search_active());
+    let conversation = Conversation::new();
+    let names = |c: &Conversation| -> Vec<String> {
+        manager
+            .offered_tools(c)
+            .into_iter()
+            .map(|d| d.name)
+            .collect()
+    };
+    assert_eq!(names(&conversation), [SEARCH_TOOL]);
+    let query = json!({"query": "echo text back", "limit": 2});
+    let out = manager
+        .call_in(&conversation, SEARCH_TOOL, query, PermissionMode::Auto)
+        .await
+        .unwrap();
+    let found: Value = serde_json::from_str(&out.text).unwrap();
+    assert_eq!(found["tools"][0]["name"], json!("mcp__fx__echo"), "{found}");
+    assert_eq!(names(&conversation)[..2], [SEARCH_TOOL, "mcp__fx__echo"]);
+    let add = manager
+        .call_in(
+            &conversation,
+            "mcp__fx__add",
+            json!({"a": 1, "b": 2}),
+            PermissionMode::Auto,
+        )
+        .await
+        .unwrap();
+    assert!(add.text.contains('3'), "{}", add.text);
+    let hits = manager.search_tools("add two numbers", 5);
+    assert_eq!(hits[0].definition.name, "mcp__fx__add");
+    manager.close().await;
+}
