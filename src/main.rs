@@ -92,6 +92,12 @@ enum Command {
         /// Print one JSON object instead of text.
         #[arg(long)]
         json: bool,
+        /// Print only the tools that best match QUERY, best first (tool search's ranking).
+        #[arg(long, value_name = "QUERY")]
+        search: Option<String>,
+        /// How many tools `--search` prints.
+        #[arg(long, value_name = "N", default_value_t = 5, requires = "search")]
+        limit: usize,
     },
     /// Call one tool (mcp__<server>__<tool>) through the confirm gate and print what the
     /// model would see.
@@ -294,8 +300,18 @@ fn main() -> ExitCode {
                 no_browser,
             }))
         }
-        Command::Tools { host, json } => run_with_servers(host, |host| {
-            cli::tools::run(cli::tools::ToolsArgs { host, json })
+        Command::Tools {
+            host,
+            json,
+            search,
+            limit,
+        } => run_with_servers(host, |host| {
+            cli::tools::run(cli::tools::ToolsArgs {
+                host,
+                json,
+                search,
+                limit,
+            })
         }),
         Command::Call {
             host,

@@ -1552,3 +1552,94 @@ async fn the_bounds_hold() {
     let _ = stop.send(());
     manager.close().await;
 }
+
+/// `POST /v1/mcp/enable` and `POST /v1/mcp/tools/visibility`: each change is saved to the
+/// server's entry and shown by `GET /v1/mcp/tools` and the status; bad input is a 4xx with
+/// a reason and writes nothing.
+#[test]
+fn enable_and_visibility_routes() {
+    let daemon = Daemon::start(Some(json!({"servers": {
+        "a": fixture_entry(&[]),
+        "b": fixture_entry(&[]),
+    }})));
+    let api = &daemon.api;
+    let hide = api.post(
+        "/v1/mcp/tools/visibility",
+        json!({"server": "a", "tool": "echo", "visible": false}),
+    );
+    assert_eq!(hide.status, 200, "{hide:?}");
+    assert_eq!(
+        hide.json(),
+        json!({"server": "a", "enabled_tools": null, "disabled_tools": ["echo"]})
+    );
+    let tools = api.get("/v1/mcp/tools");
+    assert_eq!(tools["tools"].as_array().unwrap().len(), 17);
+    assert_eq!(tools["hidden"][0]["name"], json!("mcp__a__echo"));
+    assert_eq!(tools["hidden"][0]["visible"], json!(false));
+    assert_eq!(tools["tools"][0]["visible"], json!(true));
+    assert_eq!(
+        daemon.config()["servers"]["a"]["disabled_tools"],
+        json!(["echo"])
+    );
+    let call = api.post(
+        "/v1/mcp/call",
+        json!({"name": "mcp__a__echo", "mode": "auto"}),
+    );
+    assert_eq!(call.status, 404, "{call:?}");
+    let lists = api.post(
+        "/v1/mcp/tools/visibility",
+        json!({"server": "a", "enabled_tools": ["add*"]}),
+    );
+    assert_eq!(lists.status, 200, "{lists:?}");
+    assert_eq!(api.tool_names().len(), 9 + 2);
+
+    let before = daemon.read("mcp.json");
+    api.assert_refused(
+        "/v1/mcp/tools/visibility",
+        &[
+            (
+                json!({"server": "nope", "visible": false}),
+                404,
+                "no server named",
+            ),
+            (
+                json!({"server": "a", "disabled_tools": ["mcp__b__echo"]}),
+                400,
+                "reaches beyond",
+            ),
+            (
+                json!({"server": "a", "enabled_tools": ["echo"], "disabled_tools": ["e*"]}),
+                400,
+                "hides every tool",
+            ),
+            (
+                json!({"server": "a", "visible": "no"}),
+                400,
+                "true or false",
+            ),
+            (json!({"server": "a"}), 400, "needs"),
+        ],
+    );
+    api.assert_refused(
+        "/v1/mcp/enable",
+        &[
+            (
+                json!({"name": "nope", "enabled": false}),
+                404,
+                "no server named",
+            ),
+            (json!({"name": "a"}), 400, "enabled"),
+        ],
+    );
+    assert_eq!(daemon.read("mcp.json"), before);
+
+    let off = api.post("/v1/mcp/enable", json!({"name": "b", "enabled": false}));
+    assert_eq!(off.status, 200, "{off:?}");
+    assert_eq!(api.status_of("b")["state"], json!("disabled"));
+    assert_eq!(daemon.config()["servers"]["b"]["enabled"], json!(false));
+    assert_eq!(api.tool_names().len(), 2);
+    let on = api.post("/v1/mcp/enable", json!({"name": "b", "enabled": true}));
+    assert_eq!(on.status, 200, "{on:?}");
+    assert_eq!(api.status_of("b")["state"], json!("connected"));
+    assert_eq!(api.tool_names().len(), 11);
+}

@@ -262,3 +262,188 @@ async fn a_daemon_and_a_panel_at_once_lose_no_change() {
     }
     control.manager().close().await;
 }
+
+/// The names of the registered tools of `server`, sorted.
+fn registered(control: &Control, server: &str) -> Vec<String> {
+    control
+        .manager()
+        .registry()
+        .server_tools(server)
+        .into_iter()
+        .map(|t| t.tool.clone())
+        .collect()
+}
+
+/// Filters: the file's lists hide tools from the registry (and from calls); per-tool and
+/// per-server changes rewrite only that server's lists; bad input writes nothing.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn tool_filters_hide_tools_and_rewrite_only_that_entry() {
+    use agenvoy_mcp::host::{CallError, PermissionMode, ToolFilter};
+    let dir = tempfile::tempdir().unwrap();
+    let mut fx = fixture_entry(&[]);
+    fx["enabled_tools"] = json!(["e*", "add*", "fail"]);
+    fx["disabled_tools"] = json!(["env"]);
+    fx["x-mine"] = json!({"kept": true});
+    let control = control_in(
+        dir.path(),
+        json!({"servers": {"fx": fx, "other": fixture_entry(&[])}, "x-top": 1}),
+    )
+    .await;
+    assert_eq!(
+        registered(&control, "fx"),
+        ["add", "add_tool", "echo", "fail"]
+    );
+    assert_eq!(registered(&control, "other").len(), 9);
+    let status = control.manager().status();
+    assert_eq!((status[0].tool_count, status[0].hidden_tools), (9, 5));
+    // A hidden tool cannot be called, whatever the mode.
+    let hidden = control
+        .manager()
+        .call("mcp__fx__env", json!({}), PermissionMode::Auto)
+        .await
+        .unwrap_err();
+    assert!(matches!(hidden, CallError::UnknownTool(_)), "{hidden:?}");
+
+    // One tool hidden, then shown: its exact name, the rest untouched.
+    let filter = control
+        .set_tool_visible("fx", Some("echo"), false)
+        .await
+        .unwrap();
+    assert_eq!(
+        filter.enabled_tools.as_deref(),
+        Some(&["e*".to_string(), "add*".into(), "fail".into()][..])
+    );
+    assert_eq!(filter.disabled_tools, ["env", "echo"]);
+    assert_eq!(registered(&control, "fx"), ["add", "add_tool", "fail"]);
+    control
+        .set_tool_visible("fx", Some("mcp__fx__echo"), true)
+        .await
+        .unwrap();
+    assert_eq!(
+        registered(&control, "fx"),
+        ["add", "add_tool", "echo", "fail"]
+    );
+    // The whole server hidden and shown.
+    control
+        .set_tool_visible("other", None, false)
+        .await
+        .unwrap();
+    assert!(registered(&control, "other").is_empty());
+    let written: Value = serde_json::from_str(&read_in(dir.path(), "mcp.json")).unwrap();
+    assert_eq!(written["servers"]["other"]["enabled_tools"], json!([]));
+    control.set_tool_visible("other", None, true).await.unwrap();
+    assert_eq!(registered(&control, "other").len(), 9);
+
+    // Bad input: a clear error of its kind, nothing written.
+    let before = read_in(dir.path(), "mcp.json");
+    let cases = [
+        ("nope", vec![], vec!["x"], "no server named"),
+        ("fx", vec![], vec!["mcp__other__echo"], "reaches beyond"),
+        ("fx", vec!["echo"], vec!["e*"], "hides every tool it names"),
+        ("fx", vec![], vec!["a*b"], "trailing"),
+    ];
+    for (server, enabled, disabled, want) in cases {
+        let filter = ToolFilter {
+            enabled_tools: Some(enabled.into_iter().map(String::from).collect()),
+            disabled_tools: disabled.into_iter().map(String::from).collect(),
+        };
+        let e = control.set_tool_filter(server, filter).await.unwrap_err();
+        assert!(e.to_string().contains(want), "{e}");
+        assert!(
+            matches!(e, ControlError::Invalid(_) | ControlError::NotFound(_)),
+            "{e:?}"
+        );
+    }
+    let unknown = control.set_tool_visible("nope", Some("x"), false).await;
+    assert!(
+        matches!(unknown, Err(ControlError::NotFound(_))),
+        "{unknown:?}"
+    );
+    assert_eq!(read_in(dir.path(), "mcp.json"), before);
+
+    // Unknown members, at the top and in the entry, survive every write.
+    let written: Value = serde_json::from_str(&read_in(dir.path(), "mcp.json")).unwrap();
+    assert_eq!(written["x-top"], json!(1));
+    assert_eq!(written["servers"]["fx"]["x-mine"], json!({"kept": true}));
+    assert!(written["servers"]["other"].get("enabled_tools").is_none());
+    control.manager().close().await;
+}
+
+/// `"enabled": false` keeps a server in the file, unstarted and unregistered; enabling it
+/// connects and registers it, disabling closes it again; only `"enabled"` changes.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_disabled_server_stays_in_the_file_unstarted() {
+    use agenvoy_mcp::host::ServerState;
+    let dir = tempfile::tempdir().unwrap();
+    let mut fx = fixture_entry(&[]);
+    fx["enabled"] = json!(false);
+    let control = control_in(dir.path(), json!({"servers": {"fx": fx}})).await;
+    let state = |c: &Control| c.manager().status()[0].state;
+    assert_eq!(state(&control), ServerState::Disabled);
+    assert!(control.manager().client("fx").is_none());
+    assert!(registered(&control, "fx").is_empty());
+    let refused = control.manager().reconnect_server("fx").await.unwrap_err();
+    assert!(refused.to_string().contains("disabled"), "{refused}");
+
+    control.set_enabled("fx", true).await.unwrap();
+    assert_eq!(state(&control), ServerState::Connected);
+    assert_eq!(registered(&control, "fx").len(), 9);
+    let written: Value = serde_json::from_str(&read_in(dir.path(), "mcp.json")).unwrap();
+    assert!(written["servers"]["fx"].get("enabled").is_none());
+
+    control.set_enabled("fx", false).await.unwrap();
+    assert_eq!(state(&control), ServerState::Disabled);
+    assert!(registered(&control, "fx").is_empty());
+    let written: Value = serde_json::from_str(&read_in(dir.path(), "mcp.json")).unwrap();
+    assert_eq!(written["servers"]["fx"]["enabled"], json!(false));
+    assert_eq!(
+        written["servers"]["fx"]["command"],
+        fixture_entry(&[])["command"]
+    );
+    let missing = control.set_enabled("nope", true).await.unwrap_err();
+    assert!(matches!(missing, ControlError::NotFound(_)), "{missing:?}");
+    control.manager().close().await;
+}
+
+/// Past the budget the model is offered the search tool and what it found; every visible
+/// tool stays callable by name, found or not.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn tool_search_offers_the_search_tool_and_what_was_found() {
+    use agenvoy_mcp::host::{Conversation, PermissionMode, SEARCH_TOOL};
+    let dir = tempfile::tempdir().unwrap();
+    let config =
+        json!({"servers": {"fx": fixture_entry(&[])}, "tool_search": {"above_tokens": 10}});
+    let control = control_in(dir.path(), config).await;
+    let manager = control.manager();
+    assert!(manager.tool_search_active());
+    let conversation = Conversation::new();
+    let names = |c: &Conversation| -> Vec<String> {
+        manager
+            .offered_tools(c)
+            .into_iter()
+            .map(|d| d.name)
+            .collect()
+    };
+    assert_eq!(names(&conversation), [SEARCH_TOOL]);
+    let query = json!({"query": "echo text back", "limit": 2});
+    let out = manager
+        .call_in(&conversation, SEARCH_TOOL, query, PermissionMode::Auto)
+        .await
+        .unwrap();
+    let found: Value = serde_json::from_str(&out.text).unwrap();
+    assert_eq!(found["tools"][0]["name"], json!("mcp__fx__echo"), "{found}");
+    assert_eq!(names(&conversation)[..2], [SEARCH_TOOL, "mcp__fx__echo"]);
+    let add = manager
+        .call_in(
+            &conversation,
+            "mcp__fx__add",
+            json!({"a": 1, "b": 2}),
+            PermissionMode::Auto,
+        )
+        .await
+        .unwrap();
+    assert!(add.text.contains('3'), "{}", add.text);
+    let hits = manager.search_tools("add two numbers", 5);
+    assert_eq!(hits[0].definition.name, "mcp__fx__add");
+    manager.close().await;
+}

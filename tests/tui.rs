@@ -238,7 +238,7 @@ async fn the_server_screen_and_its_actions() {
         "tools        9",
         "instructions yes",
         "auth         none",
-        "t tools  r reconnect  i instructions  Esc back",
+        "t tools  r reconnect  e on/off  i instructions  Esc back",
     ] {
         assert!(screen.contains(shown), "{shown:?}:\n{screen}");
     }
@@ -277,8 +277,9 @@ async fn the_server_screen_and_its_actions() {
     let screen = h.screen();
     assert!(screen.contains("oauth login required"), "{screen}");
     assert!(
-        screen.contains("t tools  r reconnect  l login  c client  i instructions  Esc back")
-            && screen.contains("login / relogin (OAuth)")
+        screen.contains(
+            "t tools  r reconnect  e on/off  l login  c client  i instructions  Esc back"
+        ) && screen.contains("login / relogin (OAuth)")
             && screen.contains("client: a pre-registered OAuth client"),
         "{screen}"
     );
@@ -300,9 +301,12 @@ async fn tool_toggles_rewrite_only_this_servers_entries() {
     h.enter();
     h.char('t');
     let screen = h.screen();
-    assert!(screen.contains("↑/↓ move  Space toggle tool  A toggle whole server  Esc back"));
+    assert!(
+        screen
+            .contains("↑/↓ move  Space auto-approve  A whole server  v show/hide  V all  Esc back")
+    );
     assert!(h.row("mcp__fx__add ").contains("› [ ]"), "{screen}");
-    assert!(h.row("mcp__fx__echo").contains("[ ] mcp__fx__echo"));
+    assert!(h.row("mcp__fx__echo").contains("[ ] [v] mcp__fx__echo"));
     assert!(h.row("mcp__fx__echo").contains("Returns the text"));
     // Space: the selected tool, at once.
     h.char(' ');
@@ -334,7 +338,7 @@ async fn tool_toggles_rewrite_only_this_servers_entries() {
         screen.contains("Whole server auto-approved (mcp__fx__*)"),
         "{screen}"
     );
-    assert_eq!(screen.matches("[x] mcp__").count(), 9, "{screen}");
+    assert_eq!(screen.matches("[x] [v] mcp__").count(), 9, "{screen}");
     h.char(' ');
     h.settle().await;
     let list = h.read("allow_tool");
@@ -349,7 +353,7 @@ async fn tool_toggles_rewrite_only_this_servers_entries() {
     h.char('A');
     h.settle().await;
     assert_eq!(h.read("allow_tool"), "# mine\nbash\nmcp__other__*\n");
-    assert_eq!(h.screen().matches("[x] mcp__").count(), 0);
+    assert_eq!(h.screen().matches("[x] [v] mcp__").count(), 0);
     h.key(KeyCode::Esc);
     assert!(h.screen().contains("/mcp · fx ─"));
     h.close().await;
@@ -833,11 +837,11 @@ async fn every_screen_fits_80x24_and_survives_a_resize() {
         (&[], "↑/↓ move  Enter open  a add  d delete  q quit"),
         (
             &[KeyCode::Enter],
-            "t tools  r reconnect  i instructions  Esc back",
+            "t tools  r reconnect  e on/off  i instructions  Esc back",
         ),
         (
             &[KeyCode::Char('t')],
-            "↑/↓ move  Space toggle tool  A toggle whole server  Esc back",
+            "↑/↓ move  Space auto-approve  A whole server  v show/hide  V all  Esc back",
         ),
         (
             &[KeyCode::Esc, KeyCode::Char('i')],
@@ -849,7 +853,7 @@ async fn every_screen_fits_80x24_and_survives_a_resize() {
         ),
         (
             &[KeyCode::Esc, KeyCode::Down, KeyCode::Enter],
-            "t tools  r reconnect  l login  c client  i instructions  Esc back",
+            "t tools  r reconnect  e on/off  l login  c client  i instructions  Esc back",
         ),
         (&[KeyCode::Char('c')], "Enter accept  Esc cancel"),
     ];

@@ -85,9 +85,9 @@ fn the_panel_in_a_real_terminal() {
     tmux.keys(&["Enter"]);
     tmux.wait_for("r reconnect");
     tmux.keys(&["t"]);
-    tmux.wait_for("[ ] mcp__fx__add ");
+    tmux.wait_for("[ ] [v] mcp__fx__add ");
     tmux.keys(&["Space"]);
-    tmux.wait_for("[x] mcp__fx__add ");
+    tmux.wait_for("[x] [v] mcp__fx__add ");
     eventually("allow_tool has the tool", || {
         read_in(dir, "allow_tool") == "mcp__fx__add\n"
     });

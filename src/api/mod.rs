@@ -8,13 +8,17 @@
 //! | `POST /v1/mcp/remove` | removes a server: closed, unregistered, out of the file |
 //! | `GET /v1/mcp/status` | each server's state, transport, era, version, tools, last error |
 //! | `POST /v1/mcp/reconnect` | reconnects all servers, or `{"name"}` |
-//! | `GET /v1/mcp/tools` | every registered tool, with `autoApprove` |
+//! | `GET /v1/mcp/tools` | every registered tool, with `autoApprove` and `visible`; hidden ones apart |
+//! | `GET /v1/mcp/tools/search?q=&limit=` | the registered tools that best match, best first |
+//! | `GET /v1/mcp/tools/offered?conversation=ID` | what to offer the model in a conversation |
+//! | `POST /v1/mcp/enable` | enables or disables a server (`{"name", "enabled"}`) |
+//! | `POST /v1/mcp/tools/visibility` | shows or hides a tool or a server's tools, or sets its lists |
 //! | `GET`, `POST /v1/allowlist` | the allowlist; replace one server prefix's entries |
 //! | `GET /v1/mcp/oauth?name=X` | an OAuth login as a `text/event-stream` |
 //! | `DELETE /v1/mcp/oauth?name=X` | forgets the server's tokens |
 //! | `POST /v1/mcp/oauth/client` | a pre-registered OAuth client (its secret to the token store) |
 //! | `POST /v1/mcp/oauth/callback` | pastes back the URL the browser ended on |
-//! | `POST /v1/mcp/call` | calls a tool through the confirm gate |
+//! | `POST /v1/mcp/call` | calls a tool through the confirm gate (in a `conversation`: the search tool too) |
 //!
 //! `docs/API.md` shows each with its bodies and a curl example. Errors are
 //! `{"error": {"message", "type"}}` with a 4xx or 5xx status.
@@ -159,6 +163,7 @@ pub async fn serve(
         port: address.port(),
         options,
         calls: servers::CallSlots::default(),
+        conversations: servers::Conversations::default(),
     });
     let mut connections = tokio::task::JoinSet::new();
     // The open connections, oldest first, each with whether it has shown the token.
@@ -246,6 +251,8 @@ pub(crate) struct State {
     port: u16,
     /// Tool calls in flight, by server.
     calls: servers::CallSlots,
+    /// Tool search state of the conversations callers named.
+    conversations: servers::Conversations,
 }
 
 /// The body of every response.
@@ -401,6 +408,10 @@ enum Route {
     Logout,
     SetClient,
     Callback,
+    Enable,
+    Visibility,
+    Search,
+    Offered,
 }
 
 /// Every route: path, method, route; and each path's methods for 405.
@@ -412,6 +423,10 @@ const ROUTES: &[(&str, &str, Route)] = &[
     ("/v1/mcp/reconnect", "POST", Route::Reconnect),
     ("/v1/mcp/tools", "GET", Route::Tools),
     ("/v1/mcp/call", "POST", Route::Call),
+    ("/v1/mcp/enable", "POST", Route::Enable),
+    ("/v1/mcp/tools/search", "GET", Route::Search),
+    ("/v1/mcp/tools/offered", "GET", Route::Offered),
+    ("/v1/mcp/tools/visibility", "POST", Route::Visibility),
     ("/v1/allowlist", "GET", Route::GetAllowlist),
     ("/v1/allowlist", "POST", Route::SetAllowlist),
     ("/v1/mcp/oauth", "GET", Route::Login),
@@ -529,6 +544,10 @@ async fn dispatch(
         Route::Reconnect => servers::reconnect(&state, body).await,
         Route::Tools => servers::tools(&state),
         Route::Call => servers::call(&state, body).await,
+        Route::Enable => servers::enable(&state, body).await,
+        Route::Search => servers::search(&state, &query),
+        Route::Offered => servers::offered(&state, &query),
+        Route::Visibility => servers::visibility(&state, body).await,
         Route::GetAllowlist => servers::allowlist(&state),
         Route::SetAllowlist => servers::set_allowlist(&state, body).await,
         Route::Logout => login::logout(&state, &query).await,
@@ -560,6 +579,8 @@ pub(crate) fn read_request(
         Route::RemoveServer => servers::remove_request(&body).map(drop),
         Route::Reconnect => servers::reconnect_request(&body).map(drop),
         Route::Call => servers::call_request(&body).map(drop),
+        Route::Enable => servers::enable_request(&body).map(drop),
+        Route::Visibility => servers::visibility_request(&body).map(drop),
         Route::SetAllowlist => servers::set_allowlist_request(&body).map(drop),
         Route::SetClient => login::set_client_request(&body).map(drop),
         Route::Callback => login::callback_request(&body).map(drop),

@@ -4,12 +4,13 @@ use super::{
     ApiError, Body, State, json_response, ok, only_members, optional_string, required_string,
 };
 use crate::error::ErrorKind;
-use crate::host::CallError;
 use crate::host::config::ServerConfig;
 use crate::host::expand::is_pure_reference;
 use crate::host::gate::PermissionMode;
+use crate::host::{CallError, Conversation, DEFAULT_SEARCH_LIMIT, MAX_SEARCH_LIMIT, ToolFilter};
 use hyper::{Response, StatusCode};
 use serde_json::{Value, json};
+use std::sync::Arc;
 
 type Answer = Result<Response<Body>, ApiError>;
 
@@ -183,9 +184,22 @@ pub(super) fn tools(state: &State) -> Answer {
         description: &'a str,
         input_schema: &'a serde_json::value::RawValue,
         auto_approve: bool,
+        visible: bool,
+    }
+    /// A tool its server's filter hides: not registered, so no definition.
+    #[derive(serde::Serialize)]
+    #[serde(rename_all = "camelCase")]
+    struct Hidden {
+        name: String,
+        server: String,
+        tool: String,
+        description: String,
+        auto_approve: bool,
+        visible: bool,
     }
     let allowlist = state.control.allowlist()?;
-    let registry = state.control.manager().registry();
+    let manager = state.control.manager();
+    let registry = manager.registry();
     let tools: Vec<Listed> = registry
         .tools()
         .map(|t| Listed {
@@ -195,18 +209,131 @@ pub(super) fn tools(state: &State) -> Answer {
             description: &t.definition.description,
             input_schema: &t.definition.input_schema,
             auto_approve: allowlist.allows(&t.definition.name, Some(&t.server)),
+            visible: true,
+        })
+        .collect();
+    let hidden: Vec<Hidden> = manager
+        .status()
+        .into_iter()
+        .filter(|s| s.hidden_tools > 0)
+        .flat_map(|s| {
+            let allowlist = &allowlist;
+            let tools = manager.server_tools(&s.name).unwrap_or_default();
+            tools
+                .into_iter()
+                .filter(|t| !t.visible)
+                .map(move |t| Hidden {
+                    auto_approve: allowlist.allows(&t.name, Some(&s.name)),
+                    name: t.name,
+                    server: s.name.clone(),
+                    tool: t.tool,
+                    description: t.description,
+                    visible: false,
+                })
         })
         .collect();
     #[derive(serde::Serialize)]
     struct Answer<'a> {
         tools: Vec<Listed<'a>>,
+        hidden: Vec<Hidden>,
     }
-    Ok(super::json_response(StatusCode::OK, &Answer { tools }))
+    Ok(super::json_response(
+        StatusCode::OK,
+        &Answer { tools, hidden },
+    ))
+}
+
+/// The most conversations the daemon keeps tool search state for; past it the one used
+/// longest ago is forgotten.
+const MAX_CONVERSATIONS: usize = 1024;
+
+/// The longest conversation name.
+const MAX_CONVERSATION_NAME: usize = 128;
+
+/// Tool search state of the conversations callers named, most recently used last.
+#[derive(Default)]
+pub(crate) struct Conversations(std::sync::Mutex<Vec<(String, Arc<Conversation>)>>);
+
+impl Conversations {
+    fn get(&self, name: &str) -> Result<Arc<Conversation>, ApiError> {
+        if name.is_empty() || name.len() > MAX_CONVERSATION_NAME {
+            return Err(ApiError::bad_request(format!(
+                "a conversation name is 1 to {MAX_CONVERSATION_NAME} bytes"
+            )));
+        }
+        let mut all = self.0.lock().expect("conversations lock");
+        let found = match all.iter().position(|(n, _)| n == name) {
+            Some(i) => all.remove(i).1,
+            None => Arc::new(Conversation::new()),
+        };
+        if all.len() == MAX_CONVERSATIONS {
+            all.remove(0);
+        }
+        all.push((name.to_string(), found.clone()));
+        Ok(found)
+    }
+}
+
+fn query_param(query: &str, key: &str) -> Option<String> {
+    crate::auth::pkce::parse_query(query)
+        .into_iter()
+        .find(|(k, _)| k == key)
+        .map(|(_, v)| v)
+}
+
+/// `GET /v1/mcp/tools/search?q=&limit=`: the registered tools that best match, best first,
+/// each as `GET /v1/mcp/tools` lists it.
+pub(super) fn search(state: &State, query: &str) -> Answer {
+    let q = query_param(query, "q").unwrap_or_default();
+    let limit = match query_param(query, "limit") {
+        None => DEFAULT_SEARCH_LIMIT,
+        Some(l) => l
+            .parse::<usize>()
+            .ok()
+            .filter(|l| (1..=MAX_SEARCH_LIMIT).contains(l))
+            .ok_or_else(|| {
+                ApiError::bad_request(format!(
+                    "limit must be a number from 1 to {MAX_SEARCH_LIMIT}"
+                ))
+            })?,
+    };
+    let allowlist = state.control.allowlist()?;
+    let found = state.control.manager().search_tools(&q, limit);
+    let tools: Vec<Value> = found
+        .iter()
+        .map(|t| {
+            json!({
+                "name": t.definition.name,
+                "server": t.server,
+                "tool": t.tool,
+                "description": &*t.definition.description,
+                "inputSchema": t.definition.input_schema,
+                "autoApprove": allowlist.allows(&t.definition.name, Some(&t.server)),
+                "visible": true,
+            })
+        })
+        .collect();
+    ok(json!({"tools": tools}))
+}
+
+/// `GET /v1/mcp/tools/offered?conversation=ID`: the definitions to offer the model in that
+/// conversation (every visible tool's, or the search tool and the tools found in it).
+pub(super) fn offered(state: &State, query: &str) -> Answer {
+    let name = query_param(query, "conversation").unwrap_or_default();
+    let conversation = state.conversations.get(&name)?;
+    let manager = state.control.manager();
+    ok(json!({
+        "search": manager.tool_search_active(),
+        "tools": manager.offered_tools(&conversation),
+    }))
 }
 
 /// `POST /v1/mcp/call`'s body: the tool's name, its arguments and the permission mode.
 pub(super) fn call_request(body: &Value) -> Result<(String, Value, PermissionMode), ApiError> {
-    only_members(body, &["name", "arguments", "mode"])?;
+    only_members(body, &["name", "arguments", "mode", "conversation"])?;
+    if body.get("conversation").is_some() {
+        required_string(body, "conversation")?;
+    }
     let name = required_string(body, "name")?;
     let arguments = match body.get("arguments") {
         None | Some(Value::Null) => json!({}),
@@ -281,7 +408,14 @@ pub(super) async fn call(state: &State, body: Value) -> Answer {
         })?),
         None => None,
     };
-    match manager.call(&name, arguments, mode).await {
+    let outcome = match optional_string(&body, "conversation")? {
+        Some(c) => {
+            let conversation = state.conversations.get(&c)?;
+            manager.call_in(&conversation, &name, arguments, mode).await
+        }
+        None => manager.call(&name, arguments, mode).await,
+    };
+    match outcome {
         Ok(output) => ok(json!({
             "text": output.text,
             "isError": output.is_error,
@@ -301,6 +435,98 @@ pub(super) async fn call(state: &State, body: Value) -> Answer {
             Err(ApiError::new(status, "server_error", e.to_string()))
         }
     }
+}
+
+/// `POST /v1/mcp/enable`'s body: the server's name and whether it is to be enabled.
+pub(super) fn enable_request(body: &Value) -> Result<(String, bool), ApiError> {
+    only_members(body, &["name", "enabled"])?;
+    let name = required_string(body, "name")?;
+    match body.get("enabled") {
+        Some(Value::Bool(b)) => Ok((name, *b)),
+        _ => Err(ApiError::bad_request(
+            "the body needs \"enabled\": true or false",
+        )),
+    }
+}
+
+/// `POST /v1/mcp/enable`: saved to the server's entry, then the server started or stopped;
+/// answers its status.
+pub(super) async fn enable(state: &State, body: Value) -> Answer {
+    let (name, enabled) = enable_request(&body)?;
+    state.control.set_enabled(&name, enabled).await?;
+    let status = state
+        .control
+        .manager()
+        .status()
+        .into_iter()
+        .find(|s| s.name == name);
+    ok(json!({"name": name, "enabled": enabled, "status": status}))
+}
+
+/// What `POST /v1/mcp/tools/visibility` asks.
+pub(super) enum VisibilityRequest {
+    /// One tool (`Some`), or every tool of the server, shown or hidden.
+    Tool(Option<String>, bool),
+    /// The server's lists, replaced.
+    Lists(ToolFilter),
+}
+
+/// `POST /v1/mcp/tools/visibility`'s body: `{"server", "tool"?, "visible"}` or
+/// `{"server", "enabled_tools"?, "disabled_tools"?}`.
+pub(super) fn visibility_request(body: &Value) -> Result<(String, VisibilityRequest), ApiError> {
+    only_members(
+        body,
+        &[
+            "server",
+            "tool",
+            "visible",
+            "enabled_tools",
+            "disabled_tools",
+        ],
+    )?;
+    let server = required_string(body, "server")?;
+    let lists = body.get("enabled_tools").is_some() || body.get("disabled_tools").is_some();
+    match (body.get("visible"), lists) {
+        (Some(_), true) => Err(ApiError::bad_request(
+            "give either \"visible\" (with \"tool\" or not) or the lists, not both",
+        )),
+        (Some(Value::Bool(visible)), false) => Ok((
+            server,
+            VisibilityRequest::Tool(optional_string(body, "tool")?, *visible),
+        )),
+        (Some(_), false) => Err(ApiError::bad_request("\"visible\" must be true or false")),
+        (None, true) if body.get("tool").is_some() => Err(ApiError::bad_request(
+            "\"tool\" goes with \"visible\", not with the lists",
+        )),
+        (None, true) => {
+            let filter = ToolFilter::from_entry(&server, body)
+                .map_err(|e| ApiError::bad_request(e.to_string()))?;
+            Ok((server, VisibilityRequest::Lists(filter)))
+        }
+        (None, false) => Err(ApiError::bad_request(
+            "the body needs \"visible\" (and \"tool\" for one tool), or \"enabled_tools\" / \"disabled_tools\"",
+        )),
+    }
+}
+
+/// `POST /v1/mcp/tools/visibility`: saved to the server's entry (only its lists change),
+/// then its tools registered again; answers the server's lists.
+pub(super) async fn visibility(state: &State, body: Value) -> Answer {
+    let (server, request) = visibility_request(&body)?;
+    let filter = match request {
+        VisibilityRequest::Tool(tool, visible) => {
+            state
+                .control
+                .set_tool_visible(&server, tool.as_deref(), visible)
+                .await?
+        }
+        VisibilityRequest::Lists(filter) => state.control.set_tool_filter(&server, filter).await?,
+    };
+    ok(json!({
+        "server": server,
+        "enabled_tools": filter.enabled_tools,
+        "disabled_tools": filter.disabled_tools,
+    }))
 }
 
 /// `GET /v1/allowlist`.

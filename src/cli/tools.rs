@@ -1,5 +1,7 @@
-//! `agenvoy-mcp tools [--config FILE] [--json]`: connect every configured server, print each
-//! server's status, then every registered tool.
+//! `agenvoy-mcp tools [--config FILE] [--json] [--search QUERY [--limit N]]`: connect every
+//! configured server, print each server's status, then every registered tool; with
+//! `--search`, only the tools that best match the query, best first (the ranking of tool
+//! search, see `host::ToolIndex`).
 //!
 //! Text output:
 //!
@@ -43,6 +45,10 @@ pub struct ToolsArgs {
     pub host: HostArgs,
     /// Print JSON instead of text.
     pub json: bool,
+    /// Print only the tools that best match this query.
+    pub search: Option<String>,
+    /// How many tools a search prints.
+    pub limit: usize,
 }
 
 /// Runs `tools`.
@@ -50,7 +56,9 @@ pub async fn run(args: ToolsArgs) -> ExitCode {
     let options = ManagerOptions::default();
     let path = args.host.config_path();
     super::run_with_servers(&args.host, options, "tools", async |manager, source| {
-        let written = if args.json {
+        let written = if let Some(query) = &args.search {
+            report_search(manager, query, args.limit, args.json)
+        } else if args.json {
             report_json(manager, &path)
         } else {
             report(manager, source)
@@ -59,6 +67,48 @@ pub async fn run(args: ToolsArgs) -> ExitCode {
         output::exit_code("tools", written)
     })
     .await
+}
+
+/// Prints the tools that best match `query`, best first: their names and descriptions, or
+/// with `json` `{"tools": [...]}` as `GET /v1/mcp/tools/search` answers.
+fn report_search(manager: &Manager, query: &str, limit: usize, json: bool) -> std::io::Result<()> {
+    manager.register_all();
+    let found = manager.search_tools(query, limit);
+    if json {
+        let tools: Vec<_> = found
+            .iter()
+            .map(|t| {
+                json!({
+                    "name": t.definition.name,
+                    "server": t.server,
+                    "tool": t.tool,
+                    "description": t.definition.description,
+                    "inputSchema": t.definition.input_schema,
+                })
+            })
+            .collect();
+        return output::json(&json!({"tools": tools}));
+    }
+    let rows: Vec<Vec<String>> = found
+        .iter()
+        .map(|t| {
+            let first_line = t.definition.description.lines().next().unwrap_or("");
+            vec![
+                t.definition.name.clone(),
+                escape_controls(first_line).into_owned(),
+            ]
+        })
+        .collect();
+    out!(
+        "search {:?} ({} of {} tools):",
+        escape_controls(query),
+        found.len(),
+        manager.registry().len()
+    )?;
+    for line in output::columns(&rows) {
+        out!("  {line}")?;
+    }
+    Ok(())
 }
 
 /// Prints the servers and their tools as one JSON document.

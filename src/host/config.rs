@@ -28,6 +28,7 @@
 //! atomic (a temporary file renamed over the old one) and the file is mode 0600.
 
 use super::expand::expand_env;
+use super::filter::ToolFilter;
 use serde_json::{Map, Value, json};
 use std::collections::BTreeMap;
 use std::fmt;
@@ -114,7 +115,7 @@ impl ConfigError {
         }
     }
 
-    fn server(name: &str, message: impl Into<String>) -> Self {
+    pub(crate) fn server(name: &str, message: impl Into<String>) -> Self {
         ConfigError {
             path: None,
             server: Some(name.to_string()),
@@ -533,6 +534,26 @@ impl HttpServer {
     }
 }
 
+/// Reads one entry of the file: the server, with its `"enabled"` and its tool filter checked.
+fn read_entry(name: &str, value: &Value) -> Result<ServerConfig, ConfigError> {
+    let server = ServerConfig::from_value(name, value)?;
+    enabled_member(name, value)?;
+    ToolFilter::from_entry(name, value)?;
+    Ok(server)
+}
+
+/// An entry's `"enabled"`: true unless it is `false`.
+fn enabled_member(name: &str, value: &Value) -> Result<bool, ConfigError> {
+    match value.get("enabled") {
+        None | Some(Value::Null) => Ok(true),
+        Some(Value::Bool(b)) => Ok(*b),
+        Some(_) => Err(ConfigError::server(
+            name,
+            "\"enabled\" must be true or false",
+        )),
+    }
+}
+
 fn optional_string(
     name: &str,
     entry: &Map<String, Value>,
@@ -681,6 +702,13 @@ impl Config {
         })
     }
 
+    /// The top-level `"tool_search"` (`{"above_tokens": N}`): when tool search is on. `None`
+    /// when it is absent; a malformed one is an error.
+    pub fn tool_search(&self) -> Result<Option<super::search::ToolSearch>, ConfigError> {
+        super::search::ToolSearch::from_member(self.doc.get("tool_search"))
+            .map_err(|why| ConfigError::file(self.path.as_deref(), why))
+    }
+
     /// The config the binary uses when there is no file: one server, `fixture`, which is the
     /// binary itself (`program`) running `fixture-server`.
     pub fn embedded_default(program: &Path) -> Config {
@@ -727,7 +755,7 @@ impl Config {
         let mut servers: Vec<_> = map
             .iter()
             .map(|(name, value)| {
-                let entry = ServerConfig::from_value(name, value).map_err(|mut e| {
+                let entry = read_entry(name, value).map_err(|mut e| {
                     e.path = self.path.clone();
                     e
                 });
@@ -747,7 +775,52 @@ impl Config {
     /// One server's entry, or what is wrong with it; `None` if there is no such server.
     pub fn server(&self, name: &str) -> Option<Result<ServerConfig, ConfigError>> {
         let value = self.servers_map()?.get(name)?;
-        Some(ServerConfig::from_value(name, value))
+        Some(read_entry(name, value))
+    }
+
+    /// Whether server `name` is enabled: its entry's `"enabled"` is not `false`. `None` if
+    /// there is no such server; an `"enabled"` that is not true or false is an error.
+    pub fn is_enabled(&self, name: &str) -> Option<Result<bool, ConfigError>> {
+        let value = self.servers_map()?.get(name)?;
+        Some(enabled_member(name, value))
+    }
+
+    /// Server `name`'s tool filter (`"enabled_tools"`, `"disabled_tools"`); `None` if there is
+    /// no such server.
+    pub fn tool_filter(&self, name: &str) -> Option<Result<ToolFilter, ConfigError>> {
+        let value = self.servers_map()?.get(name)?;
+        Some(ToolFilter::from_entry(name, value))
+    }
+
+    fn entry_mut(&mut self, name: &str) -> Result<&mut Map<String, Value>, ConfigError> {
+        self.doc
+            .get_mut("servers")
+            .and_then(Value::as_object_mut)
+            .and_then(|m| m.get_mut(name))
+            .and_then(Value::as_object_mut)
+            .ok_or_else(|| ConfigError::server(name, "there is no such server in the config"))
+    }
+
+    /// Sets server `name`'s `"enabled"`: `false` is written, `true` removes the member. Only
+    /// that member of that entry changes.
+    pub fn set_enabled(&mut self, name: &str, enabled: bool) -> Result<(), ConfigError> {
+        let entry = self.entry_mut(name)?;
+        if enabled {
+            entry.remove("enabled");
+        } else {
+            entry.insert("enabled".into(), Value::Bool(false));
+        }
+        Ok(())
+    }
+
+    /// Sets server `name`'s tool filter, after checking it ([`ToolFilter::problem`]). Only
+    /// `"enabled_tools"` and `"disabled_tools"` of that entry change.
+    pub fn set_tool_filter(&mut self, name: &str, filter: &ToolFilter) -> Result<(), ConfigError> {
+        if let Some(why) = filter.problem(name) {
+            return Err(ConfigError::server(name, why));
+        }
+        filter.write(self.entry_mut(name)?);
+        Ok(())
     }
 
     /// Adds or replaces a server. Members of an existing entry this crate does not know are

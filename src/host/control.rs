@@ -20,6 +20,7 @@
 
 use super::config::{Config, ServerConfig, is_valid_server_name};
 use super::filelock::{self, LOCK_WAIT};
+use super::filter::ToolFilter;
 use super::gate::Allowlist;
 use super::manager::{AddError, Manager, PendingAdd, ServerStatus};
 use super::registry::PREFIX;
@@ -337,6 +338,144 @@ impl Control {
             tracing::warn!(server = %name, "removed, but its OAuth tokens could not be forgotten: {e}");
         }
         Ok(())
+    }
+
+    /// The config file as it is now, for a change of server `name`'s own entry: an error
+    /// when the server is not in the file.
+    fn file_config_with(&self, name: &str) -> Result<Config, ControlError> {
+        let config = self.file_config()?;
+        if config.server_value(name).is_none() {
+            let running = if self.is_running(name) {
+                " (it runs from the config the manager started with; add it to the file first)"
+            } else {
+                ""
+            };
+            return Err(ControlError::NotFound(format!(
+                "no server named {name:?} in {}{running}; check the name",
+                self.config_path().display()
+            )));
+        }
+        Ok(config)
+    }
+
+    /// Enables or disables server `name`: its entry's `"enabled"` is saved (only that member
+    /// changes), then a disabled server is closed and unregistered, an enabled one connected
+    /// and registered. Nothing is written when the server is not in the file.
+    pub async fn set_enabled(&self, name: &str, enabled: bool) -> Result<(), ControlError> {
+        let adding = {
+            let _held = self.inner.config.hold().await?;
+            let mut config = self.file_config_with(name)?;
+            let server = match config.server(name) {
+                Some(Ok(server)) => server,
+                Some(Err(e)) => {
+                    return Err(ControlError::Invalid(format!("{e}; fix the entry first")));
+                }
+                None => unreachable!("checked above"),
+            };
+            config
+                .set_enabled(name, enabled)
+                .map_err(|e| ControlError::Invalid(e.to_string()))?;
+            self.save_config(&config)?;
+            if !self.is_running(name) && enabled {
+                let pending = self.manager().begin_add(name, server)?;
+                if let Some(Ok(filter)) = config.tool_filter(name) {
+                    self.manager().set_tool_filter(name, filter);
+                }
+                Some(pending)
+            } else {
+                None
+            }
+        };
+        match adding {
+            Some(pending) => {
+                pending.connect().await?;
+            }
+            None => {
+                self.manager().set_enabled(name, enabled).await;
+            }
+        }
+        Ok(())
+    }
+
+    /// Replaces server `name`'s tool filter (`"enabled_tools"`, `"disabled_tools"`): checked,
+    /// saved (only those members of that entry change), and the server's tools registered
+    /// again under it. A bad pattern, a pattern that reaches another server, or lists that
+    /// contradict are [`ControlError::Invalid`], and nothing is written.
+    pub async fn set_tool_filter(
+        &self,
+        name: &str,
+        filter: ToolFilter,
+    ) -> Result<ToolFilter, ControlError> {
+        self.edit_filter(name, |_, _| Ok(filter)).await
+    }
+
+    /// Shows (`visible`) or hides one tool of server `server` (`tool`: its name on the
+    /// server, or its registered name), or with `tool` `None` every tool of it (showing all
+    /// clears both lists; hiding all is `"enabled_tools": []`). A tool is changed alone: a
+    /// pattern that covered it is replaced by the names of the others it covered. Returns
+    /// the new filter.
+    pub async fn set_tool_visible(
+        &self,
+        server: &str,
+        tool: Option<&str>,
+        visible: bool,
+    ) -> Result<ToolFilter, ControlError> {
+        let listed = self.manager().server_tools(server).unwrap_or_default();
+        let tool = match tool {
+            None => None,
+            Some(t) => Some(
+                listed
+                    .iter()
+                    .find(|l| l.tool == t || l.name == t)
+                    .map(|l| l.tool.clone())
+                    .or_else(|| (!t.starts_with(PREFIX)).then(|| t.to_string()))
+                    .ok_or_else(|| {
+                        ControlError::NotFound(format!(
+                            "server {server:?} has no tool registered as {:?}; give the tool's own name",
+                            crate::text::escape_controls(t)
+                        ))
+                    })?,
+            ),
+        };
+        self.edit_filter(server, |current, _| {
+            Ok(match &tool {
+                None if visible => ToolFilter::all(),
+                None => ToolFilter {
+                    enabled_tools: Some(Vec::new()),
+                    disabled_tools: Vec::new(),
+                },
+                Some(tool) => {
+                    let others: Vec<&str> = listed.iter().map(|l| l.tool.as_str()).collect();
+                    current.with_tool(tool, visible, &others)
+                }
+            })
+        })
+        .await
+    }
+
+    /// The one read-modify-write of a server's filter: `change` gets the filter in the file
+    /// now and the server's name, and gives the new one.
+    async fn edit_filter(
+        &self,
+        name: &str,
+        change: impl FnOnce(&ToolFilter, &str) -> Result<ToolFilter, ControlError>,
+    ) -> Result<ToolFilter, ControlError> {
+        let _held = self.inner.config.hold().await?;
+        let mut config = self.file_config_with(name)?;
+        let current = match config.tool_filter(name) {
+            Some(Ok(filter)) => filter,
+            Some(Err(e)) => {
+                return Err(ControlError::Invalid(format!("{e}; fix the entry first")));
+            }
+            None => unreachable!("checked above"),
+        };
+        let filter = change(&current, name)?;
+        config
+            .set_tool_filter(name, &filter)
+            .map_err(|e| ControlError::Invalid(e.to_string()))?;
+        self.save_config(&config)?;
+        self.manager().set_tool_filter(name, filter.clone());
+        Ok(filter)
     }
 
     /// The allowlist as it is in the file now.

@@ -21,9 +21,13 @@
 //!   [`Manager::instructions`], [`Manager::close`].
 
 use super::config::{Config, ConfigError, ServerConfig, is_valid_server_name};
+use super::filter::ToolFilter;
 use super::gate::{ConfirmCallback, Denied, Gate, PermissionMode, default_allowlist_path};
 use super::instructions::instructions_block;
-use super::registry::{Collision, Registry, ToolDefinition};
+use super::registry::{Collision, RegisteredTool, Registry, ToolDefinition};
+use super::search::{
+    Conversation, DEFAULT_SEARCH_LIMIT, SEARCH_TOOL, ToolIndex, ToolSearch, search_tool_definition,
+};
 use crate::client::{Client, ClientOptions};
 use crate::error::{Error, ErrorKind, Result};
 use crate::methods;
@@ -71,6 +75,9 @@ pub struct ManagerOptions {
     /// Where the servers found of the initialize era are remembered, so their next start
     /// skips the `server/discover` probe (see [`super::EraMemory`]); `None`: every start probes.
     pub eras: Option<Arc<super::eras::EraMemory>>,
+    /// When tool search replaces the definitions ([`Manager::offered_tools`]); `None`: the
+    /// config's top-level `"tool_search"`, else off.
+    pub tool_search: Option<ToolSearch>,
 }
 
 impl Default for ManagerOptions {
@@ -84,6 +91,7 @@ impl Default for ManagerOptions {
             #[cfg(feature = "oauth")]
             token_store: None,
             eras: None,
+            tool_search: None,
         }
     }
 }
@@ -96,6 +104,7 @@ impl fmt::Debug for ManagerOptions {
             .field("confirm", &self.confirm.is_some())
             .field("debounce", &self.debounce)
             .field("poll_interval", &self.poll_interval)
+            .field("tool_search", &self.tool_search)
             .finish()
     }
 }
@@ -118,11 +127,14 @@ pub enum ServerState {
     /// Was connected; the connection ended (or the manager was closed).
     #[serde(rename = "disconnected")]
     Disconnected,
+    /// Its entry says `"enabled": false`: kept in the file, not started, no tools registered.
+    #[serde(rename = "disabled")]
+    Disabled,
 }
 
 impl ServerState {
     /// The name shown to users: `connecting`, `connected`, `failed`, `needs login`,
-    /// `disconnected`.
+    /// `disconnected`, `disabled`.
     pub fn name(self) -> &'static str {
         match self {
             ServerState::Connecting => "connecting",
@@ -130,6 +142,7 @@ impl ServerState {
             ServerState::Failed => "failed",
             ServerState::NeedsLogin => "needs login",
             ServerState::Disconnected => "disconnected",
+            ServerState::Disabled => "disabled",
         }
     }
 }
@@ -156,8 +169,11 @@ pub struct ServerStatus {
     pub state: ServerState,
     /// The last error, if any (never holds expanded secrets).
     pub last_error: Option<String>,
-    /// How many tools it has.
+    /// How many tools it has (hidden ones included).
     pub tool_count: usize,
+    /// How many of its tools its filter hides (`"enabled_tools"`, `"disabled_tools"`): not
+    /// registered, not callable.
+    pub hidden_tools: usize,
     /// Whether it declared instructions.
     pub has_instructions: bool,
     /// How long each request may wait for its answer (its entry's `timeout`, else the
@@ -168,6 +184,19 @@ pub struct ServerStatus {
     /// seconds.
     #[serde(serialize_with = "as_seconds")]
     pub startup_timeout: Duration,
+}
+
+/// One of a server's tools as [`Manager::server_tools`] lists it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct ServerTool {
+    /// Its registered name, `mcp__<server>__<tool>` (what it is or would be registered as).
+    pub name: String,
+    /// Its name on its server.
+    pub tool: String,
+    /// Its description (trimmed; empty when it has none), the server's text.
+    pub description: String,
+    /// Whether the server's filter shows it to the model (registered, callable).
+    pub visible: bool,
 }
 
 fn as_seconds<S: serde::Serializer>(
@@ -243,6 +272,10 @@ impl std::error::Error for AddError {}
 
 struct Slot {
     config: Result<ServerConfig, ConfigError>,
+    /// Which of its tools are registered.
+    filter: ToolFilter,
+    /// `"enabled": false` makes it [`ServerState::Disabled`] and keeps it so.
+    enabled: bool,
     state: ServerState,
     client: Option<Arc<Client>>,
     last_error: Option<String>,
@@ -260,6 +293,8 @@ impl Slot {
         };
         Slot {
             config,
+            filter: ToolFilter::all(),
+            enabled: true,
             state,
             client: None,
             last_error,
@@ -280,6 +315,11 @@ struct Inner {
     watching: AtomicBool,
     /// One lock per server, so that concurrent reconnects of one server make one connection.
     reconnect_locks: Mutex<HashMap<String, Arc<tokio::sync::Mutex<()>>>>,
+    /// When tool search is on (the options', else the config's).
+    tool_search: Option<ToolSearch>,
+    /// Bumped at every change of the registry; the index below is of one generation.
+    generation: std::sync::atomic::AtomicU64,
+    index: Mutex<Option<(u64, Arc<ToolIndex>)>>,
     /// Turns true when [`Manager::close`] starts: connects in flight stop and close their
     /// transport, and no new one starts.
     closing: tokio::sync::watch::Sender<bool>,
@@ -388,14 +428,36 @@ impl Manager {
         let mut slots = BTreeMap::new();
         let mut to_connect = Vec::new();
         for (name, entry) in config.servers() {
+            let enabled = config
+                .is_enabled(&name)
+                .and_then(Result::ok)
+                .unwrap_or(true);
             match &entry {
+                Ok(_) if !enabled => tracing::info!(server = %name, "disabled in the config"),
                 Ok(server) => to_connect.push((name.clone(), server.clone())),
                 Err(e) => tracing::warn!(server = %name, "skipping the server: {e}"),
             }
-            slots.insert(name, Slot::new(entry));
+            let mut slot = Slot::new(entry);
+            if let Some(Ok(filter)) = config.tool_filter(&name) {
+                slot.filter = filter;
+            }
+            if !enabled && slot.config.is_ok() {
+                slot.enabled = false;
+                slot.state = ServerState::Disabled;
+            }
+            slots.insert(name, slot);
         }
+        let tool_search = options.tool_search.or_else(|| {
+            config.tool_search().unwrap_or_else(|e| {
+                tracing::warn!("tool search stays off: {e}");
+                None
+            })
+        });
         let manager = Manager {
             inner: Arc::new(Inner {
+                tool_search,
+                generation: Default::default(),
+                index: Mutex::new(None),
                 options,
                 gate,
                 config,
@@ -459,9 +521,13 @@ impl Manager {
         if let Some(w) = slot.watcher.take() {
             w.abort();
         }
-        if *self.inner.closing.borrow() {
-            // Closed while it connected: it ends as every server does, quietly.
-            slot.state = ServerState::Disconnected;
+        if *self.inner.closing.borrow() || !slot.enabled {
+            // Closed (or disabled) while it connected: it ends as every server does, quietly.
+            slot.state = if slot.enabled {
+                ServerState::Disconnected
+            } else {
+                ServerState::Disabled
+            };
             slot.client = None;
             slot.notifications = None;
             return;
@@ -497,12 +563,22 @@ impl Manager {
     }
 
     fn register_slot(&self, name: &str, slot: &Slot) -> Vec<Collision> {
-        let mut registry = self.inner.registry.write().expect("registry lock");
+        let mut registry = self.registry_mut();
         if slot.state != ServerState::Connected {
             registry.remove_server(name);
             return Vec::new();
         }
-        let collisions = registry.register_server(name, &slot.tools);
+        let collisions = if slot.filter.shows_all() {
+            registry.register_server(name, &slot.tools)
+        } else {
+            let visible: Vec<Tool> = slot
+                .tools
+                .iter()
+                .filter(|t| slot.filter.allows(&t.name))
+                .cloned()
+                .collect();
+            registry.register_server(name, &visible)
+        };
         for c in &collisions {
             tracing::warn!(server = %name, "{c}");
         }
@@ -516,7 +592,7 @@ impl Manager {
     pub fn register_all(&self) -> Vec<Collision> {
         self.inner.registered.store(true, Ordering::SeqCst);
         let slots = self.slots();
-        *self.inner.registry.write().expect("registry lock") = Registry::new();
+        *self.registry_mut() = Registry::new();
         slots
             .iter()
             .flat_map(|(name, slot)| self.register_slot(name, slot))
@@ -590,7 +666,7 @@ impl Manager {
                 })
                 .collect()
         };
-        *self.inner.registry.write().expect("registry lock") = Registry::new();
+        *self.registry_mut() = Registry::new();
         let mut closing = tokio::task::JoinSet::new();
         for client in clients {
             closing.spawn(async move { client.close().await });
@@ -644,6 +720,15 @@ impl Manager {
             let config = slot.config.clone().map_err(|e| {
                 Error::new(name, ErrorKind::Usage(format!("{e}; fix the config file")))
             })?;
+            if !slot.enabled {
+                return Err(Error::new(
+                    name,
+                    ErrorKind::Usage(
+                        "the server is disabled; enable it first (POST /v1/mcp/enable, or the panel's `e`)"
+                            .into(),
+                    ),
+                ));
+            }
             if let Some(w) = slot.watcher.take() {
                 w.abort();
             }
@@ -691,7 +776,7 @@ impl Manager {
         let names: Vec<String> = self
             .slots()
             .iter()
-            .filter(|(_, s)| s.config.is_ok())
+            .filter(|(_, s)| s.config.is_ok() && s.enabled)
             .map(|(n, _)| n.clone())
             .collect();
         let mut set = tokio::task::JoinSet::new();
@@ -748,6 +833,11 @@ impl Manager {
                     state,
                     last_error,
                     tool_count: slot.tools.len(),
+                    hidden_tools: slot
+                        .tools
+                        .iter()
+                        .filter(|t| !slot.filter.allows(&t.name))
+                        .count(),
                     has_instructions: details
                         .and_then(|d| d.instructions.as_deref())
                         .is_some_and(|i| !i.trim().is_empty()),
@@ -759,6 +849,202 @@ impl Manager {
                 }
             })
             .collect()
+    }
+
+    /// Every tool of server `name` as it last listed them, hidden ones included: each with
+    /// its registered name and whether its filter lets the model see it. `None` if there is
+    /// no such server.
+    pub fn server_tools(&self, name: &str) -> Option<Vec<ServerTool>> {
+        let slots = self.slots();
+        let slot = slots.get(name)?;
+        Some(
+            slot.tools
+                .iter()
+                .map(|t| ServerTool {
+                    name: super::registry::llm_tool_name(name, &t.name),
+                    tool: t.name.clone(),
+                    description: t.description.as_deref().unwrap_or("").trim().to_string(),
+                    visible: slot.filter.allows(&t.name),
+                })
+                .collect(),
+        )
+    }
+
+    /// Server `name`'s tool filter now. `None` if there is no such server.
+    pub fn tool_filter(&self, name: &str) -> Option<ToolFilter> {
+        self.slots().get(name).map(|s| s.filter.clone())
+    }
+
+    /// Replaces server `name`'s tool filter and registers its tools again under it; false if
+    /// there is no such server. The config file is not touched ([`super::Control`] saves it).
+    pub fn set_tool_filter(&self, name: &str, filter: ToolFilter) -> bool {
+        let mut slots = self.slots();
+        let Some(slot) = slots.get_mut(name) else {
+            return false;
+        };
+        slot.filter = filter;
+        if self.inner.registered.load(Ordering::SeqCst) {
+            self.register_slot(name, slot);
+        }
+        true
+    }
+
+    /// Disables server `name` (closed, unregistered, [`ServerState::Disabled`], not
+    /// reconnected until enabled) or enables it again (connected and registered like a new
+    /// server). Returns its status; `None` if there is no such server. The config file is not
+    /// touched ([`super::Control`] saves it).
+    pub async fn set_enabled(&self, name: &str, enabled: bool) -> Option<ServerStatus> {
+        if enabled {
+            let lock = self.reconnect_lock(name);
+            let _held = lock.lock().await;
+            let was_disabled = {
+                let mut slots = self.slots();
+                let slot = slots.get_mut(name)?;
+                let was_disabled = !slot.enabled;
+                slot.enabled = true;
+                if was_disabled {
+                    slot.state = ServerState::Connecting;
+                }
+                was_disabled
+            };
+            if was_disabled {
+                let _ = self.reconnect_locked(name).await;
+            }
+        } else {
+            let client = {
+                let mut slots = self.slots();
+                let slot = slots.get_mut(name)?;
+                slot.enabled = false;
+                slot.state = ServerState::Disabled;
+                slot.last_error = None;
+                slot.tools.clear();
+                slot.notifications = None;
+                if let Some(w) = slot.watcher.take() {
+                    w.abort();
+                }
+                self.register_slot(name, slot);
+                slot.client.take()
+            };
+            if let Some(client) = client {
+                client.close().await;
+            }
+        }
+        self.status().into_iter().find(|s| s.name == name)
+    }
+
+    /// The registry, to change: the search index is of the generation before.
+    fn registry_mut(&self) -> std::sync::RwLockWriteGuard<'_, Registry> {
+        let guard = self.inner.registry.write().expect("registry lock");
+        self.inner.generation.fetch_add(1, Ordering::SeqCst);
+        guard
+    }
+
+    /// The search index of the visible (registered) tools now, built again after each
+    /// change of the registry.
+    pub fn tool_index(&self) -> Arc<ToolIndex> {
+        let generation = self.inner.generation.load(Ordering::SeqCst);
+        if let Some((g, index)) = &*self.inner.index.lock().expect("index lock")
+            && *g == generation
+        {
+            return index.clone();
+        }
+        // Copied under the locks (shared descriptions and schemas), indexed outside them.
+        let tools: Vec<(String, Tool)> = {
+            let slots = self.slots();
+            let registry = self.inner.registry.read().expect("registry lock");
+            slots
+                .iter()
+                .flat_map(|(name, slot)| {
+                    let registry = &registry;
+                    slot.tools.iter().filter_map(move |t| {
+                        let registered = super::registry::llm_tool_name(name, &t.name);
+                        let here = registry
+                            .get(&registered)
+                            .is_some_and(|r| r.server == *name && r.tool == t.name);
+                        here.then(|| (name.clone(), t.clone()))
+                    })
+                })
+                .collect()
+        };
+        let index = Arc::new(ToolIndex::new(tools.iter().map(|(s, t)| (s.as_str(), t))));
+        *self.inner.index.lock().expect("index lock") = Some((generation, index.clone()));
+        index
+    }
+
+    /// The registered tools that best match `query`, best first (at most `limit`, and
+    /// [`super::MAX_SEARCH_LIMIT`]): what the search tool returns, and `GET
+    /// /v1/mcp/tools/search`.
+    pub fn search_tools(&self, query: &str, limit: usize) -> Vec<RegisteredTool> {
+        self.tool_index()
+            .search(query, limit)
+            .into_iter()
+            .cloned()
+            .collect()
+    }
+
+    /// Whether tool search is on and the visible tools' definitions are over its budget:
+    /// then [`Manager::offered_tools`] offers the search tool.
+    pub fn tool_search_active(&self) -> bool {
+        self.inner
+            .tool_search
+            .is_some_and(|s| self.tool_index().definition_bytes() / 4 > s.above_tokens)
+    }
+
+    /// The definitions to offer the model in `conversation`: every visible tool's while
+    /// tool search is off or under its budget; else the search tool ([`SEARCH_TOOL`]) and
+    /// the tools the conversation found, first found first.
+    pub fn offered_tools(&self, conversation: &Conversation) -> Vec<ToolDefinition> {
+        if !self.tool_search_active() {
+            return self.tool_definitions();
+        }
+        let registry = self.inner.registry.read().expect("registry lock");
+        std::iter::once(search_tool_definition())
+            .chain(
+                conversation
+                    .found()
+                    .iter()
+                    .filter_map(|name| registry.get(name).map(|t| t.definition.clone())),
+            )
+            .collect()
+    }
+
+    /// [`Manager::call`] within a conversation: [`SEARCH_TOOL`] runs the search (arguments
+    /// `query` and `limit`), records the tools it found in `conversation` and returns their
+    /// definitions as JSON (`{"tools": [...]}`); any other name is called as
+    /// [`Manager::call`] does, found or not.
+    pub async fn call_in(
+        &self,
+        conversation: &Conversation,
+        name: &str,
+        arguments: Value,
+        mode: PermissionMode,
+    ) -> Result<ToolOutput, CallError> {
+        if name != SEARCH_TOOL {
+            return self.call(name, arguments, mode).await;
+        }
+        let query = arguments.get("query").and_then(Value::as_str).unwrap_or("");
+        let limit = arguments
+            .get("limit")
+            .and_then(Value::as_u64)
+            .map_or(DEFAULT_SEARCH_LIMIT, |n| {
+                usize::try_from(n).unwrap_or(usize::MAX)
+            });
+        let found = self.search_tools(query, limit.max(1));
+        conversation.add_found(found.iter().map(|t| t.definition.name.as_str()));
+        let definitions: Vec<&ToolDefinition> = found.iter().map(|t| &t.definition).collect();
+        let text = if definitions.is_empty() {
+            format!(
+                "No tool matches {:?}; try other words.",
+                crate::text::escape_controls(query)
+            )
+        } else {
+            serde_json::json!({"tools": definitions}).to_string()
+        };
+        Ok(ToolOutput {
+            total_bytes: text.len() as u64,
+            text,
+            is_error: false,
+        })
     }
 
     /// A snapshot of the registry.
@@ -919,7 +1205,7 @@ impl Manager {
         }
         // Servers whose tools lost a name to this one get it now.
         let blocked: std::collections::BTreeSet<String> = {
-            let mut registry = self.inner.registry.write().expect("registry lock");
+            let mut registry = self.registry_mut();
             registry.remove_server(name);
             registry
                 .collisions()

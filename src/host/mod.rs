@@ -8,7 +8,12 @@
 //!   and across processes.
 //! - [`Manager`]: every configured server connected at once, live refresh, reconnect,
 //!   status ([`ServerStatus`]), calls.
+//! - [`ToolFilter`]: which of a server's tools the model sees (`"enabled_tools"`,
+//!   `"disabled_tools"`); `"enabled": false` keeps a server in the file, unstarted.
 //! - [`Registry`]: tools as definitions an LLM API accepts, `mcp__<server>__<tool>`.
+//! - Tool search ([`ToolSearch`], [`Conversation`], [`ToolIndex`]): past a budget of
+//!   definitions, the model is offered one search tool and the tools it found
+//!   ([`Manager::offered_tools`], [`Manager::call_in`]).
 //! - [`Gate`]: the confirm gate, permission modes ([`PermissionMode`]) and the
 //!   [`Allowlist`] file.
 //! - [`Manager::instructions`]: the servers' instructions as a block for the system prompt.
@@ -34,12 +39,14 @@ pub(crate) mod control;
 pub(crate) mod eras;
 pub(crate) mod expand;
 mod filelock;
+pub(crate) mod filter;
 pub(crate) mod gate;
 pub(crate) mod instructions;
 pub(crate) mod manager;
 #[cfg(feature = "oauth")]
 pub(crate) mod oauth;
 pub(crate) mod registry;
+pub(crate) mod search;
 
 pub use config::{
     Config, ConfigError, HttpServer, MAX_TIMEOUT, ServerConfig, StdioServer, Timeouts, config_dir,
@@ -50,6 +57,7 @@ pub use control::{AddingServer, Control, ControlError};
 pub use control::{Login, LoginEvent, LoginOptions, OAuthClient};
 pub use eras::EraMemory;
 pub use expand::expand;
+pub use filter::{MAX_PATTERN, MAX_PATTERNS, ToolFilter};
 pub use gate::{
     Allowlist, AllowlistError, Approval, ConfirmCallback, ConfirmRequest, Denied, Gate,
     PermissionMode,
@@ -57,8 +65,13 @@ pub use gate::{
 #[cfg(feature = "oauth")]
 pub use manager::connect_server_with_store;
 pub use manager::{
-    AddError, CallError, Manager, ManagerOptions, ServerState, ServerStatus, connect_server,
+    AddError, CallError, Manager, ManagerOptions, ServerState, ServerStatus, ServerTool,
+    connect_server,
 };
 #[cfg(feature = "oauth")]
 pub use oauth::{login, token_store};
 pub use registry::{Collision, PREFIX, RegisteredTool, Registry, ToolDefinition};
+pub use search::{
+    Conversation, DEFAULT_SEARCH_LIMIT, MAX_FOUND, MAX_SEARCH_LIMIT, SEARCH_TOOL, ToolIndex,
+    ToolSearch, search_tool_definition,
+};

@@ -20,7 +20,11 @@ pub(crate) struct ToolRow {
     /// `mcp__<server>__<tool>`.
     pub(crate) name: String,
     pub(crate) server: String,
+    /// Its name on its server.
+    pub(crate) tool: String,
     pub(crate) description: String,
+    /// Whether the server's filter shows it to the model.
+    pub(crate) visible: bool,
 }
 
 /// An `"auth": "oauth"` server's client settings (never its secret).
@@ -63,6 +67,14 @@ pub(crate) enum Effect {
     ToggleTool(String),
     /// A server's name.
     ToggleServer(String),
+    /// Shows or hides one tool of a server (its name on the server).
+    SetVisible {
+        server: String,
+        tool: Option<String>,
+        visible: bool,
+    },
+    /// Enables or disables a server.
+    SetEnabled(String, bool),
     SetClient {
         name: String,
         client: OAuthClient,
@@ -109,6 +121,8 @@ pub(crate) enum Update {
     },
     /// An allowlist change was saved (the list as it is now) or refused.
     Allowlist(Result<Allowlist, String>),
+    /// A visibility change was saved (what to tell) or refused.
+    Visibility(Result<String, String>),
     /// A client was saved (the redirect URI in force) or refused.
     ClientSaved(String, Result<String, String>),
     LoginUrl(String, String),
@@ -644,6 +658,12 @@ impl App {
                     scroll: 0,
                 }
             }
+            KeyCode::Char('e') => {
+                let enable = self
+                    .status(&name)
+                    .is_some_and(|s| s.state == ServerState::Disabled);
+                return vec![Effect::SetEnabled(name, enable)];
+            }
             KeyCode::Char('r') if self.start_job(&name, Job::Reconnecting) => {
                 return vec![Effect::Reconnect(name)];
             }
@@ -686,6 +706,8 @@ impl App {
         let tools = self.tools_of(&server);
         let count = tools.len();
         let chosen = tools.get(selected).map(|t| t.name.clone());
+        let shown = tools.get(selected).map(|t| (t.tool.clone(), t.visible));
+        let any_visible = tools.iter().any(|t| t.visible);
         let selected = match key.code {
             KeyCode::Esc => {
                 self.screen = Screen::Server(server);
@@ -695,6 +717,23 @@ impl App {
                 return chosen.map(Effect::ToggleTool).into_iter().collect();
             }
             KeyCode::Char('A') => return vec![Effect::ToggleServer(server)],
+            KeyCode::Char('v') => {
+                return shown
+                    .map(|(tool, visible)| Effect::SetVisible {
+                        server,
+                        tool: Some(tool),
+                        visible: !visible,
+                    })
+                    .into_iter()
+                    .collect();
+            }
+            KeyCode::Char('V') => {
+                return vec![Effect::SetVisible {
+                    server,
+                    tool: None,
+                    visible: !any_visible,
+                }];
+            }
             _ if up(&key) => selected.saturating_sub(1),
             _ if down(&key) => (selected + 1).min(count.saturating_sub(1)),
             _ => selected,
@@ -856,6 +895,8 @@ impl App {
             } => self.finished(server, job, outcome),
             Update::Allowlist(Ok(list)) => self.data.allowlist = list,
             Update::Allowlist(Err(e)) => self.warn(e),
+            Update::Visibility(Ok(told)) => self.tell(told),
+            Update::Visibility(Err(e)) => self.warn(e),
             Update::ClientSaved(name, outcome) => {
                 let Screen::Client { server, form } = &mut self.screen else {
                     match outcome {
@@ -968,6 +1009,7 @@ mod tests {
             state,
             last_error: None,
             tool_count: 0,
+            hidden_tools: 0,
             has_instructions: false,
             timeout: std::time::Duration::from_secs(60),
             startup_timeout: std::time::Duration::from_secs(60),
@@ -983,6 +1025,51 @@ mod tests {
             configured: names.iter().map(|n| n.to_string()).collect(),
             ..Snapshot::default()
         })
+    }
+
+    #[test]
+    fn visibility_and_enable_keys() {
+        let mut app = app_with(&["fx"]);
+        app.data.tools = ["echo", "env"]
+            .iter()
+            .map(|t| ToolRow {
+                name: format!("mcp__fx__{t}"),
+                server: "fx".into(),
+                tool: t.to_string(),
+                description: String::new(),
+                visible: *t == "echo",
+            })
+            .collect();
+        app.handle_key(key(KeyCode::Enter));
+        assert_eq!(
+            app.handle_key(key(KeyCode::Char('e'))),
+            [Effect::SetEnabled("fx".into(), false)]
+        );
+        app.data.servers[0].state = ServerState::Disabled;
+        assert_eq!(
+            app.handle_key(key(KeyCode::Char('e'))),
+            [Effect::SetEnabled("fx".into(), true)]
+        );
+        app.handle_key(key(KeyCode::Char('t')));
+        let hide = Effect::SetVisible {
+            server: "fx".into(),
+            tool: Some("echo".into()),
+            visible: false,
+        };
+        assert_eq!(app.handle_key(key(KeyCode::Char('v'))), [hide]);
+        app.handle_key(key(KeyCode::Down));
+        let show = Effect::SetVisible {
+            server: "fx".into(),
+            tool: Some("env".into()),
+            visible: true,
+        };
+        assert_eq!(app.handle_key(key(KeyCode::Char('v'))), [show]);
+        let all = Effect::SetVisible {
+            server: "fx".into(),
+            tool: None,
+            visible: false,
+        };
+        assert_eq!(app.handle_key(key(KeyCode::Char('V'))), [all]);
     }
 
     fn wizard(app: &App) -> &Wizard {

@@ -33,6 +33,10 @@ const ALLOW_CHANGES: usize = 16;
 enum AllowChange {
     Tool(String),
     Server(String),
+    /// Shows or hides a tool (or, `None`, every tool) of a server.
+    Visible(String, Option<String>, bool),
+    /// Enables or disables a server.
+    Enabled(String, bool),
 }
 
 /// The `/mcp` panel over one [`Control`]: feed it keys ([`Panel::handle_event`]), call
@@ -65,13 +69,20 @@ impl std::fmt::Debug for Panel {
 fn snapshot(control: &Control) -> Snapshot {
     let manager = control.manager();
     let servers = manager.status();
-    let mut tools: Vec<ToolRow> = manager
-        .registry()
-        .tools()
-        .map(|t| ToolRow {
-            name: t.definition.name.clone(),
-            server: t.server.clone(),
-            description: t.definition.description.to_string(),
+    let mut tools: Vec<ToolRow> = servers
+        .iter()
+        .flat_map(|s| {
+            manager
+                .server_tools(&s.name)
+                .unwrap_or_default()
+                .into_iter()
+                .map(|t| ToolRow {
+                    name: t.name,
+                    server: s.name.clone(),
+                    tool: t.tool,
+                    description: t.description,
+                    visible: t.visible,
+                })
         })
         .collect();
     tools.sort_by(|a, b| a.name.cmp(&b.name));
@@ -144,11 +155,38 @@ impl Panel {
         // One worker saves allowlist changes, so they land in the order of the keys.
         tokio::spawn(async move {
             while let Some(change) = allow_rx.recv().await {
-                let saved = match change {
-                    AllowChange::Tool(name) => worker.toggle_tool(&name).await,
-                    AllowChange::Server(server) => worker.toggle_server(&server).await,
+                let update = match change {
+                    AllowChange::Tool(name) => Update::Allowlist(
+                        worker.toggle_tool(&name).await.map_err(|e| e.to_string()),
+                    ),
+                    AllowChange::Server(server) => Update::Allowlist(
+                        worker
+                            .toggle_server(&server)
+                            .await
+                            .map_err(|e| e.to_string()),
+                    ),
+                    AllowChange::Visible(server, tool, visible) => {
+                        let what = tool.clone().unwrap_or_else(|| "every tool".into());
+                        let shown = if visible { "shown to" } else { "hidden from" };
+                        Update::Visibility(
+                            worker
+                                .set_tool_visible(&server, tool.as_deref(), visible)
+                                .await
+                                .map(|_| format!("{server}: {what} {shown} the model"))
+                                .map_err(|e| e.to_string()),
+                        )
+                    }
+                    AllowChange::Enabled(server, enabled) => Update::Visibility(
+                        worker
+                            .set_enabled(&server, enabled)
+                            .await
+                            .map(|()| {
+                                let now = if enabled { "enabled" } else { "disabled" };
+                                format!("{server} {now}")
+                            })
+                            .map_err(|e| e.to_string()),
+                    ),
                 };
-                let update = Update::Allowlist(saved.map_err(|e| e.to_string()));
                 if results.send(update).await.is_err() {
                     break;
                 }
@@ -258,7 +296,9 @@ impl Panel {
 
     fn apply(&mut self, update: Update) {
         match &update {
-            Update::Allowlist(_) => self.allow_pending = self.allow_pending.saturating_sub(1),
+            Update::Allowlist(_) | Update::Visibility(_) => {
+                self.allow_pending = self.allow_pending.saturating_sub(1)
+            }
             Update::LoginDone(name, _) => {
                 self.logins.remove(name);
             }
@@ -346,6 +386,14 @@ impl Panel {
             }
             Effect::ToggleTool(name) => self.change_allowlist(AllowChange::Tool(name)),
             Effect::ToggleServer(server) => self.change_allowlist(AllowChange::Server(server)),
+            Effect::SetVisible {
+                server,
+                tool,
+                visible,
+            } => self.change_allowlist(AllowChange::Visible(server, tool, visible)),
+            Effect::SetEnabled(server, enabled) => {
+                self.change_allowlist(AllowChange::Enabled(server, enabled))
+            }
             Effect::SetClient { name, client } => {
                 self.spawn_job(async move {
                     let outcome = control

@@ -55,6 +55,7 @@ fn state_style(state: ServerState) -> Style {
         ServerState::Failed | ServerState::Disconnected => Style::new().fg(Color::Red),
         ServerState::NeedsLogin => Style::new().fg(Color::Yellow),
         ServerState::Connecting => Style::new().fg(Color::Cyan),
+        ServerState::Disabled => Style::new().fg(Color::DarkGray),
     }
 }
 
@@ -83,15 +84,15 @@ fn title_and_keys(app: &App) -> (String, &'static str) {
         ),
         Screen::Server(name) if app.data.oauth.contains_key(name) => (
             format!("/mcp · {name}"),
-            "t tools  r reconnect  l login  c client  i instructions  Esc back",
+            "t tools  r reconnect  e on/off  l login  c client  i instructions  Esc back",
         ),
         Screen::Server(name) => (
             format!("/mcp · {name}"),
-            "t tools  r reconnect  i instructions  Esc back",
+            "t tools  r reconnect  e on/off  i instructions  Esc back",
         ),
         Screen::Tools { server, .. } => (
             format!("/mcp · {server} · tools"),
-            "↑/↓ move  Space toggle tool  A toggle whole server  Esc back",
+            "↑/↓ move  Space auto-approve  A whole server  v show/hide  V all  Esc back",
         ),
         Screen::Instructions { server, .. } => (
             format!("/mcp · {server} · instructions"),
@@ -269,7 +270,14 @@ fn draw_server(app: &App, frame: &mut Frame, area: Rect, name: &str) {
             "protocol",
             clean_line(status.protocol_version.as_deref().unwrap_or("-")),
         ),
-        field("tools", status.tool_count.to_string()),
+        field(
+            "tools",
+            if status.hidden_tools > 0 {
+                format!("{} ({} hidden)", status.tool_count, status.hidden_tools)
+            } else {
+                status.tool_count.to_string()
+            },
+        ),
         field(
             "instructions",
             if status.has_instructions {
@@ -301,8 +309,9 @@ fn draw_server(app: &App, frame: &mut Frame, area: Rect, name: &str) {
     lines.push(Line::from("Actions").bold());
     let oauth = app.data.oauth.contains_key(name);
     for (key, what) in [
-        ("t", "tools and their auto-approve marks"),
+        ("t", "tools: auto-approve and visibility marks"),
         ("r", "reconnect this server"),
+        ("e", "enable / disable it (kept in the file, not started)"),
         ("l", "login / relogin (OAuth)"),
         ("c", "client: a pre-registered OAuth client"),
         ("i", "instructions the server gives the model"),
@@ -326,7 +335,7 @@ fn draw_tools(app: &App, frame: &mut Frame, area: Rect, server: &str, selected: 
     let head_text = if whole_on {
         format!("Whole server auto-approved ({}).", clean_line(&whole))
     } else {
-        "[x] auto-approved: runs without asking (saved to allow_tool at once).".to_string()
+        "[x] auto-approved: runs without asking (allow_tool); [v] visible: the model sees it (mcp.json).".to_string()
     };
     frame.render_widget(Paragraph::new(head_text).wrap(Wrap { trim: true }), head);
     if tools.is_empty() {
@@ -339,18 +348,20 @@ fn draw_tools(app: &App, frame: &mut Frame, area: Rect, server: &str, selected: 
         frame.render_widget(Paragraph::new(why), list);
         return;
     }
-    // Names as wide as the longest, but the descriptions keep 16 columns (besides the
-    // selection mark, the check box and the spaces between columns, 7 in all).
+    // Names as wide as the longest, but the descriptions keep 12 columns (besides the
+    // selection mark, the two check boxes and the spaces between columns, 11 in all).
     let widest = tools.iter().map(|t| width(&clean_line(&t.name))).max();
-    let names = widest.unwrap_or(0).min(list.width.saturating_sub(7 + 16));
+    let names = widest.unwrap_or(0).min(list.width.saturating_sub(11 + 12));
     let rows = tools.iter().map(|t| {
         let mark = if app.data.allowlist.allows(&t.name, Some(&t.server)) {
             "[x]"
         } else {
             "[ ]"
         };
+        let seen = if t.visible { "[v]" } else { "[ ]" };
         Row::new([
             Cell::from(mark),
+            Cell::from(seen),
             Cell::from(clean_line(&t.name)),
             Cell::from(clean_line(&t.description)).style(Style::new().fg(Color::Gray)),
         ])
@@ -358,6 +369,7 @@ fn draw_tools(app: &App, frame: &mut Frame, area: Rect, server: &str, selected: 
     let table = Table::new(
         rows,
         [
+            Constraint::Length(3),
             Constraint::Length(3),
             Constraint::Length(names),
             Constraint::Fill(1),
