@@ -1085,6 +1085,20 @@ fn run_api(home: &Home, shared: &Shared, seen: &mut Seen) {
             404,
         ),
         ("GET", "/v1/mcp/oauth?name=down", None, 400),
+        ("GET", "/v1/mcp/tools/search?q=echo&limit=3", None, 200),
+        ("GET", "/v1/mcp/tools/offered?conversation=c1", None, 200),
+        (
+            "POST",
+            "/v1/mcp/tools/visibility",
+            Some(json!({"server": "local", "tool": "env", "visible": false})),
+            200,
+        ),
+        (
+            "POST",
+            "/v1/mcp/enable",
+            Some(json!({"name": "down", "enabled": false})),
+            200,
+        ),
         ("GET", "/v1/mcp/nothing", None, 404),
         ("PUT", "/v1/mcp", None, 405),
     ];

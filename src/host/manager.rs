@@ -46,7 +46,11 @@ use tokio::sync::broadcast;
 use tokio::task::JoinHandle;
 
 mod connect;
+mod filters;
+mod search;
 mod watch;
+
+pub use filters::ServerTool;
 
 pub use connect::connect_server;
 #[cfg(feature = "oauth")]
@@ -184,19 +188,6 @@ pub struct ServerStatus {
     /// seconds.
     #[serde(serialize_with = "as_seconds")]
     pub startup_timeout: Duration,
-}
-
-/// One of a server's tools as [`Manager::server_tools`] lists it.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-pub struct ServerTool {
-    /// Its registered name, `mcp__<server>__<tool>` (what it is or would be registered as).
-    pub name: String,
-    /// Its name on its server.
-    pub tool: String,
-    /// Its description (trimmed; empty when it has none), the server's text.
-    pub description: String,
-    /// Whether the server's filter shows it to the model (registered, callable).
-    pub visible: bool,
 }
 
 fn as_seconds<S: serde::Serializer>(
@@ -851,200 +842,11 @@ impl Manager {
             .collect()
     }
 
-    /// Every tool of server `name` as it last listed them, hidden ones included: each with
-    /// its registered name and whether its filter lets the model see it. `None` if there is
-    /// no such server.
-    pub fn server_tools(&self, name: &str) -> Option<Vec<ServerTool>> {
-        let slots = self.slots();
-        let slot = slots.get(name)?;
-        Some(
-            slot.tools
-                .iter()
-                .map(|t| ServerTool {
-                    name: super::registry::llm_tool_name(name, &t.name),
-                    tool: t.name.clone(),
-                    description: t.description.as_deref().unwrap_or("").trim().to_string(),
-                    visible: slot.filter.allows(&t.name),
-                })
-                .collect(),
-        )
-    }
-
-    /// Server `name`'s tool filter now. `None` if there is no such server.
-    pub fn tool_filter(&self, name: &str) -> Option<ToolFilter> {
-        self.slots().get(name).map(|s| s.filter.clone())
-    }
-
-    /// Replaces server `name`'s tool filter and registers its tools again under it; false if
-    /// there is no such server. The config file is not touched ([`super::Control`] saves it).
-    pub fn set_tool_filter(&self, name: &str, filter: ToolFilter) -> bool {
-        let mut slots = self.slots();
-        let Some(slot) = slots.get_mut(name) else {
-            return false;
-        };
-        slot.filter = filter;
-        if self.inner.registered.load(Ordering::SeqCst) {
-            self.register_slot(name, slot);
-        }
-        true
-    }
-
-    /// Disables server `name` (closed, unregistered, [`ServerState::Disabled`], not
-    /// reconnected until enabled) or enables it again (connected and registered like a new
-    /// server). Returns its status; `None` if there is no such server. The config file is not
-    /// touched ([`super::Control`] saves it).
-    pub async fn set_enabled(&self, name: &str, enabled: bool) -> Option<ServerStatus> {
-        if enabled {
-            let lock = self.reconnect_lock(name);
-            let _held = lock.lock().await;
-            let was_disabled = {
-                let mut slots = self.slots();
-                let slot = slots.get_mut(name)?;
-                let was_disabled = !slot.enabled;
-                slot.enabled = true;
-                if was_disabled {
-                    slot.state = ServerState::Connecting;
-                }
-                was_disabled
-            };
-            if was_disabled {
-                let _ = self.reconnect_locked(name).await;
-            }
-        } else {
-            let client = {
-                let mut slots = self.slots();
-                let slot = slots.get_mut(name)?;
-                slot.enabled = false;
-                slot.state = ServerState::Disabled;
-                slot.last_error = None;
-                slot.tools.clear();
-                slot.notifications = None;
-                if let Some(w) = slot.watcher.take() {
-                    w.abort();
-                }
-                self.register_slot(name, slot);
-                slot.client.take()
-            };
-            if let Some(client) = client {
-                client.close().await;
-            }
-        }
-        self.status().into_iter().find(|s| s.name == name)
-    }
-
     /// The registry, to change: the search index is of the generation before.
     fn registry_mut(&self) -> std::sync::RwLockWriteGuard<'_, Registry> {
         let guard = self.inner.registry.write().expect("registry lock");
         self.inner.generation.fetch_add(1, Ordering::SeqCst);
         guard
-    }
-
-    /// The search index of the visible (registered) tools now, built again after each
-    /// change of the registry.
-    pub fn tool_index(&self) -> Arc<ToolIndex> {
-        let generation = self.inner.generation.load(Ordering::SeqCst);
-        if let Some((g, index)) = &*self.inner.index.lock().expect("index lock")
-            && *g == generation
-        {
-            return index.clone();
-        }
-        // Copied under the locks (shared descriptions and schemas), indexed outside them.
-        let tools: Vec<(String, Tool)> = {
-            let slots = self.slots();
-            let registry = self.inner.registry.read().expect("registry lock");
-            slots
-                .iter()
-                .flat_map(|(name, slot)| {
-                    let registry = &registry;
-                    slot.tools.iter().filter_map(move |t| {
-                        let registered = super::registry::llm_tool_name(name, &t.name);
-                        let here = registry
-                            .get(&registered)
-                            .is_some_and(|r| r.server == *name && r.tool == t.name);
-                        here.then(|| (name.clone(), t.clone()))
-                    })
-                })
-                .collect()
-        };
-        let index = Arc::new(ToolIndex::new(tools.iter().map(|(s, t)| (s.as_str(), t))));
-        *self.inner.index.lock().expect("index lock") = Some((generation, index.clone()));
-        index
-    }
-
-    /// The registered tools that best match `query`, best first (at most `limit`, and
-    /// [`super::MAX_SEARCH_LIMIT`]): what the search tool returns, and `GET
-    /// /v1/mcp/tools/search`.
-    pub fn search_tools(&self, query: &str, limit: usize) -> Vec<RegisteredTool> {
-        self.tool_index()
-            .search(query, limit)
-            .into_iter()
-            .cloned()
-            .collect()
-    }
-
-    /// Whether tool search is on and the visible tools' definitions are over its budget:
-    /// then [`Manager::offered_tools`] offers the search tool.
-    pub fn tool_search_active(&self) -> bool {
-        self.inner
-            .tool_search
-            .is_some_and(|s| self.tool_index().definition_bytes() / 4 > s.above_tokens)
-    }
-
-    /// The definitions to offer the model in `conversation`: every visible tool's while
-    /// tool search is off or under its budget; else the search tool ([`SEARCH_TOOL`]) and
-    /// the tools the conversation found, first found first.
-    pub fn offered_tools(&self, conversation: &Conversation) -> Vec<ToolDefinition> {
-        if !self.tool_search_active() {
-            return self.tool_definitions();
-        }
-        let registry = self.inner.registry.read().expect("registry lock");
-        std::iter::once(search_tool_definition())
-            .chain(
-                conversation
-                    .found()
-                    .iter()
-                    .filter_map(|name| registry.get(name).map(|t| t.definition.clone())),
-            )
-            .collect()
-    }
-
-    /// [`Manager::call`] within a conversation: [`SEARCH_TOOL`] runs the search (arguments
-    /// `query` and `limit`), records the tools it found in `conversation` and returns their
-    /// definitions as JSON (`{"tools": [...]}`); any other name is called as
-    /// [`Manager::call`] does, found or not.
-    pub async fn call_in(
-        &self,
-        conversation: &Conversation,
-        name: &str,
-        arguments: Value,
-        mode: PermissionMode,
-    ) -> Result<ToolOutput, CallError> {
-        if name != SEARCH_TOOL {
-            return self.call(name, arguments, mode).await;
-        }
-        let query = arguments.get("query").and_then(Value::as_str).unwrap_or("");
-        let limit = arguments
-            .get("limit")
-            .and_then(Value::as_u64)
-            .map_or(DEFAULT_SEARCH_LIMIT, |n| {
-                usize::try_from(n).unwrap_or(usize::MAX)
-            });
-        let found = self.search_tools(query, limit.max(1));
-        conversation.add_found(found.iter().map(|t| t.definition.name.as_str()));
-        let definitions: Vec<&ToolDefinition> = found.iter().map(|t| &t.definition).collect();
-        let text = if definitions.is_empty() {
-            format!(
-                "No tool matches {:?}; try other words.",
-                crate::text::escape_controls(query)
-            )
-        } else {
-            serde_json::json!({"tools": definitions}).to_string()
-        };
-        Ok(ToolOutput {
-            total_bytes: text.len() as u64,
-            text,
-            is_error: false,
-        })
     }
 
     /// A snapshot of the registry.
