@@ -15,7 +15,7 @@ use crate::protocol::stateless::{self, HeaderParam, header_params_of};
 use crate::protocol::types::Era;
 use crate::protocol::types::{ServerDetails, TaskSupport, Tool, ToolOutput};
 use crate::transport::{DEFAULT_MAX_MESSAGE, Inbound, Limits, Transport};
-use crate::wire::jsonrpc::Notification;
+use crate::wire::jsonrpc::{ErrorObject, Notification};
 use crate::wire::render::{DEFAULT_CAP, RenderError};
 use serde::Deserialize as _;
 use serde_json::{Value, json};
@@ -40,6 +40,25 @@ pub const DEFAULT_TASK_POLL: Duration = Duration::from_secs(1);
 
 /// How long a `tasks/cancel` sent for a call that ended (dropped, timed out) may take.
 const TASK_CANCEL_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// Most input requests (elicitation, sampling, roots) answered for one task of the 2026-07-28
+/// tasks extension, over its whole life.
+const MAX_TASK_INPUTS: usize = 64;
+
+/// How a server runs a tool call as a task: the one place where the two revisions differ.
+/// Everything else (the clock, polling at the suggested interval, status notifications,
+/// progress, cancelling on deadline or drop) is one code path.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum TaskFlow {
+    /// 2025-11-25: the call asks (`params.task`) when the server declares task-augmented
+    /// `tools/call` and the tool allows it; polling stops at `input_required` or the end, and
+    /// `tasks/result` carries the input requests (as server requests) and the result.
+    Augmented,
+    /// 2026-07-28's `io.modelcontextprotocol/tasks` extension: the client opts in with its
+    /// capabilities and the server decides (`resultType: "task"`); `tasks/get` carries the
+    /// input requests, answered with `tasks/update`, and the ended task its result or error.
+    Extension,
+}
 
 /// Most pages of one list (`tools/list`, `resources/list`, `resources/templates/list`,
 /// `prompts/list`) read before giving up on a server that never stops paging.
@@ -692,29 +711,47 @@ impl Client {
     /// [`call_tool`](Self::call_tool) with per-call options: a timeout, progress, headers,
     /// and whether to call the tool as a task ([`RequestOptions::task`]).
     ///
-    /// A tool that requires a task (`execution.taskSupport: "required"`, on a server that
-    /// declares task-augmented `tools/call`) is called as one: the server's `tasks/get` is
-    /// polled at its `pollInterval` (kept between 100 ms and 10 s),
-    /// or sooner when it tells of the task's end, until the task ends or asks for input; then
-    /// its result comes from `tasks/result`, rendered and capped as any call's. The timeout
-    /// covers the whole; progress arrives through [`RequestOptions::on_progress`] all along,
-    /// and so does each new status of the task (the latest progress value, no total, and
-    /// `<status>: <status message>` as the message: server text, escape it to show it).
-    /// A call that times out, or whose future is dropped, cancels its task (`tasks/cancel`).
+    /// Tasks, as the revision the server speaks defines them:
+    /// - 2025-11-25: a tool that requires a task (`execution.taskSupport: "required"`, on a
+    ///   server that declares task-augmented `tools/call`) is called as one (`params.task`).
+    ///   The server's `tasks/get` is polled until the task ends or asks for input; then its
+    ///   result comes from `tasks/result` (input requests arrive there as server requests).
+    /// - 2026-07-28, on a server that declares the `io.modelcontextprotocol/tasks` extension
+    ///   in `server/discover`: every request declares the extension too, and the server
+    ///   decides whether a call becomes a task (`resultType: "task"`; [`TaskMode::Never`]
+    ///   leaves the extension out of that call's capabilities). The task is polled with
+    ///   `tasks/get` until it ends; the input requests it carries while `input_required`
+    ///   are answered through [`ClientOptions::handlers`] and sent with `tasks/update` (each
+    ///   once, at most 64 in a task's life); the ended task carries the result (kept whole
+    ///   up to [`ClientOptions::max_message`], then rendered and capped) or the error.
+    ///
+    /// In both, polls come at the task's suggested interval (`pollInterval`,
+    /// `pollIntervalMs`; kept between 100 ms and 10 s), or sooner when the server tells of a
+    /// new status. The timeout covers the whole; progress arrives through
+    /// [`RequestOptions::on_progress`] all along, and so does each new status of the task
+    /// (the latest progress value, no total, and `<status>: <status message>` as the
+    /// message: server text, escape it to show it). A call that times out, or whose future
+    /// is dropped, cancels its task (`tasks/cancel`).
     pub async fn call_tool_with(
         &self,
         tool: &str,
         arguments: Value,
         options: RequestOptions,
     ) -> Result<ToolOutput> {
-        if self.runs_as_task(tool, options.task).await {
-            return self.call_as_task(tool, arguments, options).await;
+        if let Some(flow) = self.task_flow(tool, options.task).await {
+            return self.call_as_task(tool, arguments, options, flow).await;
         }
         let headers = self.param_headers(tool, &arguments);
         // Built by hand: `json!` would copy the arguments through serialization.
         let mut params = serde_json::Map::new();
         params.insert("name".into(), Value::String(tool.into()));
         params.insert("arguments".into(), arguments);
+        if options.task == TaskMode::Never && self.has_task_extension() {
+            // This call's own capabilities, without the tasks extension: no task for it.
+            let capabilities = self.session.handlers().capabilities();
+            let meta = json!({crate::protocol::META_CLIENT_CAPABILITIES: capabilities});
+            params.insert("_meta".into(), meta);
+        }
         let params = Value::Object(params);
         let mut headed = RequestOptions {
             headers,
@@ -746,6 +783,10 @@ impl Client {
 
     /// What the model sees of a tool result's reply.
     fn tool_output(&self, reply: Reply) -> Result<ToolOutput> {
+        if reply.result_type() == Some("task") {
+            let why = "the server answered with a task this call did not opt in to, or one it cannot read";
+            return Err(self.error(methods::TOOLS_CALL, ErrorKind::Protocol(why.into())));
+        }
         let rendered = reply.rendered.unwrap_or_else(|| {
             Err(RenderError::Invalid(
                 "the answer has neither result nor error".into(),
@@ -766,17 +807,31 @@ impl Client {
         }
     }
 
-    /// Whether a call of `tool` runs as a task: the server declares task-augmented
-    /// `tools/call` (initialize era: the 2026-07-28 revision moved tasks to an extension),
-    /// and the tool, as last listed (listed now if it never was), asks for it as `mode` says.
-    async fn runs_as_task(&self, tool: &str, mode: TaskMode) -> bool {
+    /// Whether the server speaks the 2026-07-28 revision and declared its tasks extension
+    /// (then every request declares it too).
+    fn has_task_extension(&self) -> bool {
+        self.details.era == Era::Stateless
+            && era::declares_tasks(&json!({"capabilities": self.details.capabilities}))
+    }
+
+    /// How a call of `tool` may run as a task, if it may. 2026-07-28: whenever the server
+    /// declared the tasks extension (the server decides), unless `mode` is `Never`.
+    /// 2025-11-25: the server declares task-augmented `tools/call`, and the tool, as last
+    /// listed (listed now if it never was), asks for it as `mode` says.
+    async fn task_flow(&self, tool: &str, mode: TaskMode) -> Option<TaskFlow> {
+        if mode == TaskMode::Never {
+            return None;
+        }
+        if self.details.era == Era::Stateless {
+            return self.has_task_extension().then_some(TaskFlow::Extension);
+        }
         let declared = self
             .details
             .capabilities
             .pointer("/tasks/requests/tools/call")
             .is_some_and(|v| !v.is_null());
-        if mode == TaskMode::Never || !declared || self.details.era != Era::Handshake {
-            return false;
+        if !declared {
+            return None;
         }
         let cached = |tools: &Mutex<Option<ToolCache>>| {
             let cache = tools.lock().expect("tools lock");
@@ -800,11 +855,12 @@ impl Client {
                 }
             },
         };
-        match support {
+        let runs = match support {
             Some(TaskSupport::Required) => true,
             Some(TaskSupport::Optional) => mode == TaskMode::WhenSupported,
             _ => false,
-        }
+        };
+        runs.then_some(TaskFlow::Augmented)
     }
 
     /// A tool call run as a task (see [`call_tool_with`](Self::call_tool_with)).
@@ -813,6 +869,7 @@ impl Client {
         tool: &str,
         arguments: Value,
         options: RequestOptions,
+        flow: TaskFlow,
     ) -> Result<ToolOutput> {
         const METHOD: &str = methods::TOOLS_CALL;
         let mut clock = TaskClock::new(&options, self.session.default_timeout());
@@ -821,8 +878,6 @@ impl Client {
         let mut params = serde_json::Map::new();
         params.insert("name".into(), Value::String(tool.into()));
         params.insert("arguments".into(), arguments);
-        params.insert("task".into(), json!({}));
-        let params = Value::Object(params);
         let sent = RequestOptions {
             timeout: Some(clock.left()),
             headers,
@@ -830,10 +885,27 @@ impl Client {
             task: TaskMode::Never,
             ..options
         };
-        let created = self
-            .session
-            .request_watched(METHOD, Some(&params), sent, &watch);
-        let reply = self.within(&mut clock, &watch, METHOD, created).await??;
+        let reply = match flow {
+            TaskFlow::Augmented => {
+                params.insert("task".into(), json!({}));
+                let params = Value::Object(params);
+                let created = self
+                    .session
+                    .request_watched(METHOD, Some(&params), sent, &watch);
+                self.within(&mut clock, &watch, METHOD, created).await??
+            }
+            TaskFlow::Extension => {
+                // The server may ask for input before it decides (multi round-trip): each
+                // round is a request of its own, its progress going to the watch.
+                let params = Value::Object(params);
+                let sent = RequestOptions {
+                    on_progress: Some(watch.callback()),
+                    ..sent
+                };
+                let created = self.session.request_reply(METHOD, Some(&params), sent);
+                self.within(&mut clock, &watch, METHOD, created).await??
+            }
+        };
         let Some(mut task) = reply.created_task() else {
             // The server carried the call out at once.
             return self.tool_output(reply);
@@ -853,9 +925,21 @@ impl Client {
         };
         let mut last_shown = shown(&task);
         watch.report(last_shown.clone());
+        // A status worth polling for at once when the server tells of it.
         let quick = |t: &Task| t.status.is_terminal() || t.status == TaskStatus::InputRequired;
+        // Where polling stops: 2025-11-25 hands input requests to `tasks/result`.
+        let stops = |t: &Task| match flow {
+            TaskFlow::Augmented => quick(t),
+            TaskFlow::Extension => t.status.is_terminal(),
+        };
+        // The keys of the input requests answered (each is answered once).
+        let mut answered = HashSet::new();
         // Bounded by the clock: every turn waits at least MIN_TASK_POLL or ends the call.
-        while !quick(&task) {
+        while !stops(&task) {
+            if task.status == TaskStatus::InputRequired {
+                self.answer_task_input(&mut clock, &watch, &task, &mut answered)
+                    .await?;
+            }
             let pause = task
                 .poll_interval()
                 .unwrap_or(DEFAULT_TASK_POLL)
@@ -864,7 +948,10 @@ impl Client {
             let told = async {
                 loop {
                     match statuses.recv().await {
-                        Ok(n) if n.method == methods::TASK_STATUS => {
+                        Ok(n)
+                            if n.method == methods::TASK_STATUS
+                                || n.method == methods::TASKS_NOTIFICATION =>
+                        {
                             let told = n.params.as_ref().map(Task::deserialize);
                             if let Some(Ok(told)) = told
                                 && told.task_id == task.task_id
@@ -913,6 +1000,11 @@ impl Client {
                 watch.report(last_shown.clone());
             }
         }
+        if flow == TaskFlow::Extension {
+            // The task has ended, its outcome inlined: nothing to cancel.
+            canceller.session = None;
+            return self.ended_task_output(&task);
+        }
         let fetch = RequestOptions {
             timeout: Some(clock.left()),
             ..Default::default()
@@ -927,6 +1019,103 @@ impl Client {
         // The task has ended: nothing to cancel.
         canceller.session = None;
         self.tool_output(reply)
+    }
+
+    /// 2026-07-28: answers the input requests of a task in `input_required` that were not
+    /// answered yet, through the embedder's handlers, and sends the answers (`tasks/update`),
+    /// under the call's clock.
+    async fn answer_task_input(
+        &self,
+        clock: &mut TaskClock,
+        watch: &ProgressWatch,
+        task: &Task,
+        answered: &mut HashSet<String>,
+    ) -> Result<()> {
+        const METHOD: &str = methods::TASKS_UPDATE;
+        let Some(raw) = task.member("inputRequests") else {
+            return Ok(());
+        };
+        let protocol = |why: String| self.error(METHOD, ErrorKind::Protocol(why));
+        let requests: serde_json::Map<String, Value> = serde_json::from_str(raw.get())
+            .map_err(|e| protocol(format!("the task's inputRequests are not an object: {e}")))?;
+        let fresh: serde_json::Map<String, Value> = requests
+            .into_iter()
+            .filter(|(key, _)| !answered.contains(key))
+            .collect();
+        if fresh.is_empty() {
+            return Ok(());
+        }
+        if answered.len() + fresh.len() > MAX_TASK_INPUTS {
+            return Err(protocol(format!(
+                "the task asked for more than {MAX_TASK_INPUTS} inputs"
+            )));
+        }
+        let answering = self.session.answer_input_requests(METHOD, &fresh);
+        let responses = self.within(clock, watch, METHOD, answering).await??;
+        answered.extend(fresh.keys().cloned());
+        let params = json!({"taskId": task.task_id, "inputResponses": responses});
+        let sent = RequestOptions {
+            timeout: Some(clock.left()),
+            ..Default::default()
+        };
+        let update = self.session.request(METHOD, Some(params), sent);
+        self.within(clock, watch, METHOD, update).await??;
+        Ok(())
+    }
+
+    /// 2026-07-28: what the model sees of an ended task, from its inlined outcome: the
+    /// `result` of a completed one, rendered and capped as any call's; the JSON-RPC `error`
+    /// of a failed one; an error for a cancelled one.
+    fn ended_task_output(&self, task: &Task) -> Result<ToolOutput> {
+        const METHOD: &str = methods::TASKS_GET;
+        let protocol = |why: String| self.error(METHOD, ErrorKind::Protocol(why));
+        let said = task
+            .status_message
+            .as_deref()
+            .map(|m| format!(": {m:?}"))
+            .unwrap_or_default();
+        match task.status {
+            TaskStatus::Completed => {
+                let Some(result) = task.member("result") else {
+                    return Err(protocol(format!(
+                        "task {:?} completed without a result",
+                        task.task_id
+                    )));
+                };
+                // The result as the answer to a call, for the renderer every call goes through.
+                let message = format!(r#"{{"jsonrpc":"2.0","id":0,"result":{}}}"#, result.get());
+                match crate::wire::render::render_reference(message.as_bytes(), self.output_cap) {
+                    Ok(r) => Ok(ToolOutput {
+                        text: r.text,
+                        is_error: r.is_error,
+                        total_bytes: r.total,
+                    }),
+                    Err(RenderError::Rpc(e)) => {
+                        Err(self.error(METHOD, ErrorKind::Rpc(Box::new(e))))
+                    }
+                    Err(e @ RenderError::Invalid(_)) => Err(protocol(format!(
+                        "the result of task {:?}: {e}",
+                        task.task_id
+                    ))),
+                }
+            }
+            TaskStatus::Failed => {
+                let error = task
+                    .member("error")
+                    .and_then(|raw| serde_json::from_str::<ErrorObject>(raw.get()).ok());
+                match error {
+                    Some(e) => Err(self.error(METHOD, ErrorKind::Rpc(Box::new(e)))),
+                    None => Err(protocol(format!(
+                        "task {:?} failed without an error{said}",
+                        task.task_id
+                    ))),
+                }
+            }
+            _ => Err(protocol(format!(
+                "task {:?} ended {}{said}",
+                task.task_id, task.status
+            ))),
+        }
     }
 
     /// Runs `work` of a task call under the call's clock: progress restarts it when the call
@@ -952,8 +1141,13 @@ impl Client {
     }
 
     /// Lists the server's tasks (`tasks/list`), paged and bounded as
-    /// [`list_resources`](Self::list_resources) is.
+    /// [`list_resources`](Self::list_resources) is. The 2026-07-28 tasks extension has no
+    /// such method: for its servers this is a [`ErrorKind::Usage`] error, and nothing is sent.
     pub async fn list_tasks(&self) -> Result<Vec<Task>> {
+        if self.details.era == Era::Stateless {
+            let why = "the 2026-07-28 revision's tasks extension cannot list tasks: keep the ids of the tasks to follow";
+            return Err(self.error(methods::TASKS_LIST, ErrorKind::Usage(why.into())));
+        }
         Ok(self.list_all::<TasksPage>().await?.0)
     }
 
@@ -968,9 +1162,21 @@ impl Client {
     }
 
     /// Cancels a task (`tasks/cancel`) and returns its state after (a task that has already
-    /// ended is the server's error, -32602).
+    /// ended is the server's error, -32602). The 2026-07-28 tasks extension only acknowledges
+    /// a cancel, which takes effect when the server can: the state returned is then the next
+    /// `tasks/get`'s, which may not be `cancelled` yet.
     pub async fn cancel_task(&self, task_id: &str) -> Result<Task> {
         let params = json!({"taskId": task_id});
+        if self.details.era == Era::Stateless {
+            self.session
+                .request(
+                    methods::TASKS_CANCEL,
+                    Some(params),
+                    RequestOptions::default(),
+                )
+                .await?;
+            return self.get_task(task_id).await;
+        }
         let (task, _) = self
             .session
             .request_as::<Task>(

@@ -42,6 +42,8 @@ pub(crate) const TASKS_GET: &str = "tasks/get";
 pub(crate) const TASKS_LIST: &str = "tasks/list";
 /// `tasks/result`.
 pub(crate) const TASKS_RESULT: &str = "tasks/result";
+/// `tasks/update` (the 2026-07-28 tasks extension: answers to a task's input requests).
+pub(crate) const TASKS_UPDATE: &str = "tasks/update";
 /// `tools/call`.
 pub(crate) const TOOLS_CALL: &str = "tools/call";
 /// `tools/list`.
@@ -66,5 +68,7 @@ pub(crate) const RESOURCES_UPDATED: &str = "notifications/resources/updated";
 pub(crate) const ROOTS_LIST_CHANGED: &str = "notifications/roots/list_changed";
 /// `notifications/tasks/status`.
 pub(crate) const TASK_STATUS: &str = "notifications/tasks/status";
+/// `notifications/tasks` (the tasks extension's later name for a task's new status).
+pub(crate) const TASKS_NOTIFICATION: &str = "notifications/tasks";
 /// `notifications/tools/list_changed`.
 pub(crate) const TOOLS_LIST_CHANGED: &str = "notifications/tools/list_changed";

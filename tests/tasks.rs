@@ -1,14 +1,17 @@
 //! Tools called as tasks (2025-11-25): created, polled, fetched and rendered as any call,
 //! with progress all along; cancelled when the call times out or is dropped; listed. Against
 //! the fixture's `research` and `survey`, and server-everything's `simulate-research-query`.
+//! Then the same scenarios in the 2026-07-28 revision's tasks extension, against the
+//! fixture's `modern` mode over stdio and HTTP: the server decides, input requests are
+//! answered with `tasks/update`, the ended task carries the result.
 #![cfg(feature = "cli")]
 
 mod common;
 
-use agenvoy_mcp::StdioConfig;
 use agenvoy_mcp::TaskMode;
 use agenvoy_mcp::TaskStatus;
 use agenvoy_mcp::{Client, ClientOptions, ErrorKind, RequestOptions};
+use agenvoy_mcp::{HttpConfig, StdioConfig};
 use common::*;
 use serde_json::{Value, json};
 use std::sync::{Arc, Mutex};
@@ -188,4 +191,215 @@ async fn server_everything_runs_its_research_as_a_task() {
         "{tasks:?}"
     );
     client.close().await;
+}
+
+/// A client of the fixture's `modern` mode (2026-07-28, with the tasks extension), over
+/// stdio or HTTP; the HTTP fixture lives as long as what is returned.
+async fn modern(http: bool, options: ClientOptions) -> (Client, Option<HttpFixture>) {
+    if !http {
+        return (connect(&["--mode", "modern"], options).await, None);
+    }
+    let fixture = HttpFixture::start("modern", &[]);
+    let config = HttpConfig::new(&fixture.url);
+    let client = Client::connect_http("fixture", &config, options)
+        .await
+        .expect("connect over HTTP");
+    (client, Some(fixture))
+}
+
+async fn extension_task_runs_with_progress(http: bool) {
+    let (client, _fixture) = modern(http, ClientOptions::default()).await;
+    assert_eq!(
+        client.details().capabilities["extensions"]["io.modelcontextprotocol/tasks"],
+        json!({})
+    );
+    let steps = Arc::new(Mutex::new(Vec::new()));
+    let sink = steps.clone();
+    let options = RequestOptions {
+        on_progress: Some(Arc::new(move |p| sink.lock().unwrap().push(p))),
+        ..Default::default()
+    };
+    let args = json!({"seconds": 0.6, "steps": 3, "poll_ms": 50});
+    let out = client
+        .call_tool_with("research", args, options)
+        .await
+        .unwrap();
+    assert_eq!(out.text, "researched in 3 steps");
+    assert!(!out.is_error);
+    // Its progress is its status message: first working, then the steps, last completed.
+    let statuses: Vec<String> = steps
+        .lock()
+        .unwrap()
+        .iter()
+        .filter_map(|p| p.message.clone())
+        .collect();
+    assert_eq!(statuses.first().map(String::as_str), Some("working: "));
+    assert!(
+        statuses.iter().any(|s| s.starts_with("working: step ")),
+        "{statuses:?}"
+    );
+    assert!(
+        statuses.last().unwrap().starts_with("completed: "),
+        "{statuses:?}"
+    );
+    let task = client.get_task("task-1").await.unwrap();
+    assert_eq!(task.status, TaskStatus::Completed);
+    assert_eq!(task.poll_interval(), Some(Duration::from_millis(50)));
+    assert_eq!(task.ttl(), Some(Duration::from_secs(60)));
+    // No tasks/list in the extension: said, nothing sent.
+    let e = client.list_tasks().await.unwrap_err();
+    assert!(matches!(e.kind, ErrorKind::Usage(_)), "{e}");
+    // A tool error is a completed task's result.
+    let args = json!({"seconds": 0.05, "steps": 1, "fail": true});
+    let out = client.call_tool("research", args).await.unwrap();
+    assert!(out.is_error && out.text == "researched in 1 steps");
+    client.close().await;
+}
+
+#[tokio::test]
+async fn an_extension_task_runs_with_progress_over_stdio() {
+    extension_task_runs_with_progress(false).await;
+}
+
+#[tokio::test]
+async fn an_extension_task_runs_with_progress_over_http() {
+    extension_task_runs_with_progress(true).await;
+}
+
+async fn extension_server_decides(http: bool) {
+    let (client, _fixture) = modern(http, ClientOptions::default()).await;
+    // A short survey runs at once, a long one as a task: the server's choice.
+    let short = client
+        .call_tool("survey", json!({"seconds": 0.05, "steps": 1}))
+        .await
+        .unwrap();
+    assert_eq!(short.text, "researched in 1 steps");
+    assert!(client.get_task("task-1").await.is_err(), "no task yet");
+    let long = client
+        .call_tool("survey", json!({"seconds": 1.0, "steps": 2, "poll_ms": 50}))
+        .await
+        .unwrap();
+    assert_eq!(long.text, "researched in 2 steps");
+    assert_eq!(
+        client.get_task("task-1").await.unwrap().status,
+        TaskStatus::Completed
+    );
+    // Never: the call leaves the extension out, and the tool that needs it is refused.
+    let options = RequestOptions {
+        task: TaskMode::Never,
+        ..Default::default()
+    };
+    let refused = client
+        .call_tool_with("research", json!({"seconds": 0.05}), options)
+        .await
+        .unwrap_err();
+    match &refused.kind {
+        ErrorKind::Rpc(e) => assert_eq!(e.code, -32021, "{refused}"),
+        _ => panic!("{refused}"),
+    }
+    client.close().await;
+}
+
+#[tokio::test]
+async fn an_extension_server_decides_what_runs_as_a_task_over_stdio() {
+    extension_server_decides(false).await;
+}
+
+#[tokio::test]
+async fn an_extension_server_decides_what_runs_as_a_task_over_http() {
+    extension_server_decides(true).await;
+}
+
+async fn extension_task_asks_for_input(http: bool) {
+    let asked = Arc::new(Mutex::new(Vec::new()));
+    let seen = asked.clone();
+    let handlers = agenvoy_mcp::Handlers {
+        elicitation: Some(Arc::new(move |params: Value| {
+            seen.lock().unwrap().push(params);
+            Box::pin(async { Ok(json!({"action": "accept", "content": {"go": true}})) })
+        })),
+        ..Default::default()
+    };
+    let options = ClientOptions {
+        handlers,
+        ..Default::default()
+    };
+    let (client, _fixture) = modern(http, options).await;
+    let args = json!({"seconds": 0.1, "steps": 1, "poll_ms": 50, "ask": true});
+    let out = client.call_tool("research", args).await.unwrap();
+    assert_eq!(out.text, r#"researched in 1 steps, answered {"go":true}"#);
+    // Asked once, however many polls saw the request.
+    let asked = asked.lock().unwrap().clone();
+    assert_eq!(asked.len(), 1, "{asked:?}");
+    assert_eq!(asked[0]["message"], "Go on with the research?");
+    client.close().await;
+}
+
+#[tokio::test]
+async fn an_extension_task_asks_for_input_through_tasks_update_over_stdio() {
+    extension_task_asks_for_input(false).await;
+}
+
+#[tokio::test]
+async fn an_extension_task_asks_for_input_through_tasks_update_over_http() {
+    extension_task_asks_for_input(true).await;
+}
+
+async fn extension_task_past_deadline_is_cancelled(http: bool) {
+    let (client, _fixture) = modern(http, ClientOptions::default()).await;
+    let options = RequestOptions {
+        timeout: Some(Duration::from_millis(600)),
+        ..Default::default()
+    };
+    let started = Instant::now();
+    let args = json!({"seconds": 30, "steps": 300, "poll_ms": 100});
+    let e = client
+        .call_tool_with("research", args, options)
+        .await
+        .unwrap_err();
+    assert!(matches!(e.kind, ErrorKind::Timeout(_)), "{e}");
+    assert!(started.elapsed() < Duration::from_secs(3));
+    assert!(task_cancelled(&client, "task-1").await, "tasks/cancel sent");
+    let task = client.get_task("task-1").await.unwrap();
+    assert_eq!(task.status, TaskStatus::Cancelled);
+    client.close().await;
+}
+
+#[tokio::test]
+async fn an_extension_task_past_its_deadline_is_cancelled_over_stdio() {
+    extension_task_past_deadline_is_cancelled(false).await;
+}
+
+#[tokio::test]
+async fn an_extension_task_past_its_deadline_is_cancelled_over_http() {
+    extension_task_past_deadline_is_cancelled(true).await;
+}
+
+async fn dropped_extension_call_cancels(http: bool) {
+    let (client, _fixture) = modern(http, ClientOptions::default()).await;
+    let args = json!({"seconds": 30, "steps": 300, "poll_ms": 100});
+    let call = client.call_tool("research", args);
+    assert!(
+        tokio::time::timeout(Duration::from_millis(500), call)
+            .await
+            .is_err()
+    );
+    assert!(task_cancelled(&client, "task-1").await, "tasks/cancel sent");
+    // And cancel_task: acknowledged, then the task's state.
+    let args = json!({"seconds": 30, "steps": 300, "poll_ms": 100});
+    let call = client.call_tool("research", args);
+    let _ = tokio::time::timeout(Duration::from_millis(300), call).await;
+    let task = client.cancel_task("task-2").await.unwrap();
+    assert_eq!(task.status, TaskStatus::Cancelled);
+    client.close().await;
+}
+
+#[tokio::test]
+async fn a_dropped_extension_task_call_cancels_its_task_over_stdio() {
+    dropped_extension_call_cancels(false).await;
+}
+
+#[tokio::test]
+async fn a_dropped_extension_task_call_cancels_its_task_over_http() {
+    dropped_extension_call_cancels(true).await;
 }

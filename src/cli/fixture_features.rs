@@ -22,6 +22,17 @@
 //!   steps`. `tasks/get`, `tasks/result` (waits for the end), `tasks/cancel` (recorded
 //!   with the `cancellations` tool's list as `{"taskId": ...}`) and `tasks/list` (paged).
 //!
+//! - Tasks (2026-07-28, `modern` mode): the `io.modelcontextprotocol/tasks` extension,
+//!   declared in `server/discover`. For a call that declares the extension too, `research`
+//!   always becomes a task and `survey` when it runs a second or more; without it `research`
+//!   is refused (-32021) and `survey` runs at once. The task tells its progress in its
+//!   `statusMessage` (`step <i> of <n>`), suggests `pollIntervalMs`, and inlines its `result`
+//!   when completed. With `ask`, it first goes `input_required` with one elicitation in its
+//!   `inputRequests` (key `confirm`), waits for `tasks/update` to answer it, and ends with
+//!   `researched in <n> steps, answered <content>`. `tasks/get`, `tasks/update`,
+//!   `tasks/cancel` (an empty acknowledgement; recorded as above) need the extension in the
+//!   request's capabilities (-32021); `tasks/result` and `tasks/list` are not found.
+//!
 //! In `hang` mode `resources/read` and `prompts/get` are never answered. In `hostile` mode
 //! every name, description and text carries [`HOSTILE`].
 
@@ -37,12 +48,46 @@ struct FixtureTask {
     status: &'static str,
     poll_ms: u64,
     result: Option<Result<Value, ErrorObject>>,
+    /// A task of the 2026-07-28 extension: its wire names, its outcome inlined.
+    extension: bool,
+    status_message: Option<String>,
+    /// The input requests outstanding (extension), and the answers `tasks/update` brought.
+    input_requests: Option<Value>,
+    responses: serde_json::Map<String, Value>,
 }
 
 impl FixtureTask {
+    fn new(id: String, poll_ms: u64, extension: bool) -> FixtureTask {
+        FixtureTask {
+            id,
+            status: "working",
+            poll_ms,
+            result: None,
+            extension,
+            status_message: None,
+            input_requests: None,
+            responses: serde_json::Map::new(),
+        }
+    }
+
     fn to_json(&self) -> Value {
-        json!({"taskId": self.id, "status": self.status, "createdAt": "2025-11-25T10:30:00Z",
-               "lastUpdatedAt": "2025-11-25T10:30:00Z", "ttl": 60000, "pollInterval": self.poll_ms})
+        if !self.extension {
+            return json!({"taskId": self.id, "status": self.status, "createdAt": "2025-11-25T10:30:00Z",
+                   "lastUpdatedAt": "2025-11-25T10:30:00Z", "ttl": 60000, "pollInterval": self.poll_ms});
+        }
+        let mut task = json!({"taskId": self.id, "status": self.status,
+            "createdAt": "2026-07-28T10:30:00Z", "lastUpdatedAt": "2026-07-28T10:30:00Z",
+            "ttlMs": 60000, "pollIntervalMs": self.poll_ms});
+        if let Some(message) = &self.status_message {
+            task["statusMessage"] = json!(message);
+        }
+        match (self.status, &self.result, &self.input_requests) {
+            ("completed", Some(Ok(result)), _) => task["result"] = result.clone(),
+            ("failed", Some(Err(e)), _) => task["error"] = json!(e),
+            ("input_required", _, Some(requests)) => task["inputRequests"] = requests.clone(),
+            _ => {}
+        }
+        task
     }
 }
 
@@ -82,6 +127,7 @@ fn research(
     token: Option<&Value>,
     out: &dyn Output,
     cancelled: &dyn Fn() -> bool,
+    status: &dyn Fn(String),
 ) -> Option<Result<Value, ErrorObject>> {
     let seconds = args
         .get("seconds")
@@ -98,6 +144,7 @@ fn research(
         if cancelled() {
             return None;
         }
+        status(format!("step {step} of {steps}"));
         if let Some(token) = token {
             let progress = json!({"progressToken": token, "progress": step, "total": steps,
                                   "message": format!("step {step} of {steps}")});
@@ -130,7 +177,7 @@ pub fn call_task_tool(server: &Server, id: Id, name: &str, params: &Value, out: 
             );
             return reply(out, id, Err(e));
         }
-        let result = research(&args, token.as_ref(), out, &|| false);
+        let result = research(&args, token.as_ref(), out, &|| false, &|_| {});
         return reply(out, id, result.expect("never cancelled"));
     }
     let tasks = server.tasks();
@@ -138,12 +185,7 @@ pub fn call_task_tool(server: &Server, id: Id, name: &str, params: &Value, out: 
     let task_id = {
         let mut all = tasks.all.lock().unwrap();
         let task_id = format!("task-{}", all.len() + 1);
-        all.push(FixtureTask {
-            id: task_id.clone(),
-            status: "working",
-            poll_ms,
-            result: None,
-        });
+        all.push(FixtureTask::new(task_id.clone(), poll_ms, false));
         reply(
             out,
             id,
@@ -157,7 +199,7 @@ pub fn call_task_tool(server: &Server, id: Id, name: &str, params: &Value, out: 
             .map_or("cancelled", |t| t.status)
     };
     let cancelled = || status(&tasks.all.lock().unwrap()) == "cancelled";
-    let result = research(&args, token.as_ref(), out, &cancelled);
+    let result = research(&args, token.as_ref(), out, &cancelled, &|_| {});
     let mut all = tasks.all.lock().unwrap();
     let Some(task) = all.iter_mut().find(|t| t.id == task_id) else {
         return;
@@ -186,7 +228,169 @@ pub fn call_task_tool(server: &Server, id: Id, name: &str, params: &Value, out: 
     }
 }
 
-/// `tasks/get`, `tasks/result`, `tasks/cancel`, `tasks/list`; `false` for any other method.
+/// Whether a request's capabilities declare the 2026-07-28 tasks extension.
+fn opted_in(params: &Value) -> bool {
+    params
+        .pointer("/_meta/io.modelcontextprotocol~1clientCapabilities/extensions")
+        .and_then(|e| e.get(TASKS_EXTENSION))
+        .is_some()
+}
+
+/// The error for a request that needs the tasks extension and did not declare it.
+fn needs_extension(what: &str) -> ErrorObject {
+    let mut e = ErrorObject::new(
+        -32021,
+        format!("{what} needs the {TASKS_EXTENSION} extension in the request's capabilities"),
+    );
+    e.data = Some(json!({"requiredCapabilities": {"extensions": {TASKS_EXTENSION: {}}}}));
+    e
+}
+
+/// The 2026-07-28 tasks extension's identifier.
+pub const TASKS_EXTENSION: &str = "io.modelcontextprotocol/tasks";
+
+/// A call of `research` or `survey` in `modern` mode (on a thread of its own): a task of the
+/// tasks extension when the call declared it and the server so decides (see the module docs).
+pub fn call_extension_task_tool(
+    server: &Server,
+    id: Id,
+    name: &str,
+    params: &Value,
+    out: &dyn Output,
+) {
+    let args = params.get("arguments").cloned().unwrap_or(Value::Null);
+    let seconds = args.get("seconds").and_then(Value::as_f64).unwrap_or(0.5);
+    let as_task = opted_in(params) && (task_support(name) == Some("required") || seconds >= 1.0);
+    if !as_task {
+        if task_support(name) == Some("required") {
+            return reply(out, id, Err(needs_extension(&format!("tool {name}"))));
+        }
+        let result = research(&args, None, out, &|| false, &|_| {});
+        return reply(out, id, result.expect("never cancelled"));
+    }
+    let tasks = server.tasks();
+    let poll_ms = args.get("poll_ms").and_then(Value::as_u64).unwrap_or(100);
+    let task_id = {
+        let mut all = tasks.all.lock().unwrap();
+        let task_id = format!("task-{}", all.len() + 1);
+        all.push(FixtureTask::new(task_id.clone(), poll_ms, true));
+        let mut created = all.last().expect("pushed").to_json();
+        created["resultType"] = json!("task");
+        reply(out, id, Ok(created));
+        task_id
+    };
+    let with_task = |f: &mut dyn FnMut(&mut FixtureTask)| {
+        let mut all = tasks.all.lock().unwrap();
+        if let Some(t) = all.iter_mut().find(|t| t.id == task_id) {
+            f(t);
+        }
+        drop(all);
+        tasks.changed.notify_all();
+    };
+    let cancelled = || {
+        let all = tasks.all.lock().unwrap();
+        all.iter()
+            .find(|t| t.id == task_id)
+            .is_none_or(|t| t.status == "cancelled")
+    };
+    let mut answer = None;
+    if args.get("ask").and_then(Value::as_bool) == Some(true) {
+        let asked = json!({"confirm": {"method": "elicitation/create", "params": {
+            "mode": "form", "message": "Go on with the research?",
+            "requestedSchema": {"type": "object", "properties": {"go": {"type": "boolean"}}}}}});
+        with_task(&mut |t| {
+            t.status = "input_required";
+            t.input_requests = Some(asked.clone());
+        });
+        let deadline = std::time::Instant::now() + Duration::from_secs(30);
+        let mut all = tasks.all.lock().unwrap();
+        loop {
+            let Some(t) = all.iter_mut().find(|t| t.id == task_id) else {
+                return;
+            };
+            if t.status == "cancelled" {
+                return;
+            }
+            if let Some(a) = t.responses.get("confirm") {
+                answer = Some(a.get("content").cloned().unwrap_or(Value::Null));
+                t.status = "working";
+                t.input_requests = None;
+                break;
+            }
+            let left = deadline.saturating_duration_since(std::time::Instant::now());
+            if left.is_zero() {
+                return;
+            }
+            all = tasks.changed.wait_timeout(all, left).unwrap().0;
+        }
+    }
+    let status = |message: String| with_task(&mut |t| t.status_message = Some(message.clone()));
+    let Some(mut result) = research(&args, None, out, &cancelled, &status) else {
+        return;
+    };
+    if let (Some(answer), Ok(result)) = (answer, result.as_mut()) {
+        let text = result["content"][0]["text"]
+            .as_str()
+            .unwrap_or("")
+            .to_string();
+        result["content"][0]["text"] = json!(format!("{text}, answered {answer}"));
+    }
+    with_task(&mut |t| {
+        if t.status != "cancelled" {
+            t.status = if result.is_ok() {
+                "completed"
+            } else {
+                "failed"
+            };
+            t.result = Some(result.clone());
+        }
+    });
+}
+
+/// The tasks extension's `tasks/get`, `tasks/update`, `tasks/cancel` (`modern` mode).
+fn handle_extension_tasks(
+    server: &Server,
+    method: &str,
+    params: &Value,
+) -> Result<Value, ErrorObject> {
+    if !opted_in(params) {
+        return Err(needs_extension(method));
+    }
+    let tasks = server.tasks();
+    let task_id = params.get("taskId").and_then(Value::as_str).unwrap_or("");
+    let mut all = tasks.all.lock().unwrap();
+    let Some(task) = all.iter_mut().find(|t| t.id == task_id) else {
+        return Err(ErrorObject::new(
+            jsonrpc::INVALID_PARAMS,
+            format!("no task {task_id:?}"),
+        ));
+    };
+    let outcome = match method {
+        "tasks/get" => task.to_json(),
+        "tasks/update" => {
+            if let Some(responses) = params.get("inputResponses").and_then(Value::as_object) {
+                task.responses.extend(responses.clone());
+            }
+            json!({})
+        }
+        _ => {
+            if !matches!(task.status, "completed" | "failed" | "cancelled") {
+                task.status = "cancelled";
+                task.status_message = Some("cancelled by the client".into());
+                server.record_cancellation(json!({"taskId": task_id}));
+            }
+            json!({})
+        }
+    };
+    drop(all);
+    tasks.changed.notify_all();
+    let mut outcome = outcome;
+    outcome["resultType"] = json!("complete");
+    Ok(outcome)
+}
+
+/// `tasks/get`, `tasks/result`, `tasks/cancel`, `tasks/list`, and in `modern` mode the tasks
+/// extension's `tasks/get`, `tasks/update`, `tasks/cancel`; `false` for any other method.
 /// `tasks/result` waits on the calling thread: call it on a thread of its own.
 pub fn handle_tasks(
     server: &Server,
@@ -195,6 +399,16 @@ pub fn handle_tasks(
     params: &Value,
     out: &dyn Output,
 ) -> bool {
+    if *server.mode() == Mode::Modern {
+        let outcome = match method {
+            "tasks/get" | "tasks/update" | "tasks/cancel" => {
+                handle_extension_tasks(server, method, params)
+            }
+            _ => return false,
+        };
+        reply(out, id, outcome);
+        return true;
+    }
     let tasks = server.tasks();
     let task_id = params
         .get("taskId")

@@ -418,6 +418,7 @@ fn handle(server: &Arc<Server>, request: Request, out: Arc<dyn Output>) {
         "server/discover" if server.mode == Mode::Modern => {
             let mut capabilities = super::fixture_features::capabilities();
             capabilities["tools"] = json!({"listChanged": true});
+            capabilities["extensions"] = json!({super::fixture_features::TASKS_EXTENSION: {}});
             let result = json!({
                 "resultType": "complete",
                 "supportedVersions": STATELESS_VERSIONS,
@@ -537,16 +538,18 @@ fn handle(server: &Arc<Server>, request: Request, out: Arc<dyn Output>) {
             }
             reply(&*out, request.id, Ok(result));
         }
-        "tasks/get" | "tasks/result" | "tasks/cancel" | "tasks/list" => {
+        "tasks/get" | "tasks/result" | "tasks/cancel" | "tasks/list" | "tasks/update" => {
             let server = server.clone();
             std::thread::spawn(move || {
-                super::fixture_features::handle_tasks(
-                    &server,
-                    &request.method,
-                    request.id,
-                    &params,
-                    &*out,
-                )
+                let id = request.id.clone();
+                let method = &request.method;
+                if !super::fixture_features::handle_tasks(&server, method, id, &params, &*out) {
+                    let e = ErrorObject::new(
+                        jsonrpc::METHOD_NOT_FOUND,
+                        format!("method not found: {method}"),
+                    );
+                    reply(&*out, request.id, Err(e));
+                }
             });
         }
         "tools/call" => {
@@ -598,7 +601,7 @@ fn tool_definitions(server: &Server) -> Vec<Value> {
                "inputSchema": schema(json!({"name": {"type": "string"}}), &[])}),
     ];
     all.extend(added);
-    if server.mode == Mode::Tasks {
+    if matches!(server.mode, Mode::Tasks | Mode::Modern) {
         all.extend(super::fixture_features::task_tools());
     }
     if server.mode == Mode::Hostile {
@@ -640,6 +643,9 @@ fn call_tool(server: &Server, id: Id, params: &Value, out: &dyn Output) {
                 params: Some(log),
             }),
         );
+    }
+    if server.mode == Mode::Modern && super::fixture_features::task_support(name).is_some() {
+        return super::fixture_features::call_extension_task_tool(server, id, name, params, out);
     }
     if server.mode == Mode::Tasks && super::fixture_features::task_support(name).is_some() {
         return super::fixture_features::call_task_tool(server, id, name, params, out);

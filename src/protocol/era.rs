@@ -171,6 +171,31 @@ fn envelope(
     meta
 }
 
+/// Whether a discover result declares the tasks extension (`capabilities.extensions`).
+pub(crate) fn declares_tasks(result: &Value) -> bool {
+    result
+        .get("capabilities")
+        .and_then(|c| c.get("extensions"))
+        .and_then(|e| e.get(super::TASKS_EXTENSION))
+        .is_some_and(Value::is_object)
+}
+
+/// Adds the tasks extension to an envelope's client capabilities: the client then takes a
+/// task (`resultType: "task"`) for an answer to each request that may have one.
+fn opt_in_to_tasks(meta: &mut serde_json::Map<String, Value>) {
+    let capabilities = meta
+        .entry(META_CLIENT_CAPABILITIES)
+        .or_insert_with(|| json!({}));
+    if let Some(capabilities) = capabilities.as_object_mut() {
+        let extensions = capabilities
+            .entry("extensions")
+            .or_insert_with(|| json!({}));
+        if let Some(extensions) = extensions.as_object_mut() {
+            extensions.insert(super::TASKS_EXTENSION.into(), json!({}));
+        }
+    }
+}
+
 /// The stateless versions this client speaks among `versions`, newest first.
 fn shared_version(versions: &[&str]) -> Option<&'static str> {
     STATELESS_VERSIONS
@@ -204,7 +229,7 @@ async fn discover(
     loop {
         // The envelope goes with the probe only: the session takes it once the era is known,
         // so an `initialize` sent beside the probe carries none.
-        let meta = envelope(version, client, session.handlers().capabilities());
+        let mut meta = envelope(version, client, session.handlers().capabilities());
         let options = RequestOptions {
             timeout: Some(timeout),
             ..Default::default()
@@ -225,6 +250,9 @@ async fn discover(
             Ok(result) => {
                 let supported = strings(result.get("supportedVersions"));
                 if supported.contains(&version) {
+                    if declares_tasks(&result) {
+                        opt_in_to_tasks(&mut meta);
+                    }
                     session.set_envelope(Some(meta));
                     return Ok(Some(stateless_details(version, &result)));
                 }

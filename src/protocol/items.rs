@@ -78,7 +78,7 @@ fn write_extra<M: SerializeMap>(map: &mut M, extra: &[(String, RawJson)]) -> Res
 /// Implements `Serialize`, `Deserialize`, `member` and `PartialEq` (by the members' text) of
 /// a listed value from its known members.
 macro_rules! listed {
-    ($ty:ident { $($field:ident: $key:literal => $how:ident,)* }) => {
+    ($ty:ident { $($field:ident: $key:literal $(| $alt:literal)? => $how:ident,)* }) => {
         impl $ty {
             /// Another member, by name, as the server's text.
             pub fn member(&self, key: &str) -> Option<&RawValue> {
@@ -88,7 +88,14 @@ macro_rules! listed {
         impl<'de> Deserialize<'de> for $ty {
             fn deserialize<D: Deserializer<'de>>(from: D) -> Result<$ty, D::Error> {
                 let mut members = Members::deserialize(from)?;
-                $(let $field = listed!(@read members, $key, $how);)*
+                $(
+                    let $field = listed!(@read members, $key, $how);
+                    // A later revision's name for the member, read when the first is absent.
+                    $(let $field = match $field {
+                        None => listed!(@read members, $alt, $how),
+                        some => some,
+                    };)?
+                )*
                 Ok($ty { $($field,)* extra: members.0 })
             }
         }
@@ -450,8 +457,11 @@ impl std::fmt::Display for TaskStatus {
 }
 
 /// A task: the state of a request the server carries out in the background (a tool called
-/// as a task, [`Client::list_tasks`](crate::Client::list_tasks)). Numbers are kept as the
-/// server wrote them; [`Task::poll_interval`] and [`Task::ttl`] read them.
+/// as a task, [`Client::get_task`](crate::Client::get_task)). Numbers are kept as the
+/// server wrote them; [`Task::poll_interval`] and [`Task::ttl`] read them. Both revisions'
+/// tasks read into it: 2025-11-25's `ttl` and `pollInterval`, and the 2026-07-28 tasks
+/// extension's `ttlMs` and `pollIntervalMs` (whose `result`, `error` and `inputRequests`
+/// stay among the other members, [`Task::member`]).
 #[derive(Debug, Clone)]
 pub struct Task {
     /// The server's id of the task.
@@ -465,9 +475,10 @@ pub struct Task {
     /// When its status last changed (ISO 8601), as given.
     pub last_updated_at: Option<String>,
     /// How long the server keeps the task from its creation, in milliseconds (`None`:
-    /// unlimited or not said).
+    /// unlimited or not said): `ttl`, or `ttlMs`.
     pub ttl_ms: Option<serde_json::Number>,
-    /// How often the server suggests asking for the task's status, in milliseconds.
+    /// How often the server suggests asking for the task's status, in milliseconds:
+    /// `pollInterval`, or `pollIntervalMs`.
     pub poll_interval_ms: Option<serde_json::Number>,
     /// Every other member (`_meta`, ...), as given.
     pub extra: Vec<(String, RawJson)>,
@@ -479,8 +490,8 @@ listed!(Task {
     status_message: "statusMessage" => opt,
     created_at: "createdAt" => opt,
     last_updated_at: "lastUpdatedAt" => opt,
-    ttl_ms: "ttl" => opt,
-    poll_interval_ms: "pollInterval" => opt,
+    ttl_ms: "ttl" | "ttlMs" => opt,
+    poll_interval_ms: "pollInterval" | "pollIntervalMs" => opt,
 });
 
 impl Task {
@@ -609,6 +620,15 @@ mod tests {
         assert!(!odd.status.is_terminal() && odd.poll_interval().is_none());
         assert!(TaskStatus::from("cancelled".to_string()).is_terminal());
         assert!(serde_json::from_str::<Task>(r#"{"status":"working"}"#).is_err());
+        // The 2026-07-28 tasks extension's names; its inlined result stays a member.
+        let text = r#"{"taskId":"t2","status":"completed","ttlMs":60000,"pollIntervalMs":250,"result":{"content":[]}}"#;
+        let t: Task = serde_json::from_str(text).unwrap();
+        assert_eq!(
+            t.poll_interval(),
+            Some(std::time::Duration::from_millis(250))
+        );
+        assert_eq!(t.ttl(), Some(std::time::Duration::from_secs(60)));
+        assert_eq!(t.member("result").unwrap().get(), r#"{"content":[]}"#);
     }
 
     #[test]

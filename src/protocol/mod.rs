@@ -36,6 +36,10 @@ pub(crate) const META_LOG_LEVEL: &str = "io.modelcontextprotocol/logLevel";
 /// The `_meta` key of a stateless-era request's client capabilities.
 pub(crate) const META_CLIENT_CAPABILITIES: &str = "io.modelcontextprotocol/clientCapabilities";
 
+/// The identifier of the 2026-07-28 revision's tasks extension: a server declares it in
+/// `server/discover`'s `capabilities.extensions`, a client in each request's capabilities.
+pub(crate) const TASKS_EXTENSION: &str = "io.modelcontextprotocol/tasks";
+
 /// The `notifications/cancelled` message for request `id`.
 pub(crate) fn cancelled(id: i64, reason: &str) -> crate::wire::jsonrpc::Message {
     crate::wire::jsonrpc::Message::Notification(crate::wire::jsonrpc::Notification {

@@ -123,9 +123,12 @@ pub struct RequestOptions {
     pub task: TaskMode,
 }
 
-/// When a tool call runs as a task ([`RequestOptions::task`]). A tool is called as a task
-/// only when the server declares task-augmented `tools/call` (`tasks.requests.tools.call`)
-/// and the tool allows it (`execution.taskSupport`).
+/// When a tool call runs as a task ([`RequestOptions::task`]). In the initialize era
+/// (2025-11-25) a tool is called as a task only when the server declares task-augmented
+/// `tools/call` (`tasks.requests.tools.call`) and the tool allows it
+/// (`execution.taskSupport`). In the 2026-07-28 revision's tasks extension the server
+/// decides: any mode but `Never` declares the extension on the call, and `Never` leaves it
+/// out (a server that must run the call as a task then refuses it).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub enum TaskMode {
     /// When the tool requires it (`taskSupport: "required"`).
@@ -173,7 +176,7 @@ impl Reply {
     }
 
     /// The result's `resultType`, when it is a string.
-    fn result_type(&self) -> Option<&str> {
+    pub(crate) fn result_type(&self) -> Option<&str> {
         match &self.outcome {
             Outcome::Parsed(Some(Ok(result))) => result.get("resultType")?.as_str(),
             Outcome::Read { head, .. } => head.result_type.as_deref(),
@@ -191,23 +194,34 @@ impl Reply {
         meta.get(SERVER_INFO_META)
     }
 
-    /// The task a task-augmented request created (a `CreateTaskResult`: the result's `task`),
-    /// if the result is one; `None` for any other result (a server that carried the request
-    /// out at once) or one too large to keep.
+    /// The task a task-augmented request created (a `CreateTaskResult`), if the result is
+    /// one: in 2025-11-25 the result's `task`; in the 2026-07-28 tasks extension the result
+    /// itself, marked `resultType: "task"`. `None` for any other result (a server that
+    /// carried the request out at once) or one too large to keep.
     pub fn created_task(&self) -> Option<super::items::Task> {
+        use super::items::Task;
         #[derive(serde::Deserialize)]
         struct Created {
-            task: super::items::Task,
+            task: Task,
         }
         #[derive(serde::Deserialize)]
-        struct ResultOf {
-            result: Created,
+        struct ResultOf<T> {
+            result: T,
         }
+        let flat = self.result_type() == Some("task");
         match &self.outcome {
+            Outcome::Parsed(Some(Ok(result))) if flat => Task::deserialize(result).ok(),
             Outcome::Parsed(Some(Ok(result))) => Created::deserialize(result).ok().map(|c| c.task),
-            Outcome::Read { raw: Some(raw), .. } => serde_json::from_slice::<ResultOf>(raw)
-                .ok()
-                .map(|r| r.result.task),
+            Outcome::Read { raw: Some(raw), .. } if flat => {
+                serde_json::from_slice::<ResultOf<Task>>(raw)
+                    .ok()
+                    .map(|r| r.result)
+            }
+            Outcome::Read { raw: Some(raw), .. } => {
+                serde_json::from_slice::<ResultOf<Created>>(raw)
+                    .ok()
+                    .map(|r| r.result.task)
+            }
             _ => None,
         }
     }
@@ -516,6 +530,8 @@ impl Session {
             }
             match reply.result_type() {
                 None | Some("complete") => return Ok(reply),
+                // The tasks extension's `CreateTaskResult`: the caller polls the task.
+                Some("task") if method == methods::TOOLS_CALL => return Ok(reply),
                 Some("input_required") => {
                     let result = match reply.outcome.parse() {
                         Ok(Some(Ok(result))) => result,
@@ -553,7 +569,7 @@ impl Session {
 
     /// Answers a result's `inputRequests` (elicitation, sampling, roots) with the embedder's
     /// handlers, key by key.
-    async fn answer_input_requests(
+    pub(crate) async fn answer_input_requests(
         &self,
         method: &str,
         requests: &serde_json::Map<String, Value>,
@@ -600,7 +616,10 @@ impl Session {
             if let Some(obj) = p.as_object_mut() {
                 let meta = obj.entry("_meta").or_insert_with(|| json!({}));
                 if let Some(meta) = meta.as_object_mut() {
-                    meta.extend(envelope.into_iter().flatten());
+                    // A member the request sets itself (a call's own capabilities) wins.
+                    for (key, value) in envelope.into_iter().flatten() {
+                        meta.entry(key).or_insert(value);
+                    }
                     if options.on_progress.is_some() {
                         meta.insert("progressToken".into(), json!(id));
                     }
@@ -731,7 +750,7 @@ impl ProgressWatch {
         }
     }
 
-    fn callback(&self) -> ProgressCallback {
+    pub(crate) fn callback(&self) -> ProgressCallback {
         let (progress, activity) = (self.progress.clone(), self.activity.clone());
         let latest = self.latest.clone();
         Arc::new(move |p| {

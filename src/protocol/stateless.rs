@@ -12,8 +12,8 @@ use std::collections::HashSet;
 pub type HeaderParam = (String, Vec<String>);
 
 /// The headers of a request whose `_meta` names its protocol version (a stateless one):
-/// `MCP-Protocol-Version`, `Mcp-Method`, `Mcp-Name` (the tool's or prompt's `name`, or the
-/// resource's `uri`), then `extra` (`Mcp-Param-*`). `None` for a request of the initialize
+/// `MCP-Protocol-Version`, `Mcp-Method`, `Mcp-Name` (the tool's or prompt's `name`, the
+/// resource's `uri`, or the task's `taskId`), then `extra` (`Mcp-Param-*`). `None` for a request of the initialize
 /// era, which carries none of them.
 pub fn request_headers(
     method: &str,
@@ -35,6 +35,9 @@ pub fn request_headers(
     let name = match method {
         methods::TOOLS_CALL | methods::PROMPTS_GET => text(params.and_then(|p| p.get("name"))),
         methods::RESOURCES_READ => text(params.and_then(|p| p.get("uri"))),
+        methods::TASKS_GET | methods::TASKS_UPDATE | methods::TASKS_CANCEL => {
+            text(params.and_then(|p| p.get("taskId")))
+        }
         _ => None,
     };
     if let Some(name) = name {
@@ -223,5 +226,11 @@ mod tests {
         let read = json!({"uri": "file:///a b", "_meta": {META_PROTOCOL_VERSION: "v"}});
         let headers = request_headers("resources/read", Some(&read), Vec::new()).unwrap();
         assert_eq!(headers[2], ("Mcp-Name".into(), "file:///a b".into()));
+        // The tasks extension routes a task's requests by its id.
+        for method in ["tasks/get", "tasks/update", "tasks/cancel"] {
+            let task = json!({"taskId": "t-1", "_meta": {META_PROTOCOL_VERSION: "v"}});
+            let headers = request_headers(method, Some(&task), Vec::new()).unwrap();
+            assert_eq!(headers[2], ("Mcp-Name".into(), "t-1".into()), "{method}");
+        }
     }
 }
