@@ -11,7 +11,7 @@ use agenvoy_mcp::host::{
     AddError, CallError, Config, Manager, ManagerOptions, PermissionMode, ServerConfig,
     ServerState, ServerStatus,
 };
-use agenvoy_mcp::host::{ConfirmCallback, ConfirmRequest};
+use agenvoy_mcp::host::{ConfirmCallback, ConfirmRequest, Decision};
 use common::*;
 use serde_json::{Value, json};
 use std::path::{Path, PathBuf};
@@ -787,7 +787,7 @@ async fn a_removed_server_gives_up_the_names_it_kept_in_collisions() {
     manager.close().await;
 }
 
-fn confirm_answering(answer: Result<(), String>) -> ConfirmCallback {
+fn confirm_answering(answer: Decision) -> ConfirmCallback {
     Arc::new(move |_request: ConfirmRequest| {
         let answer = answer.clone();
         Box::pin(async move { answer })
@@ -847,7 +847,9 @@ async fn every_call_passes_the_gate() {
     // With a callback: it decides what the allowlist does not cover.
     std::fs::remove_file(dir.path().join("allow_tool")).unwrap();
     let mut opts = options(dir.path());
-    opts.confirm = Some(confirm_answering(Err("the user said no".into())));
+    opts.confirm = Some(confirm_answering(Decision::Refuse(
+        "the user said no".into(),
+    )));
     let manager = start(servers.clone(), opts).await;
     let err = manager
         .call("mcp__fx__echo", echo("a"), confirm)
@@ -859,7 +861,7 @@ async fn every_call_passes_the_gate() {
     );
     manager.close().await;
     let mut opts = options(dir.path());
-    opts.confirm = Some(confirm_answering(Ok(())));
+    opts.confirm = Some(confirm_answering(Decision::Approve));
     let manager = start(servers, opts).await;
     assert_eq!(
         manager

@@ -13,7 +13,7 @@
 use super::HostArgs;
 use agenvoy_mcp::Progress;
 use agenvoy_mcp::RequestOptions;
-use agenvoy_mcp::host::{ConfirmCallback, ConfirmRequest};
+use agenvoy_mcp::host::{ConfirmCallback, ConfirmRequest, Decision};
 use agenvoy_mcp::host::{Manager, ManagerOptions, PermissionMode};
 use agenvoy_mcp::unstable::{escape_controls, escape_controls_keep_lines};
 use serde_json::Value;
@@ -59,16 +59,17 @@ fn confirm_callback(yes: bool, allowlist: String) -> ConfirmCallback {
         let allowlist = allowlist.clone();
         Box::pin(async move {
             if yes {
-                return Ok(());
+                return Decision::Approve;
             }
             if !std::io::stdin().is_terminal() {
-                return Err(format!(
+                return Decision::Refuse(format!(
                     "it is not on the allowlist ({allowlist}) and there is no terminal to ask for confirmation; pass --yes, or add it to the allowlist"
                 ));
             }
-            tokio::task::spawn_blocking(move || ask_on_terminal(&request))
+            let answer = tokio::task::spawn_blocking(move || ask_on_terminal(&request))
                 .await
-                .unwrap_or_else(|e| Err(format!("asking failed: {e}")))
+                .unwrap_or_else(|e| Err(format!("asking failed: {e}")));
+            answer.map_or_else(Decision::Refuse, |()| Decision::Approve)
         })
     })
 }

@@ -70,9 +70,18 @@ pub struct ConfirmRequest {
     pub arguments: Value,
 }
 
-/// Asks the user about one call: `Ok(())` approves it, `Err(why)` refuses it.
+/// The user's answer to a [`ConfirmRequest`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Decision {
+    /// Run the call.
+    Approve,
+    /// Refuse it; the text says why (the model is told, in the call's [`Denied`]).
+    Refuse(String),
+}
+
+/// Asks the user about one call.
 pub type ConfirmCallback =
-    Arc<dyn Fn(ConfirmRequest) -> BoxFuture<'static, Result<(), String>> + Send + Sync>;
+    Arc<dyn Fn(ConfirmRequest) -> BoxFuture<'static, Decision> + Send + Sync>;
 
 /// Why the gate let a call through.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -370,8 +379,8 @@ impl Gate {
             arguments: arguments.clone(),
         };
         match confirm(request).await {
-            Ok(()) => Ok(Approval::Confirmed),
-            Err(reason) => Err(Denied {
+            Decision::Approve => Ok(Approval::Confirmed),
+            Decision::Refuse(reason) => Err(Denied {
                 name: name.to_string(),
                 reason,
             }),
@@ -537,7 +546,7 @@ mod tests {
     }
 
     fn answering(
-        answer: Result<(), String>,
+        answer: Decision,
     ) -> (ConfirmCallback, Arc<std::sync::Mutex<Vec<ConfirmRequest>>>) {
         let asked = Arc::new(std::sync::Mutex::new(Vec::new()));
         let seen = asked.clone();
@@ -558,7 +567,7 @@ mod tests {
         let confirm = PermissionMode::Confirm;
 
         // Auto: everything runs, nobody is asked.
-        let (yes, asked) = answering(Ok(()));
+        let (yes, asked) = answering(Decision::Approve);
         let gate = Gate::new(path.clone(), Some(yes));
         assert_eq!(
             gate.check("mcp__other__t", Some("other"), &args, PermissionMode::Auto)
@@ -588,7 +597,7 @@ mod tests {
                 arguments: args.clone()
             }
         );
-        let (no, _) = answering(Err("the user said no".into()));
+        let (no, _) = answering(Decision::Refuse("the user said no".into()));
         let gate = Gate::new(path.clone(), Some(no));
         let denied = gate
             .check("mcp__other__t", Some("other"), &args, confirm)

@@ -59,7 +59,7 @@ pub use eras::EraMemory;
 pub use expand::expand;
 pub use filter::{MAX_PATTERN, MAX_PATTERNS, ToolFilter};
 pub use gate::{
-    Allowlist, AllowlistError, Approval, ConfirmCallback, ConfirmRequest, Denied, Gate,
+    Allowlist, AllowlistError, Approval, ConfirmCallback, ConfirmRequest, Decision, Denied, Gate,
     PermissionMode,
 };
 #[cfg(feature = "oauth")]
