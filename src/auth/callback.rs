@@ -19,6 +19,7 @@
 
 use super::pkce::parse_query;
 use super::{AuthError, AuthErrorKind, fetch};
+use crate::secret::Secret;
 use crate::text::escape_controls;
 use crate::transport::BoxFuture;
 use crate::transport::http::HttpsClient;
@@ -64,12 +65,12 @@ pub trait UserAgent: Send + Sync {
 }
 
 /// What an authorization response carries (RFC 6749 4.1.2, RFC 9207).
-#[derive(Clone, Default, PartialEq, Eq)]
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct CallbackParams {
     /// The authorization code.
-    pub code: Option<String>,
+    pub code: Option<Secret>,
     /// The `state` sent with the request.
-    pub state: Option<String>,
+    pub state: Option<Secret>,
     /// RFC 9207: the issuer that answered.
     pub iss: Option<String>,
     /// An OAuth error code, e.g. `access_denied`.
@@ -78,22 +79,11 @@ pub struct CallbackParams {
     pub error_description: Option<String>,
 }
 
-impl std::fmt::Debug for CallbackParams {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("CallbackParams")
-            .field("code", &self.code.is_some())
-            .field("state", &self.state.is_some())
-            .field("iss", &self.iss)
-            .field("error", &self.error)
-            .finish_non_exhaustive()
-    }
-}
-
 impl CallbackParams {
     /// Whether these are the answer to the request that sent `state` (any `state` when it is
     /// `None`).
     pub fn answers(&self, state: Option<&str>) -> bool {
-        state.is_none_or(|s| self.state.as_deref() == Some(s))
+        state.is_none_or(|s| self.state.as_ref().is_some_and(|mine| mine.matches(s)))
     }
 
     /// The OAuth error and its description, `error (description)`, with control characters
@@ -119,8 +109,8 @@ impl CallbackParams {
         let mut p = CallbackParams::default();
         for (k, v) in parse_query(query) {
             match k.as_str() {
-                "code" => p.code = Some(v),
-                "state" => p.state = Some(v),
+                "code" => p.code = Some(v.into()),
+                "state" => p.state = Some(v.into()),
                 "iss" => p.iss = Some(v),
                 "error" => p.error = Some(v),
                 "error_description" => p.error_description = Some(v),
@@ -319,7 +309,7 @@ impl UserAgent for LoopbackAgent {
         Box::pin(async move {
             // The state this login sent: only a redirect carrying it ends the login.
             let state = CallbackParams::parse(url).state;
-            let state = state.as_deref();
+            let state = state.as_ref().map(Secret::expose);
             let listening = self.listener.lock().expect("listener lock").take();
             let mut paste = self.paste.lock().expect("paste lock").take();
             (self.show_url)(url);
@@ -568,8 +558,8 @@ mod tests {
         let p = CallbackParams::parse(
             "http://localhost:17988/callback?code=abc%2Fd&state=s1&iss=https%3A%2F%2Fa.test",
         );
-        assert_eq!(p.code.as_deref(), Some("abc/d"));
-        assert_eq!(p.state.as_deref(), Some("s1"));
+        assert_eq!(p.code.as_ref().map(Secret::expose), Some("abc/d"));
+        assert_eq!(p.state.as_ref().map(Secret::expose), Some("s1"));
         assert_eq!(p.iss.as_deref(), Some("https://a.test"));
         let p = CallbackParams::parse("?error=access_denied&error_description=no+way");
         assert_eq!(p.error.as_deref(), Some("access_denied"));
@@ -796,7 +786,13 @@ mod tests {
             .authorize("http://as.test/authorize?state=s")
             .await
             .unwrap();
-        assert_eq!(CallbackParams::parse(&url).code.as_deref(), Some("p"));
+        assert_eq!(
+            CallbackParams::parse(&url)
+                .code
+                .as_ref()
+                .map(Secret::expose),
+            Some("p")
+        );
     }
 
     #[test]

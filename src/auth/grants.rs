@@ -72,7 +72,7 @@ impl OAuth {
             let kind = AuthErrorKind::Callback { error: None };
             self.auth_error(kind, why)
         };
-        if params.state.as_deref() != Some(state.as_str()) {
+        if !params.state.as_ref().is_some_and(|s| s.matches(&state)) {
             return Err(callback(
                 "the redirect's state does not match the request (a stale or forged redirect); run the login again".into(),
             ));
@@ -110,7 +110,7 @@ impl OAuth {
                 &client,
                 vec![
                     ("grant_type", "authorization_code".into()),
-                    ("code", code),
+                    ("code", code.expose().to_string()),
                     ("redirect_uri", redirect_uri.clone()),
                     ("code_verifier", pkce.verifier.expose().to_string()),
                     ("resource", found.resource.clone()),

@@ -832,7 +832,9 @@ mod oauth_ops {
             agent.open_browser = options.open_browser;
             agent.timeout = options.timeout;
             agent.show_url = Arc::new(move |url| {
-                *login_state.lock().expect("login state lock") = CallbackParams::parse(url).state;
+                *login_state.lock().expect("login state lock") = CallbackParams::parse(url)
+                    .state
+                    .map(|s| s.expose().to_string());
                 let _ = shown.try_send(LoginEvent::Url(url.to_string()));
             });
             let control = self.clone();
