@@ -138,7 +138,7 @@ impl std::error::Error for FormError {}
 
 impl FormRequest {
     /// Reads a form from its `requestedSchema`: an object schema of primitive properties.
-    pub fn from_schema(message: String, schema: Value) -> Result<FormRequest, String> {
+    pub(crate) fn from_schema(message: String, schema: Value) -> Result<FormRequest, String> {
         if schema.get("type").and_then(Value::as_str) != Some("object") {
             return Err("requestedSchema is not of type object".into());
         }
@@ -256,7 +256,7 @@ fn field_kind(property: &Value) -> Option<FieldKind> {
 
 /// The origin (`scheme://host[:port]`, lower case) of an `http` or `https` URL; `Err` says
 /// why it is none.
-pub fn url_origin(url: &str) -> Result<String, String> {
+pub(crate) fn url_origin(url: &str) -> Result<String, String> {
     if url.chars().any(|c| c.is_control() || c.is_whitespace()) {
         return Err("the URL has control characters or spaces".into());
     }
@@ -275,7 +275,7 @@ pub fn url_origin(url: &str) -> Result<String, String> {
 
 impl ElicitationRequest {
     /// Reads `elicitation/create` params (no `mode`: a form, as before 2025-11-25).
-    pub fn from_params(params: Value) -> Result<ElicitationRequest, String> {
+    pub(crate) fn from_params(params: Value) -> Result<ElicitationRequest, String> {
         let text = |key: &str| params.get(key).and_then(Value::as_str).map(String::from);
         let message = text("message").ok_or("the request has no message")?;
         let kind = match params.get("mode").and_then(Value::as_str) {
@@ -365,7 +365,7 @@ pub struct SamplingRequest {
 
 impl SamplingRequest {
     /// Reads `sampling/createMessage` params.
-    pub fn from_params(params: Value) -> Result<SamplingRequest, String> {
+    pub(crate) fn from_params(params: Value) -> Result<SamplingRequest, String> {
         let messages = params
             .get("messages")
             .and_then(Value::as_array)
