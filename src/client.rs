@@ -70,10 +70,10 @@ pub struct ClientOptions {
     /// Timeout of each request of the handshake (`server/discover`, `initialize`); `None`:
     /// [`timeout`](Self::timeout).
     pub startup_timeout: Option<Duration>,
-    /// Cap on the rendered output of one tool call, in bytes.
+    /// Cap on the rendered output of one tool call or resource read, in bytes.
     pub output_cap: usize,
-    /// Largest message kept whole; larger ones are only rendered (tool results) or refused.
-    /// A tool result whose text passes `output_cap` is only rendered too.
+    /// Largest message kept whole; larger ones are only rendered (tool results, resource
+    /// reads) or refused. A result whose text passes `output_cap` is only rendered too.
     pub max_message: usize,
     /// Which protocol era to speak: found out by default.
     pub era: EraPreference,
@@ -124,7 +124,7 @@ pub struct Client {
     list_limits: ListLimits,
     /// What each list took of [`ListLimits`] when it was last read: entries and bytes.
     list_usage: Mutex<HashMap<&'static str, (usize, u64)>>,
-    /// Cap on the rendering of a resource read.
+    /// Cap on the rendering of a result held whole (an ended task's inlined result).
     output_cap: usize,
 }
 
@@ -433,8 +433,8 @@ impl Client {
 
     /// Reads a resource and returns what a model sees of it: its contents rendered (text as
     /// it is, binary as `[blob <mime>, <n> bytes]`) and capped at [`ClientOptions::output_cap`]
-    /// with the truncation marker, as a tool result is. An answer larger than
-    /// [`ClientOptions::max_message`] is an error.
+    /// with the truncation marker, as a tool result is: rendered while it arrives, so a read
+    /// of any size is capped, never held whole (nor refused for its size).
     pub async fn read_resource(&self, uri: &str) -> Result<ResourceOutput> {
         self.read_resource_with(uri, RequestOptions::default())
             .await
@@ -447,20 +447,29 @@ impl Client {
         options: RequestOptions,
     ) -> Result<ResourceOutput> {
         let params = json!({"uri": uri});
-        let (read, _) = self
+        // Rendered and capped by the decoder while it arrived, as a tool result is: a read of
+        // any size is never held whole.
+        let reply = self
             .session
-            .request_as::<crate::wire::render::ReadResult>(
-                methods::RESOURCES_READ,
-                Some(params),
-                options,
-            )
+            .request_reply(methods::RESOURCES_READ, Some(&params), options)
             .await?;
-        let text = read.render();
-        let total_bytes = text.len() as u64;
-        Ok(ResourceOutput {
-            text: crate::wire::render::truncate(text, self.output_cap),
-            total_bytes,
-        })
+        let rendered = reply.rendered.unwrap_or_else(|| {
+            Err(RenderError::Invalid(
+                "the answer has neither result nor error".into(),
+            ))
+        });
+        match rendered {
+            Ok(r) => Ok(ResourceOutput {
+                text: r.text,
+                total_bytes: r.total,
+            }),
+            Err(RenderError::Rpc(e)) => {
+                Err(self.error(methods::RESOURCES_READ, ErrorKind::Rpc(Box::new(e))))
+            }
+            Err(e @ RenderError::Invalid(_)) => {
+                Err(self.error(methods::RESOURCES_READ, ErrorKind::Protocol(e.to_string())))
+            }
+        }
     }
 
     /// Asks to be told when a resource changes (`resources/subscribe`); the changes arrive

@@ -239,27 +239,26 @@ async fn every_feature_works_over_stdio_and_http_in_both_eras() {
 
 #[tokio::test]
 async fn a_huge_resource_is_capped_as_a_tool_result_is() {
-    for setup in [Setup::Stdio, Setup::HttpModern] {
+    for setup in [
+        Setup::Stdio,
+        Setup::StdioModern,
+        Setup::Http,
+        Setup::HttpModern,
+    ] {
         let (client, _fixture) = connect(setup, ClientOptions::default()).await;
-        let read = client
-            .read_resource("fixture://big/2000000")
-            .await
-            .expect("a 2 MB resource");
-        assert_eq!(read.total_bytes, 2_000_000);
-        let marker = "\n\n[mcp output truncated: 2000000 bytes total, 1048576 kept]";
-        assert_eq!(read.text.len(), CAP + marker.len(), "{setup:?}");
-        assert!(read.text.ends_with(marker), "{setup:?}");
-        // Past the largest message kept whole, the read is refused, never held.
-        let err = client
-            .read_resource("fixture://big/6000000")
-            .await
-            .unwrap_err();
-        let text = err.to_string();
-        assert!(
-            text.contains("more than this client keeps of one message"),
-            "{text}"
-        );
-        assert_eq!(err.method.as_deref(), Some("resources/read"));
+        // Under the largest message kept whole, past it (6 MB), and far past it (64 MiB): each
+        // rendered while it arrives and capped with the marker, never held whole nor refused.
+        for bytes in [2_000_000u64, 6_000_000, 64 << 20] {
+            let read = client
+                .read_resource(&format!("fixture://big/{bytes}"))
+                .await
+                .unwrap_or_else(|e| panic!("{setup:?}: a {bytes}-byte resource: {e}"));
+            assert_eq!(read.total_bytes, bytes, "{setup:?}");
+            let marker = format!("\n\n[mcp output truncated: {bytes} bytes total, {CAP} kept]");
+            assert_eq!(read.text.len(), CAP + marker.len(), "{setup:?}");
+            assert!(read.text.ends_with(&marker), "{setup:?}");
+            assert!(read.text[..CAP].bytes().all(|b| b == b'a'), "{setup:?}");
+        }
         // The session goes on.
         assert!(client.read_resource("fixture://readme").await.is_ok());
         client.close().await;

@@ -959,6 +959,41 @@ async fn a_message_over_max_message_that_is_not_a_result_is_refused() {
     client.close().await;
 }
 
+/// Nor does one resource read: `probe` reading a 64 MiB resource, over stdio and over HTTP,
+/// peaks far below it, as a tool result's does (the same 48 MiB bound, under its size).
+#[cfg(unix)]
+#[test]
+fn a_huge_resource_read_is_never_held_whole_over_stdio_or_http() {
+    const BYTES: u64 = 64 << 20;
+    let uri = format!("fixture://big/{BYTES}");
+    let http = HttpFixture::start("json", &[]);
+    let stdio = ["--", &binary(), "fixture-server"];
+    for (transport, server) in [("stdio", &stdio[..]), ("http", &[http.url.as_str()][..])] {
+        let mut probe = std::process::Command::new(binary());
+        probe
+            .args(["probe", "--timeout", "300", "--read", &uri])
+            .args(server);
+        let started = Instant::now();
+        let (output, peak_kib) = run_measured(probe);
+        let stdout = String::from_utf8_lossy(&output.stdout);
+        assert!(
+            output.status.success(),
+            "{transport}: {}",
+            String::from_utf8_lossy(&output.stderr)
+        );
+        eprintln!(
+            "{transport}: a {BYTES}-byte read in {:?}, peak RSS {peak_kib} KiB",
+            started.elapsed()
+        );
+        assert!(
+            peak_kib < 48 * 1024,
+            "{transport}: peak RSS {peak_kib} KiB for a {BYTES}-byte read"
+        );
+        let marker = format!("[mcp output truncated: {BYTES} bytes total, {CAP} kept]");
+        assert!(stdout.contains(&marker), "{transport}: no marker");
+    }
+}
+
 /// One tool result never needs its whole size: `probe` calling for a 96 MiB result, over stdio
 /// and over HTTP, peaks far below it (the cap is 1 MiB; the bound here, 48 MiB, leaves room for
 /// the binary and a debug build, and is half the result).

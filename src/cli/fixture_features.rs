@@ -36,7 +36,7 @@
 //! In `hang` mode `resources/read` and `prompts/get` are never answered. In `hostile` mode
 //! every name, description and text carries [`HOSTILE`].
 
-use super::fixture_server::{HOSTILE, Mode, Output, Server, reply, send};
+use super::fixture_server::{HOSTILE, Mode, Output, Server, repeat_units, reply, send};
 use agenvoy_mcp::unstable::wire::jsonrpc::{self, ErrorObject, Id, Message, Notification};
 use serde_json::{Value, json};
 use std::sync::{Arc, Condvar, Mutex};
@@ -606,7 +606,7 @@ pub fn handle(server: &Server, method: &str, id: Id, params: &Value, out: &dyn O
             let uri = params.get("uri").and_then(Value::as_str).unwrap_or("");
             let bytes = uri
                 .strip_prefix("fixture://big/")
-                .and_then(|n| n.parse::<usize>().ok());
+                .and_then(|n| n.parse::<u64>().ok());
             match (uri, bytes) {
                 ("fixture://readme", _) => {
                     Ok(json!({"contents": [{"uri": uri, "mimeType": "text/plain",
@@ -616,8 +616,19 @@ pub fn handle(server: &Server, method: &str, id: Id, params: &Value, out: &dyn O
                     Ok(json!({"contents": [{"uri": uri, "mimeType": "image/png",
                     "blob": "iVBORw0KGgo="}]}))
                 }
-                (_, Some(n)) => Ok(json!({"contents": [{"uri": uri, "mimeType": "text/plain",
-                    "text": "a".repeat(n)}]})),
+                (_, Some(n)) => {
+                    // Written piece by piece, as the `big` tool's answer is: a huge resource is
+                    // never held whole here either.
+                    let head = format!(
+                        r#"{{"jsonrpc":"2.0","id":{id},"result":{{"contents":[{{"uri":{},"mimeType":"text/plain","text":""#,
+                        json!(uri)
+                    );
+                    let units = vec![(1, b"a".to_vec())];
+                    let tail = br#""}]}}"#.to_vec();
+                    let mut pieces = repeat_units(head.into_bytes(), units, n, tail);
+                    out.message(&mut pieces, Some(&id));
+                    return true;
+                }
                 _ => Err(ErrorObject::new(
                     jsonrpc::INVALID_PARAMS,
                     format!("unknown resource {uri:?}"),

@@ -949,7 +949,7 @@ fn big_message(id: &Id, bytes: u64, class: BigClass) -> impl Iterator<Item = Vec
 /// `head`, then the units' JSON in turn (each unit: how many bytes it counts for, and its
 /// bytes) until they count for `size` (the last ones made up with `x`), then `tail`; in pieces
 /// of about 64 KiB.
-fn repeat_units(
+pub(super) fn repeat_units(
     head: Vec<u8>,
     units: Vec<(u64, Vec<u8>)>,
     size: u64,

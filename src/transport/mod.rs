@@ -4,8 +4,8 @@
 //! connection, and an [`Inbound`] channel, on which it delivers every message the server sends
 //! and, last, why the connection ended. The session above knows nothing of pipes or sockets.
 //!
-//! Every message is decoded while its bytes arrive ([`MessageDecoder`]): a tool result is
-//! rendered and capped on the way, and no message is ever held whole past
+//! Every message is decoded while its bytes arrive ([`MessageDecoder`]): a result (a tool's, a
+//! resource read's) is rendered and capped on the way, and no message is ever held whole past
 //! [`Limits::max_message`], whatever its size.
 
 #[cfg(feature = "http")]
@@ -143,11 +143,11 @@ pub trait Transport: Send + Sync + 'static {
 /// How much of an incoming message is kept.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Limits {
-    /// Cap on the rendered output of one tool result, in bytes.
+    /// Cap on the rendered output of one tool result or resource read, in bytes.
     pub output_cap: usize,
     /// Largest message kept whole (to be parsed); a larger one is only rendered (a tool
-    /// result) or reported, never held. A tool result whose text passes `output_cap` is not
-    /// kept whole either: it is read from its rendering.
+    /// result, a resource read) or reported, never held. A result whose text passes
+    /// `output_cap` is not kept whole either: it is read from its rendering.
     pub max_message: usize,
 }
 
@@ -195,7 +195,7 @@ impl Assembler {
         self.fed |= bytes.iter().any(|b| !b.is_ascii_whitespace());
         // An error is remembered by the decoder and reported by `finish`.
         let _ = self.decoder.feed(bytes);
-        // A tool result is read from its rendering; once that passes the cap, keeping its
+        // A tool result or a read is read from its rendering; once that passes the cap, keeping its
         // bytes (up to `max_message` of them) would only cost copies and page faults.
         if self.decoder.rendered_past_cap() {
             self.decoder.forget_raw();

@@ -1,7 +1,8 @@
 //! The streaming decoder of one JSON-RPC message whose bytes arrive in chunks.
 //!
 //! [`MessageDecoder`] reads one message (a stdio line, an HTTP body, an SSE event's data) and
-//! renders its `result` as a tool result straight into a [`Truncator`] while the bytes arrive,
+//! renders its `result` (a tool result's `content`, a resource read's `contents`: see
+//! [`render`](super::render)) straight into a [`Truncator`] while the bytes arrive,
 //! never holding the message: strings are unescaped on the fly and, past the cap, only counted;
 //! base64 payloads are only counted; `structuredContent` is compacted into the same bounded
 //! buffer (and dropped as soon as a content block shows up, since it is then not rendered).
@@ -26,7 +27,7 @@
 //! the members that might be shown (`text`, `mimeType`, `uri`, the resource's `uri`,
 //! `mimeType`, `text`) are each held up to the room left under the cap until `type` tells which
 //! one is shown; with `type` first (every server seen) only the shown one flows, straight into
-//! the truncator.
+//! the truncator. A read's resource needs no `type`: its `text` always flows straight in.
 //!
 //! The decoder is one state machine over [`MessageDecoder`]'s fields, in files by role:
 //!
@@ -34,7 +35,8 @@
 //!   brackets and the nesting depth);
 //! - `roles`: what each value is for the rendering (the known keys of each object, the role of
 //!   each member and element, and what a value of each role does);
-//! - `block`: content blocks (the members that might be shown, and the block's line);
+//! - `block`: content blocks and a read's resources (the members that might be shown, and
+//!   the block's line);
 //! - `string`: string contents, read a 64-byte window at a time with the scanner `scan`;
 //! - `escape`: escapes, whole ones at once and the rest (cut by a chunk's end, invalid, lone
 //!   surrogates) byte by byte;
@@ -325,8 +327,8 @@ impl MessageDecoder {
         Ok(())
     }
 
-    /// Whether the result's rendering has passed the cap: the message is a tool result too
-    /// large to show whole.
+    /// Whether the result's rendering has passed the cap: the message is a tool result or a
+    /// read too large to show whole.
     pub fn rendered_past_cap(&self) -> bool {
         self.out.is_over()
     }

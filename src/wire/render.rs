@@ -1,11 +1,15 @@
-//! What the model sees of a tool result, and the cap on it.
+//! What the model sees of a tool result or a resource read, and the cap on it.
 //!
 //! One definition, used everywhere:
 //! - text blocks, and the text of embedded text resources, joined with `"\n"`;
 //! - other blocks as one short line each, never their payload: `[image <mime>, <n> bytes]`,
 //!   `[audio <mime>, <n> bytes]`, `[resource_link <uri>]`, `[resource <uri> <mime>, <n> bytes]`
 //!   (binary), `[<type>]` for a block type this client does not know;
-//! - no content blocks at all but `structuredContent`: its compact JSON (whitespace outside
+//! - the resources of a `resources/read` result (its `contents`) the same way: a text one as
+//!   its text, a binary one as `[blob <mime>, <n> bytes]`, one with neither as
+//!   `[resource <uri>]`. A result is rendered whatever it answers: `content` blocks and
+//!   `contents` resources (a result that has both: in the order they come) are its lines;
+//! - no lines at all but `structuredContent`: its compact JSON (whitespace outside
 //!   strings removed, everything else as the server wrote it);
 //! - `isError: true`: the same text, flagged as a tool error.
 //!
@@ -182,11 +186,15 @@ impl WireError<'_> {
     }
 }
 
+/// A result as rendered: a tool result's `content` and a read's `contents` are kept as their
+/// JSON text, read in a second pass in the order they come in the message.
 #[derive(Deserialize)]
 #[serde(rename_all = "camelCase")]
 struct ToolResult<'a> {
-    #[serde(default)]
-    content: Option<Vec<Obj<Block>>>,
+    #[serde(borrow, default)]
+    content: Option<&'a RawValue>,
+    #[serde(borrow, default)]
+    contents: Option<&'a RawValue>,
     #[serde(borrow, default)]
     structured_content: Option<&'a RawValue>,
     #[serde(default)]
@@ -270,33 +278,17 @@ pub fn render_block_json(block: &str) -> Result<String, RenderError> {
     Ok(render_block(&block))
 }
 
-/// The `result` of `resources/read`, read for its rendering: only the members shown.
-#[derive(Deserialize)]
-pub struct ReadResult {
-    contents: Vec<Obj<Resource>>,
-}
-
-impl ReadResult {
-    /// What the model sees of a resource, uncut: each text content as it is, each binary
-    /// one as `[blob <mime>, <n> bytes]` (never its payload), one with neither as
-    /// `[resource <uri>]`, joined with `"\n"`. [`truncate`] cuts it at the cap.
-    pub fn render(&self) -> String {
-        let mime = |m: &Option<String>| m.clone().unwrap_or_else(|| "unknown".into());
-        self.contents
-            .iter()
-            .map(|Obj(r)| match (&r.text, &r.blob) {
-                (Some(text), _) => text.clone(),
-                (None, Some(blob)) => {
-                    format!(
-                        "[blob {}, {} bytes]",
-                        mime(&r.mime_type),
-                        base64_decoded_len(blob)
-                    )
-                }
-                (None, None) => format!("[resource {}]", r.uri.as_deref().unwrap_or("")),
-            })
-            .collect::<Vec<_>>()
-            .join("\n")
+/// The line of one resource of a `resources/read` result: its text, `[blob <mime>, <n> bytes]`
+/// for a binary one (never its payload), `[resource <uri>]` for one with neither.
+fn render_contents(r: &Resource) -> String {
+    match (&r.text, &r.blob) {
+        (Some(text), _) => text.clone(),
+        (None, Some(blob)) => format!(
+            "[blob {}, {} bytes]",
+            r.mime_type.as_deref().unwrap_or("unknown"),
+            base64_decoded_len(blob)
+        ),
+        (None, None) => format!("[resource {}]", r.uri.as_deref().unwrap_or("")),
     }
 }
 
@@ -323,23 +315,42 @@ pub fn compact_json(json: &str) -> String {
     out
 }
 
-/// Renders the `result` of a `tools/call` response, given as JSON text, uncut.
+/// Renders a response's `result` (of `tools/call`, `resources/read`, or anything else), given
+/// as JSON text, uncut.
 pub fn render_result_json(result: &str) -> Result<(String, bool), RenderError> {
-    let Obj::<ToolResult<'_>>(result) =
-        serde_json::from_str(result).map_err(|e| RenderError::Invalid(e.to_string()))?;
-    let blocks = result.content.unwrap_or_default();
-    let text = match (blocks.is_empty(), result.structured_content) {
+    let invalid = |e: serde_json::Error| RenderError::Invalid(e.to_string());
+    let Obj::<ToolResult<'_>>(result) = serde_json::from_str(result).map_err(invalid)?;
+    // Each list's lines, by where the list starts in the message.
+    let mut lists: Vec<(usize, Vec<String>)> = Vec::new();
+    let at = |raw: &RawValue| raw.get().as_ptr() as usize;
+    if let Some(raw) = result.content {
+        let blocks: Option<Vec<Obj<Block>>> = serde_json::from_str(raw.get()).map_err(invalid)?;
+        let lines = blocks.unwrap_or_default();
+        lists.push((
+            at(raw),
+            lines.iter().map(|Obj(b)| render_block(b)).collect(),
+        ));
+    }
+    if let Some(raw) = result.contents {
+        let contents: Option<Vec<Obj<Resource>>> =
+            serde_json::from_str(raw.get()).map_err(invalid)?;
+        let lines = contents.unwrap_or_default();
+        lists.push((
+            at(raw),
+            lines.iter().map(|Obj(r)| render_contents(r)).collect(),
+        ));
+    }
+    lists.sort_by_key(|(at, _)| *at);
+    let lines: Vec<String> = lists.into_iter().flat_map(|(_, lines)| lines).collect();
+    let text = match (lines.is_empty(), result.structured_content) {
         (true, Some(structured)) => compact_json(structured.get()),
-        _ => blocks
-            .iter()
-            .map(|Obj(b)| render_block(b))
-            .collect::<Vec<_>>()
-            .join("\n"),
+        _ => lines.join("\n"),
     };
     Ok((text, result.is_error == Some(true)))
 }
 
-/// The plain whole-message path: parses one JSON-RPC response to `tools/call` with serde_json,
+/// The plain whole-message path: parses one JSON-RPC response (to `tools/call`,
+/// `resources/read`, ...) with serde_json,
 /// renders its result and cuts it at `cap` (an error is bounded as the module docs say). The
 /// streaming path must equal it byte for byte.
 pub fn render_reference(message: &[u8], cap: usize) -> Result<Rendered, RenderError> {
@@ -432,16 +443,31 @@ mod tests {
 
     #[test]
     fn resource_contents_render_text_and_blob_lines() {
-        let read: ReadResult = serde_json::from_str(
-            r#"{"contents":[{"uri":"a://t","text":"hello"},
-                            {"uri":"a://b","mimeType":"image/png","blob":"aGVsbG8="},
-                            {"uri":"a://n"}]}"#,
-        )
-        .unwrap();
         assert_eq!(
-            read.render(),
-            "hello\n[blob image/png, 5 bytes]\n[resource a://n]"
+            render(
+                r#"{"contents":[{"uri":"a://t","text":"hello"},
+                                {"uri":"a://b","mimeType":"image/png","blob":"aGVsbG8="},
+                                {"uri":"a://n"},{"blob":"AA=="}]}"#
+            ),
+            "hello\n[blob image/png, 5 bytes]\n[resource a://n]\n[blob unknown, 1 bytes]"
         );
+        // Both lists, in the order they come; structuredContent only without lines.
+        assert_eq!(
+            render(
+                r#"{"contents":[{"text":"r"}],"content":[{"type":"text","text":"c"}],
+                    "structuredContent":{"a":1}}"#
+            ),
+            "r\nc"
+        );
+        assert_eq!(
+            render(r#"{"contents":[],"structuredContent":{"a":1}}"#),
+            r#"{"a":1}"#
+        );
+        assert_eq!(render(r#"{"contents":null}"#), "");
+        assert!(render_result_json(r#"{"contents":[{"text":1}]}"#).is_err());
+        assert!(render_result_json(r#"{"contents":["a"]}"#).is_err());
+        assert!(render_result_json(r#"{"contents":[],"contents":[]}"#).is_err());
+        assert!(render_result_json(r#"{"contents":[{"text":"a","text":"b"}]}"#).is_err());
         assert_eq!(
             render_block_json(r#"{"type":"image","data":"AAAA","mimeType":"image/gif"}"#).unwrap(),
             "[image image/gif, 3 bytes]"

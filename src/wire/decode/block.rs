@@ -1,6 +1,8 @@
 //! Content blocks: a block's members that might be shown (held up to the room under the cap
 //! until its `type` says which one is shown, or streamed straight out when `type` came
-//! first), and the block's line in the rendering when it closes.
+//! first), and the block's line in the rendering when it closes. A resource of a
+//! `resources/read` result's `contents` is a block known from its start: an embedded
+//! resource's members, at the top of the block, with its own line for a blob.
 
 use super::MessageDecoder;
 use super::roles::Fail;
@@ -77,6 +79,8 @@ pub(super) enum Kind {
     Audio,
     ResourceLink,
     Resource,
+    /// A resource of a read result's `contents` (never named by a `type`).
+    Item,
     Other,
 }
 
@@ -126,6 +130,14 @@ impl MessageDecoder {
             room: self.out.room(),
             ..BlockState::default()
         };
+    }
+
+    /// Starts a resource of a read result's `contents`: a block whose kind is known, holding
+    /// a resource's members.
+    pub(super) fn item_start(&mut self) {
+        self.block_start();
+        self.block.known = Some(Kind::Item);
+        self.block.resource = Some(ResourceState::default());
     }
 
     /// A field buffer for a member that might be shown: room left at the block's start, plus
@@ -188,12 +200,17 @@ impl MessageDecoder {
                 field_or(&b.uri, b"", out);
                 out.push(b"]");
             }
-            Kind::Resource => match &b.resource {
+            Kind::Resource | Kind::Item => match &b.resource {
                 None => out.push(b"[resource ]"),
                 Some(r) if r.text.is_some() => {
                     if !r.text_streamed {
                         field_or(&r.text, b"", out);
                     }
+                }
+                Some(r) if r.blob.is_some() && known == Kind::Item => {
+                    out.push(b"[blob ");
+                    field_or(&r.mime, b"unknown", out);
+                    out.push(format!(", {} bytes]", payload(r.blob)).as_bytes());
                 }
                 Some(r) => {
                     out.push(b"[resource ");

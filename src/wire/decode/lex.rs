@@ -256,7 +256,7 @@ impl MessageDecoder {
         let frame = self.stack.pop().expect("a container is open");
         match frame.ctx {
             Ctx::Top => self.top_seen = frame.seen,
-            Ctx::Block => self.block_end(),
+            Ctx::Block | Ctx::Item => self.block_end(),
             Ctx::ErrObj if frame.seen & 0b11 != 0b11 => {
                 self.bad(Fail::Msg, "missing field in the error");
             }

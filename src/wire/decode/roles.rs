@@ -37,6 +37,10 @@ pub(super) enum Role {
     Result,
     Content,
     Block,
+    /// A `resources/read` result's `contents`.
+    Contents,
+    /// One resource of `contents`: rendered as a block is.
+    Item,
     Structured,
     IsError,
     Type,
@@ -95,6 +99,8 @@ pub(super) enum Ctx {
     Content,
     Block,
     Resource,
+    Contents,
+    Item,
     ErrObj,
     ErrSeq,
     Ignore(Mode),
@@ -131,7 +137,7 @@ fn parse_i64(text: &[u8]) -> Option<i64> {
 }
 
 const TOP_KEYS: [&[u8]; 2] = [b"result", b"error"];
-const RESULT_KEYS: [&[u8]; 3] = [b"content", b"structuredContent", b"isError"];
+const RESULT_KEYS: [&[u8]; 4] = [b"content", b"structuredContent", b"isError", b"contents"];
 const BLOCK_KEYS: [&[u8]; 6] = [b"type", b"text", b"data", b"mimeType", b"uri", b"resource"];
 const RESOURCE_KEYS: [&[u8]; 4] = [b"uri", b"mimeType", b"text", b"blob"];
 const ERROR_KEYS: [&[u8]; 3] = [b"code", b"message", b"data"];
@@ -175,6 +181,7 @@ impl MessageDecoder {
         let index = top.index;
         self.role = match top.ctx {
             Ctx::Content => Role::Block,
+            Ctx::Contents => Role::Item,
             Ctx::ErrSeq => match index {
                 0 => Role::Code,
                 1 => Role::Message,
@@ -202,13 +209,13 @@ impl MessageDecoder {
             Ctx::Top => (&TOP_KEYS, Fail::Msg),
             Ctx::Result => (&RESULT_KEYS, Fail::Res),
             Ctx::Block => (&BLOCK_KEYS, Fail::Res),
-            Ctx::Resource => (&RESOURCE_KEYS, Fail::Res),
+            Ctx::Resource | Ctx::Item => (&RESOURCE_KEYS, Fail::Res),
             Ctx::ErrObj => (&ERROR_KEYS, Fail::Msg),
             Ctx::Ignore(m) => {
                 self.role = Role::Ignore(m);
                 return;
             }
-            Ctx::Content | Ctx::ErrSeq => unreachable!("arrays have no keys"),
+            Ctx::Content | Ctx::Contents | Ctx::ErrSeq => unreachable!("arrays have no keys"),
         };
         let found = keys.iter().position(|k| *k == key);
         if let Some(k) = found {
@@ -232,6 +239,7 @@ impl MessageDecoder {
             (Ctx::Result, Some(0)) => Role::Content,
             (Ctx::Result, Some(1)) => Role::Structured,
             (Ctx::Result, Some(2)) => Role::IsError,
+            (Ctx::Result, Some(3)) => Role::Contents,
             (Ctx::Result, None) if key == b"resultType" => Role::ResultType,
             (Ctx::Result, None) if key == b"_meta" => Role::ResultMeta,
             (Ctx::Block, Some(0)) => Role::Type,
@@ -240,10 +248,10 @@ impl MessageDecoder {
             (Ctx::Block, Some(3)) => Role::Mime,
             (Ctx::Block, Some(4)) => Role::Uri,
             (Ctx::Block, Some(5)) => Role::Resource,
-            (Ctx::Resource, Some(0)) => Role::RUri,
-            (Ctx::Resource, Some(1)) => Role::RMime,
-            (Ctx::Resource, Some(2)) => Role::RText,
-            (Ctx::Resource, Some(3)) => Role::RBlob,
+            (Ctx::Resource | Ctx::Item, Some(0)) => Role::RUri,
+            (Ctx::Resource | Ctx::Item, Some(1)) => Role::RMime,
+            (Ctx::Resource | Ctx::Item, Some(2)) => Role::RText,
+            (Ctx::Resource | Ctx::Item, Some(3)) => Role::RBlob,
             (Ctx::ErrObj, Some(0)) => Role::Code,
             (Ctx::ErrObj, Some(1)) => Role::Message,
             (Ctx::ErrObj, Some(2)) => Role::ErrData,
@@ -260,9 +268,9 @@ impl MessageDecoder {
         self.key_len = 0;
         let (mode, strict) = match top.ctx {
             Ctx::Top | Ctx::ErrObj => (Mode::Loose, Some(Fail::Msg)),
-            Ctx::Result | Ctx::Block | Ctx::Resource => (Mode::Utf8, Some(Fail::Res)),
+            Ctx::Result | Ctx::Block | Ctx::Resource | Ctx::Item => (Mode::Utf8, Some(Fail::Res)),
             Ctx::Ignore(m) => (m, None),
-            Ctx::Content | Ctx::ErrSeq => unreachable!("arrays have no keys"),
+            Ctx::Content | Ctx::Contents | Ctx::ErrSeq => unreachable!("arrays have no keys"),
         };
         let utf8 = match (mode, strict) {
             (Mode::Utf8, _) => Some(Fail::Msg),
@@ -335,6 +343,10 @@ impl MessageDecoder {
                         self.block.resource = Some(ResourceState::default());
                         Ctx::Resource
                     }
+                    Role::Item => {
+                        self.item_start();
+                        Ctx::Item
+                    }
                     Role::Error => Ctx::ErrObj,
                     role if role.skips_containers() => Ctx::Ignore(Self::region(role)),
                     _ => {
@@ -349,9 +361,13 @@ impl MessageDecoder {
                 let ctx = match role {
                     Role::Top => return Err(self.syntax(i, "the message is not an object")),
                     Role::Content => {
-                        self.content = Content::Empty;
+                        // After `contents` lines, the content is already non-empty.
+                        if self.content != Content::NonEmpty {
+                            self.content = Content::Empty;
+                        }
                         Ctx::Content
                     }
+                    Role::Contents => Ctx::Contents,
                     Role::Error => Ctx::ErrSeq,
                     role if role.skips_containers() => Ctx::Ignore(Self::region(role)),
                     _ => {
@@ -398,7 +414,7 @@ impl MessageDecoder {
     fn wrong_type(&mut self, role: Role) {
         let who = Self::owner(role);
         self.bad(who, "a member has the wrong type");
-        if role == Role::Block {
+        if matches!(role, Role::Block | Role::Item) {
             // Still a block: it makes the content non-empty.
             self.block_start();
         }
@@ -430,9 +446,10 @@ impl MessageDecoder {
                 (Sink::Field(Slot::Uri), strict_res.0, strict_res.1)
             }
             Role::RUri | Role::RMime | Role::RText => {
-                let wanted = self.kind_is(&[Kind::Resource]);
+                let wanted = self.kind_is(&[Kind::Resource, Kind::Item]);
                 let f = self.field(wanted);
-                let direct = role == Role::RText && self.block.known == Some(Kind::Resource);
+                let direct = role == Role::RText
+                    && matches!(self.block.known, Some(Kind::Resource | Kind::Item));
                 let r = self.block.resource.as_mut().expect("inside a resource");
                 let slot = match role {
                     Role::RUri => {
@@ -494,6 +511,8 @@ impl MessageDecoder {
             Role::Result
             | Role::Content
             | Role::Block
+            | Role::Contents
+            | Role::Item
             | Role::IsError
             | Role::Resource
             | Role::Error
@@ -518,6 +537,7 @@ impl MessageDecoder {
                 Role::Result
                 | Role::Error
                 | Role::Content
+                | Role::Contents
                 | Role::IsError
                 | Role::Text
                 | Role::Data
@@ -530,7 +550,7 @@ impl MessageDecoder {
                 | Role::RBlob,
                 2,
             ) => {
-                if role == Role::Content {
+                if role == Role::Content && self.content != Content::NonEmpty {
                     self.content = Content::Null;
                 }
             }

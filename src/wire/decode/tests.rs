@@ -102,6 +102,88 @@ fn matches_the_reference_on_samples() {
     }
 }
 
+/// `resources/read` results: rendered as the reference renders them (text as it is, a blob as
+/// `[blob <mime>, <n> bytes]`, neither as `[resource <uri>]`), alongside a tool result's
+/// members in the order they come, split at every byte boundary.
+const READS: &[&str] = &[
+    r#"{"jsonrpc":"2.0","id":1,"result":{"contents":[{"uri":"a://t","mimeType":"text/plain","text":"hello é😀\n"}]}}"#,
+    r#"{"jsonrpc":"2.0","id":2,"result":{"contents":[{"uri":"a://t","text":"one"},{"uri":"a://b","mimeType":"image/png","blob":"aGVsbG8="},{"uri":"a://n"},{"blob":"AA=="},{"text":null,"blob":"AAAA","mimeType":null}]}}"#,
+    r#"{"result":{"contents":[{"blob":"QUJD","text":"text wins","mimeType":"m","uri":"u"}],"resultType":"complete","_meta":{"k":1}},"id":3,"jsonrpc":"2.0"}"#,
+    r#"{"result":{"contents":[]}}"#,
+    r#"{"result":{"contents":null,"structuredContent":{"a":1}}}"#,
+    r#"{"result":{"contents":[],"structuredContent":{"a":1}}}"#,
+    r#"{"result":{"structuredContent":{"a":1},"contents":[{"text":"drops it"}]}}"#,
+    r#"{"result":{"contents":[{"text":"r"}],"structuredContent":{"a":1}}}"#,
+    r#"{"result":{"contents":[{"text":"r"}],"content":[{"type":"text","text":"c"}]}}"#,
+    r#"{"result":{"content":[{"type":"text","text":"c"}],"contents":[{"text":"r"},{"uri":"x"}]}}"#,
+    r#"{"result":{"contents":[{"text":"r"}],"content":null,"structuredContent":{"a":1}}}"#,
+    r#"{"result":{"contents":[{"text":"r"}],"content":[],"structuredContent":{"a":1}}}"#,
+    r#"{"result":{"contents":[{"text":"a\u00e9\ud83d\ude00\"\\\/b","uri":"u"}],"isError":true}}"#,
+    r#"{"result":{"contents":[{"uri":"\u0041","mimeType":"\u00e9","blob":"\/\/8="}]}}"#,
+    r#"{"result":{"contents":[{"text":"x","other":[1,{"y":"z"}],"_meta":{}}]}}"#,
+    r#"{"result":{"contents":[{"text":"a","text":"b"}]}}"#,
+    r#"{"result":{"contents":[],"contents":[]}}"#,
+    r#"{"result":{"contents":[{"text":1}]}}"#,
+    r#"{"result":{"contents":[{"blob":true}]}}"#,
+    r#"{"result":{"contents":["a"]}}"#,
+    r#"{"result":{"contents":[null]}}"#,
+    r#"{"result":{"contents":[["text","x"]]}}"#,
+    r#"{"result":{"contents":{}}}"#,
+    r#"{"result":{"contents":"x"}}"#,
+    r#"{"result":{"contents":[{"text":"\ud800"}]}}"#,
+    r#"{"result":{"contents":[{"uri":"\udc00","blob":"AA"}]}}"#,
+    r#"{"result":{"contents":[{"text":"x"}]},"error":{"code":1,"message":"m"}}"#,
+    r#"{"result":{"contents":[{"text":"x"},]}}"#,
+    r#"{"result":{"contents":[{"text":"x"}]}"#,
+];
+
+#[test]
+fn resource_reads_match_the_reference() {
+    for s in READS {
+        check(s);
+    }
+    let read = |msg: &str, cap| {
+        MessageDecoder::decode(msg.as_bytes(), cap, 0)
+            .unwrap()
+            .render
+            .unwrap()
+            .unwrap()
+    };
+    // What a model saw of a read before reads were streamed: the same lines.
+    let r = read(READS[1], 1000);
+    assert_eq!(
+        r.text,
+        "one\n[blob image/png, 5 bytes]\n[resource a://n]\n[blob unknown, 1 bytes]\n[blob unknown, 3 bytes]"
+    );
+    let r = read(READS[0], 6);
+    assert_eq!(
+        r.text,
+        "hello \n\n[mcp output truncated: 13 bytes total, 6 kept]"
+    );
+}
+
+#[test]
+fn a_big_read_is_cut_and_counted_and_its_blob_only_counted() {
+    let text = "é".repeat(5000) + "\\n" + &"x".repeat(100_000);
+    let msg = format!(
+        r#"{{"id":1,"jsonrpc":"2.0","result":{{"contents":[{{"uri":"{text}","mimeType":"text/plain","text":"{text}"}},{{"uri":"b","blob":"{}"}}]}}}}"#,
+        "QUJD".repeat(30_000)
+    );
+    for cap in [0, 1, 9999, 10_000, 10_001, 200_000] {
+        assert_matches_reference(msg.as_bytes(), cap, &[3, 50, 51, 4000, 60_000, 150_000]);
+    }
+    let d = MessageDecoder::decode(msg.as_bytes(), 1000, 0).unwrap();
+    let r = d.render.unwrap().unwrap();
+    assert_eq!(
+        r.total,
+        10_000 + 1 + 100_000 + 1 + "[blob unknown, 90000 bytes]".len() as u64
+    );
+    assert!(r.text.ends_with(&format!(
+        "[mcp output truncated: {} bytes total, 1000 kept]",
+        r.total
+    )));
+}
+
 #[test]
 fn control_characters_and_bad_utf8() {
     check("{\"result\":{\"content\":[{\"type\":\"text\",\"text\":\"a\nb\"}]}}");
@@ -287,14 +369,18 @@ fn long_strings_of_every_class_match_the_reference_in_any_split() {
     for round in 0..1000 {
         let len = 40 + rng.below(400);
         let body = random_string(&mut rng, len);
-        let msg = match round % 4 {
+        let msg = match round % 6 {
             0 => format!(r#"{{"result":{{"content":[{{"type":"text","text":"{body}"}}]}}}}"#),
             1 => format!(
                 r#"{{"result":{{"content":[{{"type":"image","data":"{body}","mimeType":"m"}}]}}}}"#
             ),
             2 => format!(r#"{{"x":"{body}","result":{{"content":[],"y":"{body}"}}}}"#),
-            _ => format!(
+            3 => format!(
                 r#"{{"result":{{"content":[{{"type":"resource","resource":{{"uri":"u","blob":"{body}"}}}}]}}}}"#
+            ),
+            4 => format!(r#"{{"result":{{"contents":[{{"uri":"{body}","text":"{body}"}}]}}}}"#),
+            _ => format!(
+                r#"{{"result":{{"contents":[{{"mimeType":"{body}","blob":"{body}"}},{{"uri":"u"}}]}}}}"#
             ),
         };
         let msg = msg.as_bytes();
