@@ -54,7 +54,6 @@ mod equiv;
 mod escape;
 mod lex;
 mod roles;
-mod scan;
 mod sink;
 mod string;
 #[cfg(test)]
@@ -69,7 +68,6 @@ use string::Str;
 
 #[doc(hidden)]
 pub use equiv::assert_matches_reference;
-pub(super) use scan::utf8_string;
 
 pub use super::render::MAX_DEPTH;
 
@@ -225,7 +223,7 @@ impl MessageDecoder {
     /// when they are at most `raw_limit` bytes.
     pub fn new(cap: usize, raw_limit: usize) -> Self {
         MessageDecoder {
-            avx2: scan::has_avx2(),
+            avx2: super::scan::has_avx2(),
             cap,
             raw_limit,
             raw: Some(Vec::new()),

@@ -12,5 +12,6 @@ pub mod decode;
 pub mod framing;
 pub mod jsonrpc;
 pub mod render;
+mod scan;
 pub mod sse;
 pub mod truncate;

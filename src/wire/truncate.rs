@@ -6,8 +6,8 @@
 //! text (a test and the `truncator` fuzz target pin this). Memory is bounded by the cap: past it,
 //! pieces are only counted.
 
-use super::decode::utf8_string;
 use super::render::marker;
+use super::scan::utf8_string;
 
 /// Keeps at most `cap` bytes of a text given in pieces, counts all of it, and cuts on a UTF-8
 /// character boundary with the truncation marker when the text is longer than the cap.

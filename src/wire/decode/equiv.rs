@@ -1,9 +1,10 @@
 //! The decoder's invariant, stated once: the unit tests (`tests`) and the `render_equiv` fuzz
 //! target both call [`assert_matches_reference`].
 
-use super::{DecodeError, Decoded, MessageDecoder, ResultHead, scan};
+use super::{DecodeError, Decoded, MessageDecoder, ResultHead};
 use crate::wire::jsonrpc::{Message, Response};
 use crate::wire::render::{RenderError, render_reference};
+use crate::wire::scan;
 use serde_json::Value;
 
 /// Messages up to this many bytes are kept whole (`Decoded::raw`) in the check.

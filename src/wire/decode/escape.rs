@@ -4,6 +4,7 @@
 //! a message decodes alike.
 
 use super::{DecodeError, MessageDecoder};
+use crate::wire::scan::ESCAPES;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(super) enum Esc {
@@ -25,20 +26,6 @@ pub(super) enum Esc {
         hi: u16,
     },
 }
-
-/// What the escape `\x` decodes to, by `x`; 0 for an invalid escape (`u` is read apart).
-pub(super) const ESCAPES: [u8; 256] = {
-    let mut t = [0; 256];
-    t[b'"' as usize] = b'"';
-    t[b'\\' as usize] = b'\\';
-    t[b'/' as usize] = b'/';
-    t[b'b' as usize] = 0x08;
-    t[b'f' as usize] = 0x0C;
-    t[b'n' as usize] = b'\n';
-    t[b'r' as usize] = b'\r';
-    t[b't' as usize] = b'\t';
-    t
-};
 
 /// Appends the (WTF-8) encoding of a code point, surrogates included.
 fn push_code_point(n: u32, out: &mut [u8; 4]) -> usize {

@@ -10,7 +10,7 @@
 /// Up to 64 bytes of a string's contents, `s[at..at + len]`, as bit masks: bit `k` is byte
 /// `at + k`. Bits at `len` and above are clear.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(super) struct Window {
+pub(in crate::wire) struct Window {
     pub at: usize,
     pub len: usize,
     /// The bytes to look at: `"`, `\`, control characters, and `=` when asked for.
@@ -30,7 +30,7 @@ pub(super) struct Window {
 
 /// What a scan looks for, besides `"`, `\` and control characters.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(super) struct Look {
+pub(in crate::wire) struct Look {
     /// Broken UTF-8.
     pub utf8: bool,
     /// `=` (base64 counts its characters but `=`).
@@ -43,7 +43,7 @@ pub(super) struct Look {
 
 /// The bytes of a window by class, as bit masks.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub(super) struct Classes {
+pub(in crate::wire) struct Classes {
     /// `"` and control characters: where a string ends or is broken.
     pub ends: u64,
     pub backslash: u64,
@@ -97,7 +97,7 @@ impl Classes {
 
 /// What a [`Visitor`] wants after a window.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(super) enum Flow {
+pub(in crate::wire) enum Flow {
     /// Go on from `at` (at or past the window's start), checking UTF-8 when `utf8`.
     Next { at: usize, utf8: bool },
     /// Stop scanning.
@@ -105,7 +105,7 @@ pub(super) enum Flow {
 }
 
 /// Takes the windows [`scan`] finds.
-pub(super) trait Visitor {
+pub(in crate::wire) trait Visitor {
     /// Called with each window that holds something to look at, and last with the window at
     /// the end of the input (shorter than 64 bytes, maybe empty); the bytes between where the
     /// visitor asked to go on from and the window's start are plain string contents.
@@ -122,7 +122,7 @@ pub(super) trait Visitor {
 ///
 /// `avx2` picks the AVX2 version; it must only be true when [`has_avx2`] is.
 #[inline]
-pub(super) fn scan(s: &[u8], at: usize, look: Look, avx2: bool, v: &mut impl Visitor) {
+pub(in crate::wire) fn scan(s: &[u8], at: usize, look: Look, avx2: bool, v: &mut impl Visitor) {
     #[cfg(target_arch = "x86_64")]
     if avx2 {
         assert!(has_avx2(), "the AVX2 scanner on a CPU without AVX2");
@@ -147,7 +147,7 @@ pub(super) fn scan(s: &[u8], at: usize, look: Look, avx2: bool, v: &mut impl Vis
 /// The backslashes that start an escape, from a window that starts outside one: the first,
 /// third, fifth... of each run of backslashes.
 #[inline(always)]
-pub(super) fn escaping(backslash: u64) -> u64 {
+pub(in crate::wire) fn escaping(backslash: u64) -> u64 {
     const EVEN: u64 = 0x5555_5555_5555_5555;
     let starts = backslash & !(backslash << 1);
     // Adding a run's first bit to it carries through the whole run and clears it.
@@ -159,7 +159,7 @@ pub(super) fn escaping(backslash: u64) -> u64 {
 /// that needs a closer look: the closing quote, a control character, an invalid escape, a
 /// `\u` escape that is a surrogate or (in base64) may be a `=`, or an escape the window's end
 /// cuts.
-pub(super) struct Bulk {
+pub(in crate::wire) struct Bulk {
     /// How many bytes to read.
     pub read: usize,
     /// The bytes before `read`.
@@ -288,10 +288,7 @@ fn is_utf8(s: &[u8], avx2: bool) -> bool {
     // continuation byte must start a whole character.
     let tail = &s[s.len().saturating_sub(3)..];
     let whole = match tail.iter().rposition(|&b| !(0x80..0xC0).contains(&b)) {
-        Some(k) => matches!(
-            super::string::utf8_char(&tail[k..]),
-            super::string::Utf8::Valid
-        ),
+        Some(k) => matches!(utf8_char(&tail[k..]), Utf8::Valid),
         // Three continuation bytes: the scan checked the character they end.
         None => true,
     };
@@ -300,7 +297,7 @@ fn is_utf8(s: &[u8], avx2: bool) -> bool {
 
 /// Whether this CPU has AVX2 (and POPCNT, which every CPU with AVX2 has), so that [`scan`] may
 /// be asked to use them.
-pub(super) fn has_avx2() -> bool {
+pub(in crate::wire) fn has_avx2() -> bool {
     #[cfg(target_arch = "x86_64")]
     {
         std::is_x86_feature_detected!("avx2") && std::is_x86_feature_detected!("popcnt")
@@ -342,7 +339,7 @@ mod portable {
                 (self.lo, self.hi) = (0x80, 0xBF);
                 return true;
             }
-            match super::super::string::utf8_lead(b) {
+            match super::utf8_lead(b) {
                 None => false,
                 Some((len, lo, hi)) => {
                     if len > 1 {
@@ -793,7 +790,7 @@ mod avx2 {
                             if stops & (stops - 1) == 0
                                 && k < 63
                                 && s[at + k] == b'\\'
-                                && super::super::escape::ESCAPES[usize::from(s[at + k + 1])] != 0
+                                && super::ESCAPES[usize::from(s[at + k + 1])] != 0
                             {
                                 saved += 1;
                                 prev = b;
@@ -861,6 +858,69 @@ mod avx2 {
         }
     }
 }
+
+pub(in crate::wire) enum Utf8 {
+    Valid,
+    Incomplete,
+    Invalid,
+}
+
+/// Checks the UTF-8 character at the start of `s` (non-empty).
+#[inline(always)]
+pub(in crate::wire) fn utf8_char(s: &[u8]) -> Utf8 {
+    let b0 = s[0];
+    if (0xC2..=0xDF).contains(&b0) {
+        // The common case outside ASCII, without the table below.
+        return match s.get(1) {
+            None => Utf8::Incomplete,
+            Some(&b1) if b1 & 0xC0 == 0x80 => Utf8::Valid,
+            Some(_) => Utf8::Invalid,
+        };
+    }
+    let Some((w, lo, hi)) = utf8_lead(b0) else {
+        return Utf8::Invalid;
+    };
+    for k in 1..w {
+        let Some(&b) = s.get(k) else {
+            return Utf8::Incomplete;
+        };
+        let (l, h) = if k == 1 { (lo, hi) } else { (0x80, 0xBF) };
+        if b < l || b > h {
+            return Utf8::Invalid;
+        }
+    }
+    Utf8::Valid
+}
+
+/// The UTF-8 character that byte `b` starts: its length and the range of its second byte (the
+/// others are all 0x80..=0xBF); `None` when `b` starts none.
+pub(in crate::wire) fn utf8_lead(b: u8) -> Option<(usize, u8, u8)> {
+    Some(match b {
+        0x00..=0x7F => (1, 0, 0),
+        0xC2..=0xDF => (2, 0x80, 0xBF),
+        0xE0 => (3, 0xA0, 0xBF),
+        0xE1..=0xEC | 0xEE..=0xEF => (3, 0x80, 0xBF),
+        0xED => (3, 0x80, 0x9F),
+        0xF0 => (4, 0x90, 0xBF),
+        0xF1..=0xF3 => (4, 0x80, 0xBF),
+        0xF4 => (4, 0x80, 0x8F),
+        _ => return None,
+    })
+}
+
+/// What the escape `\x` decodes to, by `x`; 0 for an invalid escape (`u` is read apart).
+pub(in crate::wire) const ESCAPES: [u8; 256] = {
+    let mut t = [0; 256];
+    t[b'"' as usize] = b'"';
+    t[b'\\' as usize] = b'\\';
+    t[b'/' as usize] = b'/';
+    t[b'b' as usize] = 0x08;
+    t[b'f' as usize] = 0x0C;
+    t[b'n' as usize] = b'\n';
+    t[b'r' as usize] = b'\r';
+    t[b't' as usize] = b'\t';
+    t
+};
 
 #[cfg(test)]
 mod tests {
