@@ -11,7 +11,7 @@ use crate::protocol::session::{
     DEFAULT_MAX_DURATION, DEFAULT_TIMEOUT, Handlers, ProgressWatch, Reply, RequestOptions, Session,
     TaskMode,
 };
-use crate::protocol::stateless::{self, HeaderParam, header_params_of};
+use crate::protocol::stateless::{HeaderParam, header_params_of};
 use crate::protocol::types::Era;
 use crate::protocol::types::{ServerDetails, TaskSupport, Tool, ToolOutput};
 use crate::transport::{DEFAULT_MAX_MESSAGE, Inbound, Limits, Transport};
@@ -596,7 +596,7 @@ impl Client {
     fn param_headers(&self, tool: &str, arguments: &Value) -> Vec<(String, String)> {
         let params = self.header_params.lock().expect("header params lock");
         params.get(tool).map_or_else(Vec::new, |params| {
-            stateless::param_headers(params, arguments)
+            crate::protocol::stateless::param_headers(params, arguments)
         })
     }
 

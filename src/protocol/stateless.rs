@@ -40,13 +40,18 @@ pub fn request_headers(
         }
         _ => None,
     };
+    // Only HTTP has headers to send; the list still marks the request stateless.
+    #[cfg(feature = "http")]
     if let Some(name) = name {
         headers.push(("Mcp-Name".to_string(), header_value(name)));
     }
+    #[cfg(not(feature = "http"))]
+    let _ = name;
     headers.extend(extra);
     Some(headers)
 }
 
+#[cfg(feature = "http")]
 /// The `Mcp-Param-*` headers of a call with `arguments`, for a tool annotated with `params`;
 /// an argument that is missing or not a string, boolean or integer gives none.
 pub fn param_headers(params: &[HeaderParam], arguments: &Value) -> Vec<(String, String)> {
@@ -133,6 +138,7 @@ pub fn header_params_of(schema: &Value) -> std::result::Result<Vec<HeaderParam>,
     Ok(params)
 }
 
+#[cfg(feature = "http")]
 /// A value as an HTTP header carries it: as it is when it is printable ASCII without
 /// whitespace at either end, else `=?base64?<base64 of its UTF-8>?=` (as is a value that
 /// itself looks like that).
@@ -152,7 +158,7 @@ pub fn header_value(value: &str) -> String {
     }
 }
 
-#[cfg(test)]
+#[cfg(all(test, feature = "http"))]
 mod tests {
     use super::*;
     use serde_json::json;

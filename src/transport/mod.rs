@@ -10,7 +10,6 @@
 
 #[cfg(feature = "http")]
 pub mod http;
-#[cfg(feature = "http")]
 #[cfg(feature = "stdio")]
 pub mod stdio;
 
