@@ -487,7 +487,7 @@ impl Client {
     async fn subscription(&self, method: &str, uri: &str) -> Result<()> {
         if self.details.era == Era::Stateless {
             let why = format!(
-                "{} has no {method}: a stateless server tells of changes on subscriptions/listen",
+                "{} has no {method}: a stateless server tells of a resource's changes on subscriptions/listen (Client::listen_for_changes with its URI)",
                 self.details.protocol_version
             );
             return Err(self.error(method, ErrorKind::Protocol(why)));
@@ -709,12 +709,18 @@ impl Client {
     }
 
     /// Stateless era: holds a `subscriptions/listen` request open so the server can say when
-    /// its tool, prompt and resource lists change; those notifications arrive as any other
-    /// ([`Client::notifications`]). Returns when the server or the connection ends it.
-    pub async fn listen_for_changes(&self) -> Result<Value> {
-        let params = json!({"notifications": {
+    /// its tool, prompt and resource lists change, and when any of the `resources` (URIs)
+    /// is updated (the revision's `resources/subscribe`); those notifications arrive as any
+    /// other ([`Client::server_notifications`]). Returns when the server or the connection
+    /// ends it; dropping the future cancels it.
+    pub async fn listen_for_changes(&self, resources: &[&str]) -> Result<Value> {
+        let mut notifications = json!({
             "toolsListChanged": true, "promptsListChanged": true, "resourcesListChanged": true
-        }});
+        });
+        if !resources.is_empty() {
+            notifications["resourceSubscriptions"] = json!(resources);
+        }
+        let params = json!({ "notifications": notifications });
         let options = RequestOptions {
             timeout: Some(LISTEN_TIMEOUT),
             ..Default::default()

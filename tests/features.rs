@@ -192,6 +192,30 @@ async fn every_feature_works_over_stdio_and_http_in_both_eras() {
             assert_eq!(log.data, json!("handling prompts/list"), "{setup:?}");
             let refused = client.subscribe("fixture://readme").await.unwrap_err();
             assert_eq!(refused.method.as_deref(), Some("resources/subscribe"));
+            assert!(
+                refused.to_string().contains("listen_for_changes"),
+                "{refused}"
+            );
+            // Its subscriptions/listen names the resource; the update comes on it, and
+            // dropping the listen cancels it.
+            let listening = client.listen_for_changes(&["fixture://readme"]);
+            let updated = async {
+                wait_for(&mut notifications, |n| match n {
+                    ServerNotification::ResourceUpdated { uri } => Some(uri),
+                    _ => None,
+                })
+                .await
+            };
+            let uri = tokio::select! {
+                biased; // an update that came before the listen ended counts
+                uri = updated => uri,
+                ended = listening => panic!("{setup:?}: the listen ended first: {ended:?}"),
+            };
+            assert_eq!(uri, "fixture://readme", "{setup:?}");
+            assert!(
+                client.list_prompts().await.is_ok(),
+                "{setup:?}: the session goes on"
+            );
         } else {
             let mut logs = Vec::new();
             while logs.len() < 2 {

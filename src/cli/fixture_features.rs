@@ -3,7 +3,9 @@
 //!
 //! - Resources: `fixture://readme` (text), `fixture://logo` (a PNG blob of 8 bytes), paged by
 //!   the server's page size; in `endless-pages` mode `resources/list` pages without end.
-//!   `resources/subscribe` answers, then sends `notifications/resources/updated` for the URI.
+//!   `resources/subscribe` answers, then sends `notifications/resources/updated` for the URI;
+//!   `subscriptions/listen` (2026-07-28) sends `notifications/subscriptions/acknowledged`,
+//!   then that update for each URI of its `resourceSubscriptions`, and is never answered.
 //! - Template: `fixture://big/{bytes}`: that many bytes of `a`. A read of `fixture://hang` is
 //!   never answered. A read that asks for progress gets one notification of it first.
 //! - Prompts: `greet` (arguments `name`, required, and `style`: a text message and an image)
@@ -634,6 +636,35 @@ pub fn handle(server: &Server, method: &str, id: Id, params: &Value, out: &dyn O
                     format!("unknown resource {uri:?}"),
                 )),
             }
+        }
+        // 2026-07-28: a listen acknowledges what it asked for and tells of an update to each
+        // resource it names at once; it is never answered (the client's cancel ends it).
+        "subscriptions/listen" => {
+            let asked = params.get("notifications").cloned().unwrap_or(json!({}));
+            let meta = json!({"io.modelcontextprotocol/subscriptionId": id.to_string()});
+            send(
+                out,
+                Message::Notification(Notification {
+                    method: "notifications/subscriptions/acknowledged".into(),
+                    params: Some(json!({"_meta": meta, "notifications": asked})),
+                }),
+            );
+            for uri in asked
+                .get("resourceSubscriptions")
+                .and_then(Value::as_array)
+                .into_iter()
+                .flatten()
+                .take(16)
+            {
+                send(
+                    out,
+                    Message::Notification(Notification {
+                        method: "notifications/resources/updated".into(),
+                        params: Some(json!({"_meta": meta, "uri": uri})),
+                    }),
+                );
+            }
+            return true;
         }
         "resources/subscribe" | "resources/unsubscribe" => {
             let uri = params

@@ -119,7 +119,7 @@ impl Drop for AbortOnDrop {
 pub(super) async fn listen(name: String, client: Arc<Client>) {
     let mut pause = Duration::from_secs(1);
     while !client.is_closed() {
-        match client.listen_for_changes().await {
+        match client.listen_for_changes(&[]).await {
             Ok(_) => pause = Duration::from_secs(1),
             Err(e) => {
                 tracing::debug!(server = %name, "subscriptions/listen ended: {e}");
