@@ -126,7 +126,7 @@ pub(super) fn set_client_request(body: &Value) -> Result<(String, OAuthClient), 
     let name = required_string(body, "name")?;
     let client = OAuthClient {
         client_id: required_string(body, "client_id")?,
-        client_secret: optional_string(body, "client_secret")?,
+        client_secret: optional_string(body, "client_secret")?.map(Into::into),
         redirect_uri: optional_string(body, "redirect_uri")?,
     };
     Ok((name, client))

@@ -638,24 +638,14 @@ mod oauth_ops {
     }
 
     /// A pre-registered OAuth client (one registered by hand with the authorization server).
-    #[derive(Clone, Default, PartialEq, Eq)]
+    #[derive(Debug, Clone, Default, PartialEq, Eq)]
     pub struct OAuthClient {
         /// Its id.
         pub client_id: String,
         /// Its secret, if it has one: kept in the token store, never in the config file.
-        pub client_secret: Option<String>,
+        pub client_secret: Option<crate::secret::Secret>,
         /// Its exact redirect URI; `None` is `http://localhost:17988/callback`.
         pub redirect_uri: Option<String>,
-    }
-
-    impl std::fmt::Debug for OAuthClient {
-        fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-            f.debug_struct("OAuthClient")
-                .field("client_id", &self.client_id)
-                .field("client_secret", &self.client_secret.is_some())
-                .field("redirect_uri", &self.redirect_uri)
-                .finish()
-        }
     }
 
     /// How a login runs.
@@ -760,7 +750,7 @@ mod oauth_ops {
                 name,
                 &http.url,
                 &client.client_id,
-                client.client_secret.as_deref(),
+                client.client_secret.as_ref().map(|s| s.expose()),
             )
             .map_err(|e| ControlError::Failed(format!("cannot keep the client secret: {e}")))?;
             http.oauth_client_id = Some(client.client_id.clone());

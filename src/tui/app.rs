@@ -828,7 +828,7 @@ impl App {
                         name: server.clone(),
                         client: OAuthClient {
                             client_id: form.client_id.clone(),
-                            client_secret: form.secret.clone(),
+                            client_secret: form.secret.clone().map(Into::into),
                             redirect_uri: Some(text).filter(|t| t != DEFAULT_REDIRECT_URI),
                         },
                     });
