@@ -1419,3 +1419,39 @@ fn a_stopped_command_closes_its_servers() {
     let args = [&args[..], &["--mode", "slow-start=30"]].concat();
     assert_eq!(stop(&args, "HUP", "4907", &|| true), Some(129));
 }
+
+/// `tools --search` prints the best matches first, in text and as `GET /v1/mcp/tools/search`
+/// answers in JSON; a query that matches nothing prints none.
+#[test]
+fn tools_search_prints_the_best_matches_first() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = write_config(dir.path(), json!({"ok": fixture_entry(&[])}));
+    let config = path.to_str().unwrap();
+    let search = |query: &str, json: bool| {
+        let mut args = vec![
+            "tools", "--config", config, "--search", query, "--limit", "2",
+        ];
+        if json {
+            args.push("--json");
+        }
+        let (out, stdout, stderr) = run(dir.path(), &args);
+        assert!(out.status.success(), "{stderr}");
+        stdout
+    };
+    let text = search("numbers add", false);
+    assert!(
+        text.starts_with("search \"numbers add\" (2 of 9 tools):\n  mcp__ok__add "),
+        "{text}"
+    );
+    let found: Value = serde_json::from_str(&search("sleeps progress", true)).unwrap();
+    let names: Vec<&str> = found["tools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(names.first(), Some(&"mcp__ok__slow"), "{found}");
+    assert_eq!(found["tools"][0]["server"], "ok");
+    let none: Value = serde_json::from_str(&search("zzzqqq", true)).unwrap();
+    assert_eq!(none["tools"], json!([]));
+}
