@@ -186,6 +186,63 @@ async fn roots_changed_at_run_time_are_listed() {
     client.close().await;
 }
 
+/// In 2026-07-28 a server has no requests of its own: it asks in a result
+/// (`input_required`), and the call comes again with the answers. The same handlers answer,
+/// over stdio and HTTP.
+#[tokio::test]
+async fn the_stateless_revision_asks_in_results_and_the_same_handlers_answer() {
+    for http in [false, true] {
+        let (eliciting, asked) = eliciting(ElicitationAnswer::Accept(content(
+            json!({"name": "Ada", "age": 36}),
+        )));
+        let handlers = Handlers {
+            elicitation: Some(elicitation_handler(eliciting)),
+            sampling: Some(sampling_handler(sampling(), false)),
+            roots: Some(vec![Root {
+                uri: "file:///work".into(),
+                name: None,
+            }]),
+            ..Default::default()
+        };
+        let fixture = http.then(|| HttpFixture::start("modern", &[]));
+        let client = match &fixture {
+            Some(f) => Client::connect_http(
+                "fixture",
+                &agenvoy_mcp::HttpConfig::new(&f.url),
+                options(handlers),
+            )
+            .await
+            .unwrap(),
+            None => connect(&["--mode", "modern"], options(handlers)).await,
+        };
+        assert_eq!(client.details().era.name(), "stateless", "http {http}");
+        let params = json!({"messages": [{"role": "user", "content": {"type": "text", "text": "hi"}}],
+                            "maxTokens": 5});
+        let sampled = ask(&client, "sampling/createMessage", params).await;
+        assert_eq!(
+            sampled["result"]["content"]["text"], "sampled: hi",
+            "http {http}"
+        );
+        let form = ask(&client, "elicitation/create", form_params()).await;
+        assert_eq!(form["result"]["action"], "accept", "http {http}: {form}");
+        assert_eq!(form["result"]["content"]["name"], "Ada");
+        assert_eq!(asked.lock().unwrap().len(), 1);
+        let listed = ask(&client, "roots/list", json!({})).await;
+        assert_eq!(listed["result"]["roots"][0]["uri"], "file:///work");
+        // A result may not ask for more than 16 inputs at once: no handler runs for them.
+        let flood = client
+            .call_tool(
+                "client_request",
+                json!({"method": "roots/list", "copies": 17}),
+            )
+            .await
+            .unwrap_err();
+        assert!(flood.to_string().contains("at most 16"), "{flood}");
+        assert_eq!(asked.lock().unwrap().len(), 1);
+        client.close().await;
+    }
+}
+
 fn everything() -> Option<StdioConfig> {
     let program = installed("node_modules/.bin/mcp-server-everything")?;
     agenvoy_mcp::unstable::become_subreaper();

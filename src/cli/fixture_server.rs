@@ -731,6 +731,32 @@ fn call_tool(server: &Server, id: Id, params: &Value, out: &dyn Output) {
         "cancellations" => Ok(text_result(
             &Value::Array(server.cancelled.lock().unwrap().clone()).to_string(),
         )),
+        // 2026-07-28 has no server requests: the question is the result's input request,
+        // and the call comes again with its answer.
+        "client_request" if server.mode == Mode::Modern => {
+            match params.get("inputResponses").and_then(|r| r.get("ask")) {
+                Some(answer) => Ok(text_result(&json!({"result": answer}).to_string())),
+                None => {
+                    // `copies`: the same question under that many keys (`ask`, `ask1`, ...).
+                    let question = json!({
+                        "method": args.get("method").and_then(Value::as_str).unwrap_or("ping"),
+                        "params": args.get("params").cloned().unwrap_or(json!({})),
+                    });
+                    let copies = args.get("copies").and_then(Value::as_u64).unwrap_or(1);
+                    let requests: serde_json::Map<String, Value> = (0..copies.min(1000))
+                        .map(|i| {
+                            let key = if i == 0 {
+                                "ask".into()
+                            } else {
+                                format!("ask{i}")
+                            };
+                            (key, question.clone())
+                        })
+                        .collect();
+                    Ok(json!({"resultType": "input_required", "inputRequests": requests}))
+                }
+            }
+        }
         "client_request" => {
             let method = args
                 .get("method")

@@ -30,6 +30,10 @@ pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(60);
 /// call says otherwise ([`RequestOptions::max_duration`]).
 pub const DEFAULT_MAX_DURATION: Duration = Duration::from_secs(600);
 
+/// Most input requests one `input_required` result may carry (each is an embedder's handler
+/// called: a form shown, a model asked).
+pub const MAX_INPUT_REQUESTS: usize = 16;
+
 /// Most rounds of `input_required` answered for one request.
 pub const MAX_INPUT_ROUNDS: usize = 8;
 
@@ -574,6 +578,13 @@ impl Session {
         method: &str,
         requests: &serde_json::Map<String, Value>,
     ) -> Result<serde_json::Map<String, Value>> {
+        if requests.len() > MAX_INPUT_REQUESTS {
+            let why = format!(
+                "the server asked for {} inputs at once; this client answers at most {MAX_INPUT_REQUESTS}",
+                requests.len()
+            );
+            return Err(self.error(ErrorKind::Protocol(why)).during(method));
+        }
         let mut responses = serde_json::Map::new();
         for (key, request) in requests {
             let asked = request.get("method").and_then(Value::as_str).unwrap_or("");
