@@ -7,7 +7,10 @@ use crate::error::ErrorKind;
 use crate::host::config::ServerConfig;
 use crate::host::expand::is_pure_reference;
 use crate::host::gate::PermissionMode;
-use crate::host::{CallError, Conversation, DEFAULT_SEARCH_LIMIT, MAX_SEARCH_LIMIT, ToolFilter};
+use crate::host::{
+    Allowlist, CallError, Conversation, DEFAULT_SEARCH_LIMIT, MAX_SEARCH_LIMIT, RegisteredTool,
+    ToolFilter,
+};
 use hyper::{Response, StatusCode};
 use serde_json::{Value, json};
 use std::sync::Arc;
@@ -171,21 +174,36 @@ pub(super) async fn reconnect(state: &State, body: Value) -> Answer {
     ok(json!({"results": results}))
 }
 
+/// One registered tool as `GET /v1/mcp/tools` and the search list it: its schema written as
+/// the server's text, never parsed (a parsed schema takes many times its size).
+#[derive(serde::Serialize)]
+#[serde(rename_all = "camelCase")]
+struct Listed<'a> {
+    name: &'a str,
+    server: &'a str,
+    tool: &'a str,
+    description: &'a str,
+    input_schema: &'a serde_json::value::RawValue,
+    auto_approve: bool,
+    visible: bool,
+}
+
+impl<'a> Listed<'a> {
+    fn of(t: &'a RegisteredTool, allowlist: &Allowlist) -> Listed<'a> {
+        Listed {
+            name: &t.definition.name,
+            server: &t.server,
+            tool: &t.tool,
+            description: &t.definition.description,
+            input_schema: &t.definition.input_schema,
+            auto_approve: allowlist.allows(&t.definition.name, Some(&t.server)),
+            visible: true,
+        }
+    }
+}
+
 /// `GET /v1/mcp/tools`.
 pub(super) fn tools(state: &State) -> Answer {
-    /// One tool as the answer lists it: its schema written as the server's text, never parsed
-    /// (a parsed schema takes many times its size).
-    #[derive(serde::Serialize)]
-    #[serde(rename_all = "camelCase")]
-    struct Listed<'a> {
-        name: &'a str,
-        server: &'a str,
-        tool: &'a str,
-        description: &'a str,
-        input_schema: &'a serde_json::value::RawValue,
-        auto_approve: bool,
-        visible: bool,
-    }
     /// A tool its server's filter hides: not registered, so no definition.
     #[derive(serde::Serialize)]
     #[serde(rename_all = "camelCase")]
@@ -202,15 +220,7 @@ pub(super) fn tools(state: &State) -> Answer {
     let registry = manager.registry();
     let tools: Vec<Listed> = registry
         .tools()
-        .map(|t| Listed {
-            name: &t.definition.name,
-            server: &t.server,
-            tool: &t.tool,
-            description: &t.definition.description,
-            input_schema: &t.definition.input_schema,
-            auto_approve: allowlist.allows(&t.definition.name, Some(&t.server)),
-            visible: true,
-        })
+        .map(|t| Listed::of(t, &allowlist))
         .collect();
     let hidden: Vec<Hidden> = manager
         .status()
@@ -299,20 +309,7 @@ pub(super) fn search(state: &State, query: &str) -> Answer {
     };
     let allowlist = state.control.allowlist()?;
     let found = state.control.manager().search_tools(&q, limit);
-    let tools: Vec<Value> = found
-        .iter()
-        .map(|t| {
-            json!({
-                "name": t.definition.name,
-                "server": t.server,
-                "tool": t.tool,
-                "description": &*t.definition.description,
-                "inputSchema": t.definition.input_schema,
-                "autoApprove": allowlist.allows(&t.definition.name, Some(&t.server)),
-                "visible": true,
-            })
-        })
-        .collect();
+    let tools: Vec<Listed> = found.iter().map(|t| Listed::of(t, &allowlist)).collect();
     ok(json!({"tools": tools}))
 }
 

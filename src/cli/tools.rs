@@ -33,9 +33,9 @@
 //! errors) is shown with its control characters escaped.
 
 use super::{HostArgs, output};
-use agenvoy_mcp::host::{Manager, ManagerOptions};
+use agenvoy_mcp::host::{Manager, ManagerOptions, RegisteredTool};
 use agenvoy_mcp::unstable::escape_controls;
-use serde_json::json;
+use serde_json::{Value, json};
 use std::path::Path;
 use std::process::ExitCode;
 
@@ -75,18 +75,7 @@ fn report_search(manager: &Manager, query: &str, limit: usize, json: bool) -> st
     manager.register_all();
     let found = manager.search_tools(query, limit);
     if json {
-        let tools: Vec<_> = found
-            .iter()
-            .map(|t| {
-                json!({
-                    "name": t.definition.name,
-                    "server": t.server,
-                    "tool": t.tool,
-                    "description": t.definition.description,
-                    "inputSchema": t.definition.input_schema,
-                })
-            })
-            .collect();
+        let tools: Vec<Value> = found.iter().map(tool_json).collect();
         return output::json(&json!({"tools": tools}));
     }
     let rows: Vec<Vec<String>> = found
@@ -111,22 +100,21 @@ fn report_search(manager: &Manager, query: &str, limit: usize, json: bool) -> st
     Ok(())
 }
 
+/// One registered tool as `--json` prints it.
+fn tool_json(t: &RegisteredTool) -> Value {
+    json!({
+        "name": t.definition.name,
+        "server": t.server,
+        "tool": t.tool,
+        "description": t.definition.description,
+        "inputSchema": t.definition.input_schema,
+    })
+}
+
 /// Prints the servers and their tools as one JSON document.
 fn report_json(manager: &Manager, path: &Path) -> std::io::Result<()> {
     let collisions = manager.register_all();
-    let tools: Vec<_> = manager
-        .registry()
-        .tools()
-        .map(|t| {
-            json!({
-                "name": t.definition.name,
-                "server": t.server,
-                "tool": t.tool,
-                "description": t.definition.description,
-                "inputSchema": t.definition.input_schema,
-            })
-        })
-        .collect();
+    let tools: Vec<Value> = manager.registry().tools().map(tool_json).collect();
     output::json(&json!({
         "config": {"path": path.to_string_lossy(), "found": manager.config().found()},
         "servers": manager.status(),
