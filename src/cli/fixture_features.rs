@@ -100,6 +100,17 @@ pub struct Tasks {
     changed: Condvar,
 }
 
+impl Tasks {
+    /// Records a new task (of the 2026-07-28 extension when `extension`): its id and its
+    /// state as the call's answer shows it.
+    fn create(&self, poll_ms: u64, extension: bool) -> (String, Value) {
+        let mut all = self.all.lock().unwrap();
+        let task_id = format!("task-{}", all.len() + 1);
+        all.push(FixtureTask::new(task_id.clone(), poll_ms, extension));
+        (task_id, all.last().expect("pushed").to_json())
+    }
+}
+
 /// How a fixture tool may be called as a task: `Some("required")`, `Some("optional")`.
 pub fn task_support(tool: &str) -> Option<&'static str> {
     match tool {
@@ -184,17 +195,8 @@ pub fn call_task_tool(server: &Server, id: Id, name: &str, params: &Value, out: 
     }
     let tasks = server.tasks();
     let poll_ms = args.get("poll_ms").and_then(Value::as_u64).unwrap_or(100);
-    let task_id = {
-        let mut all = tasks.all.lock().unwrap();
-        let task_id = format!("task-{}", all.len() + 1);
-        all.push(FixtureTask::new(task_id.clone(), poll_ms, false));
-        reply(
-            out,
-            id,
-            Ok(json!({"task": all.last().expect("pushed").to_json()})),
-        );
-        task_id
-    };
+    let (task_id, created) = tasks.create(poll_ms, false);
+    reply(out, id, Ok(json!({"task": created})));
     let status = |all: &[FixtureTask]| -> &'static str {
         all.iter()
             .find(|t| t.id == task_id)
@@ -272,15 +274,9 @@ pub fn call_extension_task_tool(
     }
     let tasks = server.tasks();
     let poll_ms = args.get("poll_ms").and_then(Value::as_u64).unwrap_or(100);
-    let task_id = {
-        let mut all = tasks.all.lock().unwrap();
-        let task_id = format!("task-{}", all.len() + 1);
-        all.push(FixtureTask::new(task_id.clone(), poll_ms, true));
-        let mut created = all.last().expect("pushed").to_json();
-        created["resultType"] = json!("task");
-        reply(out, id, Ok(created));
-        task_id
-    };
+    let (task_id, mut created) = tasks.create(poll_ms, true);
+    created["resultType"] = json!("task");
+    reply(out, id, Ok(created));
     let with_task = |f: &mut dyn FnMut(&mut FixtureTask)| {
         let mut all = tasks.all.lock().unwrap();
         if let Some(t) = all.iter_mut().find(|t| t.id == task_id) {
