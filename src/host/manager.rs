@@ -21,10 +21,12 @@
 //!   [`Manager::instructions`], [`Manager::close`].
 
 use super::config::{Config, ConfigError, ServerConfig, is_valid_server_name};
+use super::events::{Event, EventBus};
 use super::filter::ToolFilter;
 use super::gate::{ConfirmCallback, Denied, Gate, PermissionMode, default_allowlist_path};
 use super::instructions::instructions_block;
 use super::registry::{Collision, RegisteredTool, Registry, ToolDefinition};
+use super::requests::{ElicitationHandler, SamplingHandler};
 use super::search::{
     Conversation, DEFAULT_SEARCH_LIMIT, SEARCH_TOOL, ToolIndex, ToolSearch, search_tool_definition,
 };
@@ -45,12 +47,14 @@ use std::time::Duration;
 use tokio::sync::broadcast;
 use tokio::task::JoinHandle;
 
+mod catalog;
 mod connect;
 mod filters;
 mod reconnect;
 mod search;
 mod watch;
 
+pub use catalog::{Catalog, LIST_RESOURCES_TOOL, MAX_SUBSCRIPTIONS, READ_RESOURCE_TOOL};
 pub use filters::ServerTool;
 
 pub use connect::connect_server;
@@ -83,6 +87,17 @@ pub struct ManagerOptions {
     /// When tool search replaces the definitions ([`Manager::offered_tools`]); `None`: the
     /// config's top-level `"tool_search"`, else off.
     pub tool_search: Option<ToolSearch>,
+    /// Where the manager tells what happens ([`Manager::events`]): state changes, list
+    /// changes, updated resources, servers' log messages.
+    pub events: EventBus,
+    /// Answers the servers' elicitation requests, told which server asks (a
+    /// [`PendingRequests`](super::PendingRequests) board's, or the embedder's own); `None`:
+    /// the client does not offer elicitation (the [`client`](Self::client) options' handler,
+    /// if any, is used as it is).
+    pub elicitation: Option<ElicitationHandler>,
+    /// Answers the servers' sampling requests, told which server asks; `None`: the client does
+    /// not offer sampling (the [`client`](Self::client) options' handler, if any, is used).
+    pub sampling: Option<SamplingHandler>,
 }
 
 impl Default for ManagerOptions {
@@ -97,6 +112,9 @@ impl Default for ManagerOptions {
             token_store: None,
             eras: None,
             tool_search: None,
+            events: EventBus::new(),
+            elicitation: None,
+            sampling: None,
         }
     }
 }
@@ -110,6 +128,8 @@ impl fmt::Debug for ManagerOptions {
             .field("debounce", &self.debounce)
             .field("poll_interval", &self.poll_interval)
             .field("tool_search", &self.tool_search)
+            .field("elicitation", &self.elicitation.is_some())
+            .field("sampling", &self.sampling.is_some())
             .finish()
     }
 }
@@ -179,6 +199,12 @@ pub struct ServerStatus {
     /// How many of its tools its filter hides (`"enabled_tools"`, `"disabled_tools"`): not
     /// registered, not callable.
     pub hidden_tools: usize,
+    /// How many resources it lists.
+    pub resource_count: usize,
+    /// How many resource templates it lists.
+    pub template_count: usize,
+    /// How many prompts it lists.
+    pub prompt_count: usize,
     /// Whether it declared instructions.
     pub has_instructions: bool,
     /// How long each request may wait for its answer (its entry's `timeout`, else the
@@ -272,6 +298,12 @@ struct Slot {
     client: Option<Arc<Client>>,
     last_error: Option<String>,
     tools: Vec<Tool>,
+    /// Its resources, templates and prompts.
+    catalog: Catalog,
+    /// The resources it is followed for ([`Manager::subscribe`]).
+    subscriptions: std::collections::BTreeSet<String>,
+    /// The same, for a stateless server's `subscriptions/listen` (opened anew on a change).
+    listening: tokio::sync::watch::Sender<Vec<String>>,
     /// The subscription made before the tools were listed, until a watcher takes it.
     notifications: Option<broadcast::Receiver<Notification>>,
     watcher: Option<JoinHandle<()>>,
@@ -291,6 +323,9 @@ impl Slot {
             client: None,
             last_error,
             tools: Vec::new(),
+            catalog: Catalog::default(),
+            subscriptions: Default::default(),
+            listening: tokio::sync::watch::Sender::new(Vec::new()),
             notifications: None,
             watcher: None,
         }
@@ -529,6 +564,7 @@ impl Manager {
                 slot.state = ServerState::Connected;
                 slot.last_error = None;
                 slot.tools = connected.tools;
+                slot.catalog = connected.catalog;
                 slot.client = Some(connected.client);
                 slot.notifications = Some(connected.notifications);
                 tracing::info!(server = %name, tools = slot.tools.len(), "connected");
@@ -542,10 +578,16 @@ impl Manager {
                 };
                 slot.last_error = Some(e.to_string());
                 slot.tools.clear();
+                slot.catalog = Catalog::default();
                 slot.client = None;
                 slot.notifications = None;
             }
         }
+        self.inner.options.events.publish(Event::State {
+            server: name.to_string(),
+            state: Some(slot.state),
+            error: slot.last_error.clone(),
+        });
         if self.inner.registered.load(Ordering::SeqCst) {
             self.register_slot(name, slot);
         }
@@ -616,14 +658,18 @@ impl Manager {
             .pointer("/tools/listChanged")
             .and_then(Value::as_bool)
             .unwrap_or(false);
-        let poll = (!notifies).then_some(self.inner.options.poll_interval);
+        let follow = watch::Following {
+            debounce: self.inner.options.debounce,
+            poll: (!notifies).then_some(self.inner.options.poll_interval),
+            events: self.inner.options.events.clone(),
+            subscriptions: slot.listening.subscribe(),
+        };
         let task = watch_server(
             Arc::downgrade(&self.inner),
             name.to_string(),
             client,
             notifications,
-            self.inner.options.debounce,
-            poll,
+            follow,
         );
         slot.watcher = Some(tokio::spawn(task));
     }
@@ -721,6 +767,9 @@ impl Manager {
                         .iter()
                         .filter(|t| !slot.filter.allows(&t.name))
                         .count(),
+                    resource_count: slot.catalog.resources.len(),
+                    template_count: slot.catalog.templates.len(),
+                    prompt_count: slot.catalog.prompts.len(),
                     has_instructions: details
                         .and_then(|d| d.instructions.as_deref())
                         .is_some_and(|i| !i.trim().is_empty()),
@@ -749,12 +798,33 @@ impl Manager {
     /// Every registered tool's definition, sorted by name: what to give the LLM API. Every
     /// connected server's tools are in it from [`Manager::new`] on (with
     /// [`Manager::start`], each server's once it has connected).
+    /// With them, when any connected server has resources, the two host tools that list and
+    /// read them ([`LIST_RESOURCES_TOOL`], [`READ_RESOURCE_TOOL`]).
     pub fn tool_definitions(&self) -> Vec<ToolDefinition> {
-        self.inner
+        let mut definitions = self
+            .inner
             .registry
             .read()
             .expect("registry lock")
-            .definitions()
+            .definitions();
+        let host_tools = self.resource_tool_definitions();
+        if !host_tools.is_empty() {
+            definitions.extend(host_tools);
+            definitions.sort_by(|a, b| a.name.cmp(&b.name));
+        }
+        definitions
+    }
+
+    /// A new listener of what happens among the servers (see [`Event`]): state changes, list
+    /// changes and updated resources (followed once [`Manager::watch`] runs), servers' log
+    /// messages, and what else publishes on [`ManagerOptions::events`].
+    pub fn events(&self) -> broadcast::Receiver<Event> {
+        self.inner.options.events.subscribe()
+    }
+
+    /// The bus [`Manager::events`] listens on.
+    pub fn event_bus(&self) -> &EventBus {
+        &self.inner.options.events
     }
 
     /// The block for the system prompt with every connected server's instructions (empty if
@@ -790,6 +860,9 @@ impl Manager {
         mode: PermissionMode,
         options: RequestOptions,
     ) -> Result<ToolOutput, CallError> {
+        if let Some(outcome) = self.call_resource_tool(name, &arguments, mode).await {
+            return outcome;
+        }
         let (server, tool) = {
             let registry = self.inner.registry.read().expect("registry lock");
             let (s, t) = registry
@@ -916,6 +989,11 @@ impl Manager {
             }
         }
         tracing::info!(server = %name, "removed");
+        self.inner.options.events.publish(Event::State {
+            server: name.to_string(),
+            state: None,
+            error: None,
+        });
         Some(slot.client.take())
     }
 

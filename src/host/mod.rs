@@ -37,6 +37,7 @@
 pub(crate) mod config;
 pub(crate) mod control;
 pub(crate) mod eras;
+pub(crate) mod events;
 pub(crate) mod expand;
 mod filelock;
 pub(crate) mod filter;
@@ -46,6 +47,7 @@ pub(crate) mod manager;
 #[cfg(feature = "oauth")]
 pub(crate) mod oauth;
 pub(crate) mod registry;
+pub(crate) mod requests;
 pub(crate) mod search;
 
 pub use config::{
@@ -56,6 +58,7 @@ pub use control::{AddingServer, Control, ControlError};
 #[cfg(feature = "oauth")]
 pub use control::{Login, LoginEvent, LoginOptions, OAuthClient};
 pub use eras::EraMemory;
+pub use events::{EVENT_QUEUE, Event, EventBus};
 pub use expand::expand;
 pub use filter::{MAX_PATTERN, MAX_PATTERNS, ToolFilter};
 pub use gate::{
@@ -65,12 +68,16 @@ pub use gate::{
 #[cfg(feature = "oauth")]
 pub use manager::connect_server_with_store;
 pub use manager::{
-    AddError, CallError, Manager, ManagerOptions, ServerState, ServerStatus, ServerTool,
-    connect_server,
+    AddError, CallError, Catalog, LIST_RESOURCES_TOOL, MAX_SUBSCRIPTIONS, Manager, ManagerOptions,
+    READ_RESOURCE_TOOL, ServerState, ServerStatus, ServerTool, connect_server,
 };
 #[cfg(feature = "oauth")]
 pub use oauth::{login, token_store};
 pub use registry::{Collision, PREFIX, RegisteredTool, Registry, ToolDefinition};
+pub use requests::{
+    Asked, DECLINED, DEFAULT_EXPIRY, ElicitationHandler, MAX_WAITING, PendingRequests, Reply,
+    ReplyError, SamplingHandler, WaitingRequest,
+};
 pub use search::{
     Conversation, DEFAULT_SEARCH_LIMIT, MAX_FOUND, MAX_SEARCH_LIMIT, SEARCH_TOOL, ToolIndex,
     ToolSearch, search_tool_definition,

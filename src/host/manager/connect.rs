@@ -126,6 +126,7 @@ pub(super) struct Connected {
     pub(super) client: Arc<Client>,
     pub(super) notifications: broadcast::Receiver<Notification>,
     pub(super) tools: Vec<Tool>,
+    pub(super) catalog: super::Catalog,
 }
 
 /// Connects server `name` and lists its tools, unless `closing` turns true first: then the
@@ -138,6 +139,7 @@ pub(super) async fn connect_and_list(
 ) -> Result<Connected> {
     let eras = manager_options.eras.as_deref();
     let mut options = entry_options(&config, manager_options.client.clone());
+    options.handlers = server_handlers(&name, manager_options, options.handlers);
     if let Some(eras) = eras {
         options.era = eras.recall(&name, &config, options.era);
     }
@@ -164,28 +166,54 @@ pub(super) async fn connect_and_list(
     let client = Arc::new(client);
     // Subscribe before listing, so a change made while the list is read is not missed.
     let notifications = client.notifications();
-    if !client.details().has_capability("tools") {
-        return Ok(Connected {
-            client,
-            notifications,
-            tools: Vec::new(),
-        });
-    }
+    let tools = async {
+        match client.details().has_capability("tools") {
+            true => client.list_tools().await,
+            false => Ok(Vec::new()),
+        }
+    };
+    // Resources and prompts are listed beside the tools, so they add no round trip.
     let listed = tokio::select! {
-        listed = client.list_tools() => listed,
+        (tools, catalog) = async { tokio::join!(tools, super::catalog::list_catalog(&name, &client)) } => tools.map(|t| (t, catalog)),
         () = closed_signal(&mut closing) => Err(closed()),
     };
     match listed {
-        Ok(tools) => Ok(Connected {
+        Ok((tools, catalog)) => Ok(Connected {
             client,
             notifications,
             tools,
+            catalog,
         }),
         Err(e) => {
             client.close().await;
             Err(e)
         }
     }
+}
+
+/// The client's handlers with the manager's elicitation and sampling handlers in place,
+/// each told that this server asks.
+fn server_handlers(
+    name: &str,
+    options: &ManagerOptions,
+    mut handlers: crate::protocol::session::Handlers,
+) -> crate::protocol::session::Handlers {
+    use crate::protocol::input::{elicitation_handler, sampling_handler};
+    if let Some(handler) = options.elicitation.clone() {
+        let name = name.to_string();
+        handlers.elicitation = Some(elicitation_handler(Arc::new(move |request| {
+            handler(name.clone(), request)
+        })));
+    }
+    if let Some(handler) = options.sampling.clone() {
+        let name = name.to_string();
+        let tools = handlers.sampling_tools;
+        handlers.sampling = Some(sampling_handler(
+            Arc::new(move |request| handler(name.clone(), request)),
+            tools,
+        ));
+    }
+    handlers
 }
 
 /// Returns when `closing` turns true (never, if the manager is gone: nothing can close it).

@@ -84,6 +84,7 @@ impl Manager {
                 slot.state = ServerState::Disabled;
                 slot.last_error = None;
                 slot.tools.clear();
+                slot.catalog = super::Catalog::default();
                 slot.notifications = None;
                 if let Some(w) = slot.watcher.take() {
                     w.abort();
@@ -91,6 +92,11 @@ impl Manager {
                 self.register_slot(name, slot);
                 slot.client.take()
             };
+            self.inner.options.events.publish(Event::State {
+                server: name.to_string(),
+                state: Some(ServerState::Disabled),
+                error: None,
+            });
             if let Some(client) = client {
                 client.close().await;
             }

@@ -62,8 +62,10 @@ impl Manager {
         if !self.tool_search_active() {
             return self.tool_definitions();
         }
+        let host_tools = self.resource_tool_definitions();
         let registry = self.inner.registry.read().expect("registry lock");
         std::iter::once(search_tool_definition())
+            .chain(host_tools)
             .chain(
                 conversation
                     .found()

@@ -2,6 +2,7 @@
 //! stateless `subscriptions/listen`), and a fresh list recorded and registered.
 
 use super::*;
+use crate::host::events::{Event, EventBus};
 
 /// Records a fresh tool list of `client` (if it is still the server's client).
 pub(super) fn apply_refresh(
@@ -38,71 +39,189 @@ pub(super) fn apply_refresh(
     }
 }
 
-/// Follows one server's tool list until its connection ends or the manager goes away.
+/// The lists a burst of notifications asks to read again.
+#[derive(Debug, Clone, Copy, Default)]
+struct Changes {
+    tools: bool,
+    resources: bool,
+    prompts: bool,
+}
+
+impl Changes {
+    const ALL: Changes = Changes {
+        tools: true,
+        resources: true,
+        prompts: true,
+    };
+
+    fn any(self) -> bool {
+        self.tools || self.resources || self.prompts
+    }
+
+    fn add(&mut self, other: Changes) {
+        self.tools |= other.tools;
+        self.resources |= other.resources;
+        self.prompts |= other.prompts;
+    }
+}
+
+/// What one notification asks to read again; updated resources and log messages go to the
+/// event stream at once.
+fn note(events: &EventBus, name: &str, notification: Notification) -> Changes {
+    use crate::protocol::items::ServerNotification as N;
+    let mut changes = Changes::default();
+    match N::from_notification(notification) {
+        N::ToolListChanged => changes.tools = true,
+        N::ResourceListChanged => changes.resources = true,
+        N::PromptListChanged => changes.prompts = true,
+        N::ResourceUpdated { uri } => events.publish(Event::ResourceUpdated {
+            server: name.to_string(),
+            uri,
+        }),
+        N::Log(log) => {
+            if let Some(level) = log.level {
+                events.publish(Event::Log {
+                    server: name.to_string(),
+                    level,
+                    logger: log.logger,
+                    data: log.data,
+                });
+            }
+        }
+        _ => {}
+    }
+    changes
+}
+
+/// Follows one server's lists until its connection ends or the manager goes away: tools,
+/// resources and prompts read again on their `list_changed` (debounced together), updated
+/// resources and log messages passed on to the event stream.
 pub(super) async fn watch_server(
     inner: Weak<Inner>,
     name: String,
     client: Arc<Client>,
     mut notifications: broadcast::Receiver<Notification>,
-    debounce: Duration,
-    poll: Option<Duration>,
+    follow: Following,
 ) {
     use broadcast::error::RecvError;
+    let Following {
+        debounce,
+        poll,
+        events,
+        subscriptions,
+    } = follow;
+    let stateless = client.details().era == crate::protocol::types::Era::Stateless;
     // A stateless server tells of changes only to a client that listens for them.
-    let _listener = (client.details().era == crate::protocol::types::Era::Stateless
-        && poll.is_none())
-    .then(|| AbortOnDrop(tokio::spawn(listen(name.clone(), client.clone()))));
+    let _listener = (stateless && (poll.is_none() || client.details().has_capability("resources")))
+        .then(|| {
+            AbortOnDrop(tokio::spawn(listen(
+                name.clone(),
+                client.clone(),
+                subscriptions.clone(),
+            )))
+        });
+    if !stateless {
+        // Followed resources are followed again by a new session.
+        let uris = subscriptions.borrow().clone();
+        for uri in uris {
+            if let Err(e) = client.subscribe(&uri).await {
+                tracing::warn!(server = %name, "following {uri} again failed: {e}");
+            }
+        }
+    }
     let mut next_poll = poll.map(|p| tokio::time::Instant::now() + p);
     loop {
-        let changed = tokio::select! {
+        let changes = tokio::select! {
             received = notifications.recv() => match received {
-                Ok(n) => n.method == methods::TOOLS_LIST_CHANGED,
-                Err(RecvError::Lagged(_)) => true,
-                Err(RecvError::Closed) => return,
+                Ok(n) => note(&events, &name, n),
+                Err(RecvError::Lagged(_)) => Changes::ALL,
+                Err(RecvError::Closed) => Changes::default(),
             },
             _ = sleep_until_or_never(next_poll) => {
                 next_poll = poll.map(|p| tokio::time::Instant::now() + p);
-                true
+                Changes { tools: true, ..Default::default() }
             }
             // A dead session sends nothing more: stop following it (status shows it as
             // disconnected; a reconnect starts a new watcher).
-            _ = tokio::time::sleep(LIVENESS_CHECK) => false,
+            _ = tokio::time::sleep(LIVENESS_CHECK) => Changes::default(),
         };
         if client.is_closed() {
-            return;
+            return ended(&events, &name, &client);
         }
-        if !changed {
+        if !changes.any() {
             continue;
         }
+        let mut changes = changes;
         // Debounce: wait until no further change has come for `debounce`, but no longer than
-        // `MAX_DEBOUNCE` from the first: a server that never stops saying its list changed
+        // `MAX_DEBOUNCE` from the first: a server that never stops saying its lists changed
         // gets a refresh that often, no more and no less.
         let latest = tokio::time::Instant::now() + MAX_DEBOUNCE.max(debounce);
         let mut deadline = tokio::time::Instant::now() + debounce;
         loop {
             tokio::select! {
-                received = notifications.recv() => match received {
-                    Ok(n) if n.method == methods::TOOLS_LIST_CHANGED => {
+                received = notifications.recv() => {
+                    let more = match received {
+                        Ok(n) => note(&events, &name, n),
+                        Err(RecvError::Lagged(_)) => Changes::ALL,
+                        Err(RecvError::Closed) => return ended(&events, &name, &client),
+                    };
+                    if more.any() {
+                        changes.add(more);
                         deadline = (tokio::time::Instant::now() + debounce).min(latest);
                     }
-                    Ok(_) => {}
-                    Err(RecvError::Lagged(_)) => {
-                        deadline = (tokio::time::Instant::now() + debounce).min(latest);
-                    }
-                    Err(RecvError::Closed) => return,
                 },
                 _ = tokio::time::sleep_until(deadline) => break,
             }
         }
         if client.is_closed() {
-            return;
+            return ended(&events, &name, &client);
         }
-        let result = client.list_tools().await;
-        let Some(inner) = inner.upgrade() else {
+        let Some(manager) = inner.upgrade().map(|inner| Manager { inner }) else {
             return;
         };
-        let _ = apply_refresh(&inner, &name, &client, result);
+        if changes.tools {
+            let result = client.list_tools().await;
+            if let Ok(count) = apply_refresh(&manager.inner, &name, &client, result) {
+                events.publish(Event::ListChanged {
+                    server: name.clone(),
+                    list: "tools",
+                    count,
+                });
+            }
+        }
+        if changes.resources {
+            manager
+                .refresh_list(&name, &client, catalog::List::Resources)
+                .await;
+        }
+        if changes.prompts {
+            manager
+                .refresh_list(&name, &client, catalog::List::Prompts)
+                .await;
+        }
     }
+}
+
+/// How a watcher follows its server.
+pub(super) struct Following {
+    pub(super) debounce: Duration,
+    /// How often to list the tools of a server that does not say when they change.
+    pub(super) poll: Option<Duration>,
+    pub(super) events: EventBus,
+    /// The resources followed ([`Manager::subscribe`]).
+    pub(super) subscriptions: tokio::sync::watch::Receiver<Vec<String>>,
+}
+
+/// Tells the event stream that the server's connection ended.
+fn ended(events: &EventBus, name: &str, client: &Client) {
+    events.publish(Event::State {
+        server: name.to_string(),
+        state: Some(ServerState::Disconnected),
+        error: client
+            .session()
+            .closed_reason()
+            .map(|reason| Error::new(name, ErrorKind::Closed(reason)).to_string()),
+    });
 }
 
 /// Ends a task when dropped.
@@ -114,17 +233,31 @@ impl Drop for AbortOnDrop {
     }
 }
 
-/// Keeps `subscriptions/listen` open for a stateless server, opening it anew (after a pause)
-/// whenever the server or the network ends it, while the session lives.
-pub(super) async fn listen(name: String, client: Arc<Client>) {
+/// Keeps `subscriptions/listen` open for a stateless server, with the resources followed,
+/// opening it anew when they change, or (after a pause) whenever the server or the network
+/// ends it, while the session lives.
+pub(super) async fn listen(
+    name: String,
+    client: Arc<Client>,
+    mut subscriptions: tokio::sync::watch::Receiver<Vec<String>>,
+) {
     let mut pause = Duration::from_secs(1);
     while !client.is_closed() {
-        match client.listen_for_changes(&[]).await {
-            Ok(_) => pause = Duration::from_secs(1),
-            Err(e) => {
-                tracing::debug!(server = %name, "subscriptions/listen ended: {e}");
-                pause = (pause * 2).min(Duration::from_secs(60));
-            }
+        let uris = subscriptions.borrow_and_update().clone();
+        let uris: Vec<&str> = uris.iter().map(String::as_str).collect();
+        tokio::select! {
+            ended = client.listen_for_changes(&uris) => match ended {
+                Ok(_) => pause = Duration::from_secs(1),
+                Err(e) => {
+                    tracing::debug!(server = %name, "subscriptions/listen ended: {e}");
+                    pause = (pause * 2).min(Duration::from_secs(60));
+                }
+            },
+            // Reopened at once with the new set; an ended watch (the slot gone) ends this.
+            changed = subscriptions.changed() => match changed {
+                Ok(()) => continue,
+                Err(_) => return,
+            },
         }
         tokio::time::sleep(pause).await;
     }

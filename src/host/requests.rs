@@ -1,0 +1,400 @@
+//! What servers ask of the user or the embedder's model (elicitation, sampling), told which
+//! server asks: the handlers of [`ManagerOptions`](crate::host::ManagerOptions), and a board
+//! of waiting requests that publishes each as an [`Event::Request`] and takes its answer by id
+//! (what the daemon's `/v1/mcp/events` and `/v1/mcp/requests/{id}`, and the panel, use).
+
+use super::events::{Event, EventBus};
+use crate::protocol::input::{
+    ElicitationAnswer, ElicitationKind, ElicitationRequest, SamplingAnswer, SamplingRequest,
+};
+use crate::transport::BoxFuture;
+use crate::wire::jsonrpc::ErrorObject;
+use serde_json::{Map, Value};
+use std::collections::HashMap;
+use std::fmt;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+use tokio::sync::oneshot;
+
+/// Answers a server's `elicitation/create`, told the server's name; an `Err` goes to the
+/// server as its JSON-RPC error.
+pub type ElicitationHandler = Arc<
+    dyn Fn(String, ElicitationRequest) -> BoxFuture<'static, Result<ElicitationAnswer, ErrorObject>>
+        + Send
+        + Sync,
+>;
+
+/// Answers a server's `sampling/createMessage`, told the server's name; an `Err` goes to the
+/// server as its JSON-RPC error.
+pub type SamplingHandler = Arc<
+    dyn Fn(String, SamplingRequest) -> BoxFuture<'static, Result<SamplingAnswer, ErrorObject>>
+        + Send
+        + Sync,
+>;
+
+/// The JSON-RPC error code of a request the user (or no one) declined.
+pub const DECLINED: i64 = -1;
+
+/// How long a request waits for an answer by default.
+pub const DEFAULT_EXPIRY: Duration = Duration::from_secs(300);
+
+/// Most requests waiting at once, all servers together; more are refused.
+pub const MAX_WAITING: usize = 64;
+
+/// A request on the board.
+#[derive(Debug, Clone)]
+pub enum Asked {
+    /// An elicitation: a form to fill in, or a URL to visit.
+    Elicitation(ElicitationRequest),
+    /// A message for the embedder's model to write.
+    Sampling(SamplingRequest),
+}
+
+impl Asked {
+    /// `elicitation` or `sampling`.
+    pub fn kind(&self) -> &'static str {
+        match self {
+            Asked::Elicitation(_) => "elicitation",
+            Asked::Sampling(_) => "sampling",
+        }
+    }
+}
+
+/// A request waiting for an answer.
+#[derive(Debug, Clone)]
+pub struct WaitingRequest {
+    /// Its id on the board.
+    pub id: String,
+    /// The server that asks.
+    pub server: String,
+    /// What it asks.
+    pub asked: Asked,
+}
+
+/// The answer to a waiting request, as a user or an API caller gives it.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Reply {
+    /// Accepted: for an elicitation, the form's values (an empty map for a URL); for
+    /// sampling, the message the model wrote (`role`, `content`, `model`, `stopReason`, as
+    /// the protocol's sampling result).
+    Accept(Value),
+    /// Refused.
+    Decline,
+    /// Dismissed.
+    Cancel,
+}
+
+/// Why an answer was not taken.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ReplyError {
+    /// No request waits under this id: unknown, answered already, or expired.
+    Unknown(String),
+    /// The answer does not fit the request (names the field).
+    Invalid(String),
+}
+
+impl fmt::Display for ReplyError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            ReplyError::Unknown(id) => write!(
+                f,
+                "no request waits under id {id:?}: it is unknown, was answered already, or expired"
+            ),
+            ReplyError::Invalid(why) => write!(f, "the answer does not fit the request: {why}"),
+        }
+    }
+}
+
+impl std::error::Error for ReplyError {}
+
+enum Answer {
+    Elicitation(ElicitationAnswer),
+    Sampling(SamplingAnswer),
+    Refused(ErrorObject),
+}
+
+struct Entry {
+    waiting: WaitingRequest,
+    answer: oneshot::Sender<Answer>,
+}
+
+struct Board {
+    events: EventBus,
+    expiry: Duration,
+    next: AtomicU64,
+    waiting: Mutex<HashMap<String, Entry>>,
+}
+
+/// Server requests waiting for an answer, each published on the event bus as an
+/// [`Event::Request`] and answered by id with [`PendingRequests::reply`]. A request is
+/// refused at once when no one listens on the bus (saying so), refused when
+/// [`MAX_WAITING`] already wait, and cancelled after its expiry (an elicitation gets
+/// `cancel`, sampling an error), with an [`Event::RequestEnded`]. Cloning shares the board.
+#[derive(Clone)]
+pub struct PendingRequests {
+    board: Arc<Board>,
+}
+
+impl fmt::Debug for PendingRequests {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("PendingRequests")
+            .field("expiry", &self.board.expiry)
+            .field("waiting", &self.waiting().len())
+            .finish()
+    }
+}
+
+impl PendingRequests {
+    /// A board publishing on `events`, whose requests wait at most `expiry`.
+    pub fn new(events: EventBus, expiry: Duration) -> PendingRequests {
+        PendingRequests {
+            board: Arc::new(Board {
+                events,
+                expiry,
+                next: AtomicU64::new(1),
+                waiting: Mutex::new(HashMap::new()),
+            }),
+        }
+    }
+
+    /// The handler for [`ManagerOptions::elicitation`](crate::host::ManagerOptions::elicitation).
+    pub fn elicitation_handler(&self) -> ElicitationHandler {
+        let board = self.clone();
+        Arc::new(move |server, request| {
+            let board = board.clone();
+            Box::pin(async move {
+                match board.wait(server, Asked::Elicitation(request)).await {
+                    Answer::Elicitation(answer) => Ok(answer),
+                    Answer::Refused(e) => Err(e),
+                    Answer::Sampling(_) => {
+                        unreachable!("an elicitation gets an elicitation's answer")
+                    }
+                }
+            })
+        })
+    }
+
+    /// The handler for [`ManagerOptions::sampling`](crate::host::ManagerOptions::sampling).
+    pub fn sampling_handler(&self) -> SamplingHandler {
+        let board = self.clone();
+        Arc::new(move |server, request| {
+            let board = board.clone();
+            Box::pin(async move {
+                match board.wait(server, Asked::Sampling(request)).await {
+                    Answer::Sampling(answer) => Ok(answer),
+                    Answer::Refused(e) => Err(e),
+                    Answer::Elicitation(_) => unreachable!("sampling gets a sampling answer"),
+                }
+            })
+        })
+    }
+
+    /// The requests waiting now, oldest first.
+    pub fn waiting(&self) -> Vec<WaitingRequest> {
+        let waiting = self.board.waiting.lock().expect("board lock");
+        let mut all: Vec<WaitingRequest> = waiting.values().map(|e| e.waiting.clone()).collect();
+        all.sort_by_key(|w| w.id.parse::<u64>().unwrap_or(u64::MAX));
+        all
+    }
+
+    /// One waiting request.
+    pub fn get(&self, id: &str) -> Option<WaitingRequest> {
+        let waiting = self.board.waiting.lock().expect("board lock");
+        waiting.get(id).map(|e| e.waiting.clone())
+    }
+
+    /// Answers a waiting request. An answer that does not fit (a form's values against its
+    /// schema, a sampled message without `content` or `model`) is refused and the request
+    /// keeps waiting.
+    pub fn reply(&self, id: &str, reply: Reply) -> Result<(), ReplyError> {
+        let mut waiting = self.board.waiting.lock().expect("board lock");
+        let entry = waiting
+            .get(id)
+            .ok_or_else(|| ReplyError::Unknown(id.to_string()))?;
+        let answer = answer_of(&entry.waiting.asked, reply)?;
+        let entry = waiting.remove(id).expect("found above");
+        drop(waiting);
+        // The server's call may have ended meanwhile: then no one takes the answer.
+        let _ = entry.answer.send(answer);
+        Ok(())
+    }
+
+    async fn wait(&self, server: String, asked: Asked) -> Answer {
+        let board = &self.board;
+        let kind = asked.kind();
+        if board.events.listeners() == 0 {
+            tracing::warn!(server = %server, "declined its {kind} request: no one is connected to answer it");
+            return Answer::Refused(ErrorObject::new(
+                DECLINED,
+                format!(
+                    "declined: no one is connected to the client to answer this {kind} request"
+                ),
+            ));
+        }
+        let (sender, receiver) = oneshot::channel();
+        let id = board.next.fetch_add(1, Ordering::Relaxed).to_string();
+        {
+            let mut waiting = board.waiting.lock().expect("board lock");
+            if waiting.len() >= MAX_WAITING {
+                return Answer::Refused(ErrorObject::new(
+                    DECLINED,
+                    format!("declined: {MAX_WAITING} requests already wait for an answer"),
+                ));
+            }
+            let request = WaitingRequest {
+                id: id.clone(),
+                server: server.clone(),
+                asked: asked.clone(),
+            };
+            waiting.insert(
+                id.clone(),
+                Entry {
+                    waiting: request,
+                    answer: sender,
+                },
+            );
+        }
+        // Taken off the board however the wait ends (answered, expired, or the server's call
+        // dropped it), so an id is never answered twice.
+        let mut guard = Waiting {
+            board: board.clone(),
+            id: id.clone(),
+            server: server.clone(),
+            reason: "the server stopped waiting for it",
+        };
+        board.events.publish(Event::Request {
+            server,
+            id,
+            kind,
+            params: event_params(&asked),
+        });
+        match tokio::time::timeout(board.expiry, receiver).await {
+            Ok(Ok(answer)) => {
+                guard.reason = "";
+                answer
+            }
+            Ok(Err(_)) => Answer::Refused(ErrorObject::new(DECLINED, "the request was dropped")),
+            Err(_) => {
+                guard.reason = "no answer came in time: cancelled";
+                let secs = board.expiry.as_secs();
+                match asked {
+                    Asked::Elicitation(_) => Answer::Elicitation(ElicitationAnswer::Cancel),
+                    Asked::Sampling(_) => Answer::Refused(ErrorObject::new(
+                        DECLINED,
+                        format!("cancelled: no answer came within {secs} s"),
+                    )),
+                }
+            }
+        }
+    }
+}
+
+/// Takes a request off the board when its wait ends, and says why unless it was answered.
+struct Waiting {
+    board: Arc<Board>,
+    id: String,
+    server: String,
+    reason: &'static str,
+}
+
+impl Drop for Waiting {
+    fn drop(&mut self) {
+        self.board
+            .waiting
+            .lock()
+            .expect("board lock")
+            .remove(&self.id);
+        if !self.reason.is_empty() {
+            self.board.events.publish(Event::RequestEnded {
+                server: std::mem::take(&mut self.server),
+                id: std::mem::take(&mut self.id),
+                reason: self.reason.to_string(),
+            });
+        }
+    }
+}
+
+/// What a listener is shown of a request: its params as sent, and for a URL its origin.
+fn event_params(asked: &Asked) -> Value {
+    match asked {
+        Asked::Elicitation(request) => {
+            let mut params = request.raw.clone();
+            if let (ElicitationKind::Url(url), Value::Object(map)) = (&request.kind, &mut params) {
+                map.insert("origin".into(), Value::String(url.origin.clone()));
+            }
+            params
+        }
+        Asked::Sampling(request) => request.raw.clone(),
+    }
+}
+
+fn answer_of(asked: &Asked, reply: Reply) -> Result<Answer, ReplyError> {
+    match (asked, reply) {
+        (Asked::Elicitation(request), Reply::Accept(content)) => {
+            let content = match content {
+                Value::Null => Map::new(),
+                Value::Object(map) => map,
+                _ => return Err(ReplyError::Invalid("content must be an object".into())),
+            };
+            let answer = ElicitationAnswer::Accept(content);
+            request
+                .check(&answer)
+                .map_err(|e| ReplyError::Invalid(e.0))?;
+            Ok(Answer::Elicitation(answer))
+        }
+        (Asked::Elicitation(_), Reply::Decline) => {
+            Ok(Answer::Elicitation(ElicitationAnswer::Decline))
+        }
+        (Asked::Elicitation(_), Reply::Cancel) => {
+            Ok(Answer::Elicitation(ElicitationAnswer::Cancel))
+        }
+        (Asked::Sampling(_), Reply::Accept(message)) => Ok(Answer::Sampling(sampled(message)?)),
+        (Asked::Sampling(_), Reply::Decline) => Ok(Answer::Refused(ErrorObject::new(
+            DECLINED,
+            "the user declined the sampling request",
+        ))),
+        (Asked::Sampling(_), Reply::Cancel) => Ok(Answer::Refused(ErrorObject::new(
+            DECLINED,
+            "the user cancelled the sampling request",
+        ))),
+    }
+}
+
+/// A sampled message given as the protocol's result (`role`, `content`, `model`,
+/// `stopReason`).
+fn sampled(message: Value) -> Result<SamplingAnswer, ReplyError> {
+    let invalid = |why: &str| ReplyError::Invalid(why.to_string());
+    let content = match message.get("content") {
+        Some(Value::Array(blocks)) if !blocks.is_empty() => blocks.clone(),
+        Some(block @ Value::Object(_)) => vec![block.clone()],
+        _ => {
+            return Err(invalid(
+                "\"content\" must be a content block or a list of them",
+            ));
+        }
+    };
+    if content
+        .iter()
+        .any(|b| b.get("type").and_then(Value::as_str).is_none())
+    {
+        return Err(invalid("each block of \"content\" needs a \"type\""));
+    }
+    match message.get("role").and_then(Value::as_str) {
+        None | Some("assistant") => {}
+        Some(_) => return Err(invalid("\"role\" must be \"assistant\"")),
+    }
+    let model = message
+        .get("model")
+        .and_then(Value::as_str)
+        .filter(|m| !m.is_empty())
+        .ok_or_else(|| invalid("\"model\" (the model that wrote it) is required"))?;
+    Ok(SamplingAnswer {
+        content,
+        model: model.to_string(),
+        stop_reason: message
+            .get("stopReason")
+            .and_then(Value::as_str)
+            .map(String::from),
+    })
+}
