@@ -71,6 +71,10 @@ enum Command {
         /// keychain.
         #[arg(long, value_name = "FILE")]
         token_file: Option<std::path::PathBuf>,
+        /// How long a server's question (elicitation, sampling) waits for an answer on
+        /// POST /v1/mcp/requests/{id} before it is cancelled.
+        #[arg(long, value_name = "SECONDS", default_value_t = 300, value_parser = clap::value_parser!(u64).range(1..=86_400))]
+        ask_timeout: u64,
     },
     /// The /mcp panel: servers, tools and their auto-approve marks, logins, from the
     /// keyboard (keys in the README). Logs go to stderr only when it is not a terminal.
@@ -272,12 +276,14 @@ fn main() -> ExitCode {
             listen,
             allow_remote,
             token_file,
+            ask_timeout,
         } => run_with_servers(host, |host| {
             cli::serve::run(cli::serve::ServeArgs {
                 host,
                 listen,
                 allow_remote,
                 token_file,
+                ask_timeout: std::time::Duration::from_secs(ask_timeout),
             })
         }),
         Command::Tui {

@@ -18,7 +18,17 @@
 //! | `DELETE /v1/mcp/oauth?name=X` | forgets the server's tokens |
 //! | `POST /v1/mcp/oauth/client` | a pre-registered OAuth client (its secret to the token store) |
 //! | `POST /v1/mcp/oauth/callback` | pastes back the URL the browser ended on |
-//! | `POST /v1/mcp/call` | calls a tool through the confirm gate (in a `conversation`: the search tool too) |
+//! | `POST /v1/mcp/call` | calls a tool through the confirm gate (in a `conversation`: the search tool too); `id` to cancel it |
+//! | `POST /v1/mcp/call/cancel` | cancels a call by its `id` (the server is told) |
+//! | `GET /v1/mcp/resources?name=` | a server's resources and templates |
+//! | `GET /v1/mcp/resource?name=&uri=` | one resource, as the model would see it |
+//! | `GET /v1/mcp/prompts?name=` | a server's prompts |
+//! | `POST /v1/mcp/prompt` | a prompt filled in (`{name, prompt, arguments}`) |
+//! | `POST /v1/mcp/complete` | values for a prompt's or a template's argument |
+//! | `POST /v1/mcp/subscribe`, `/unsubscribe` | follows a resource (`{name, uri}`) |
+//! | `GET /v1/mcp/events?log=` | a `text/event-stream` of what happens, questions included |
+//! | `GET /v1/mcp/requests` | the servers' questions waiting for an answer |
+//! | `POST /v1/mcp/requests/{id}` | answers one (`{action, content?}`) |
 //!
 //! `docs/API.md` shows each with its bodies and a curl example. Errors are
 //! `{"error": {"message", "type"}}` with a 4xx or 5xx status.
@@ -44,13 +54,14 @@
 
 mod guard;
 mod login;
+mod protocol;
 mod servers;
 
 pub(crate) use guard::admit;
 pub use guard::{ApiToken, ApiTokenError, ApiTokenErrorKind, TOKEN_FILE, token_path};
 
 use crate::auth::TokenStore;
-use crate::host::{Control, ControlError, Manager};
+use crate::host::{Control, ControlError, Manager, PendingRequests};
 use bytes::Bytes;
 use http_body_util::{BodyExt, Full, Limited, combinators::BoxBody};
 use hyper::body::{Frame, Incoming};
@@ -120,6 +131,10 @@ pub struct ApiOptions {
     pub allow_remote: bool,
     /// The bounds.
     pub limits: Limits,
+    /// The board of the servers' waiting questions (elicitation, sampling) that the
+    /// manager's handlers feed ([`PendingRequests`]): `POST /v1/mcp/requests/{id}` answers
+    /// them; `None`: there are none to answer.
+    pub requests: Option<PendingRequests>,
 }
 
 impl std::fmt::Debug for ApiOptions {
@@ -164,6 +179,8 @@ pub async fn serve(
         options,
         calls: servers::CallSlots::default(),
         conversations: servers::Conversations::default(),
+        running: servers::RunningCalls::default(),
+        listeners: Arc::new(tokio::sync::Semaphore::new(protocol::MAX_LISTENERS)),
     });
     let mut connections = tokio::task::JoinSet::new();
     // The open connections, oldest first, each with whether it has shown the token.
@@ -253,6 +270,10 @@ pub(crate) struct State {
     calls: servers::CallSlots,
     /// Tool search state of the conversations callers named.
     conversations: servers::Conversations,
+    /// The calls running under their caller's `id`.
+    running: servers::RunningCalls,
+    /// One permit per open event stream.
+    listeners: Arc<tokio::sync::Semaphore>,
 }
 
 /// The body of every response.
@@ -412,7 +433,21 @@ enum Route {
     Visibility,
     Search,
     Offered,
+    CancelCall,
+    Resources,
+    Resource,
+    Prompts,
+    Prompt,
+    Complete,
+    Subscribe,
+    Unsubscribe,
+    Events,
+    Requests,
+    Reply,
 }
+
+/// The path of every `/v1/mcp/requests/{id}`, in [`ROUTES`].
+const REPLY_PATH: &str = "/v1/mcp/requests/{id}";
 
 /// Every route: path, method, route; and each path's methods for 405.
 const ROUTES: &[(&str, &str, Route)] = &[
@@ -423,6 +458,17 @@ const ROUTES: &[(&str, &str, Route)] = &[
     ("/v1/mcp/reconnect", "POST", Route::Reconnect),
     ("/v1/mcp/tools", "GET", Route::Tools),
     ("/v1/mcp/call", "POST", Route::Call),
+    ("/v1/mcp/call/cancel", "POST", Route::CancelCall),
+    ("/v1/mcp/resources", "GET", Route::Resources),
+    ("/v1/mcp/resource", "GET", Route::Resource),
+    ("/v1/mcp/prompts", "GET", Route::Prompts),
+    ("/v1/mcp/prompt", "POST", Route::Prompt),
+    ("/v1/mcp/complete", "POST", Route::Complete),
+    ("/v1/mcp/subscribe", "POST", Route::Subscribe),
+    ("/v1/mcp/unsubscribe", "POST", Route::Unsubscribe),
+    ("/v1/mcp/events", "GET", Route::Events),
+    ("/v1/mcp/requests", "GET", Route::Requests),
+    (REPLY_PATH, "POST", Route::Reply),
     ("/v1/mcp/enable", "POST", Route::Enable),
     ("/v1/mcp/tools/search", "GET", Route::Search),
     ("/v1/mcp/tools/offered", "GET", Route::Offered),
@@ -435,7 +481,18 @@ const ROUTES: &[(&str, &str, Route)] = &[
     ("/v1/mcp/oauth/callback", "POST", Route::Callback),
 ];
 
+/// The id of a `/v1/mcp/requests/{id}` path.
+fn request_id(path: &str) -> Option<&str> {
+    path.strip_prefix("/v1/mcp/requests/")
+        .filter(|id| !id.is_empty() && !id.contains('/'))
+}
+
 fn route(method: &Method, path: &str) -> Result<Route, ApiError> {
+    let path = if request_id(path).is_some() {
+        REPLY_PATH
+    } else {
+        path
+    };
     let mut allowed = ROUTES.iter().filter(|(p, _, _)| *p == path).peekable();
     if allowed.peek().is_none() {
         return Err(ApiError::not_found(format!(
@@ -499,6 +556,11 @@ async fn respond(
         // A stream with a deadline of its own.
         return login::start(state, &query);
     }
+    if route == Route::Events {
+        // A stream that lasts while its listener reads it.
+        return protocol::events(state, &query);
+    }
+    let id = request_id(parts.uri.path()).unwrap_or("").to_string();
     let body = if parts.method == Method::POST {
         read_json(&parts, body, &options.limits).await?
     } else {
@@ -515,7 +577,7 @@ async fn respond(
     };
     // On a task of its own, so a client that goes away or a deadline that passes never
     // stops a change half made.
-    let work = tokio::spawn(dispatch(state, route, query, body));
+    let work = tokio::spawn(dispatch(state, route, query, body, id));
     match tokio::time::timeout(deadline, work).await {
         Ok(Ok(answer)) => answer,
         Ok(Err(e)) => Err(ApiError::internal(format!("the request failed: {e}"))),
@@ -535,6 +597,7 @@ async fn dispatch(
     route: Route,
     query: String,
     body: Value,
+    id: String,
 ) -> Result<Response<Body>, ApiError> {
     match route {
         Route::ListServers => servers::list(&state),
@@ -553,7 +616,19 @@ async fn dispatch(
         Route::Logout => login::logout(&state, &query).await,
         Route::SetClient => login::set_client(&state, body).await,
         Route::Callback => login::callback(&state, body).await,
-        Route::Login => unreachable!("a login is a stream, started before dispatch"),
+        Route::CancelCall => protocol::cancel(&state, body),
+        Route::Resources => protocol::resources(&state, &query),
+        Route::Resource => protocol::resource(&state, &query).await,
+        Route::Prompts => protocol::prompts(&state, &query),
+        Route::Prompt => protocol::prompt(&state, body).await,
+        Route::Complete => protocol::complete(&state, body).await,
+        Route::Subscribe => protocol::subscription(&state, body, true).await,
+        Route::Unsubscribe => protocol::subscription(&state, body, false).await,
+        Route::Requests => protocol::waiting(&state),
+        Route::Reply => protocol::reply(&state, &id, body),
+        Route::Login | Route::Events => {
+            unreachable!("a stream is started before dispatch")
+        }
     }
 }
 
@@ -584,6 +659,11 @@ pub(crate) fn read_request(
         Route::SetAllowlist => servers::set_allowlist_request(&body).map(drop),
         Route::SetClient => login::set_client_request(&body).map(drop),
         Route::Callback => login::callback_request(&body).map(drop),
+        Route::CancelCall => protocol::cancel_request(&body).map(drop),
+        Route::Prompt => protocol::prompt_request(&body).map(drop),
+        Route::Complete => protocol::complete_request(&body).map(drop),
+        Route::Subscribe | Route::Unsubscribe => protocol::subscription_request(&body).map(drop),
+        Route::Reply => protocol::reply_request(&body).map(drop),
         _ => Ok(()),
     }
 }

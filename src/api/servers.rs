@@ -8,9 +8,10 @@ use crate::host::config::ServerConfig;
 use crate::host::expand::is_pure_reference;
 use crate::host::gate::PermissionMode;
 use crate::host::{
-    Allowlist, CallError, Conversation, DEFAULT_SEARCH_LIMIT, MAX_SEARCH_LIMIT, RegisteredTool,
-    ToolFilter,
+    Allowlist, CallError, Conversation, DEFAULT_SEARCH_LIMIT, Event, MAX_SEARCH_LIMIT,
+    RegisteredTool, SEARCH_TOOL, ToolFilter,
 };
+use crate::protocol::session::RequestOptions;
 use hyper::{Response, StatusCode};
 use serde_json::{Value, json};
 use std::sync::Arc;
@@ -327,9 +328,14 @@ pub(super) fn offered(state: &State, query: &str) -> Answer {
 
 /// `POST /v1/mcp/call`'s body: the tool's name, its arguments and the permission mode.
 pub(super) fn call_request(body: &Value) -> Result<(String, Value, PermissionMode), ApiError> {
-    only_members(body, &["name", "arguments", "mode", "conversation"])?;
+    only_members(body, &["name", "arguments", "mode", "conversation", "id"])?;
     if body.get("conversation").is_some() {
         required_string(body, "conversation")?;
+    }
+    if body.get("id").is_some() && required_string(body, "id")?.len() > MAX_CALL_ID {
+        return Err(ApiError::bad_request(format!(
+            "\"id\" must be at most {MAX_CALL_ID} bytes"
+        )));
     }
     let name = required_string(body, "name")?;
     let arguments = match body.get("arguments") {
@@ -344,6 +350,60 @@ pub(super) fn call_request(body: &Value) -> Result<(String, Value, PermissionMod
             .map_err(|e: crate::error::ParseError| ApiError::bad_request(e.to_string()))?,
     };
     Ok((name, arguments, mode))
+}
+
+/// The longest `id` a caller may give a call.
+const MAX_CALL_ID: usize = 200;
+
+/// The calls running under an `id` of their caller's, each with what cancels it.
+#[derive(Default)]
+pub(crate) struct RunningCalls(
+    std::sync::Mutex<std::collections::HashMap<String, Arc<tokio::sync::Notify>>>,
+);
+
+/// One call's place among the running calls; given back when dropped.
+struct RunningCall<'a> {
+    calls: &'a RunningCalls,
+    id: String,
+    cancelled: Arc<tokio::sync::Notify>,
+}
+
+impl RunningCalls {
+    /// Takes `id` for a call; 409 while another call runs under it.
+    fn start(&self, id: &str) -> Result<RunningCall<'_>, ApiError> {
+        let mut running = self.0.lock().expect("running calls lock");
+        if running.contains_key(id) {
+            return Err(ApiError::conflict(format!(
+                "a call with id {id:?} is running; give each call its own id"
+            )));
+        }
+        let cancelled = Arc::new(tokio::sync::Notify::new());
+        running.insert(id.to_string(), cancelled.clone());
+        Ok(RunningCall {
+            calls: self,
+            id: id.to_string(),
+            cancelled,
+        })
+    }
+
+    /// Cancels the call running under `id`; false if there is none.
+    pub(super) fn cancel(&self, id: &str) -> bool {
+        let running = self.0.lock().expect("running calls lock");
+        match running.get(id) {
+            Some(cancelled) => {
+                cancelled.notify_one();
+                true
+            }
+            None => false,
+        }
+    }
+}
+
+impl Drop for RunningCall<'_> {
+    fn drop(&mut self) {
+        let mut running = self.calls.0.lock().expect("running calls lock");
+        running.remove(&self.id);
+    }
 }
 
 /// Tool calls in flight, by server: each holds a [`CallSlot`] while it runs.
@@ -386,6 +446,9 @@ impl Drop for CallSlot<'_> {
 
 /// `POST /v1/mcp/call`: through the gate; a call the gate refuses is 403 with the reason. A
 /// server with [`super::Limits::max_calls_per_server`] calls in flight gets no more: 429.
+/// A task-required tool runs as a task. With an `id`, `POST /v1/mcp/call/cancel` stops it
+/// (409 `cancelled`; the server is told); while anyone listens on `GET /v1/mcp/events`, its
+/// progress goes there.
 pub(super) async fn call(state: &State, body: Value) -> Answer {
     let (name, arguments, mode) = call_request(&body)?;
     let manager = state.control.manager();
@@ -405,12 +468,46 @@ pub(super) async fn call(state: &State, body: Value) -> Answer {
         })?),
         None => None,
     };
-    let outcome = match optional_string(&body, "conversation")? {
-        Some(c) => {
-            let conversation = state.conversations.get(&c)?;
-            manager.call_in(&conversation, &name, arguments, mode).await
+    let id = optional_string(&body, "id")?;
+    let running = id
+        .as_deref()
+        .map(|id| state.running.start(id))
+        .transpose()?;
+    let mut options = RequestOptions::default();
+    let events = manager.event_bus();
+    if let Some(server) = server.filter(|_| events.listeners() > 0) {
+        let (events, tool, id) = (events.clone(), name.clone(), id.clone());
+        options.on_progress = Some(Arc::new(move |p: crate::protocol::types::Progress| {
+            events.publish(Event::Progress {
+                server: server.clone(),
+                id: id.clone(),
+                tool: tool.clone(),
+                progress: p.progress,
+                total: p.total,
+                message: p.message,
+            });
+        }));
+    }
+    let conversation = match optional_string(&body, "conversation")? {
+        Some(c) => Some(state.conversations.get(&c)?),
+        None => None,
+    };
+    let work = async {
+        match conversation {
+            Some(c) if name == SEARCH_TOOL => manager.call_in(&c, &name, arguments, mode).await,
+            _ => manager.call_with(&name, arguments, mode, options).await,
         }
-        None => manager.call(&name, arguments, mode).await,
+    };
+    let outcome = match &running {
+        None => work.await,
+        Some(running) => tokio::select! {
+            outcome = work => outcome,
+            () = running.cancelled.notified() => return Err(ApiError::new(
+                StatusCode::CONFLICT,
+                "cancelled",
+                format!("the call {:?} was cancelled (POST /v1/mcp/call/cancel); the server was told", running.id),
+            )),
+        },
     };
     match outcome {
         Ok(output) => ok(json!({

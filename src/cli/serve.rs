@@ -14,7 +14,7 @@
 
 use super::HostArgs;
 use agenvoy_mcp::api::{self, ApiOptions, ApiToken, Limits};
-use agenvoy_mcp::host::Manager;
+use agenvoy_mcp::host::{EventBus, Manager, ManagerOptions, PendingRequests};
 use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -33,6 +33,8 @@ pub struct ServeArgs {
     pub allow_remote: bool,
     /// Keep OAuth tokens in this file instead of the OS keychain.
     pub token_file: Option<PathBuf>,
+    /// How long a server's question (elicitation, sampling) waits for an answer.
+    pub ask_timeout: Duration,
 }
 
 /// Runs `serve`.
@@ -68,6 +70,15 @@ pub async fn run(args: ServeArgs) -> ExitCode {
         Ok(loaded) => loaded,
         Err(e) => return failed(e.to_string()),
     };
+    // The servers' questions go to the event stream's listeners and wait on this board.
+    let events = EventBus::new();
+    let board = PendingRequests::new(events.clone(), args.ask_timeout);
+    let options = ManagerOptions {
+        events,
+        elicitation: Some(board.elicitation_handler()),
+        sampling: Some(board.sampling_handler()),
+        ..options
+    };
     let manager = Manager::start(config, super::binary_options(&args.host, options));
     // Ready once every server is connected or failed; a signal before that stops the
     // servers still starting too (their processes end), at once.
@@ -100,6 +111,7 @@ pub async fn run(args: ServeArgs) -> ExitCode {
                 + Duration::from_secs(30),
             ..Limits::default()
         },
+        requests: Some(board),
     };
     let served = api::serve(listener, manager.clone(), options, async {
         signals.next().await;

@@ -11,8 +11,24 @@ use serde::Serialize;
 use serde_json::Value;
 use tokio::sync::broadcast;
 
-/// How many events a listener may fall behind before it loses some.
-pub const EVENT_QUEUE: usize = 1024;
+/// How many events a listener may fall behind before it loses some. The bus keeps this many
+/// whatever the listeners do, so with [`MAX_EVENT_BYTES`] it bounds the bus's memory.
+pub const EVENT_QUEUE: usize = 256;
+
+/// The most bytes of server data one event carries (a URI, a log message's data, a
+/// question's params): past it the data is replaced by a note of its size, and a waiting
+/// question is read whole from [`PendingRequests::get`](crate::host::PendingRequests::get)
+/// (the daemon's `GET /v1/mcp/requests`).
+pub const MAX_EVENT_BYTES: usize = 64 * 1024;
+
+/// `value` if its JSON is at most [`MAX_EVENT_BYTES`], else a note of its size.
+pub(crate) fn bounded(value: Value) -> Value {
+    let len = serde_json::to_vec(&value).map_or(usize::MAX, |v| v.len());
+    if len <= MAX_EVENT_BYTES {
+        return value;
+    }
+    serde_json::json!({"omitted": format!("{len} bytes, over the {MAX_EVENT_BYTES} an event carries")})
+}
 
 /// One thing that happened, about one server. In JSON: `{"type": ..., "server": ..., ...}`.
 #[derive(Debug, Clone, PartialEq, Serialize)]

@@ -267,7 +267,7 @@ impl PendingRequests {
             server,
             id,
             kind,
-            params: event_params(&asked),
+            params: crate::host::events::bounded(event_params(&asked)),
         });
         match tokio::time::timeout(board.expiry, receiver).await {
             Ok(Ok(answer)) => {
@@ -316,7 +316,7 @@ impl Drop for Waiting {
 }
 
 /// What a listener is shown of a request: its params as sent, and for a URL its origin.
-fn event_params(asked: &Asked) -> Value {
+pub(crate) fn event_params(asked: &Asked) -> Value {
     match asked {
         Asked::Elicitation(request) => {
             let mut params = request.raw.clone();

@@ -74,17 +74,18 @@ fn note(events: &EventBus, name: &str, notification: Notification) -> Changes {
         N::ToolListChanged => changes.tools = true,
         N::ResourceListChanged => changes.resources = true,
         N::PromptListChanged => changes.prompts = true,
-        N::ResourceUpdated { uri } => events.publish(Event::ResourceUpdated {
-            server: name.to_string(),
-            uri,
-        }),
+        N::ResourceUpdated { uri } if uri.len() <= crate::host::events::MAX_EVENT_BYTES => events
+            .publish(Event::ResourceUpdated {
+                server: name.to_string(),
+                uri,
+            }),
         N::Log(log) => {
             if let Some(level) = log.level {
                 events.publish(Event::Log {
                     server: name.to_string(),
                     level,
-                    logger: log.logger,
-                    data: log.data,
+                    logger: log.logger.map(|l| l.chars().take(200).collect()),
+                    data: crate::host::events::bounded(log.data),
                 });
             }
         }
