@@ -902,6 +902,10 @@ impl Daemon {
             .and_then(|s| s.parse().ok())
             .unwrap_or_else(|| panic!("no HTTP answer to {method} {target}: {answer:?}"));
         let path = target.split('?').next().unwrap();
+        let path = match path.strip_prefix("/v1/mcp/requests/") {
+            Some(_) => "/v1/mcp/requests/{id}",
+            None => path,
+        };
         let error_type =
             serde_json::from_str::<Value>(text).unwrap_or(Value::Null)["error"]["type"].clone();
         if !(status == 405
@@ -942,6 +946,51 @@ impl Daemon {
         seen.add(format!("GET /v1/mcp/oauth?name={name}"), &streamed);
         assert_eq!(status, 200, "{text}");
         assert!(text.contains(r#"{"done":true,"ok":true}"#), "{text}");
+    }
+
+    /// The event stream, with a server's question on it answered by id while the call that
+    /// asked waits.
+    fn question(&self, seen: &mut Seen) {
+        let mut events = BufReader::new(self.open("GET", "/v1/mcp/events", ""));
+        let ask = json!({"name": "mcp__local__client_request", "mode": "auto", "arguments": {
+            "method": "elicitation/create",
+            "params": {"message": "Your name?", "requestedSchema": {"type": "object",
+                "properties": {"name": {"type": "string"}}}}}}).to_string();
+        let mut streamed = Vec::new();
+        let answer = std::thread::scope(|scope| {
+            let call = scope.spawn(|| {
+                let mut answer = Vec::new();
+                let _ = self.open("POST", "/v1/mcp/call", &ask).read_to_end(&mut answer);
+                answer
+            });
+            let mut id = None;
+            let mut line = String::new();
+            while id.is_none() && events.read_line(&mut line).unwrap() > 0 {
+                streamed.extend_from_slice(line.as_bytes());
+                if let Some(data) = line.strip_prefix("data: ") {
+                    let event: Value = serde_json::from_str(data.trim()).unwrap();
+                    if event["type"] == "request" {
+                        id = event["id"].as_str().map(str::to_string);
+                    }
+                }
+                line.clear();
+            }
+            let id = id.unwrap_or_else(|| panic!("{}", String::from_utf8_lossy(&streamed)));
+            let (status, answered) = self.request(
+                seen,
+                "POST",
+                &format!("/v1/mcp/requests/{id}"),
+                Some(json!({"action": "accept", "content": {"name": "Ada"}})),
+            );
+            assert_eq!(status, 200, "{answered}");
+            call.join().unwrap()
+        });
+        seen.add(format!("POST /v1/mcp/call {ask}"), &answer);
+        let answer = String::from_utf8_lossy(&answer).into_owned();
+        assert!(answer.contains("Ada"), "{answer}");
+        seen.add("GET /v1/mcp/events".into(), &streamed);
+        seen.routes.insert("GET /v1/mcp/events".into());
+        seen.routes.insert("POST /v1/mcp/call".into());
     }
 
     /// SIGTERM, then its exit.
@@ -1099,6 +1148,51 @@ fn run_api(home: &Home, shared: &Shared, seen: &mut Seen) {
             Some(json!({"name": "down", "enabled": false})),
             200,
         ),
+        ("GET", "/v1/mcp/resources?name=local", None, 200),
+        (
+            "GET",
+            "/v1/mcp/resource?name=local&uri=fixture://readme",
+            None,
+            200,
+        ),
+        ("GET", "/v1/mcp/prompts?name=local", None, 200),
+        (
+            "POST",
+            "/v1/mcp/prompt",
+            Some(json!({"name": "local", "prompt": "greet", "arguments": {"name": "Ada"}})),
+            200,
+        ),
+        (
+            "POST",
+            "/v1/mcp/complete",
+            Some(json!({"name": "local", "prompt": "greet", "argument": "name", "value": "A"})),
+            200,
+        ),
+        (
+            "POST",
+            "/v1/mcp/subscribe",
+            Some(json!({"name": "local", "uri": "fixture://readme"})),
+            200,
+        ),
+        (
+            "POST",
+            "/v1/mcp/unsubscribe",
+            Some(json!({"name": "local", "uri": "fixture://readme"})),
+            200,
+        ),
+        ("GET", "/v1/mcp/requests", None, 200),
+        (
+            "POST",
+            "/v1/mcp/requests/999",
+            Some(json!({"action": "decline"})),
+            404,
+        ),
+        (
+            "POST",
+            "/v1/mcp/call/cancel",
+            Some(json!({"id": "nothing-runs"})),
+            404,
+        ),
         ("GET", "/v1/mcp/nothing", None, 404),
         ("PUT", "/v1/mcp", None, 405),
     ];
@@ -1107,6 +1201,7 @@ fn run_api(home: &Home, shared: &Shared, seen: &mut Seen) {
         let (status, answer) = api(seen, method, target, body);
         assert_eq!(status, expected, "{method} {target} {shown}: {answer}");
     }
+    daemon.question(seen);
     if shared.py.is_some() {
         // pyseed's seeded tokens were refused and refreshed with the seeded client.
         let (status, answer) = api(

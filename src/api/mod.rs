@@ -446,9 +446,6 @@ enum Route {
     Reply,
 }
 
-/// The path of every `/v1/mcp/requests/{id}`, in [`ROUTES`].
-const REPLY_PATH: &str = "/v1/mcp/requests/{id}";
-
 /// Every route: path, method, route; and each path's methods for 405.
 const ROUTES: &[(&str, &str, Route)] = &[
     ("/v1/mcp", "GET", Route::ListServers),
@@ -468,7 +465,7 @@ const ROUTES: &[(&str, &str, Route)] = &[
     ("/v1/mcp/unsubscribe", "POST", Route::Unsubscribe),
     ("/v1/mcp/events", "GET", Route::Events),
     ("/v1/mcp/requests", "GET", Route::Requests),
-    (REPLY_PATH, "POST", Route::Reply),
+    ("/v1/mcp/requests/{id}", "POST", Route::Reply),
     ("/v1/mcp/enable", "POST", Route::Enable),
     ("/v1/mcp/tools/search", "GET", Route::Search),
     ("/v1/mcp/tools/offered", "GET", Route::Offered),
@@ -489,7 +486,7 @@ fn request_id(path: &str) -> Option<&str> {
 
 fn route(method: &Method, path: &str) -> Result<Route, ApiError> {
     let path = if request_id(path).is_some() {
-        REPLY_PATH
+        "/v1/mcp/requests/{id}"
     } else {
         path
     };
