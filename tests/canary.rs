@@ -955,12 +955,15 @@ impl Daemon {
         let ask = json!({"name": "mcp__local__client_request", "mode": "auto", "arguments": {
             "method": "elicitation/create",
             "params": {"message": "Your name?", "requestedSchema": {"type": "object",
-                "properties": {"name": {"type": "string"}}}}}}).to_string();
+                "properties": {"name": {"type": "string"}}}}}})
+        .to_string();
         let mut streamed = Vec::new();
         let answer = std::thread::scope(|scope| {
             let call = scope.spawn(|| {
                 let mut answer = Vec::new();
-                let _ = self.open("POST", "/v1/mcp/call", &ask).read_to_end(&mut answer);
+                let _ = self
+                    .open("POST", "/v1/mcp/call", &ask)
+                    .read_to_end(&mut answer);
                 answer
             });
             let mut id = None;
@@ -988,7 +991,7 @@ impl Daemon {
         seen.add(format!("POST /v1/mcp/call {ask}"), &answer);
         let answer = String::from_utf8_lossy(&answer).into_owned();
         assert!(answer.contains("Ada"), "{answer}");
-        seen.add("GET /v1/mcp/events".into(), &streamed);
+        seen.add("GET /v1/mcp/events", &streamed);
         seen.routes.insert("GET /v1/mcp/events".into());
         seen.routes.insert("POST /v1/mcp/call".into());
     }

@@ -583,6 +583,7 @@ pub fn handle(server: &Server, method: &str, id: Id, params: &Value, out: &dyn O
                        "mimeType": "text/plain", "x-fixture": {"kept": true}}),
                 json!({"uri": "fixture://logo", "name": "logo", "mimeType": "image/png"}),
             ];
+            let all = all.into_iter().chain(server.added_resources()).collect();
             paged(server, "resources", all, params)
         }
         "resources/templates/list" => Ok(json!({"resourceTemplates": [

@@ -7,7 +7,8 @@
 //! far), `client_request` (sends a request to the client and returns its answer), `add_tool`
 //! (adds a tool `name` to the list, which answers `called <name>`, then sends
 //! `notifications/tools/list_changed`; its text says how many tools/list requests were answered
-//! so far) and `env` (the value of the variable `name`; without `name`, the names of every
+//! so far; with `resource`, adds a resource of that URI instead and sends
+//! `notifications/resources/list_changed`) and `env` (the value of the variable `name`; without `name`, the names of every
 //! variable the server has, sorted, one a line).
 //!
 //! Fault modes (`--mode`): `crash-mid-call` (exits halfway through a tools/call response),
@@ -224,6 +225,8 @@ pub struct Server {
     next_ask: std::sync::atomic::AtomicU64,
     /// Tools added by `add_tool`.
     added: Mutex<Vec<String>>,
+    /// Resources added by `add_resource`.
+    added_resources: Mutex<Vec<Value>>,
     /// tools/list requests answered.
     lists: std::sync::atomic::AtomicUsize,
     /// Tools called as tasks.
@@ -241,6 +244,7 @@ impl Server {
             answered: Condvar::new(),
             next_ask: std::sync::atomic::AtomicU64::new(1),
             added: Mutex::new(Vec::new()),
+            added_resources: Mutex::new(Vec::new()),
             lists: std::sync::atomic::AtomicUsize::new(0),
             tasks: super::fixture_features::new_tasks(),
         })
@@ -254,6 +258,11 @@ impl Server {
     /// Records a cancellation, as the `cancellations` tool lists them.
     pub fn record_cancellation(&self, what: Value) {
         self.cancelled.lock().unwrap().push(what);
+    }
+
+    /// The resources `add_resource` added, listed after the fixture's own.
+    pub fn added_resources(&self) -> Vec<Value> {
+        self.added_resources.lock().unwrap().clone()
     }
 
     /// The server's mode.
@@ -596,7 +605,7 @@ fn tool_definitions(server: &Server) -> Vec<Value> {
         json!({"name": "client_request", "description": "Sends a request to the client and returns its answer.",
                "inputSchema": schema(json!({"method": {"type": "string"}, "params": {"type": "object"}}), &["method"])}),
         json!({"name": "add_tool", "description": "Adds a tool to the list and notifies the client.",
-               "inputSchema": schema(json!({"name": {"type": "string"}}), &["name"])}),
+               "inputSchema": schema(json!({"name": {"type": "string"}, "resource": {"type": "string"}}), &["name"])}),
         json!({"name": "env", "description": "Returns the value of an environment variable, or without a name the names of all.",
                "inputSchema": schema(json!({"name": {"type": "string"}}), &[])}),
     ];
@@ -785,6 +794,26 @@ fn call_tool(server: &Server, id: Id, params: &Value, out: &dyn Output) {
             };
             drop(answers);
             Ok(text_result(&answer.to_string()))
+        }
+        "add_tool" if args.get("resource").is_some() => {
+            let uri = args
+                .get("resource")
+                .and_then(Value::as_str)
+                .unwrap_or("fixture://added");
+            let name = args.get("name").and_then(Value::as_str).unwrap_or("added");
+            server
+                .added_resources
+                .lock()
+                .unwrap()
+                .push(json!({"uri": uri, "name": name}));
+            send(
+                out,
+                Message::Notification(Notification {
+                    method: "notifications/resources/list_changed".into(),
+                    params: None,
+                }),
+            );
+            Ok(text_result(&format!("added {uri}")))
         }
         "add_tool" => {
             let added = args
