@@ -7,6 +7,9 @@ again with HTTP_SERVERS of the servers over streamable HTTP (fixture servers of 
 For each run it prints the calls made, the failed ones, p50 and p99 latency, and the daemon's
 resident memory and open descriptors in the first and the last third of the run.
 
+A listener stays on `GET /v1/mcp/events` through each run, reading it, as an agent host's
+would; the run fails if its stream ends early.
+
 It exits 1 if a call failed, or if memory or descriptors grew between the first and the last
 third (more than 25% plus 4 MiB of RSS; more than 8 descriptors): a leak under load. Connections
 to the HTTP servers are counted apart: they are the client's connection pool, which grows to the
@@ -135,6 +138,38 @@ class Caller(threading.Thread):
         connection.close()
 
 
+class Listener(threading.Thread):
+    """Reads `GET /v1/mcp/events` until `stop` is set; `ended` tells if the stream ended first."""
+
+    def __init__(self, address, token, stop):
+        super().__init__(daemon=True)
+        self.address, self.token, self.stop = address, token, stop
+        self.events, self.ended = 0, None
+
+    def run(self):
+        host, port = self.address.rsplit(":", 1)
+        connection = http.client.HTTPConnection(host, int(port), timeout=30)
+        try:
+            connection.request("GET", "/v1/mcp/events", headers={
+                "Authorization": f"Bearer {self.token}", "Host": self.address})
+            response = connection.getresponse()
+            if response.status != 200:
+                self.ended = f"HTTP {response.status}"
+                return
+            while not self.stop.is_set():
+                line = response.fp.readline()
+                if not line:
+                    if not self.stop.is_set():
+                        self.ended = "the stream ended"
+                    return
+                self.events += line.startswith(b"data: ")
+        except OSError as e:
+            if not self.stop.is_set():
+                self.ended = f"the stream failed: {e}"
+        finally:
+            connection.close()
+
+
 def run(binary, seconds, servers, http_servers, callers):
     with tempfile.TemporaryDirectory() as folder:
         folder = pathlib.Path(folder)
@@ -157,6 +192,8 @@ def run(binary, seconds, servers, http_servers, callers):
             ports = {int(server_url.rsplit(":", 1)[1].split("/", 1)[0]) for _, server_url in remote}
             stop = threading.Event()
             threads = [Caller(address, token, names, i, stop) for i in range(callers)]
+            listener = Listener(address, token, stop)
+            listener.start()
             samples = []
             for thread in threads:
                 thread.start()
@@ -170,6 +207,7 @@ def run(binary, seconds, servers, http_servers, callers):
             for thread in threads:
                 thread.join()
             samples.append(sample(daemon.pid, ports))
+            # The listener is told to stop, then its stream is cut with the daemon.
         finally:
             daemon.terminate()
             daemon.wait(timeout=10)
@@ -199,7 +237,12 @@ def run(binary, seconds, servers, http_servers, callers):
     print(f"daemon RSS: {rss_first / 1024:.1f} MiB in the first third, {rss_last / 1024:.1f} MiB in the"
           f" last ({rss_last / rss_first:.2f}x); descriptors: {fds_first} then {fds_last}"
           + (f", and up to {pooled} pooled connections to the HTTP servers" if http_servers else ""))
+    listener.join(timeout=35)
+    print(f"events listener: {listener.events} events, "
+          + (f"ended early: {listener.ended}" if listener.ended else "attached to the end"))
     problems = [f"failed call: {f}" for f in failures[:5]]
+    if listener.ended:
+        problems.append(f"the events listener was dropped: {listener.ended}")
     if not latencies:
         problems.append("no call succeeded")
     if rss_last > rss_first * 1.25 + 4096:

@@ -265,6 +265,39 @@ fn elicitation_is_answered_through_the_event_stream_in_both_eras() {
             .unwrap()
             .to_string();
         assert!(text.contains("\"decline\""), "{text}");
+
+        // A URL to visit comes with its origin; the daemon opens nothing.
+        let visit = json!({"name": format!("mcp__{server}__client_request"), "mode": "auto",
+            "arguments": {"method": "elicitation/create", "params": {"mode": "url",
+                "message": "Log in", "elicitationId": "e1",
+                "url": "https://login.example.com:8443/start?session=1"}}});
+        let call = call_in_background(api, visit);
+        let asked = event_where(&mut events, Duration::from_secs(20), |e| {
+            e["type"] == "request"
+        });
+        assert_eq!(
+            asked["params"]["origin"], "https://login.example.com:8443",
+            "{asked}"
+        );
+        let id = asked["id"].as_str().unwrap();
+        api.assert_refused(
+            &format!("/v1/mcp/requests/{id}"),
+            &[(
+                json!({"action": "accept", "content": {"x": 1}}),
+                400,
+                "no values",
+            )],
+        );
+        let gone = api.post(
+            &format!("/v1/mcp/requests/{id}"),
+            json!({"action": "accept"}),
+        );
+        assert_eq!(gone.status, 200, "{gone:?}");
+        let text = call.join().unwrap().json()["text"]
+            .as_str()
+            .unwrap()
+            .to_string();
+        assert!(text.contains("\"accept\""), "{text}");
     }
     let unknown = api.post("/v1/mcp/requests/999999", json!({"action": "cancel"}));
     assert_eq!(unknown.status, 404, "{unknown:?}");
