@@ -334,12 +334,22 @@ pub(super) async fn handle_server_request(
         methods::ROOTS_LIST => Ok(json!({"roots": roots})),
         methods::SAMPLING_CREATE_MESSAGE => match &handlers.sampling {
             Some(handler) => handler(params).await,
-            None => not_found(),
+            None => Err(unoffered(method, "sampling")),
         },
         methods::ELICITATION_CREATE => match &handlers.elicitation {
             Some(handler) => handler(params).await,
-            None => not_found(),
+            None => Err(unoffered(method, "elicitation")),
         },
         _ => not_found(),
     }
+}
+
+/// The answer to a question the client did not offer to take.
+fn unoffered(method: &str, capability: &str) -> ErrorObject {
+    ErrorObject::new(
+        jsonrpc::METHOD_NOT_FOUND,
+        format!(
+            "method not found: {method}: this client did not declare {capability} (its host has no {capability} handler), so no one can answer it"
+        ),
+    )
 }
