@@ -171,17 +171,24 @@ async fn elicitation_reaches_the_embedder_with_the_servers_name_in_both_eras() {
         let content = json!({"name": server}).as_object().unwrap().clone();
         Box::pin(async move { Ok(ElicitationAnswer::Accept(content)) })
     });
-    let options = ManagerOptions {
+    let with_handler = ManagerOptions {
         elicitation: Some(handler),
         ..options(dir.path())
     };
-    let manager = start(two_fixtures(), options).await;
+    let manager = start(two_fixtures(), with_handler).await;
     for server in ["init", "modern"] {
         let ask = json!({"method": "elicitation/create", "params": {"message": "Who?",
             "requestedSchema": {"type": "object", "properties": {"name": {"type": "string"}}}}});
         let text = text_of(&manager, &format!("mcp__{server}__client_request"), ask).await;
         assert!(text.contains(&format!(r#""name":"{server}""#)), "{text}");
     }
+    // With no handler the question is refused, saying why.
+    let plain = start(json!({"f": fixture_entry(&[])}), options(dir.path())).await;
+    let ask = json!({"method": "elicitation/create", "params": {"message": "Who?",
+        "requestedSchema": {"type": "object", "properties": {}}}});
+    let text = text_of(&plain, "mcp__f__client_request", ask).await;
+    assert!(text.contains("did not declare elicitation"), "{text}");
+    plain.close().await;
     assert_eq!(
         *asked.lock().unwrap(),
         [
