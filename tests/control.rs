@@ -409,7 +409,9 @@ async fn a_disabled_server_stays_in_the_file_unstarted() {
 /// tool stays callable by name, found or not.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn tool_search_offers_the_search_tool_and_what_was_found() {
-    use agenvoy_mcp::host::{Conversation, PermissionMode, SEARCH_TOOL};
+    use agenvoy_mcp::host::{
+        Conversation, LIST_RESOURCES_TOOL, PermissionMode, READ_RESOURCE_TOOL, SEARCH_TOOL,
+    };
     let dir = tempfile::tempdir().unwrap();
     let config =
         json!({"servers": {"fx": fixture_entry(&[])}, "tool_search": {"above_tokens": 10}});
@@ -424,7 +426,9 @@ async fn tool_search_offers_the_search_tool_and_what_was_found() {
             .map(|d| d.name)
             .collect()
     };
-    assert_eq!(names(&conversation), [SEARCH_TOOL]);
+    // The host's own tools: the search, and (the fixture has resources) the two for resources.
+    let host_tools = [SEARCH_TOOL, LIST_RESOURCES_TOOL, READ_RESOURCE_TOOL];
+    assert_eq!(names(&conversation), host_tools);
     let query = json!({"query": "echo text back", "limit": 2});
     let out = manager
         .call_in(&conversation, SEARCH_TOOL, query, PermissionMode::Auto)
@@ -432,7 +436,7 @@ async fn tool_search_offers_the_search_tool_and_what_was_found() {
         .unwrap();
     let found: Value = serde_json::from_str(&out.text).unwrap();
     assert_eq!(found["tools"][0]["name"], json!("mcp__fx__echo"), "{found}");
-    assert_eq!(names(&conversation)[..2], [SEARCH_TOOL, "mcp__fx__echo"]);
+    assert_eq!(names(&conversation)[3..4], ["mcp__fx__echo"]);
     let add = manager
         .call_in(
             &conversation,
