@@ -48,8 +48,12 @@
 //! [ratatui]: https://ratatui.rs
 
 mod app;
+mod catalog;
+mod form;
 mod input;
 mod panel;
 mod view;
+mod view_ask;
+mod view_catalog;
 
 pub use panel::{Flow, Panel};
