@@ -411,3 +411,45 @@ fn the_python_sdk_server_in_both_eras() {
     tmux.keys(&["q"]);
     assert_ended_cleanly(dir, &tmux);
 }
+
+/// A hostile server's resource names, descriptions, read text, prompt descriptions and
+/// messages are drawn with their control characters escaped: the screen is never cleared,
+/// the window title never set.
+#[test]
+fn hostile_text_is_escaped() {
+    let dir = tempfile::tempdir().unwrap();
+    let dir = dir.path();
+    let hx = fixture_entry(&["--page-size", "7303", "--mode", "hostile"]);
+    let Some(tmux) = start_panel(dir, &json!({"servers": {"hx": hx}})) else {
+        return;
+    };
+    tmux.wait_for("connected");
+    open_server(&tmux, "hx", "handshake");
+    let escaped = "\\u{1b}[2J\\u{1b}[H";
+    tmux.keys(&["R"]);
+    let screen = tmux.wait_for("fixture://readme");
+    assert!(screen.contains(&format!("readme{escaped}")), "{screen}");
+    tmux.keys(&["Enter"]);
+    // Wrapped where the escaped text starts.
+    let screen = tmux.wait_for("The agenvoy fixture server's");
+    assert!(screen.contains(&format!("readme.{escaped}")), "{screen}");
+    back(&tmux, "fixture://readme");
+    back(&tmux, "R resources");
+    tmux.keys(&["P"]);
+    let screen = tmux.wait_for("Greets someone.");
+    assert!(screen.contains(escaped), "{screen}");
+    tmux.keys(&["Enter"]);
+    tmux.type_text("Ada");
+    tmux.keys(&["Enter"]);
+    let screen = tmux.wait_for("Greet Ada in a casual");
+    assert!(screen.contains(&format!("way.{escaped}")), "{screen}");
+    // Nothing cleared the screen: the frame's corners are all there.
+    assert!(screen.contains('┌') && screen.contains('┘'), "{screen}");
+    let title = tmux.run(&["display-message", "-p", "#{pane_title}"]);
+    assert!(!String::from_utf8_lossy(&title.stdout).contains("pwned"));
+    back(&tmux, "Greets someone.");
+    back(&tmux, "R resources");
+    back(&tmux, "a add");
+    tmux.keys(&["q"]);
+    assert_ended_cleanly(dir, &tmux);
+}
