@@ -9,7 +9,7 @@ use crate::host::config::{ServerConfig, Timeouts, server_name_problem};
 use crate::host::control::OAuthClient;
 use crate::host::gate::Allowlist;
 use crate::host::manager::{ServerState, ServerStatus};
-use crate::host::{MAX_WAITING, Reply, ReplyError};
+use crate::host::{Reply, ReplyError};
 use crate::protocol::items::CompletionRef;
 use crossterm::event::{KeyCode, KeyEvent, KeyEventKind, KeyModifiers};
 use serde_json::{Map, Value, json};
@@ -1011,47 +1011,10 @@ impl App {
     pub(crate) fn apply(&mut self, update: Update) -> Vec<Effect> {
         match update {
             Update::Output { .. } | Update::Completed { .. } => return self.apply_catalog(update),
-            Update::Asked(asking) => {
-                if self.asked.len() < MAX_WAITING && !self.asked.iter().any(|a| a.id == asking.id) {
-                    self.asked.push_back(*asking);
-                }
-            }
-            Update::Waiting(all) => {
-                // Those still waiting keep what was typed into them.
-                let mut kept: VecDeque<Asking> = all
-                    .into_iter()
-                    .take(MAX_WAITING)
-                    .map(
-                        |fresh| match self.asked.iter().position(|a| a.id == fresh.id) {
-                            Some(i) => self.asked[i].clone(),
-                            None => fresh,
-                        },
-                    )
-                    .collect();
-                std::mem::swap(&mut self.asked, &mut kept);
-            }
-            Update::RequestEnded { id, reason } => {
-                if let Some(i) = self.asked.iter().position(|a| a.id == id) {
-                    let gone = self.asked.remove(i).expect("found");
-                    self.warn(format!("{}'s request ended: {reason}", gone.server));
-                }
-            }
-            Update::Replied { id, outcome } => {
-                let Some(i) = self.asked.iter().position(|a| a.id == id) else {
-                    return Vec::new();
-                };
-                match outcome {
-                    Err(ReplyError::Invalid(why)) => self.asked[i].error = Some(why),
-                    Err(e @ ReplyError::Unknown(_)) => {
-                        self.asked.remove(i);
-                        self.warn(e.to_string());
-                    }
-                    Ok(()) => {
-                        let done = self.asked.remove(i).expect("found");
-                        self.tell(format!("answered {}'s request", done.server));
-                    }
-                }
-            }
+            Update::Asked(_)
+            | Update::Waiting(_)
+            | Update::RequestEnded { .. }
+            | Update::Replied { .. } => self.apply_request(update),
             Update::Told(text) => self.tell(text),
             Update::Finished {
                 server,

@@ -3,12 +3,13 @@
 //! and decline (the panel has no model). Keys in, [`Effect::Reply`] out; drawn by
 //! `view_ask.rs`.
 
-use super::app::Effect;
+use super::app::{App, Effect, Update};
 use super::input::{Input, Mask};
-use crate::host::{Asked, Reply, WaitingRequest};
+use crate::host::{Asked, MAX_WAITING, Reply, ReplyError, WaitingRequest};
 use crate::protocol::input::{ElicitationKind, FieldKind, FormField, FormRequest};
 use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
 use serde_json::{Map, Value};
+use std::collections::VecDeque;
 
 /// A request a server waits on the user for.
 #[derive(Debug, Clone, PartialEq)]
@@ -143,6 +144,55 @@ impl Asking {
             && let Some(FieldValue::Text(input)) = form.values.get_mut(form.field)
         {
             input.insert(text);
+        }
+    }
+}
+
+impl App {
+    /// A request that came, ended or was answered (the queue holds [`MAX_WAITING`] at
+    /// most, as the board does).
+    pub(super) fn apply_request(&mut self, update: Update) {
+        let find = |asked: &VecDeque<Asking>, id: &str| asked.iter().position(|a| a.id == id);
+        match update {
+            Update::Asked(asking)
+                if self.asked.len() < MAX_WAITING && find(&self.asked, &asking.id).is_none() =>
+            {
+                self.asked.push_back(*asking);
+            }
+            Update::Waiting(all) => {
+                // Those still waiting keep what was typed into them.
+                let kept = all
+                    .into_iter()
+                    .take(MAX_WAITING)
+                    .map(|fresh| match find(&self.asked, &fresh.id) {
+                        Some(i) => self.asked[i].clone(),
+                        None => fresh,
+                    })
+                    .collect();
+                self.asked = kept;
+            }
+            Update::RequestEnded { id, reason } => {
+                if let Some(gone) = find(&self.asked, &id).and_then(|i| self.asked.remove(i)) {
+                    self.warn(format!("{}'s request ended: {reason}", gone.server));
+                }
+            }
+            Update::Replied { id, outcome } => {
+                let Some(i) = find(&self.asked, &id) else {
+                    return;
+                };
+                match outcome {
+                    Err(ReplyError::Invalid(why)) => self.asked[i].error = Some(why),
+                    Err(e @ ReplyError::Unknown(_)) => {
+                        self.asked.remove(i);
+                        self.warn(e.to_string());
+                    }
+                    Ok(()) => {
+                        let done = self.asked.remove(i).expect("found");
+                        self.tell(format!("answered {}'s request", done.server));
+                    }
+                }
+            }
+            _ => {}
         }
     }
 }
@@ -413,17 +463,21 @@ fn check_format(format: &str, text: &str) -> Result<(), String> {
             .is_some_and(|(day, time)| date(day) && time.len() >= 8 && time.as_bytes()[2] == b':'),
         _ => true,
     };
-    if fits {
-        Ok(())
-    } else {
-        let example = match format {
-            "email" => "an email address, like ada@example.com",
-            "uri" => "a URI, like https://example.com",
-            "date" => "a date, like 2026-07-28",
-            _ => "a date and time, like 2026-07-28T10:30:00Z",
-        };
-        Err(format!("give {example}"))
+    match format_example(format) {
+        Some(example) if !fits => Err(format!("give {example}")),
+        _ => Ok(()),
     }
+}
+
+/// What a string of a checked format looks like, for the field's help and its error.
+pub(crate) fn format_example(format: &str) -> Option<&'static str> {
+    Some(match format {
+        "email" => "an email address, like ada@example.com",
+        "uri" => "a URI, like https://example.com",
+        "date" => "a date, like 2026-07-28",
+        "date-time" => "a date and time, like 2026-07-28T10:30:00Z",
+        _ => return None,
+    })
 }
 
 #[cfg(test)]

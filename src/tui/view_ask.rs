@@ -3,9 +3,11 @@
 //! descriptions, choices, URL, messages) goes through `clean_line` or `clean_text`.
 
 use super::app::App;
-use super::form::{Ask, Asking, FieldValue, FormState, Review, choice_labels, label};
+use super::form::{
+    Ask, Asking, FieldValue, FormState, Review, choice_labels, format_example, label,
+};
 use super::view::{clean_line, unicode_width, width};
-use crate::protocol::input::FieldKind;
+use crate::protocol::input::{FieldKind, FormField};
 use ratatui::Frame;
 use ratatui::layout::{Position, Rect};
 use ratatui::style::{Color, Modifier, Style, Stylize};
@@ -93,9 +95,10 @@ fn message_lines(message: &str, room: usize) -> Vec<Line<'static>> {
 }
 
 /// What a field takes, for the line under it.
-fn hint(kind: &FieldKind) -> &'static str {
-    match kind {
-        FieldKind::Text => "text",
+fn hint(field: &FormField) -> &'static str {
+    let format = field.schema.get("format").and_then(|f| f.as_str());
+    match &field.kind {
+        FieldKind::Text => format.and_then(format_example).unwrap_or("text"),
         FieldKind::Number => "a number",
         FieldKind::Integer => "a whole number",
         FieldKind::Boolean => "yes or no: Space",
@@ -178,7 +181,7 @@ fn form_lines(
         }
         lines.push(Line::from(spans));
         if focused {
-            let mut help = hint(&field.kind).to_string();
+            let mut help = hint(field).to_string();
             if let Some(about) = &field.description {
                 help.push_str(" · ");
                 help.push_str(&clean_line(about));
@@ -207,7 +210,7 @@ fn review_lines(review: &Review, room: usize) -> Vec<Line<'static>> {
     }
     lines.push(Line::default());
     lines.push(Line::from(
-        "The panel has no model: Enter or Esc declines. An app with a model answers these itself.",
+        "The panel has no model to answer with: Enter or Esc declines.",
     ));
     lines
 }
