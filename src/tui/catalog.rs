@@ -86,14 +86,19 @@ pub(crate) struct Output {
     pub(crate) back: Screen,
 }
 
-/// The variables of an RFC 6570 URI template, in order (`{a,b}`, `{+path}`, `{?q*}`).
-pub(crate) fn template_variables(template: &str) -> Vec<String> {
-    let mut names: Vec<String> = Vec::new();
+/// The variables of an RFC 6570 URI template, in order (`{a,b}`, `{+path}`, `{?q*}`), each
+/// with whether the URI needs it: those of the path do, query and fragment ones
+/// (`{?q}`, `{&q}`, `{#f}`, `{;p}`) may be left out.
+pub(crate) fn template_variables(template: &str) -> Vec<(String, bool)> {
+    let mut names: Vec<(String, bool)> = Vec::new();
     for expression in expressions(template) {
-        let (_, list) = operator(expression);
+        let (op, list) = operator(expression);
+        let needed = !matches!(op, Some('?' | '&' | '#' | ';'));
         for name in list.split(',').map(variable_name) {
-            if !name.is_empty() && !names.iter().any(|n| n == name) {
-                names.push(name.to_string());
+            match names.iter_mut().find(|(n, _)| n == name) {
+                Some((_, required)) => *required |= needed,
+                None if !name.is_empty() => names.push((name.to_string(), needed)),
+                None => {}
             }
         }
     }
@@ -300,10 +305,10 @@ impl App {
                 let template = &templates[selected - resources.len()].uri_template;
                 let args = template_variables(template)
                     .into_iter()
-                    .map(|name| Argument {
+                    .map(|(name, required)| Argument {
                         name,
                         description: None,
-                        required: true,
+                        required,
                         input: Input::new(Mask::None),
                     })
                     .collect();
@@ -635,10 +640,15 @@ mod tests {
 
     #[test]
     fn templates_are_expanded_as_rfc_6570_says() {
-        assert_eq!(
-            template_variables("fixture://big/{bytes}{?q,lang*}{+path:3}{bytes}"),
-            ["bytes", "q", "lang", "path"]
-        );
+        let names = template_variables("fixture://big/{bytes}{?q,lang*}{+path:3}{#q}{bytes}");
+        let want = [
+            ("bytes", true),
+            ("q", false),
+            ("lang", false),
+            ("path", true),
+        ];
+        let want: Vec<(String, bool)> = want.iter().map(|(n, r)| (n.to_string(), *r)).collect();
+        assert_eq!(names, want);
         let values = |pairs: &[(&str, &str)]| -> Vec<(String, String)> {
             pairs
                 .iter()

@@ -611,8 +611,11 @@ impl Panel {
                 let taken = outcome.is_ok();
                 self.apply(Update::Replied { id, outcome });
                 if let (true, Some(url)) = (taken, open) {
-                    let told = if self.login_options.open_browser {
-                        crate::auth::callback::open_browser(&url);
+                    use crate::auth::callback::{browser_command, open_browser};
+                    // Only https, or http on this machine, is handed to a browser.
+                    let opens = browser_command(std::env::consts::OS, &url).is_some();
+                    let told = if self.login_options.open_browser && opens {
+                        open_browser(&url);
                         "opened in the browser".to_string()
                     } else {
                         format!("open it yourself: {url}")
