@@ -8,7 +8,9 @@ mod common;
 
 use agenvoy_mcp::ClientOptions;
 use agenvoy_mcp::auth::{MemoryStore, TokenStore};
-use agenvoy_mcp::host::{Config, Control, Manager, ManagerOptions};
+use agenvoy_mcp::host::{
+    Config, Control, EventBus, Manager, ManagerOptions, PendingRequests, PermissionMode,
+};
 use agenvoy_mcp::tui::{Flow, Panel};
 use common::*;
 use crossterm::event::{Event, KeyCode, KeyEvent, KeyModifiers};
@@ -46,26 +48,43 @@ impl Harness {
     }
 
     fn start_sized(config: Value, width: u16, height: u16) -> Harness {
+        Harness::start_with(config, width, height, false)
+    }
+
+    /// With `answering`, the manager's elicitation and sampling requests wait on a board the
+    /// panel answers, as in `agenvoy-mcp tui`.
+    fn start_with(config: Value, width: u16, height: u16, answering: bool) -> Harness {
         agenvoy_mcp::unstable::become_subreaper();
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("mcp.json");
         std::fs::write(&path, config.to_string()).unwrap();
         let store = Arc::new(MemoryStore::new());
-        let options = ManagerOptions {
+        let bus = EventBus::new();
+        let board = PendingRequests::new(bus.clone(), Duration::from_secs(60));
+        let mut options = ManagerOptions {
             allowlist_path: dir.path().join("allow_tool"),
             token_store: Some(store.clone()),
             client: ClientOptions {
                 timeout: Duration::from_secs(20),
                 ..Default::default()
             },
+            events: bus,
             ..Default::default()
         };
+        if answering {
+            options.elicitation = Some(board.elicitation_handler());
+            options.sampling = Some(board.sampling_handler());
+        }
         let manager = Manager::start(Config::load(&path).unwrap(), options);
         manager.register_all();
         manager.watch();
         let control = Control::with_token_store(manager, path, store.clone());
+        let mut panel = Panel::new(control).open_browser(false);
+        if answering {
+            panel = panel.answering(board);
+        }
         Harness {
-            panel: Panel::new(control).open_browser(false),
+            panel,
             terminal: Terminal::new(TestBackend::new(width, height)).unwrap(),
             store,
             dir,
@@ -238,7 +257,8 @@ async fn the_server_screen_and_its_actions() {
         "tools        9",
         "instructions yes",
         "auth         none",
-        "t tools  r reconnect  e on/off  i instructions  Esc back",
+        "offers       2 resources, 1 templates, 2 prompts",
+        "t tools  R resources  P prompts  r reconnect  e on/off  i instructions  Esc back",
     ] {
         assert!(screen.contains(shown), "{shown:?}:\n{screen}");
     }
@@ -278,7 +298,7 @@ async fn the_server_screen_and_its_actions() {
     assert!(screen.contains("oauth login required"), "{screen}");
     assert!(
         screen.contains(
-            "t tools  r reconnect  e on/off  l login  c client  i instructions  Esc back"
+            "t tools  R resources  P prompts  r reconnect  e on/off  l login  c client  Esc"
         ) && screen.contains("login / relogin (OAuth)")
             && screen.contains("client: a pre-registered OAuth client"),
         "{screen}"
@@ -302,8 +322,9 @@ async fn tool_toggles_rewrite_only_this_servers_entries() {
     h.char('t');
     let screen = h.screen();
     assert!(
-        screen
-            .contains("↑/↓ move  Space auto-approve  A whole server  v show/hide  V all  Esc back")
+        screen.contains(
+            "↑/↓ move  Enter call  Space approve  A server  v show/hide  V all  Esc back"
+        )
     );
     assert!(h.row("mcp__fx__add ").contains("› [ ]"), "{screen}");
     assert!(h.row("mcp__fx__echo").contains("[ ] [v] mcp__fx__echo"));
@@ -837,11 +858,11 @@ async fn every_screen_fits_80x24_and_survives_a_resize() {
         (&[], "↑/↓ move  Enter open  a add  d delete  q quit"),
         (
             &[KeyCode::Enter],
-            "t tools  r reconnect  e on/off  i instructions  Esc back",
+            "t tools  R resources  P prompts  r reconnect  e on/off  i instructions  Esc back",
         ),
         (
             &[KeyCode::Char('t')],
-            "↑/↓ move  Space auto-approve  A whole server  v show/hide  V all  Esc back",
+            "↑/↓ move  Enter call  Space approve  A server  v show/hide  V all  Esc back",
         ),
         (
             &[KeyCode::Esc, KeyCode::Char('i')],
@@ -853,9 +874,32 @@ async fn every_screen_fits_80x24_and_survives_a_resize() {
         ),
         (
             &[KeyCode::Esc, KeyCode::Down, KeyCode::Enter],
-            "t tools  r reconnect  e on/off  l login  c client  i instructions  Esc back",
+            "t tools  R resources  P prompts  r reconnect  e on/off  l login  c client  Esc",
         ),
         (&[KeyCode::Char('c')], "Enter accept  Esc cancel"),
+        (
+            &[
+                KeyCode::Esc,
+                KeyCode::Esc,
+                KeyCode::Up,
+                KeyCode::Enter,
+                KeyCode::Char('R'),
+            ],
+            "↑/↓ move  Enter read it (a template asks for its variables)  Esc back",
+        ),
+        (
+            &[KeyCode::Down, KeyCode::Down, KeyCode::Enter],
+            "Tab/Shift-Tab field  ↑/↓ choose a value  Enter take it / send  Esc back",
+        ),
+        (
+            &[KeyCode::Esc, KeyCode::Esc, KeyCode::Char('P')],
+            "↑/↓ move  Enter fill it in and get its messages  Esc back",
+        ),
+        (
+            &[KeyCode::Esc, KeyCode::Char('t'), KeyCode::Enter],
+            "Enter call with these arguments  Esc back",
+        ),
+        (&[KeyCode::Enter], "↑/↓ scroll  PgUp/PgDn page  Esc back"),
     ];
     for (keys, footer) in screens {
         for key in *keys {
@@ -946,4 +990,70 @@ fn a_panel_can_move_to_a_task() {
     fn send<T: Send + 'static>() {}
     send::<Panel>();
     send::<Control>();
+}
+
+/// With a board, a server's form opens over the screen as soon as it asks (the panel listens
+/// from its start, so the board waits for it), draws its text escaped, survives any size,
+/// and sends the answer the server then gets; a sampling request is shown and declined.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_servers_requests_open_over_the_screen_and_are_answered() {
+    let mut h = Harness::start_with(json!({"servers": {"fx": fixture_entry(&[])}}), 80, 24, true);
+    h.settle().await;
+    h.enter();
+    h.char('t');
+    let manager = h.panel.control().manager().clone();
+    let ask = |params: Value| {
+        let manager = manager.clone();
+        tokio::spawn(async move {
+            let arguments = json!({"method": params["method"], "params": params["params"]});
+            let call = manager.call("mcp__fx__client_request", arguments, PermissionMode::Auto);
+            call.await.map(|out| out.text).map_err(|e| e.to_string())
+        })
+    };
+    let form = ask(json!({"method": "elicitation/create", "params": {
+        "message": "Your name?\u{1b}[2J", "requestedSchema": {"type": "object",
+        "properties": {"name": {"type": "string", "title": "Name\u{7}"}, "ok": {"type": "boolean", "default": true}},
+        "required": ["name"]}}}));
+    let screen = h.wait_for("fx asks");
+    for shown in [
+        "Your name?\\u{1b}[2J",
+        "› Name\\u{7}*",
+        "[x] yes",
+        "/mcp · fx · tools",
+    ] {
+        assert!(screen.contains(shown), "{shown}:\n{screen}");
+    }
+    assert!(screen.contains("Enter send  Esc decline"), "{screen}");
+    for (width, height) in [(40, 10), (12, 4), (1, 1), (200, 60), (80, 24)] {
+        h.terminal.backend_mut().resize(width, height);
+        h.screen();
+    }
+    // Enter with the name empty names it; typed, the answer goes to the server.
+    h.enter();
+    assert!(h.screen().contains("Name\\u{7}: required"));
+    h.text("Ada");
+    h.enter();
+    let answered = form.await.unwrap().unwrap();
+    assert_eq!(
+        serde_json::from_str::<Value>(&answered).unwrap(),
+        json!({"result": {"action": "accept", "content": {"name": "Ada", "ok": true}}})
+    );
+    let screen = h.screen();
+    assert!(!screen.contains("fx asks") && screen.contains("answered fx's request"));
+    // The keys are the tools screen's again.
+    assert!(screen.contains("Enter call"), "{screen}");
+
+    let sample = ask(json!({"method": "sampling/createMessage", "params": {
+        "messages": [{"role": "user", "content": {"type": "text", "text": "Say hi"}}],
+        "systemPrompt": "Be brief.", "maxTokens": 5}}));
+    let screen = h.wait_for("It asks for a message from your model");
+    assert!(
+        screen.contains("[user]") && screen.contains("Say hi"),
+        "{screen}"
+    );
+    assert!(screen.contains("system: Be brief.") && screen.contains("at most 5 tokens"));
+    h.key(KeyCode::Esc);
+    let answered = sample.await.unwrap().unwrap();
+    assert!(answered.contains("declined"), "{answered}");
+    h.close().await;
 }

@@ -9,7 +9,7 @@
 
 mod common;
 
-use common::tmux::{Tmux, quoted};
+use common::tmux::{assert_ended_cleanly, start_panel};
 use common::*;
 use serde_json::{Value, json};
 use std::path::Path;
@@ -28,39 +28,6 @@ fn eventually(what: &str, check: impl Fn() -> bool) {
     wait_until(what, PATIENCE, || {
         if check() { Ok(()) } else { Err(String::new()) }
     });
-}
-
-/// Starts `agenvoy-mcp tui` on `config` (written to mcp.json in `dir`) in tmux; after it
-/// ends, its exit status goes to `exit` and the terminal's modes (`stty -a`) to `stty`.
-fn start_panel(dir: &Path, config: &Value) -> Option<Tmux> {
-    std::fs::write(dir.join("mcp.json"), config.to_string()).unwrap();
-    let command = format!(
-        "env AGENVOY_CONFIG_DIR={dir} {binary} tui --no-browser --config {config} --token-file {tokens}; echo $? > {exit}; stty -a > {stty}; sleep 60",
-        dir = quoted(dir),
-        binary = quoted(Path::new(&binary())),
-        config = quoted(&dir.join("mcp.json")),
-        tokens = quoted(&dir.join("tokens.json")),
-        exit = quoted(&dir.join("exit")),
-        stty = quoted(&dir.join("stty")),
-    );
-    Tmux::start(dir, &command)
-}
-
-/// Waits for the panel to end; fails unless it exited 0 with the terminal's modes back
-/// (not raw) and the alternate screen gone.
-fn assert_ended_cleanly(dir: &Path, tmux: &Tmux) {
-    eventually("the panel exited", || !read_in(dir, "stty").is_empty());
-    assert_eq!(read_in(dir, "exit").trim(), "0");
-    let stty = read_in(dir, "stty");
-    let modes: Vec<&str> = stty.split_whitespace().collect();
-    for mode in ["icanon", "echo", "isig"] {
-        assert!(modes.contains(&mode), "{mode} is back on: {stty}");
-    }
-    let screen = tmux.screen();
-    assert!(
-        !screen.contains("/mcp"),
-        "the alternate screen is gone:\n{screen}"
-    );
 }
 
 #[test]

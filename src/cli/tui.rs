@@ -2,7 +2,8 @@
 //! full screen.
 //!
 //! Starts every configured server in the background (the embedded default when there is no
-//! config file), registers their tools and follows them, and shows the panel
+//! config file), registers their tools and follows them, answers their elicitation and
+//! sampling requests through the panel (a [`PendingRequests`] board), and shows the panel
 //! (`agenvoy_mcp::tui`) on the alternate screen, in raw mode, with bracketed paste. `q` on
 //! the list (or Ctrl-C, SIGTERM, SIGHUP) closes every server, restores the terminal and
 //! exits 0; a panic restores the terminal too. Exit code 1 if it cannot start (config, not a terminal).
@@ -11,7 +12,7 @@
 //! (`agenvoy-mcp tui 2>panel.log`, with `AGENVOY_LOG=debug` for more).
 
 use super::HostArgs;
-use agenvoy_mcp::host::{Control, Manager};
+use agenvoy_mcp::host::{self, Control, EventBus, Manager, ManagerOptions, PendingRequests};
 use agenvoy_mcp::tui::{Flow, Panel};
 use crossterm::event::{self, DisableBracketedPaste, EnableBracketedPaste, Event};
 use crossterm::execute;
@@ -55,17 +56,29 @@ pub async fn run(args: TuiArgs) -> ExitCode {
         }
     };
     let (store, options) = super::token_store(args.token_file.as_deref());
+    // The servers' elicitation and sampling requests wait on a board the panel answers.
+    let bus = EventBus::new();
+    let board = PendingRequests::new(bus.clone(), host::DEFAULT_EXPIRY);
+    // Listening from before the first server starts, so that a request asked before the
+    // panel is up waits for it (the board declines when no one listens).
+    let early = bus.subscribe();
+    let options = ManagerOptions {
+        events: bus,
+        elicitation: Some(board.elicitation_handler()),
+        sampling: Some(board.sampling_handler()),
+        ..options
+    };
     let manager = Manager::start(config, super::binary_options(&args.host, options));
     manager.register_all();
     manager.watch();
     let control = Control::with_token_store(manager.clone(), args.host.config_path(), store);
+    let panel = Panel::new(control)
+        .open_browser(!args.no_browser)
+        .answering(board);
+    drop(early);
     let shown = match Screen::enter() {
         Ok(mut screen) => {
-            let shown = show(
-                &mut screen.terminal,
-                Panel::new(control).open_browser(!args.no_browser),
-            )
-            .await;
+            let shown = show(&mut screen.terminal, panel).await;
             drop(screen);
             shown
         }

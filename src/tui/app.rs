@@ -1,15 +1,19 @@
 //! The panel's state machine: keys in, [`Effect`]s out, [`Update`]s from the background in;
 //! no I/O and no drawing, so every screen and key can be tested plainly.
 
+use super::catalog::{ArgsForm, CallForm, CatalogView, Output};
+use super::form::Asking;
 use super::input::{Input, Mask, parse_env, parse_header, split_args};
 use crate::auth::callback::DEFAULT_REDIRECT_URI;
 use crate::host::config::{ServerConfig, Timeouts, server_name_problem};
 use crate::host::control::OAuthClient;
 use crate::host::gate::Allowlist;
 use crate::host::manager::{ServerState, ServerStatus};
+use crate::host::{Reply, ReplyError};
+use crate::protocol::items::CompletionRef;
 use crossterm::event::{KeyCode, KeyEvent, KeyEventKind, KeyModifiers};
 use serde_json::{Map, Value, json};
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::{BTreeMap, BTreeSet, VecDeque};
 
 /// How many background jobs (connects, reconnects, removals, logins) run at once at most.
 pub(crate) const MAX_JOBS: usize = 16;
@@ -48,6 +52,8 @@ pub(crate) struct Snapshot {
     pub(crate) oauth: BTreeMap<String, OAuthInfo>,
     /// Each connected server's instructions.
     pub(crate) instructions: BTreeMap<String, String>,
+    /// The catalog of the server whose screen is open.
+    pub(crate) catalog: Option<CatalogView>,
     /// A file that could not be read.
     pub(crate) problem: Option<String>,
 }
@@ -84,6 +90,40 @@ pub(crate) enum Effect {
     Paste {
         name: String,
         url: String,
+    },
+    /// Reads a resource; its output comes back under `ticket`.
+    ReadResource {
+        ticket: u64,
+        server: String,
+        uri: String,
+    },
+    /// Gets a prompt filled in.
+    GetPrompt {
+        ticket: u64,
+        server: String,
+        prompt: String,
+        arguments: Value,
+    },
+    /// Calls a registered tool.
+    CallTool {
+        ticket: u64,
+        name: String,
+        arguments: Value,
+    },
+    /// Asks for values of an argument (what is typed so far, the other arguments given).
+    Complete {
+        ticket: u64,
+        server: String,
+        reference: CompletionRef,
+        argument: String,
+        value: String,
+        context: Vec<(String, String)>,
+    },
+    /// Answers a server's request; once taken, opens `open` in the browser.
+    Reply {
+        id: String,
+        reply: Reply,
+        open: Option<String>,
     },
 }
 
@@ -129,6 +169,32 @@ pub(crate) enum Update {
     LoginDone(String, Result<(), String>),
     /// A pasted URL was refused (the login goes on).
     PasteRefused(String, String),
+    /// A read, prompt or call ended: the text to show, or why it failed.
+    Output {
+        ticket: u64,
+        outcome: Result<String, String>,
+    },
+    /// Values for the argument being typed (a server that cannot complete: an error).
+    Completed {
+        ticket: u64,
+        outcome: Result<Vec<String>, String>,
+    },
+    /// A server asks the user something.
+    Asked(Box<Asking>),
+    /// Every request waiting now (after the panel fell behind the event stream).
+    Waiting(Vec<Asking>),
+    /// A request ended unanswered (it expired, or the server stopped waiting).
+    RequestEnded {
+        id: String,
+        reason: String,
+    },
+    /// An answer was taken, or refused.
+    Replied {
+        id: String,
+        outcome: Result<(), ReplyError>,
+    },
+    /// Something to tell on the status line.
+    Told(String),
 }
 
 /// A line under the screen: what just happened.
@@ -428,6 +494,17 @@ pub(crate) enum Screen {
         server: String,
         scroll: u16,
     },
+    Resources {
+        server: String,
+        selected: usize,
+    },
+    Prompts {
+        server: String,
+        selected: usize,
+    },
+    Arguments(Box<ArgsForm>),
+    Call(Box<CallForm>),
+    Output(Box<Output>),
     Add(Box<Wizard>),
     Client {
         server: String,
@@ -459,6 +536,14 @@ pub(crate) struct App {
     /// Redraws so far (the spinner's frame).
     pub(crate) frame: usize,
     pub(crate) quit: bool,
+    /// What servers ask, oldest first; the first is shown over the screen.
+    pub(crate) asked: VecDeque<Asking>,
+    /// The last ticket given to a read, prompt, call or completion.
+    pub(crate) ticket: u64,
+    /// Reads, prompts and calls running.
+    pub(crate) fetching: usize,
+    /// A completion request is out.
+    pub(crate) completing: bool,
 }
 
 fn key_is(key: &KeyEvent, c: char) -> bool {
@@ -485,6 +570,10 @@ impl App {
             notice: None,
             frame: 0,
             quit: false,
+            asked: VecDeque::new(),
+            ticket: 0,
+            fetching: 0,
+            completing: false,
         }
     }
 
@@ -522,14 +611,14 @@ impl App {
         self.selected = self.selected.min(self.data.servers.len().saturating_sub(1));
     }
 
-    fn tell(&mut self, text: impl Into<String>) {
+    pub(crate) fn tell(&mut self, text: impl Into<String>) {
         self.notice = Some(Notice {
             text: text.into(),
             error: false,
         });
     }
 
-    fn warn(&mut self, text: impl Into<String>) {
+    pub(crate) fn warn(&mut self, text: impl Into<String>) {
         self.notice = Some(Notice {
             text: text.into(),
             error: true,
@@ -568,6 +657,10 @@ impl App {
             return vec![Effect::Quit];
         }
         self.notice = None;
+        // A server's question is over the screen and takes the keys first.
+        if let Some(asking) = self.asked.front_mut() {
+            return asking.handle_key(key);
+        }
         match self.screen.clone() {
             Screen::List => self.on_list(key),
             Screen::Server(name) => self.on_server(key, name),
@@ -587,6 +680,14 @@ impl App {
                 self.screen = Screen::Instructions { server, scroll };
                 Vec::new()
             }
+            Screen::Resources { server, selected } => self.on_resources(key, server, selected),
+            Screen::Prompts { server, selected } => self.on_prompts(key, server, selected),
+            Screen::Arguments(form) => self.on_arguments(key, *form),
+            Screen::Call(form) => self.on_call(key, *form),
+            Screen::Output(output) => {
+                self.on_output(key, *output);
+                Vec::new()
+            }
             Screen::Add(wizard) => self.on_wizard(key, *wizard),
             Screen::Client { server, form } => self.on_client(key, server, *form),
             Screen::Login { .. } => self.on_login(key),
@@ -595,7 +696,12 @@ impl App {
 
     /// Pasted text (bracketed paste): into the field being edited, if any.
     pub(crate) fn handle_paste(&mut self, text: &str) {
+        if let Some(asking) = self.asked.front_mut() {
+            return asking.handle_paste(text);
+        }
         match &mut self.screen {
+            Screen::Arguments(form) => form.args[form.field].input.insert(text),
+            Screen::Call(form) => form.input.insert(text),
             Screen::Add(wizard) if !wizard.saving => wizard.input.insert(text),
             Screen::Client { form, .. } if !form.saving => form.input.insert(text),
             Screen::Login {
@@ -658,6 +764,18 @@ impl App {
                     scroll: 0,
                 }
             }
+            KeyCode::Char('R') => {
+                self.screen = Screen::Resources {
+                    server: name,
+                    selected: 0,
+                }
+            }
+            KeyCode::Char('P') => {
+                self.screen = Screen::Prompts {
+                    server: name,
+                    selected: 0,
+                }
+            }
             KeyCode::Char('e') => {
                 let enable = self
                     .status(&name)
@@ -717,6 +835,10 @@ impl App {
                 return chosen.map(Effect::ToggleTool).into_iter().collect();
             }
             KeyCode::Char('A') => return vec![Effect::ToggleServer(server)],
+            KeyCode::Enter => {
+                self.open_call(server, selected);
+                return Vec::new();
+            }
             KeyCode::Char('v') => {
                 return shown
                     .map(|(tool, visible)| Effect::SetVisible {
@@ -885,9 +1007,15 @@ impl App {
         Vec::new()
     }
 
-    /// News from the background.
-    pub(crate) fn apply(&mut self, update: Update) {
+    /// News from the background; what to do about it.
+    pub(crate) fn apply(&mut self, update: Update) -> Vec<Effect> {
         match update {
+            Update::Output { .. } | Update::Completed { .. } => return self.apply_catalog(update),
+            Update::Asked(_)
+            | Update::Waiting(_)
+            | Update::RequestEnded { .. }
+            | Update::Replied { .. } => self.apply_request(update),
+            Update::Told(text) => self.tell(text),
             Update::Finished {
                 server,
                 job,
@@ -903,10 +1031,10 @@ impl App {
                         Ok(_) => self.tell(format!("the OAuth client of {name} is saved")),
                         Err(e) => self.warn(e),
                     }
-                    return;
+                    return Vec::new();
                 };
                 if *server != name {
-                    return;
+                    return Vec::new();
                 }
                 match outcome {
                     Ok(redirect) => {
@@ -945,6 +1073,7 @@ impl App {
                 _ => self.warn(why),
             },
         }
+        Vec::new()
     }
 
     fn finished(&mut self, server: String, job: Job, outcome: Result<String, String>) {

@@ -10,8 +10,11 @@
 //! | screen | keys |
 //! |---|---|
 //! | list | ↑/↓ (j/k) move, Enter open, `a` add, `d` delete (then `y`), `q` quit |
-//! | server | `t` tools, `r` reconnect, `i` instructions, Esc back; `l` login / relogin and `c` OAuth client for `"auth": "oauth"` servers |
-//! | tools | ↑/↓ move, Space toggles the tool, `A` toggles `mcp__<server>__*`, Esc back |
+//! | server | `t` tools, `R` resources, `P` prompts, `r` reconnect, `i` instructions, Esc back; `l` login / relogin and `c` OAuth client for `"auth": "oauth"` servers |
+//! | tools | ↑/↓ move, Enter calls the tool (arguments as a JSON object), Space toggles the tool, `A` toggles `mcp__<server>__*`, Esc back |
+//! | resources | resources and templates; Enter reads one as the model sees it (a template asks for its variables first) |
+//! | prompts | Enter asks for the prompt's arguments and shows its messages as the model sees them |
+//! | arguments | Tab / Shift-Tab between fields, ↑/↓ choose among the server's completions, Enter takes one or sends, Esc back |
 //! | add | one field a step, Enter accepts, Shift-Tab (or Backspace on an empty field) goes back, Esc cancels; ↑/↓ choose on choice steps |
 //! | login | `p` paste the URL the browser ended on, Esc cancel |
 //!
@@ -20,13 +23,22 @@
 //! sent is drawn with control characters escaped; env values, header values and secrets are
 //! never drawn, and a URL's query values and password are drawn as `***`.
 //!
+//! Given a [`PendingRequests`](crate::host::PendingRequests) board ([`Panel::answering`]),
+//! the servers' requests open over whatever screen shows, oldest first: an elicitation's
+//! form (one field a property: text, number, integer, yes/no with Space, one or several
+//! choices with ←/→ and Space; defaults filled in, required ones marked `*`; Tab / Shift-Tab
+//! between fields; Enter sends once the answer fits the schema, else names the field; Esc
+//! declines), a URL to visit (its origin shown; `y` accepts and opens the browser, `n` or
+//! Esc declines), or a sampling request, shown for review and declined with Enter or Esc
+//! (the panel has no model: an app that has one gives the manager its own sampling handler).
+//!
 //! ```no_run
 //! # async fn demo(control: agenvoy_mcp::host::Control) -> std::io::Result<()> {
 //! use agenvoy_mcp::tui::{Flow, Panel};
 //! use crossterm::event::{self, Event};
 //! use std::time::Duration;
 //! let mut terminal = ratatui::init();
-//! let mut panel = Panel::new(control);
+//! let mut panel = Panel::new(control); // `.answering(board)` to answer servers' requests
 //! loop {
 //!     panel.tick();
 //!     terminal.draw(|frame| panel.draw(frame, frame.area()))?;
@@ -48,8 +60,12 @@
 //! [ratatui]: https://ratatui.rs
 
 mod app;
+mod catalog;
+mod form;
 mod input;
 mod panel;
 mod view;
+mod view_ask;
+mod view_catalog;
 
 pub use panel::{Flow, Panel};

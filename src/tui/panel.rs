@@ -2,16 +2,20 @@
 //! results come back over a channel and are applied at the next [`Panel::tick`].
 
 use super::app::{App, Effect, Job, OAuthInfo, Snapshot, ToolRow, Update};
+use super::catalog::CatalogView;
+use super::form::Asking;
 use super::view;
 use crate::host::config::ServerConfig;
 use crate::host::control::{Control, ControlError, LoginEvent, LoginOptions};
 use crate::host::gate::Allowlist;
 use crate::host::manager::ServerState;
+use crate::host::{EVENT_QUEUE, PendingRequests, PermissionMode};
 use crossterm::event::{Event, KeyEvent, KeyEventKind};
 use ratatui::Frame;
 use ratatui::layout::Rect;
 use std::collections::HashMap;
 use std::time::Duration;
+use tokio::sync::broadcast::{self, error::RecvError, error::TryRecvError};
 use tokio::sync::mpsc;
 use tokio::task::AbortHandle;
 
@@ -55,6 +59,12 @@ pub struct Panel {
     /// The tasks that follow logins in progress, by server; aborting one cancels its login.
     logins: HashMap<String, AbortHandle>,
     login_options: LoginOptions,
+    /// The manager's events, from the panel's start (a board declines at once when no one
+    /// listens); `false` once the stream closed.
+    events: broadcast::Receiver<crate::host::Event>,
+    events_open: bool,
+    /// The board whose requests the panel answers, if any ([`Panel::answering`]).
+    requests: Option<PendingRequests>,
 }
 
 impl std::fmt::Debug for Panel {
@@ -65,8 +75,9 @@ impl std::fmt::Debug for Panel {
     }
 }
 
-/// What the panel shows, read from the manager and the files now.
-fn snapshot(control: &Control) -> Snapshot {
+/// What the panel shows, read from the manager and the files now: with the catalog of
+/// `catalog_of`, the server whose screen is open.
+fn snapshot(control: &Control, catalog_of: Option<&str>) -> Snapshot {
     let manager = control.manager();
     let servers = manager.status();
     let mut tools: Vec<ToolRow> = servers
@@ -122,6 +133,15 @@ fn snapshot(control: &Control) -> Snapshot {
             Default::default()
         }
     };
+    let catalog = catalog_of.and_then(|server| {
+        Some(CatalogView {
+            server: server.to_string(),
+            catalog: manager.catalog(server)?,
+            completions: manager
+                .client(server)
+                .is_some_and(|c| c.details().has_capability("completions")),
+        })
+    });
     Snapshot {
         servers,
         tools,
@@ -129,6 +149,7 @@ fn snapshot(control: &Control) -> Snapshot {
         configured,
         oauth,
         instructions,
+        catalog,
         problem: (!problems.is_empty()).then(|| problems.join("; ")),
     }
 }
@@ -192,7 +213,8 @@ impl Panel {
                 }
             }
         });
-        let app = App::new(snapshot(&control));
+        let app = App::new(snapshot(&control, None));
+        let events = control.manager().events();
         Panel {
             app,
             control,
@@ -202,7 +224,23 @@ impl Panel {
             allow_pending: 0,
             logins: HashMap::new(),
             login_options: LoginOptions::default(),
+            events,
+            events_open: true,
+            requests: None,
         }
+    }
+
+    /// Answers the elicitation and sampling requests waiting on `board` (which must publish
+    /// on the manager's event bus, [`ManagerOptions::events`]): each opens over whatever
+    /// screen shows, a form to fill in, a URL to open after `y`, or a sampling request to
+    /// review and decline (the panel has no model). Requests already waiting are shown at
+    /// once.
+    ///
+    /// [`ManagerOptions::events`]: crate::host::ManagerOptions::events
+    pub fn answering(mut self, board: PendingRequests) -> Panel {
+        self.requests = Some(board);
+        self.resync();
+        self
     }
 
     /// Whether a login opens the system browser (it does by default; the URL is always
@@ -251,15 +289,76 @@ impl Panel {
         while let Ok(update) = self.updates.try_recv() {
             self.apply(update);
         }
-        self.app.refresh(snapshot(&self.control));
+        // As many as the stream holds, so a flood of events cannot hold the panel here.
+        for _ in 0..EVENT_QUEUE {
+            match self.events.try_recv() {
+                Ok(event) => {
+                    self.take_event(Ok(event));
+                }
+                Err(TryRecvError::Lagged(n)) => {
+                    self.take_event(Err(RecvError::Lagged(n)));
+                }
+                Err(TryRecvError::Empty) => break,
+                Err(TryRecvError::Closed) => {
+                    self.events_open = false;
+                    break;
+                }
+            }
+        }
+        let catalog_of = self.app.catalog_server().map(str::to_string);
+        self.app
+            .refresh(snapshot(&self.control, catalog_of.as_deref()));
         self.app.frame = self.app.frame.wrapping_add(1);
     }
 
-    /// Waits for the next background result and applies it (cancel-safe: use it in a
+    /// Waits for the next background result, or an event that changes what is shown (a
+    /// server's request, a list or state change), and applies it (cancel-safe: use it in a
     /// `select!` beside the terminal's events, then draw).
     pub async fn changed(&mut self) {
-        if let Some(update) = self.updates.recv().await {
-            self.apply(update);
+        loop {
+            tokio::select! {
+                update = self.updates.recv() => {
+                    if let Some(update) = update {
+                        self.apply(update);
+                    }
+                    return;
+                }
+                event = self.events.recv(), if self.events_open => {
+                    if self.take_event(event) {
+                        return;
+                    }
+                }
+            }
+        }
+    }
+
+    /// Takes one event of the manager's stream; whether it changes what is shown.
+    fn take_event(&mut self, event: Result<crate::host::Event, RecvError>) -> bool {
+        use crate::host::Event as E;
+        match event {
+            Ok(E::Request { id, .. }) => {
+                let Some(waiting) = self.requests.as_ref().and_then(|b| b.get(&id)) else {
+                    return false;
+                };
+                self.apply(Update::Asked(Box::new(Asking::new(&waiting))));
+            }
+            Ok(E::RequestEnded { id, reason, .. }) => {
+                self.apply(Update::RequestEnded { id, reason });
+            }
+            Ok(E::State { .. } | E::ListChanged { .. }) => {}
+            Ok(_) => return false,
+            // Some events were lost: whatever waits now is on the board.
+            Err(RecvError::Lagged(_)) => self.resync(),
+            Err(RecvError::Closed) => self.events_open = false,
+        }
+        true
+    }
+
+    /// Shows every request waiting on the board now.
+    fn resync(&mut self) {
+        if let Some(board) = &self.requests {
+            let waiting = board.waiting().iter().map(Asking::new).collect();
+            self.apply(Update::Waiting(waiting));
         }
     }
 
@@ -280,6 +379,8 @@ impl Panel {
     /// Whether no background work is in flight (see [`Panel::settle`]).
     pub fn is_idle(&self) -> bool {
         self.app.jobs.is_empty()
+            && self.app.fetching == 0
+            && !self.app.completing
             && self.allow_pending == 0
             && !self
                 .control
@@ -304,7 +405,9 @@ impl Panel {
             }
             _ => {}
         }
-        self.app.apply(update);
+        for effect in self.app.apply(update) {
+            self.run(effect);
+        }
     }
 
     /// Sends `update` from a background job (waiting while the queue is full).
@@ -437,6 +540,89 @@ impl Panel {
                 }
                 self.app.jobs.remove(&name);
             }
+            Effect::ReadResource {
+                ticket,
+                server,
+                uri,
+            } => {
+                self.spawn_job(async move {
+                    let outcome = match control.manager().read_resource(&server, &uri).await {
+                        Ok(read) => Ok(read.text),
+                        Err(e) => Err(e.to_string()),
+                    };
+                    Some(Update::Output { ticket, outcome })
+                });
+            }
+            Effect::GetPrompt {
+                ticket,
+                server,
+                prompt,
+                arguments,
+            } => {
+                self.spawn_job(async move {
+                    let got = control.manager().get_prompt(&server, &prompt, arguments);
+                    let outcome = got
+                        .await
+                        .map(|p| prompt_text(&p))
+                        .map_err(|e| e.to_string());
+                    Some(Update::Output { ticket, outcome })
+                });
+            }
+            Effect::CallTool {
+                ticket,
+                name,
+                arguments,
+            } => {
+                self.spawn_job(async move {
+                    // The user sent it from the panel: that is the approval.
+                    let call = control
+                        .manager()
+                        .call(&name, arguments, PermissionMode::Auto);
+                    let outcome = match call.await {
+                        Ok(out) if out.is_error => {
+                            Ok(format!("The tool reported an error:\n{}", out.text))
+                        }
+                        Ok(out) => Ok(out.text),
+                        Err(e) => Err(e.to_string()),
+                    };
+                    Some(Update::Output { ticket, outcome })
+                });
+            }
+            Effect::Complete {
+                ticket,
+                server,
+                reference,
+                argument,
+                value,
+                context,
+            } => {
+                self.spawn_job(async move {
+                    let manager = control.manager();
+                    let asked = manager.complete(&server, &reference, &argument, &value, &context);
+                    let outcome = asked.await.map(|c| c.values).map_err(|e| e.to_string());
+                    Some(Update::Completed { ticket, outcome })
+                });
+            }
+            Effect::Reply { id, reply, open } => {
+                let Some(board) = &self.requests else {
+                    return;
+                };
+                let outcome = board.reply(&id, reply);
+                let taken = outcome.is_ok();
+                self.apply(Update::Replied { id, outcome });
+                if let (true, Some(url)) = (taken, open) {
+                    use crate::auth::callback::{browser_command, open_browser};
+                    // Only https, or http on this machine, is handed to a browser.
+                    let opens = browser_command(std::env::consts::OS, &url).is_some();
+                    let told = if self.login_options.open_browser && opens {
+                        open_browser(&url);
+                        "opened in the browser".to_string()
+                    } else {
+                        format!("open it yourself: {url}")
+                    };
+                    self.apply(Update::Told(told));
+                }
+            }
             Effect::Paste { name, url } => {
                 self.spawn_job(async move {
                     match control.complete_login_by_paste(&name, &url).await {
@@ -452,11 +638,29 @@ impl Panel {
     fn change_allowlist(&mut self, change: AllowChange) {
         match self.allow_tx.try_send(change) {
             Ok(()) => self.allow_pending += 1,
-            Err(_) => self.app.apply(Update::Allowlist(Err(
-                "too many allowlist changes at once; wait a moment".into(),
-            ))),
+            Err(_) => {
+                self.app.apply(Update::Allowlist(Err(
+                    "too many allowlist changes at once; wait a moment".into(),
+                )));
+            }
         }
     }
+}
+
+/// A prompt's messages as the model sees them, each under its role.
+fn prompt_text(prompt: &crate::protocol::items::PromptContents) -> String {
+    let mut out = String::new();
+    if let Some(description) = &prompt.description {
+        out.push_str(description);
+        out.push_str("\n\n");
+    }
+    for message in &prompt.messages {
+        let text = message
+            .text()
+            .unwrap_or_else(|| "[a content block that is not valid]".into());
+        out.push_str(&format!("[{}]\n{text}\n\n", message.role));
+    }
+    out
 }
 
 impl Drop for Panel {

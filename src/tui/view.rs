@@ -4,6 +4,7 @@
 //! and the URL the add wizard takes is drawn with its query values and password as `***`.
 
 use super::app::{AUTHS, App, ClientField, LoginState, Screen, Step, TRANSPORTS, ToolRow, Wizard};
+use super::{view_ask, view_catalog};
 use crate::host::manager::{ServerState, ServerStatus};
 use crate::host::registry::PREFIX;
 use crate::text::redact_url;
@@ -45,7 +46,7 @@ pub(crate) fn clean_text(text: &str) -> String {
     out
 }
 
-fn spinner(app: &App) -> &'static str {
+pub(crate) fn spinner(app: &App) -> &'static str {
     SPINNER[app.frame % SPINNER.len()]
 }
 
@@ -84,16 +85,21 @@ fn title_and_keys(app: &App) -> (String, &'static str) {
         ),
         Screen::Server(name) if app.data.oauth.contains_key(name) => (
             format!("/mcp · {name}"),
-            "t tools  r reconnect  e on/off  l login  c client  i instructions  Esc back",
+            "t tools  R resources  P prompts  r reconnect  e on/off  l login  c client  Esc",
         ),
         Screen::Server(name) => (
             format!("/mcp · {name}"),
-            "t tools  r reconnect  e on/off  i instructions  Esc back",
+            "t tools  R resources  P prompts  r reconnect  e on/off  i instructions  Esc back",
         ),
         Screen::Tools { server, .. } => (
             format!("/mcp · {server} · tools"),
-            "↑/↓ move  Space auto-approve  A whole server  v show/hide  V all  Esc back",
+            "↑/↓ move  Enter call  Space approve  A server  v show/hide  V all  Esc back",
         ),
+        Screen::Resources { .. }
+        | Screen::Prompts { .. }
+        | Screen::Arguments(_)
+        | Screen::Call(_)
+        | Screen::Output(_) => view_catalog::title_and_keys(&app.screen),
         Screen::Instructions { server, .. } => (
             format!("/mcp · {server} · instructions"),
             "↑/↓ scroll  PgUp/PgDn page  Esc back",
@@ -160,8 +166,18 @@ pub(crate) fn draw(app: &App, frame: &mut Frame, area: Rect) {
         Screen::Add(wizard) => draw_wizard(app, frame, area, wizard),
         Screen::Client { server, form } => draw_client(app, frame, area, server, form),
         Screen::Login { .. } => draw_login(app, frame, area),
+        Screen::Resources { .. }
+        | Screen::Prompts { .. }
+        | Screen::Arguments(_)
+        | Screen::Call(_)
+        | Screen::Output(_) => view_catalog::draw(app, frame, area),
     }
     draw_status(app, frame, status);
+    // A server's question is drawn over the screen, with its own keys.
+    let keys = match app.asked.front() {
+        Some(asking) => view_ask::draw(app, asking, frame, body),
+        None => keys,
+    };
     frame.render_widget(
         Paragraph::new(Line::from(keys).style(Style::new().add_modifier(Modifier::REVERSED))),
         footer,
@@ -239,9 +255,9 @@ fn draw_list(app: &App, frame: &mut Frame, area: Rect) {
 }
 
 /// How wide the labels of [`field`] are.
-const LABEL: usize = 13;
+pub(crate) const LABEL: usize = 13;
 
-fn field(name: &str, value: impl Into<String>) -> Line<'static> {
+pub(crate) fn field(name: &str, value: impl Into<String>) -> Line<'static> {
     Line::from(vec![
         Span::styled(format!("{name:<LABEL$}"), Style::new().bold()),
         Span::raw(value.into()),
@@ -286,6 +302,13 @@ fn draw_server(app: &App, frame: &mut Frame, area: Rect, name: &str) {
                 "none"
             },
         ),
+        field(
+            "offers",
+            format!(
+                "{} resources, {} templates, {} prompts",
+                status.resource_count, status.template_count, status.prompt_count
+            ),
+        ),
     ];
     let auth = match app.data.oauth.get(name) {
         None => "none".to_string(),
@@ -309,7 +332,15 @@ fn draw_server(app: &App, frame: &mut Frame, area: Rect, name: &str) {
     lines.push(Line::from("Actions").bold());
     let oauth = app.data.oauth.contains_key(name);
     for (key, what) in [
-        ("t", "tools: auto-approve and visibility marks"),
+        (
+            "t",
+            "tools: auto-approve and visibility marks; Enter calls one",
+        ),
+        (
+            "R",
+            "resources and templates: read one as the model sees it",
+        ),
+        ("P", "prompts: fill one in and see its messages"),
         ("r", "reconnect this server"),
         ("e", "enable / disable it (kept in the file, not started)"),
         ("l", "login / relogin (OAuth)"),
@@ -398,7 +429,7 @@ fn draw_instructions(app: &App, frame: &mut Frame, area: Rect, server: &str, scr
 }
 
 /// A field being edited: its prompt, the (masked) text with the cursor, and an error.
-fn draw_input(
+pub(crate) fn draw_input(
     frame: &mut Frame,
     area: Rect,
     lines: &mut Vec<Line<'static>>,
@@ -426,12 +457,12 @@ fn draw_input(
     }
 }
 
-fn unicode_width(c: char) -> usize {
+pub(crate) fn unicode_width(c: char) -> usize {
     Span::raw(c.to_string()).width()
 }
 
 /// How many columns `text` takes, for a table column's width.
-fn width(text: &str) -> u16 {
+pub(crate) fn width(text: &str) -> u16 {
     u16::try_from(Span::raw(text).width()).unwrap_or(u16::MAX)
 }
 

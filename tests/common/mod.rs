@@ -363,6 +363,18 @@ pub fn wait_until<T>(
     }
 }
 
+/// Tries `check` every 50 ms for at most `limit`; whether it held.
+pub fn wait_until_or_not(limit: Duration, mut check: impl FnMut() -> bool) -> bool {
+    let started = Instant::now();
+    while started.elapsed() < limit {
+        if check() {
+            return true;
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    false
+}
+
 /// Draws `screen` until it shows `needle` (at most 30 s); the screen then.
 pub fn until_shown(needle: &str, mut screen: impl FnMut() -> String) -> String {
     let what = format!("showing {needle:?}");

@@ -4,6 +4,9 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::Duration;
 
+/// How long a step of a panel may take.
+const PATIENCE: Duration = Duration::from_secs(30);
+
 /// A tmux server of its own (its socket in the test's folder), killed when dropped.
 pub struct Tmux {
     socket: PathBuf,
@@ -60,6 +63,75 @@ impl Tmux {
     pub fn wait_for(&self, needle: &str) -> String {
         super::until_shown(needle, || self.screen())
     }
+
+    /// The line of the screen with the selection mark (`› `), if any.
+    pub fn selected(&self) -> Option<String> {
+        let screen = self.screen();
+        let line = screen.lines().find(|l| l.contains("› "))?;
+        Some(line.to_string())
+    }
+
+    /// Moves the selection (Down, then Up from the end of the list) until the selected line
+    /// shows `needle`; each press waits for the selection to move. Fails when neither way
+    /// finds it.
+    pub fn select(&self, needle: &str) {
+        for key in ["Down", "Up"] {
+            loop {
+                let before = self.selected();
+                if before.as_deref().is_some_and(|l| l.contains(needle)) {
+                    return;
+                }
+                self.keys(&[key]);
+                let moved =
+                    super::wait_until_or_not(Duration::from_secs(2), || self.selected() != before);
+                if !moved {
+                    break;
+                }
+            }
+        }
+        panic!("no row shows {needle:?}:\n{}", self.screen());
+    }
+}
+
+/// Starts `agenvoy-mcp tui` on `config` (written to mcp.json in `dir`, which is also its
+/// config folder) in tmux; after it ends, its exit status goes to `exit` and the terminal's
+/// modes (`stty -a`) to `stty`.
+pub fn start_panel(dir: &Path, config: &serde_json::Value) -> Option<Tmux> {
+    std::fs::write(dir.join("mcp.json"), config.to_string()).unwrap();
+    let command = format!(
+        "env AGENVOY_CONFIG_DIR={dir} {binary} tui --no-browser --config {config} --token-file {tokens}; echo $? > {exit}; stty -a > {stty}; sleep 60",
+        dir = quoted(dir),
+        binary = quoted(Path::new(&super::binary())),
+        config = quoted(&dir.join("mcp.json")),
+        tokens = quoted(&dir.join("tokens.json")),
+        exit = quoted(&dir.join("exit")),
+        stty = quoted(&dir.join("stty")),
+    );
+    Tmux::start(dir, &command)
+}
+
+/// Waits for the panel to end; fails unless it exited 0 with the terminal's modes back
+/// (not raw) and the alternate screen gone.
+pub fn assert_ended_cleanly(dir: &Path, tmux: &Tmux) {
+    super::wait_until("the panel exited", PATIENCE, || {
+        let stty = super::read_in(dir, "stty");
+        if stty.is_empty() {
+            Err(tmux.screen())
+        } else {
+            Ok(())
+        }
+    });
+    assert_eq!(super::read_in(dir, "exit").trim(), "0");
+    let stty = super::read_in(dir, "stty");
+    let modes: Vec<&str> = stty.split_whitespace().collect();
+    for mode in ["icanon", "echo", "isig"] {
+        assert!(modes.contains(&mode), "{mode} is back on: {stty}");
+    }
+    let screen = tmux.screen();
+    assert!(
+        !screen.contains("/mcp"),
+        "the alternate screen is gone:\n{screen}"
+    );
 }
 
 impl Drop for Tmux {
