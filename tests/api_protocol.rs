@@ -386,21 +386,25 @@ fn sampling_is_answered_by_a_listener() {
 fn a_call_with_an_id_is_cancelled_and_the_server_told() {
     let daemon = Daemon::start(Some(json!({"servers": {"f": fixture_entry(&[])}})));
     let api = &daemon.api;
+    let mut events = api.stream("/v1/mcp/events");
     let call = call_in_background(
         api,
-        json!({"name": "mcp__f__slow", "mode": "auto", "id": "c1", "arguments": {"seconds": 30}}),
+        json!({"name": "mcp__f__slow", "mode": "auto", "id": "c1",
+               "arguments": {"seconds": 30, "steps": 30}}),
     );
-    let same = wait_until("the id taken", Duration::from_secs(10), || {
-        let r = api.post(
-            "/v1/mcp/call",
-            json!({"name": "mcp__f__echo", "mode": "auto", "id": "c1", "arguments": {"text": "x"}}),
-        );
-        if r.status == 409 {
-            Ok(r)
-        } else {
-            Err(format!("{r:?}"))
-        }
+    // Running once its progress shows (asked for, since a listener is there).
+    let progress = event_where(&mut events, Duration::from_secs(20), |e| {
+        e["type"] == "progress"
     });
+    assert_eq!(
+        (&progress["id"], &progress["tool"]),
+        (&json!("c1"), &json!("mcp__f__slow"))
+    );
+    let same = api.post(
+        "/v1/mcp/call",
+        json!({"name": "mcp__f__echo", "mode": "auto", "id": "c1", "arguments": {"text": "x"}}),
+    );
+    assert_eq!(same.status, 409, "{same:?}");
     assert!(same.error().contains("is running"), "{same:?}");
     let cancelled = api.post("/v1/mcp/call/cancel", json!({"id": "c1"}));
     assert_eq!(cancelled.status, 200, "{cancelled:?}");
@@ -556,64 +560,86 @@ fn server_everything_asks_and_runs_tasks_through_the_api() {
             .contains("Research Report"),
         "{done:?}"
     );
+    // Another id: the first call's progress events are still on the stream.
+    let mut research = research;
+    research["id"] = json!("r2");
     let call = call_in_background(api, research);
     let progress = event_where(&mut events, Duration::from_secs(30), |e| {
-        e["type"] == "progress" && e["id"] == "r1"
+        e["type"] == "progress" && e["id"] == "r2"
     });
     assert_eq!(progress["tool"], "mcp__everything__simulate-research-query");
     assert_eq!(
-        api.post("/v1/mcp/call/cancel", json!({"id": "r1"})).status,
+        api.post("/v1/mcp/call/cancel", json!({"id": "r2"})).status,
         200
     );
     assert_eq!(call.join().unwrap().status, 409);
 }
 
-/// A Python SDK 2.x server (2026-07-28) through the API: resources, a template, a prompt
+/// A Python SDK 2.x server through the API, in both eras: resources, a template, a prompt
 /// with arguments and its completion.
 #[test]
-fn python_sdk_resources_and_prompts_through_the_api() {
+fn python_sdk_resources_and_prompts_through_the_api_in_both_eras() {
     let Some(python) = installed("venv/bin/python") else {
         return;
     };
+    let dir = tempfile::tempdir().unwrap();
     let script =
         std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures/python/modern_server.py");
-    let entry = json!({"command": python, "args": [script, "stdio"]});
-    let daemon = Daemon::start(Some(json!({"servers": {"py": entry}})));
+    // `old` first runs the fixture (initialize era only), which the folder's era memory keeps
+    // for the entry; run as the Python server, the same entry then starts with `initialize`,
+    // and the dual-era server answers in that era.
+    let launcher = dir.path().join("old.sh");
+    std::fs::write(&launcher, format!("exec '{}' fixture-server", binary())).unwrap();
+    let servers = json!({"servers": {
+        "py": {"command": python, "args": [script, "stdio"]},
+        "old": {"command": "sh", "args": [launcher]},
+    }});
+    std::fs::write(dir.path().join("mcp.json"), servers.to_string()).unwrap();
+    let listed = std::process::Command::new(binary())
+        .args(["tools", "--config"])
+        .arg(dir.path().join("mcp.json"))
+        .env("AGENVOY_CONFIG_DIR", dir.path())
+        .output()
+        .unwrap();
+    assert!(listed.status.success(), "{listed:?}");
+    let python_command = format!("exec '{}' '{}' stdio", python.display(), script.display());
+    std::fs::write(&launcher, python_command).unwrap();
+    let daemon = Daemon::start_in(dir, &[]);
     let api = &daemon.api;
-    let status = api.status_of("py");
-    assert_eq!(status["protocolVersion"], "2026-07-28", "{status}");
-    let listed = api.get("/v1/mcp/resources?name=py");
-    let uris: Vec<&str> = listed["resources"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|r| r["uri"].as_str().unwrap())
-        .collect();
-    assert!(uris.contains(&"note://readme"), "{listed}");
-    assert_eq!(
-        listed["templates"][0]["uriTemplate"],
-        "note://topics/{topic}"
-    );
-    let read = api.get("/v1/mcp/resource?name=py&uri=note%3A%2F%2Ftopics%2Frust");
-    assert!(read["text"].as_str().unwrap().contains("rust"), "{read}");
-    let filled = api.post(
-        "/v1/mcp/prompt",
-        json!({"name": "py", "prompt": "review", "arguments": {"code": "x = 1"}}),
-    );
-    assert_eq!(filled.status, 200, "{filled:?}");
-    assert!(
-        filled.json()["messages"][0]["text"]
-            .as_str()
+    for (server, version) in [("py", "2026-07-28"), ("old", "2025-11-25")] {
+        let status = api.status_of(server);
+        assert_eq!(status["protocolVersion"], version, "{status}");
+        let listed = api.get(&format!("/v1/mcp/resources?name={server}"));
+        let uris: Vec<&str> = listed["resources"]
+            .as_array()
             .unwrap()
-            .contains("x = 1")
-    );
-    let completed = api.post(
-        "/v1/mcp/complete",
-        json!({"name": "py", "prompt": "review", "argument": "language", "value": "py"}),
-    );
-    assert_eq!(completed.status, 200, "{completed:?}");
-    assert!(
-        !completed.json()["values"].as_array().unwrap().is_empty(),
-        "{completed:?}"
-    );
+            .iter()
+            .map(|r| r["uri"].as_str().unwrap())
+            .collect();
+        assert!(uris.contains(&"note://readme"), "{listed}");
+        assert_eq!(
+            listed["templates"][0]["uriTemplate"],
+            "note://topics/{topic}"
+        );
+        let read = api.get(&format!(
+            "/v1/mcp/resource?name={server}&uri=note%3A%2F%2Ftopics%2Frust"
+        ));
+        assert!(read["text"].as_str().unwrap().contains("rust"), "{read}");
+        let filled = api.post(
+            "/v1/mcp/prompt",
+            json!({"name": server, "prompt": "review", "arguments": {"code": "x = 1"}}),
+        );
+        assert_eq!(filled.status, 200, "{filled:?}");
+        let text = filled.json()["messages"][0]["text"].clone();
+        assert!(text.as_str().unwrap().contains("x = 1"), "{text}");
+        let completed = api.post(
+            "/v1/mcp/complete",
+            json!({"name": server, "prompt": "review", "argument": "language", "value": "ru"}),
+        );
+        assert_eq!(
+            completed.json()["values"],
+            json!(["ruby", "rust"]),
+            "{completed:?}"
+        );
+    }
 }

@@ -218,6 +218,11 @@ impl Daemon {
         if let Some(config) = config {
             std::fs::write(dir.path().join("mcp.json"), config.to_string()).unwrap();
         }
+        Daemon::start_in(dir, extra)
+    }
+
+    /// In `dir`, as its files are (`mcp.json`, the era memory, ...).
+    pub fn start_in(dir: tempfile::TempDir, extra: &[&str]) -> Daemon {
         let server = Listening::start(serve_command(dir.path(), extra));
         let authority = server
             .url
