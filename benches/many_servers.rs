@@ -1,0 +1,399 @@
+//! Many servers in one daemon (issue 30, §4), beside its baselines in the same run.
+//!
+//! For each count (`MANY_SERVERS`, default `10,100,1000`) of stdio fixture servers in one
+//! config, `agenvoy-mcp serve` is started and timed until `GET /v1/mcp/status` shows every
+//! server connected (the daemon listens once none is still connecting, so that is the line
+//! that says it listens, then one status read); then, after a second idle, its resident
+//! memory (VmRSS) and open descriptors (/proc/PID/fd) less those of the daemon with no
+//! server, per server; then the latency of `GET /v1/mcp/status` and `GET /v1/mcp/tools`
+//! (p50 and p99 of sequential requests on one keep-alive connection, and the answer's size),
+//! beside the same at no server; then the most a `/status` took while every server was
+//! reconnecting (`POST /v1/mcp/reconnect`), polled every 20 ms.
+//!
+//! The baselines: the daemon with no server (start, memory, descriptors, route latency), and
+//! the same count of fixture servers connected by this crate's `Client` in this process (all
+//! at once, each connect followed by its tool list, as the daemon does), timed the same way,
+//! with this process's memory and descriptors per server.
+//!
+//! Rounds (`MANY_SERVERS_ROUNDS`, default 3) repeat it all; the median counts. The soft limit
+//! of open files is raised to the hard one where it is lower than the largest count needs.
+//!
+//! Targets (issue 30): 1,000 servers connected in under 5 s, at most 160 KiB of daemon RSS per
+//! idle server, `/tools` with 1,000 servers' tools under 50 ms (at p99).
+//!
+//!     cargo bench --bench many_servers
+
+mod daemon;
+
+use agenvoy_mcp::{Client, ClientOptions, StdioConfig};
+use bytes::Bytes;
+use daemon::{Daemon, fail, median, quantile};
+use hyper::Method;
+use std::time::{Duration, Instant};
+
+/// Requests per route for the latency figures.
+const REQUESTS: usize = 50;
+/// How long the daemon may take to listen.
+const START_DEADLINE: Duration = Duration::from_secs(120);
+/// Idle time after connecting, before memory is read (the first tool lists settle).
+const SETTLE: Duration = Duration::from_secs(1);
+
+/// One daemon's figures.
+#[derive(Clone, Copy, Default)]
+struct Figures {
+    /// From the spawn to every server connected (ms).
+    connected_ms: f64,
+    rss_kib: f64,
+    fds: f64,
+    status_p50_ms: f64,
+    status_p99_ms: f64,
+    status_bytes: f64,
+    tools_p50_ms: f64,
+    tools_p99_ms: f64,
+    tools_bytes: f64,
+    tools: f64,
+    /// The slowest `/status` while every server reconnects (ms), and how long that took.
+    status_reconnecting_max_ms: f64,
+    reconnect_ms: f64,
+}
+
+/// The library baseline's figures.
+#[derive(Clone, Copy, Default)]
+struct Direct {
+    connected_ms: f64,
+    rss_kib: f64,
+    fds: f64,
+}
+
+fn fixture_config() -> StdioConfig {
+    StdioConfig {
+        command: daemon::binary().to_string(),
+        args: vec!["fixture-server".to_string()],
+        ..Default::default()
+    }
+}
+
+/// `count` fixture servers connected by this crate's client in this process, at once.
+async fn direct(count: usize) -> Direct {
+    let (rss_before, fds_before) = daemon::process_memory_and_fds(std::process::id());
+    let started = Instant::now();
+    let mut connecting = tokio::task::JoinSet::new();
+    for i in 0..count {
+        connecting.spawn(async move {
+            let client = Client::connect_stdio(
+                &format!("s{i}"),
+                &fixture_config(),
+                ClientOptions::default(),
+            )
+            .await
+            .unwrap_or_else(|e| fail(format!("a direct connect: {e}")));
+            client
+                .list_tools()
+                .await
+                .unwrap_or_else(|e| fail(format!("a direct tools/list: {e}")));
+            client
+        });
+    }
+    let mut clients = Vec::with_capacity(count);
+    while let Some(client) = connecting.join_next().await {
+        clients.push(client.unwrap_or_else(|e| fail(format!("a connect task: {e}"))));
+    }
+    let connected = started.elapsed();
+    tokio::time::sleep(SETTLE).await;
+    let (rss, fds) = daemon::process_memory_and_fds(std::process::id());
+    let mut closing = tokio::task::JoinSet::new();
+    for client in clients {
+        closing.spawn(async move { client.close().await });
+    }
+    while closing.join_next().await.is_some() {}
+    Direct {
+        connected_ms: connected.as_secs_f64() * 1e3,
+        rss_kib: rss.saturating_sub(rss_before) as f64,
+        fds: fds.saturating_sub(fds_before) as f64,
+    }
+}
+
+/// p50, p99 (ms) and the answer's size of `REQUESTS` sequential GETs of `path`.
+async fn latency(api: &mut daemon::Api, path: &str) -> (f64, f64, usize) {
+    let mut times = Vec::with_capacity(REQUESTS);
+    let mut size = 0;
+    for _ in 0..REQUESTS {
+        let t = Instant::now();
+        match api.request(Method::GET, path, None).await {
+            Ok((200, body)) => size = body.len(),
+            Ok((status, _)) => fail(format!("GET {path}: {status}")),
+            Err(e) => fail(format!("GET {e}")),
+        }
+        times.push(t.elapsed());
+    }
+    times.sort_unstable();
+    let ms = |d: Duration| d.as_secs_f64() * 1e3;
+    (ms(quantile(&times, 0.5)), ms(quantile(&times, 0.99)), size)
+}
+
+/// The daemon with `count` fixture servers.
+async fn in_daemon(count: usize) -> Figures {
+    let servers: serde_json::Map<String, serde_json::Value> = (0..count)
+        .map(|i| (format!("s{i}"), daemon::fixture_entry()))
+        .collect();
+    let started = Instant::now();
+    let daemon = Daemon::start(servers, START_DEADLINE);
+    let mut api = daemon.connect().await;
+    let connected = loop {
+        let status = api.get_json("/v1/mcp/status").await;
+        let servers = status["servers"].as_array().cloned().unwrap_or_default();
+        let up = servers.iter().filter(|s| s["state"] == "connected").count();
+        if up == count {
+            break started.elapsed();
+        }
+        if servers.iter().any(|s| s["state"] == "failed") {
+            fail(format!("a server failed: {status}"));
+        }
+        if started.elapsed() > START_DEADLINE {
+            fail(format!(
+                "{up} of {count} servers connected after {START_DEADLINE:?}"
+            ));
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    };
+    tokio::time::sleep(SETTLE).await;
+    let (rss, fds) = daemon.memory_and_fds();
+    let (status_p50_ms, status_p99_ms, status_bytes) = latency(&mut api, "/v1/mcp/status").await;
+    let (tools_p50_ms, tools_p99_ms, tools_bytes) = latency(&mut api, "/v1/mcp/tools").await;
+    let tools = api.get_json("/v1/mcp/tools").await["tools"]
+        .as_array()
+        .map_or(0, Vec::len);
+    // Every server reconnecting (each closed and started again) while /status is polled on
+    // another connection.
+    let mut reconnecting = daemon.connect().await;
+    let reconnect_started = Instant::now();
+    let reconnect = tokio::spawn(async move {
+        reconnecting
+            .request(Method::POST, "/v1/mcp/reconnect", Some(Bytes::new()))
+            .await
+    });
+    let mut slowest = Duration::ZERO;
+    while !reconnect.is_finished() {
+        let t = Instant::now();
+        api.get_json("/v1/mcp/status").await;
+        slowest = slowest.max(t.elapsed());
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    match reconnect.await {
+        Ok(Ok((200, _))) => {}
+        other => fail(format!("POST /v1/mcp/reconnect: {other:?}")),
+    }
+    let reconnect_ms = reconnect_started.elapsed().as_secs_f64() * 1e3;
+    drop(daemon);
+    Figures {
+        connected_ms: connected.as_secs_f64() * 1e3,
+        rss_kib: rss as f64,
+        fds: fds as f64,
+        status_p50_ms,
+        status_p99_ms,
+        status_bytes: status_bytes as f64,
+        tools_p50_ms,
+        tools_p99_ms,
+        tools_bytes: tools_bytes as f64,
+        tools: tools as f64,
+        status_reconnecting_max_ms: slowest.as_secs_f64() * 1e3,
+        reconnect_ms,
+    }
+}
+
+/// Raises the soft limit of open files to what `needed` asks, as far as the hard limit
+/// allows (the daemon inherits it); says what it did.
+fn raise_file_limit(needed: u64) {
+    let mut limit = libc::rlimit {
+        rlim_cur: 0,
+        rlim_max: 0,
+    };
+    if unsafe { libc::getrlimit(libc::RLIMIT_NOFILE, &mut limit) } != 0 {
+        fail("getrlimit(RLIMIT_NOFILE) failed");
+    }
+    let soft = limit.rlim_cur as u64;
+    let hard = limit.rlim_max as u64;
+    if soft >= needed {
+        eprintln!("open files: soft limit {soft} (hard {hard}), {needed} needed at most");
+        return;
+    }
+    limit.rlim_cur = needed.min(hard) as libc::rlim_t;
+    if unsafe { libc::setrlimit(libc::RLIMIT_NOFILE, &limit) } != 0 {
+        fail("setrlimit(RLIMIT_NOFILE) failed");
+    }
+    eprintln!(
+        "open files: soft limit raised from {soft} to {} (hard {hard}), {needed} needed at most",
+        limit.rlim_cur
+    );
+    if (limit.rlim_cur as u64) < needed {
+        fail("the hard limit of open files is too low for the largest count");
+    }
+}
+
+fn main() {
+    let counts: Vec<usize> = std::env::var("MANY_SERVERS")
+        .unwrap_or_else(|_| "10,100,1000".to_string())
+        .split(',')
+        .map(|c| {
+            c.trim()
+                .parse()
+                .unwrap_or_else(|_| fail("MANY_SERVERS: counts, as 10,100"))
+        })
+        .collect();
+    let rounds = std::env::var("MANY_SERVERS_ROUNDS")
+        .ok()
+        .and_then(|r| r.parse::<usize>().ok())
+        .unwrap_or(3)
+        .max(1);
+    let largest = counts.iter().copied().max().unwrap_or(0) as u64;
+    // Each stdio server holds three pipes, in the daemon and in the direct baseline, and the
+    // daemon keeps a few more descriptors of its own.
+    raise_file_limit(largest * 8 + 1024);
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .expect("runtime");
+    let mut base = Vec::new();
+    let mut results = vec![(Vec::new(), Vec::new()); counts.len()];
+    runtime.block_on(async {
+        for round in 1..=rounds {
+            let b = in_daemon(0).await;
+            eprintln!(
+                "round {round}: no server: listening after {:.0} ms, {:.0} KiB, {} fds",
+                b.connected_ms, b.rss_kib, b.fds
+            );
+            base.push(b);
+            for (i, &count) in counts.iter().enumerate() {
+                let f = in_daemon(count).await;
+                let d = direct(count).await;
+                eprintln!(
+                    "round {round}: {count:>5} servers: daemon {:.0} ms, {:.0} KiB, {} fds, /status {:.2} ms, /tools {:.2} ms ({} tools), reconnect {:.0} ms (slowest /status {:.1} ms); direct {:.0} ms, +{:.0} KiB, +{} fds",
+                    f.connected_ms,
+                    f.rss_kib,
+                    f.fds,
+                    f.status_p50_ms,
+                    f.tools_p50_ms,
+                    f.tools,
+                    f.reconnect_ms,
+                    f.status_reconnecting_max_ms,
+                    d.connected_ms,
+                    d.rss_kib,
+                    d.fds
+                );
+                results[i].0.push(f);
+                results[i].1.push(d);
+            }
+        }
+    });
+    report(&counts, &base, &results, rounds);
+}
+
+type Rounds = (Vec<Figures>, Vec<Direct>);
+
+fn report(counts: &[usize], base: &[Figures], results: &[Rounds], rounds: usize) {
+    let of = |runs: &[Figures], f: fn(&Figures) -> f64| {
+        median(&mut runs.iter().map(f).collect::<Vec<_>>())
+    };
+    let of_direct = |runs: &[Direct], f: fn(&Direct) -> f64| {
+        median(&mut runs.iter().map(f).collect::<Vec<_>>())
+    };
+    let base_rss = of(base, |f| f.rss_kib);
+    let base_fds = of(base, |f| f.fds);
+    println!();
+    println!(
+        "many servers: stdio fixture servers in one daemon, beside the daemon with none and the same servers connected directly by the library; medians of {rounds} rounds"
+    );
+    println!(
+        "no server: listening after {:.0} ms, RSS {:.1} MiB, {:.0} fds; /status p50 {:.2} ms p99 {:.2} ms; /tools p50 {:.2} ms p99 {:.2} ms",
+        of(base, |f| f.connected_ms),
+        base_rss / 1024.0,
+        base_fds,
+        of(base, |f| f.status_p50_ms),
+        of(base, |f| f.status_p99_ms),
+        of(base, |f| f.tools_p50_ms),
+        of(base, |f| f.tools_p99_ms),
+    );
+    println!(
+        "{:>7} | {:>12} {:>12} {:>6} | {:>9} {:>11} {:>9} {:>11} | {:>9} {:>9} {:>9} {:>9} {:>10} | {:>9} {:>13}",
+        "servers",
+        "connected ms",
+        "direct ms",
+        "ratio",
+        "RSS MiB",
+        "KiB/server",
+        "fds",
+        "fds/server",
+        "direct KiB",
+        "dir. fds",
+        "/status",
+        "/tools",
+        "/tools KiB",
+        "reconnect",
+        "/status max"
+    );
+    let mut verdicts = Vec::new();
+    for (&count, (runs, direct)) in counts.iter().zip(results) {
+        let connected = of(runs, |f| f.connected_ms);
+        let direct_ms = of_direct(direct, |d| d.connected_ms);
+        let rss = of(runs, |f| f.rss_kib);
+        let per_server = (rss - base_rss) / count as f64;
+        let fds = of(runs, |f| f.fds);
+        let tools_p99 = of(runs, |f| f.tools_p99_ms);
+        println!(
+            "{:>7} | {:>12.0} {:>12.0} {:>5.2}x | {:>9.1} {:>11.1} {:>9.0} {:>11.2} | {:>9.1} {:>9.2} {:>9.2} {:>9.2} {:>10.0} | {:>7.0}ms {:>11.1}ms",
+            count,
+            connected,
+            direct_ms,
+            connected / direct_ms,
+            rss / 1024.0,
+            per_server,
+            fds,
+            (fds - base_fds) / count as f64,
+            of_direct(direct, |d| d.rss_kib) / count as f64,
+            of_direct(direct, |d| d.fds) / count as f64,
+            of(runs, |f| f.status_p50_ms),
+            of(runs, |f| f.tools_p50_ms),
+            of(runs, |f| f.tools_bytes) / 1024.0,
+            of(runs, |f| f.reconnect_ms),
+            of(runs, |f| f.status_reconnecting_max_ms),
+        );
+        if count == 1000 {
+            let status_p99 = of(runs, |f| f.status_p99_ms);
+            verdicts.push(format!(
+                "1,000 servers connected in {:.2} s (direct: {:.2} s, {:.2}x); target under 5 s: {}",
+                connected / 1e3,
+                direct_ms / 1e3,
+                connected / direct_ms,
+                verdict(connected < 5000.0)
+            ));
+            verdicts.push(format!(
+                "daemon RSS per idle server at 1,000: {per_server:.1} KiB (the library alone: {:.1} KiB); target at most 160 KiB: {}",
+                of_direct(direct, |d| d.rss_kib) / count as f64,
+                verdict(per_server <= 160.0)
+            ));
+            verdicts.push(format!(
+                "/tools with 1,000 servers ({:.0} tools, {:.0} KiB): p50 {:.2} ms, p99 {tools_p99:.2} ms (no server: p99 {:.2} ms); target under 50 ms: {}",
+                of(runs, |f| f.tools),
+                of(runs, |f| f.tools_bytes) / 1024.0,
+                of(runs, |f| f.tools_p50_ms),
+                of(base, |f| f.tools_p99_ms),
+                verdict(tools_p99 < 50.0)
+            ));
+            verdicts.push(format!(
+                "/status with 1,000 servers ({:.0} KiB): p50 {:.2} ms, p99 {status_p99:.2} ms (no server: p99 {:.2} ms); the slowest while all reconnect: {:.1} ms",
+                of(runs, |f| f.status_bytes) / 1024.0,
+                of(runs, |f| f.status_p50_ms),
+                of(base, |f| f.status_p99_ms),
+                of(runs, |f| f.status_reconnecting_max_ms),
+            ));
+        }
+    }
+    println!();
+    for v in verdicts {
+        println!("{v}");
+    }
+}
+
+fn verdict(ok: bool) -> &'static str {
+    if ok { "met" } else { "MISSED" }
+}
