@@ -243,7 +243,8 @@ async fn start_proxy(executable: &Path) -> Result<Target, String> {
         .port();
     let child = {
         use std::os::unix::process::CommandExt;
-        Command::new(executable)
+        let mut command = Command::new(executable);
+        command
             .args(["--host", "127.0.0.1", "--port", &port.to_string()])
             .args([
                 "--log-level",
@@ -255,7 +256,9 @@ async fn start_proxy(executable: &Path) -> Result<Target, String> {
             .stdin(Stdio::null())
             .stdout(Stdio::null())
             .stderr(Stdio::null())
-            .process_group(0)
+            .process_group(0);
+        daemon::die_with_this_process(&mut command);
+        command
             .spawn()
             .map_err(|e| format!("cannot start mcp-proxy: {e}"))?
     };
@@ -313,9 +316,10 @@ fn main() {
             .unwrap_or_else(|e| fail(format!("the fixture server: {e}")));
         let mut servers = serde_json::Map::new();
         servers.insert("fixture".into(), daemon::fixture_entry());
+        let dir = tempfile::tempdir().unwrap_or_else(|e| fail(format!("temp dir: {e}")));
         let mut targets = vec![
             Target::Direct(Arc::new(direct)),
-            Target::Daemon(Daemon::start(servers, Duration::from_secs(60))),
+            Target::Daemon(Daemon::start(dir.path(), servers, Duration::from_secs(60))),
         ];
         let mut proxy_note = None;
         match proxy_executable {

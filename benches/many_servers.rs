@@ -41,8 +41,10 @@ const SETTLE: Duration = Duration::from_secs(1);
 /// One daemon's figures.
 #[derive(Clone, Copy, Default)]
 struct Figures {
-    /// From the spawn to every server connected (ms).
+    /// From the spawn to every server connected (ms): a first start, and a restart with the
+    /// servers' eras remembered.
     connected_ms: f64,
+    restarted_ms: f64,
     rss_kib: f64,
     fds: f64,
     status_p50_ms: f64,
@@ -131,20 +133,14 @@ async fn latency(api: &mut daemon::Api, path: &str) -> (f64, f64, usize) {
     (ms(quantile(&times, 0.5)), ms(quantile(&times, 0.99)), size)
 }
 
-/// The daemon with `count` fixture servers.
-async fn in_daemon(count: usize) -> Figures {
-    let servers: serde_json::Map<String, serde_json::Value> = (0..count)
-        .map(|i| (format!("s{i}"), daemon::fixture_entry()))
-        .collect();
-    let started = Instant::now();
-    let daemon = Daemon::start(servers, START_DEADLINE);
-    let mut api = daemon.connect().await;
-    let connected = loop {
+/// Polls `/v1/mcp/status` until all `count` servers are connected; the time since `started`.
+async fn all_connected(api: &mut daemon::Api, count: usize, started: Instant) -> Duration {
+    loop {
         let status = api.get_json("/v1/mcp/status").await;
         let servers = status["servers"].as_array().cloned().unwrap_or_default();
         let up = servers.iter().filter(|s| s["state"] == "connected").count();
         if up == count {
-            break started.elapsed();
+            return started.elapsed();
         }
         if servers.iter().any(|s| s["state"] == "failed") {
             fail(format!("a server failed: {status}"));
@@ -155,7 +151,20 @@ async fn in_daemon(count: usize) -> Figures {
             ));
         }
         tokio::time::sleep(Duration::from_millis(20)).await;
-    };
+    }
+}
+
+/// The daemon with `count` fixture servers: a first start (no era remembered: each server is
+/// probed), its figures, then a restart on the same config folder (timed only).
+async fn in_daemon(count: usize) -> Figures {
+    let servers: serde_json::Map<String, serde_json::Value> = (0..count)
+        .map(|i| (format!("s{i}"), daemon::fixture_entry()))
+        .collect();
+    let dir = tempfile::tempdir().unwrap_or_else(|e| fail(format!("temp dir: {e}")));
+    let started = Instant::now();
+    let daemon = Daemon::start(dir.path(), servers.clone(), START_DEADLINE);
+    let mut api = daemon.connect().await;
+    let connected = all_connected(&mut api, count, started).await;
     tokio::time::sleep(SETTLE).await;
     let (rss, fds) = daemon.memory_and_fds();
     let (status_p50_ms, status_p99_ms, status_bytes) = latency(&mut api, "/v1/mcp/status").await;
@@ -185,8 +194,13 @@ async fn in_daemon(count: usize) -> Figures {
     }
     let reconnect_ms = reconnect_started.elapsed().as_secs_f64() * 1e3;
     drop(daemon);
+    let started = Instant::now();
+    let daemon = Daemon::start(dir.path(), servers, START_DEADLINE);
+    let restarted = all_connected(&mut daemon.connect().await, count, started).await;
+    drop(daemon);
     Figures {
         connected_ms: connected.as_secs_f64() * 1e3,
+        restarted_ms: restarted.as_secs_f64() * 1e3,
         rss_kib: rss as f64,
         fds: fds as f64,
         status_p50_ms,
@@ -303,94 +317,97 @@ fn report(counts: &[usize], base: &[Figures], results: &[Rounds], rounds: usize)
     println!(
         "many servers: stdio fixture servers in one daemon, beside the daemon with none and the same servers connected directly by the library; medians of {rounds} rounds"
     );
+    println!();
     println!(
-        "no server: listening after {:.0} ms, RSS {:.1} MiB, {:.0} fds; /status p50 {:.2} ms p99 {:.2} ms; /tools p50 {:.2} ms p99 {:.2} ms",
+        "| servers | all connected, first start | restart (eras remembered) | the library directly | first start / direct | reconnect all | slowest /status meanwhile |"
+    );
+    println!("|---|---|---|---|---|---|---|");
+    println!(
+        "| 0 | {:.0} ms (listening) | {:.0} ms | | | | |",
         of(base, |f| f.connected_ms),
-        base_rss / 1024.0,
-        base_fds,
-        of(base, |f| f.status_p50_ms),
-        of(base, |f| f.status_p99_ms),
-        of(base, |f| f.tools_p50_ms),
-        of(base, |f| f.tools_p99_ms),
+        of(base, |f| f.restarted_ms)
     );
-    println!(
-        "{:>7} | {:>12} {:>12} {:>6} | {:>9} {:>11} {:>9} {:>11} | {:>9} {:>9} {:>9} {:>9} {:>10} | {:>9} {:>13}",
-        "servers",
-        "connected ms",
-        "direct ms",
-        "ratio",
-        "RSS MiB",
-        "KiB/server",
-        "fds",
-        "fds/server",
-        "direct KiB",
-        "dir. fds",
-        "/status",
-        "/tools",
-        "/tools KiB",
-        "reconnect",
-        "/status max"
-    );
-    let mut verdicts = Vec::new();
     for (&count, (runs, direct)) in counts.iter().zip(results) {
         let connected = of(runs, |f| f.connected_ms);
         let direct_ms = of_direct(direct, |d| d.connected_ms);
-        let rss = of(runs, |f| f.rss_kib);
-        let per_server = (rss - base_rss) / count as f64;
-        let fds = of(runs, |f| f.fds);
-        let tools_p99 = of(runs, |f| f.tools_p99_ms);
         println!(
-            "{:>7} | {:>12.0} {:>12.0} {:>5.2}x | {:>9.1} {:>11.1} {:>9.0} {:>11.2} | {:>9.1} {:>9.2} {:>9.2} {:>9.2} {:>10.0} | {:>7.0}ms {:>11.1}ms",
-            count,
-            connected,
-            direct_ms,
+            "| {count} | {connected:.0} ms | {:.0} ms | {direct_ms:.0} ms | {:.2}x | {:.0} ms | {:.1} ms |",
+            of(runs, |f| f.restarted_ms),
             connected / direct_ms,
-            rss / 1024.0,
-            per_server,
-            fds,
-            (fds - base_fds) / count as f64,
-            of_direct(direct, |d| d.rss_kib) / count as f64,
-            of_direct(direct, |d| d.fds) / count as f64,
-            of(runs, |f| f.status_p50_ms),
-            of(runs, |f| f.tools_p50_ms),
-            of(runs, |f| f.tools_bytes) / 1024.0,
             of(runs, |f| f.reconnect_ms),
             of(runs, |f| f.status_reconnecting_max_ms),
         );
-        if count == 1000 {
-            let status_p99 = of(runs, |f| f.status_p99_ms);
-            verdicts.push(format!(
-                "1,000 servers connected in {:.2} s (direct: {:.2} s, {:.2}x); target under 5 s: {}",
-                connected / 1e3,
-                direct_ms / 1e3,
-                connected / direct_ms,
-                verdict(connected < 5000.0)
-            ));
-            verdicts.push(format!(
-                "daemon RSS per idle server at 1,000: {per_server:.1} KiB (the library alone: {:.1} KiB); target at most 160 KiB: {}",
-                of_direct(direct, |d| d.rss_kib) / count as f64,
-                verdict(per_server <= 160.0)
-            ));
-            verdicts.push(format!(
-                "/tools with 1,000 servers ({:.0} tools, {:.0} KiB): p50 {:.2} ms, p99 {tools_p99:.2} ms (no server: p99 {:.2} ms); target under 50 ms: {}",
-                of(runs, |f| f.tools),
-                of(runs, |f| f.tools_bytes) / 1024.0,
-                of(runs, |f| f.tools_p50_ms),
-                of(base, |f| f.tools_p99_ms),
-                verdict(tools_p99 < 50.0)
-            ));
-            verdicts.push(format!(
-                "/status with 1,000 servers ({:.0} KiB): p50 {:.2} ms, p99 {status_p99:.2} ms (no server: p99 {:.2} ms); the slowest while all reconnect: {:.1} ms",
-                of(runs, |f| f.status_bytes) / 1024.0,
-                of(runs, |f| f.status_p50_ms),
-                of(base, |f| f.status_p99_ms),
-                of(runs, |f| f.status_reconnecting_max_ms),
-            ));
-        }
     }
     println!();
-    for v in verdicts {
-        println!("{v}");
+    println!(
+        "| servers | daemon RSS | RSS per server | the library's RSS per server | daemon fds | fds per server | the library's fds per server |"
+    );
+    println!("|---|---|---|---|---|---|---|");
+    println!(
+        "| 0 | {:.1} MiB | | | {base_fds:.0} | | |",
+        base_rss / 1024.0
+    );
+    for (&count, (runs, direct)) in counts.iter().zip(results) {
+        let n = count as f64;
+        let rss = of(runs, |f| f.rss_kib);
+        let fds = of(runs, |f| f.fds);
+        println!(
+            "| {count} | {:.1} MiB | {:.1} KiB | {:.1} KiB | {fds:.0} | {:.2} | {:.2} |",
+            rss / 1024.0,
+            (rss - base_rss) / n,
+            of_direct(direct, |d| d.rss_kib) / n,
+            (fds - base_fds) / n,
+            of_direct(direct, |d| d.fds) / n,
+        );
+    }
+    println!();
+    println!(
+        "| servers | tools | /status p50 | /status p99 | its size | /tools p50 | /tools p99 | its size |"
+    );
+    println!("|---|---|---|---|---|---|---|---|");
+    let routes = |count: usize, runs: &[Figures]| {
+        println!(
+            "| {count} | {:.0} | {:.2} ms | {:.2} ms | {:.0} KiB | {:.2} ms | {:.2} ms | {:.0} KiB |",
+            of(runs, |f| f.tools),
+            of(runs, |f| f.status_p50_ms),
+            of(runs, |f| f.status_p99_ms),
+            of(runs, |f| f.status_bytes) / 1024.0,
+            of(runs, |f| f.tools_p50_ms),
+            of(runs, |f| f.tools_p99_ms),
+            of(runs, |f| f.tools_bytes) / 1024.0,
+        )
+    };
+    routes(0, base);
+    for (&count, (runs, _)) in counts.iter().zip(results) {
+        routes(count, runs);
+    }
+    println!();
+    for (&count, (runs, direct)) in counts.iter().zip(results) {
+        if count != 1000 {
+            continue;
+        }
+        let connected = of(runs, |f| f.connected_ms);
+        let direct_ms = of_direct(direct, |d| d.connected_ms);
+        let per_server = (of(runs, |f| f.rss_kib) - base_rss) / count as f64;
+        let tools_p99 = of(runs, |f| f.tools_p99_ms);
+        println!(
+            "1,000 servers connected in {:.2} s at a first start ({:.2} s at a restart; the library directly: {:.2} s, {:.2}x); target under 5 s: {}",
+            connected / 1e3,
+            of(runs, |f| f.restarted_ms) / 1e3,
+            direct_ms / 1e3,
+            connected / direct_ms,
+            verdict(connected < 5000.0)
+        );
+        println!(
+            "daemon RSS per idle server at 1,000: {per_server:.1} KiB (the library alone: {:.1} KiB); target at most 160 KiB: {}",
+            of_direct(direct, |d| d.rss_kib) / count as f64,
+            verdict(per_server <= 160.0)
+        );
+        println!(
+            "/tools with 1,000 servers: p99 {tools_p99:.2} ms (no server: {:.2} ms); target under 50 ms: {}",
+            of(base, |f| f.tools_p99_ms),
+            verdict(tools_p99 < 50.0)
+        );
     }
 }
 

@@ -40,29 +40,36 @@ pub struct Daemon {
     pub token: String,
     /// From the spawn to its `listening on` line (it listens once no server is connecting).
     pub ready_after: Duration,
-    /// The folder of its config, token and stderr log.
-    pub dir: tempfile::TempDir,
 }
 
 impl Daemon {
-    /// Starts the daemon on a config whose `servers` are `servers`, and waits (at most
-    /// `deadline`) for the line that says it listens.
-    pub fn start(servers: serde_json::Map<String, Value>, deadline: Duration) -> Daemon {
-        let dir = tempfile::tempdir().unwrap_or_else(|e| fail(format!("temp dir: {e}")));
-        let config = dir.path().join("mcp.json");
+    /// Starts the daemon on a config in `dir` (its config folder: token, eras, allowlist)
+    /// whose `servers` are `servers`, and waits (at most `deadline`) for the line that says
+    /// it listens. It gets SIGTERM if this process dies first.
+    pub fn start(
+        dir: &std::path::Path,
+        servers: serde_json::Map<String, Value>,
+        deadline: Duration,
+    ) -> Daemon {
+        let config = dir.join("mcp.json");
         let text = serde_json::to_vec(&serde_json::json!({ "servers": servers })).expect("json");
         std::fs::write(&config, text).unwrap_or_else(|e| fail(format!("config: {e}")));
-        let log = std::fs::File::create(dir.path().join("serve.log"))
+        let log = std::fs::File::create(dir.join("serve.log"))
             .unwrap_or_else(|e| fail(format!("log: {e}")));
         let started = Instant::now();
-        let mut child = Command::new(binary())
+        let mut command = Command::new(binary());
+        command
             .args(["serve", "--listen", "127.0.0.1:0", "--config"])
             .arg(&config)
             .arg("--token-file")
-            .arg(dir.path().join("tokens.json"))
+            .arg(dir.join("tokens.json"))
+            // Its eras file and allowlist here too, never in the user's config folder.
+            .env("AGENVOY_CONFIG_DIR", dir)
             .stdin(Stdio::null())
             .stdout(Stdio::piped())
-            .stderr(log)
+            .stderr(log);
+        die_with_this_process(&mut command);
+        let mut child = command
             .spawn()
             .unwrap_or_else(|e| fail(format!("cannot start {}: {e}", binary())));
         let stdout = child.stdout.take().expect("piped");
@@ -78,12 +85,12 @@ impl Daemon {
         let Some(url) = line.trim().strip_prefix("listening on http://") else {
             let _ = child.kill();
             let _ = child.wait();
-            let log = std::fs::read_to_string(dir.path().join("serve.log")).unwrap_or_default();
+            let log = std::fs::read_to_string(dir.join("serve.log")).unwrap_or_default();
             fail(format!(
                 "serve did not say where it listens within {deadline:?} ({line:?}); its stderr:\n{log}"
             ));
         };
-        let token = std::fs::read_to_string(dir.path().join("api-token"))
+        let token = std::fs::read_to_string(dir.join("api-token"))
             .unwrap_or_else(|e| fail(format!("api-token: {e}")))
             .trim()
             .to_string();
@@ -91,7 +98,6 @@ impl Daemon {
             address: url.to_string(),
             token,
             ready_after,
-            dir,
             child,
         }
     }
@@ -126,6 +132,20 @@ impl Drop for Daemon {
         eprintln!("the daemon did not exit within 15 s of SIGTERM: killed");
         let _ = self.child.kill();
         let _ = self.child.wait();
+    }
+}
+
+/// Has `command`'s process get SIGTERM when this one dies (a bench that fails leaves no
+/// daemon or proxy behind). Spawns must come from the main thread: the signal follows the
+/// thread that spawned the process.
+pub fn die_with_this_process(command: &mut Command) {
+    use std::os::unix::process::CommandExt;
+    // SAFETY: prctl is async-signal-safe; nothing else runs between fork and exec.
+    unsafe {
+        command.pre_exec(|| {
+            libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGTERM);
+            Ok(())
+        });
     }
 }
 

@@ -11,7 +11,9 @@
 //! The file (`server-eras.json` beside `mcp.json` for the binary; off for embedders unless
 //! [`super::ManagerOptions::eras`] names one) maps a server's name to a fingerprint of its
 //! entry (program, arguments and variables, or URL): an entry that changed is probed again.
-//! It holds hashes only, no value of the entry.
+//! It holds hashes only, no value of the entry. It is read once, at the first use, and
+//! written without waiting for the disk: with a thousand servers, reading it again for each
+//! and syncing each change took seconds of the daemon's start.
 
 use super::config::ServerConfig;
 use crate::protocol::era::EraPreference;
@@ -27,8 +29,8 @@ const MAX_FILE: u64 = 64 * 1024;
 #[derive(Debug)]
 pub struct EraMemory {
     path: PathBuf,
-    /// Serializes this process's read-modify-write of the file.
-    lock: Mutex<()>,
+    /// The file's map, read at the first use; its lock also orders this process's writes.
+    known: Mutex<Option<BTreeMap<String, String>>>,
 }
 
 impl EraMemory {
@@ -36,7 +38,7 @@ impl EraMemory {
     pub fn new(path: impl Into<PathBuf>) -> Self {
         EraMemory {
             path: path.into(),
-            lock: Mutex::new(()),
+            known: Mutex::new(None),
         }
     }
 
@@ -56,17 +58,26 @@ impl EraMemory {
         if fallback != EraPreference::Auto {
             return fallback;
         }
-        match self.read().get(name) {
+        match self.known().as_ref().and_then(|known| known.get(name)) {
             Some(print) if *print == fingerprint(config) => EraPreference::HandshakeFirst,
             _ => fallback,
         }
     }
 
+    /// The map, read from the file at the first use (`Some` from then on).
+    fn known(&self) -> std::sync::MutexGuard<'_, Option<BTreeMap<String, String>>> {
+        let mut known = self.known.lock().unwrap_or_else(|e| e.into_inner());
+        if known.is_none() {
+            *known = Some(self.read());
+        }
+        known
+    }
+
     /// Notes the era server `name` with entry `config` was found to speak. A file that
     /// cannot be written is only logged: the next start probes, as it would without one.
     pub fn remember(&self, name: &str, config: &ServerConfig, era: Era) {
-        let _held = self.lock.lock().unwrap_or_else(|e| e.into_inner());
-        let mut known = self.read();
+        let mut held = self.known();
+        let known = held.get_or_insert_default();
         let changed = match era {
             Era::Handshake => {
                 let print = fingerprint(config);
@@ -77,8 +88,8 @@ impl EraMemory {
         if !changed {
             return;
         }
-        let text = serde_json::to_string_pretty(&known).expect("a map of strings serializes");
-        if let Err(e) = crate::files::write_private(&self.path, text.as_bytes()) {
+        let text = serde_json::to_string_pretty(known).expect("a map of strings serializes");
+        if let Err(e) = crate::files::write_private_unsynced(&self.path, text.as_bytes()) {
             tracing::debug!(
                 "cannot keep the servers' eras in {}: {e}",
                 self.path.display()
@@ -195,6 +206,8 @@ mod tests {
             "x".repeat(70_000)
         );
         std::fs::write(&path, huge).unwrap();
+        // The file is read at a memory's first use: a new one, as at the next start.
+        let memory = EraMemory::new(&path);
         assert_eq!(
             memory.recall("a", &stdio(&[]), EraPreference::Auto),
             EraPreference::Auto
