@@ -14,7 +14,10 @@
 //! Each is measured with 1 caller and with 64 callers in flight: a warm-up, then every call
 //! timed for `GATEWAY_SECONDS` (default 3): p50, p99, calls/s, and the CPU time the daemon or
 //! the proxy used per call. Rounds (`GATEWAY_ROUNDS`, default 3) interleave the three, and the
-//! median of the rounds counts. `GATEWAY_PROXY=off` leaves mcp-proxy out.
+//! median of the rounds counts. `GATEWAY_PROXY=off` leaves mcp-proxy out. Then the bench runs
+//! itself again with every process on CPU 0 (`GATEWAY_PIN=off` skips it): no wake-ups across
+//! CPUs, the cost of the code itself. `DAEMON_WORKER_THREADS=N` runs the daemon on N tokio
+//! worker threads (an experiment: the binary's default is one per CPU).
 //!
 //! Targets (issue 30): the hop adds at most 50 µs at p50 over a direct call (1 in flight); at
 //! 64 in flight the daemon keeps at least 80% of the direct calls/s; against mcp-proxy the
@@ -300,12 +303,52 @@ fn stop_group(mut child: Child) {
     let _ = child.wait();
 }
 
+/// Set in the bench's second run of itself, every process on CPU 0.
+const PINNED_PASS: &str = "GATEWAY_PINNED_PASS";
+
+/// Keeps this thread, and the threads and processes it starts from now on, on CPU 0.
+fn pin_to_cpu_0() {
+    // SAFETY: a zeroed cpu_set_t is an empty set; CPU_SET writes within it.
+    unsafe {
+        let mut set: libc::cpu_set_t = std::mem::zeroed();
+        libc::CPU_SET(0, &mut set);
+        if libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &set) != 0 {
+            fail("sched_setaffinity to CPU 0 failed");
+        }
+    }
+}
+
 fn main() {
     // `cargo bench` passes `--bench`; this bench takes its settings from the environment.
+    let pinned = std::env::var_os(PINNED_PASS).is_some();
+    if pinned {
+        pin_to_cpu_0();
+    }
     let window = Duration::from_secs_f64(env_number("GATEWAY_SECONDS", 3.0));
     let rounds = env_number("GATEWAY_ROUNDS", 3.0).max(1.0) as usize;
     let with_proxy = std::env::var("GATEWAY_PROXY").as_deref() != Ok("off");
     let proxy_executable = if with_proxy { Some(mcp_proxy()) } else { None };
+    run(window, rounds, proxy_executable, pinned);
+    if pinned || std::env::var("GATEWAY_PIN").as_deref() == Ok("off") {
+        return;
+    }
+    // The same again with every process (this one's threads, the daemon, the fixtures, the
+    // proxy) on one CPU: no wake-ups across CPUs, the cost of the code itself.
+    let status = std::env::current_exe()
+        .and_then(|me| Command::new(me).env(PINNED_PASS, "1").status())
+        .unwrap_or_else(|e| fail(format!("the pinned run: {e}")));
+    if !status.success() {
+        fail(format!("the pinned run exited with {status}"));
+    }
+}
+
+/// One pass: the three targets, interleaved rounds, and the table.
+fn run(
+    window: Duration,
+    rounds: usize,
+    proxy_executable: Option<Result<PathBuf, String>>,
+    pinned: bool,
+) {
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()
@@ -355,7 +398,7 @@ fn main() {
             .iter()
             .map(|per| per.clone().map(|runs| median_figures(&runs)))
             .collect();
-        report(&targets, &medians, window, rounds, proxy_note.as_deref());
+        report(&targets, &medians, window, rounds, proxy_note.as_deref(), pinned);
         for target in targets {
             match target {
                 Target::Direct(c) => c.close().await,
@@ -386,10 +429,16 @@ fn report(
     window: Duration,
     rounds: usize,
     proxy_note: Option<&str>,
+    pinned: bool,
 ) {
     println!();
     println!(
-        "gateway: echo through the daemon beside direct calls and mcp-proxy {PROXY_VERSION}; medians of {rounds} interleaved rounds of {:.1} s per figure",
+        "gateway, {}: echo through the daemon beside direct calls and mcp-proxy {PROXY_VERSION}; medians of {rounds} interleaved rounds of {:.1} s per figure",
+        if pinned {
+            "pinned (every process on CPU 0)"
+        } else {
+            "unpinned"
+        },
         window.as_secs_f64()
     );
     println!(

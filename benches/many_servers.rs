@@ -244,6 +244,23 @@ fn raise_file_limit(needed: u64) {
     }
 }
 
+/// Says the limit of processes (and threads) this user may run: each fixture server is a
+/// process with two threads or so, in the daemon's run and in the direct baseline's.
+fn check_process_limit(needed: u64) {
+    let mut limit = libc::rlimit {
+        rlim_cur: 0,
+        rlim_max: 0,
+    };
+    if unsafe { libc::getrlimit(libc::RLIMIT_NPROC, &mut limit) } != 0 {
+        fail("getrlimit(RLIMIT_NPROC) failed");
+    }
+    let soft = limit.rlim_cur as u64;
+    eprintln!("processes: soft limit {soft}, about {needed} needed at most");
+    if soft < needed {
+        fail("the limit of processes is too low for the largest count (ulimit -u)");
+    }
+}
+
 fn main() {
     let counts: Vec<usize> = std::env::var("MANY_SERVERS")
         .unwrap_or_else(|_| "10,100,1000".to_string())
@@ -263,6 +280,7 @@ fn main() {
     // Each stdio server holds three pipes, in the daemon and in the direct baseline, and the
     // daemon keeps a few more descriptors of its own.
     raise_file_limit(largest * 8 + 1024);
+    check_process_limit(largest * 3 + 256);
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()

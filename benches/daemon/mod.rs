@@ -68,6 +68,10 @@ impl Daemon {
             .stdin(Stdio::null())
             .stdout(Stdio::piped())
             .stderr(log);
+        // For experiments: the daemon's worker threads (tokio reads TOKIO_WORKER_THREADS).
+        if let Ok(workers) = std::env::var("DAEMON_WORKER_THREADS") {
+            command.env("TOKIO_WORKER_THREADS", workers);
+        }
         die_with_this_process(&mut command);
         let mut child = command
             .spawn()
