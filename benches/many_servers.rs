@@ -54,6 +54,9 @@ struct Figures {
     tools_p99_ms: f64,
     tools_bytes: f64,
     tools: f64,
+    /// `POST /v1/mcp/call` of one server's echo, with every server's tools registered.
+    call_p50_ms: f64,
+    call_p99_ms: f64,
     /// The slowest `/status` while every server reconnects (ms), and how long that took.
     status_reconnecting_max_ms: f64,
     reconnect_ms: f64,
@@ -154,6 +157,32 @@ async fn all_connected(api: &mut daemon::Api, count: usize, started: Instant) ->
     }
 }
 
+/// p50 and p99 (ms) of `REQUESTS` sequential `POST /v1/mcp/call`s of the first server's echo.
+async fn call_latency(api: &mut daemon::Api) -> (f64, f64) {
+    let body = Bytes::from_static(
+        br#"{"name":"mcp__s0__echo","arguments":{"text":"hello"},"mode":"auto"}"#,
+    );
+    let mut times = Vec::with_capacity(REQUESTS);
+    for _ in 0..REQUESTS {
+        let t = Instant::now();
+        match api
+            .request(Method::POST, "/v1/mcp/call", Some(body.clone()))
+            .await
+        {
+            Ok((200, answer)) if answer.windows(7).any(|w| w == b"\"hello\"") => {}
+            Ok((status, answer)) => fail(format!(
+                "POST /v1/mcp/call: {status} {}",
+                String::from_utf8_lossy(&answer)
+            )),
+            Err(e) => fail(format!("POST {e}")),
+        }
+        times.push(t.elapsed());
+    }
+    times.sort_unstable();
+    let ms = |d: Duration| d.as_secs_f64() * 1e3;
+    (ms(quantile(&times, 0.5)), ms(quantile(&times, 0.99)))
+}
+
 /// The daemon with `count` fixture servers: a first start (no era remembered: each server is
 /// probed), its figures, then a restart on the same config folder (timed only).
 async fn in_daemon(count: usize) -> Figures {
@@ -169,6 +198,11 @@ async fn in_daemon(count: usize) -> Figures {
     let (rss, fds) = daemon.memory_and_fds();
     let (status_p50_ms, status_p99_ms, status_bytes) = latency(&mut api, "/v1/mcp/status").await;
     let (tools_p50_ms, tools_p99_ms, tools_bytes) = latency(&mut api, "/v1/mcp/tools").await;
+    let (call_p50_ms, call_p99_ms) = if count > 0 {
+        call_latency(&mut api).await
+    } else {
+        (0.0, 0.0)
+    };
     let tools = api.get_json("/v1/mcp/tools").await["tools"]
         .as_array()
         .map_or(0, Vec::len);
@@ -210,6 +244,8 @@ async fn in_daemon(count: usize) -> Figures {
         tools_p99_ms,
         tools_bytes: tools_bytes as f64,
         tools: tools as f64,
+        call_p50_ms,
+        call_p99_ms,
         status_reconnecting_max_ms: slowest.as_secs_f64() * 1e3,
         reconnect_ms,
     }
@@ -380,12 +416,12 @@ fn report(counts: &[usize], base: &[Figures], results: &[Rounds], rounds: usize)
     }
     println!();
     println!(
-        "| servers | tools | /status p50 | /status p99 | its size | /tools p50 | /tools p99 | its size |"
+        "| servers | tools | /status p50 | /status p99 | its size | /tools p50 | /tools p99 | its size | call p50 | call p99 |"
     );
-    println!("|---|---|---|---|---|---|---|---|");
+    println!("|---|---|---|---|---|---|---|---|---|---|");
     let routes = |count: usize, runs: &[Figures]| {
         println!(
-            "| {count} | {:.0} | {:.2} ms | {:.2} ms | {:.0} KiB | {:.2} ms | {:.2} ms | {:.0} KiB |",
+            "| {count} | {:.0} | {:.2} ms | {:.2} ms | {:.0} KiB | {:.2} ms | {:.2} ms | {:.0} KiB | {:.3} ms | {:.3} ms |",
             of(runs, |f| f.tools),
             of(runs, |f| f.status_p50_ms),
             of(runs, |f| f.status_p99_ms),
@@ -393,6 +429,8 @@ fn report(counts: &[usize], base: &[Figures], results: &[Rounds], rounds: usize)
             of(runs, |f| f.tools_p50_ms),
             of(runs, |f| f.tools_p99_ms),
             of(runs, |f| f.tools_bytes) / 1024.0,
+            of(runs, |f| f.call_p50_ms),
+            of(runs, |f| f.call_p99_ms),
         )
     };
     routes(0, base);
