@@ -11,9 +11,9 @@
 //! reconnecting (`POST /v1/mcp/reconnect`), polled every 20 ms.
 //!
 //! The baselines: the daemon with no server (start, memory, descriptors, route latency), and
-//! the same count of fixture servers connected by this crate's `Client` in this process (all
-//! at once, each connect followed by its tool list, as the daemon does), timed the same way,
-//! with this process's memory and descriptors per server.
+//! the same count of fixture servers connected by this crate's `Client` in a new process of
+//! this bench (all at once, each connect followed by its tool list, as the daemon does), timed
+//! the same way, with that process's memory and descriptors per server.
 //!
 //! Rounds (`MANY_SERVERS_ROUNDS`, default 3) repeat it all; the median counts. The soft limit
 //! of open files is raised to the hard one where it is lower than the largest count needs.
@@ -29,6 +29,7 @@ use agenvoy_mcp::{Client, ClientOptions, StdioConfig};
 use bytes::Bytes;
 use daemon::{Daemon, fail, median, quantile};
 use hyper::Method;
+use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 /// Requests per route for the latency figures.
@@ -75,6 +76,35 @@ fn fixture_config() -> StdioConfig {
         command: daemon::binary().to_string(),
         args: vec!["fixture-server".to_string()],
         ..Default::default()
+    }
+}
+
+/// Set in the bench's runs of itself that measure the direct baseline: the count.
+const DIRECT_RUN: &str = "MANY_SERVERS_DIRECT";
+
+/// The direct baseline, in a new process of this bench (so that no memory the allocator kept
+/// from an earlier run counts): its one line of figures.
+fn direct_in_new_process(count: usize) -> Direct {
+    let output = std::env::current_exe()
+        .and_then(|me| {
+            Command::new(me)
+                .env(DIRECT_RUN, count.to_string())
+                .stderr(Stdio::inherit())
+                .output()
+        })
+        .unwrap_or_else(|e| fail(format!("the direct run: {e}")));
+    let line = String::from_utf8_lossy(&output.stdout);
+    let figures: Vec<f64> = line
+        .split_whitespace()
+        .filter_map(|w| w.parse().ok())
+        .collect();
+    match figures[..] {
+        [connected_ms, rss_kib, fds] if output.status.success() => Direct {
+            connected_ms,
+            rss_kib,
+            fds,
+        },
+        _ => fail(format!("the direct run said {line:?} ({})", output.status)),
     }
 }
 
@@ -298,6 +328,15 @@ fn check_process_limit(needed: u64) {
 }
 
 fn main() {
+    if let Some(count) = std::env::var(DIRECT_RUN).ok().and_then(|c| c.parse().ok()) {
+        let runtime = tokio::runtime::Builder::new_multi_thread()
+            .enable_all()
+            .build()
+            .expect("runtime");
+        let d = runtime.block_on(direct(count));
+        println!("{} {} {}", d.connected_ms, d.rss_kib, d.fds);
+        return;
+    }
     let counts: Vec<usize> = std::env::var("MANY_SERVERS")
         .unwrap_or_else(|_| "10,100,1000".to_string())
         .split(',')
@@ -333,7 +372,7 @@ fn main() {
             base.push(b);
             for (i, &count) in counts.iter().enumerate() {
                 let f = in_daemon(count).await;
-                let d = direct(count).await;
+                let d = direct_in_new_process(count);
                 eprintln!(
                     "round {round}: {count:>5} servers: daemon {:.0} ms, {:.0} KiB, {} fds, /status {:.2} ms, /tools {:.2} ms ({} tools), reconnect {:.0} ms (slowest /status {:.1} ms); direct {:.0} ms, +{:.0} KiB, +{} fds",
                     f.connected_ms,
