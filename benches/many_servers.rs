@@ -258,6 +258,15 @@ async fn in_daemon(count: usize) -> Figures {
     }
     let reconnect_ms = reconnect_started.elapsed().as_secs_f64() * 1e3;
     drop(daemon);
+    // Every server's era remembered, so the restart starts each with `initialize`.
+    let eras = std::fs::read_to_string(dir.path().join("server-eras.json")).unwrap_or_default();
+    let remembered = serde_json::from_str::<serde_json::Map<String, serde_json::Value>>(&eras)
+        .map_or(0, |m| m.len());
+    if count > 0 && remembered != count {
+        fail(format!(
+            "server-eras.json remembers {remembered} of {count} servers"
+        ));
+    }
     let started = Instant::now();
     let daemon = Daemon::start(dir.path(), servers, START_DEADLINE);
     let restarted = all_connected(&mut daemon.connect().await, count, started).await;

@@ -12,8 +12,9 @@
 //! [`super::ManagerOptions::eras`] names one) maps a server's name to a fingerprint of its
 //! entry (program, arguments and variables, or URL): an entry that changed is probed again.
 //! It holds hashes only, no value of the entry. It is read once, at the first use, and
-//! written without waiting for the disk: with a thousand servers, reading it again for each
-//! and syncing each change took seconds of the daemon's start.
+//! written without waiting for the disk, the changes made while it is being written in one
+//! write after it: with a thousand servers, reading it again for each and writing (and
+//! syncing) it for each took seconds of the daemon's start.
 
 use super::config::ServerConfig;
 use crate::protocol::era::EraPreference;
@@ -29,8 +30,18 @@ const MAX_FILE: u64 = 64 * 1024;
 #[derive(Debug)]
 pub struct EraMemory {
     path: PathBuf,
-    /// The file's map, read at the first use; its lock also orders this process's writes.
-    known: Mutex<Option<BTreeMap<String, String>>>,
+    known: Mutex<Known>,
+}
+
+/// What this process knows of the file.
+#[derive(Debug, Default)]
+struct Known {
+    /// The file's map, read at the first use.
+    map: Option<BTreeMap<String, String>>,
+    /// The map has changes the file does not have yet.
+    dirty: bool,
+    /// A call is writing the file; it writes again while `dirty`.
+    writing: bool,
 }
 
 impl EraMemory {
@@ -38,7 +49,7 @@ impl EraMemory {
     pub fn new(path: impl Into<PathBuf>) -> Self {
         EraMemory {
             path: path.into(),
-            known: Mutex::new(None),
+            known: Mutex::new(Known::default()),
         }
     }
 
@@ -58,26 +69,28 @@ impl EraMemory {
         if fallback != EraPreference::Auto {
             return fallback;
         }
-        match self.known().as_ref().and_then(|known| known.get(name)) {
+        match self.known().map.as_ref().and_then(|known| known.get(name)) {
             Some(print) if *print == fingerprint(config) => EraPreference::HandshakeFirst,
             _ => fallback,
         }
     }
 
-    /// The map, read from the file at the first use (`Some` from then on).
-    fn known(&self) -> std::sync::MutexGuard<'_, Option<BTreeMap<String, String>>> {
+    /// What is known, the map read from the file at the first use (`Some` from then on).
+    fn known(&self) -> std::sync::MutexGuard<'_, Known> {
         let mut known = self.known.lock().unwrap_or_else(|e| e.into_inner());
-        if known.is_none() {
-            *known = Some(self.read());
+        if known.map.is_none() {
+            known.map = Some(self.read());
         }
         known
     }
 
-    /// Notes the era server `name` with entry `config` was found to speak. A file that
-    /// cannot be written is only logged: the next start probes, as it would without one.
+    /// Notes the era server `name` with entry `config` was found to speak, and writes the
+    /// file, unless another call is writing it: that one writes this change too before it
+    /// returns. A file that cannot be written is only logged: the next start probes, as it
+    /// would without one.
     pub fn remember(&self, name: &str, config: &ServerConfig, era: Era) {
         let mut held = self.known();
-        let known = held.get_or_insert_default();
+        let known = held.map.get_or_insert_default();
         let changed = match era {
             Era::Handshake => {
                 let print = fingerprint(config);
@@ -88,12 +101,29 @@ impl EraMemory {
         if !changed {
             return;
         }
-        let text = serde_json::to_string_pretty(known).expect("a map of strings serializes");
-        if let Err(e) = crate::files::write_private_unsynced(&self.path, text.as_bytes()) {
-            tracing::debug!(
-                "cannot keep the servers' eras in {}: {e}",
-                self.path.display()
-            );
+        held.dirty = true;
+        if held.writing {
+            return;
+        }
+        held.writing = true;
+        drop(held);
+        // Written outside the lock, as long as changes come meanwhile.
+        loop {
+            let text = {
+                let mut held = self.known();
+                if !held.dirty {
+                    held.writing = false;
+                    return;
+                }
+                held.dirty = false;
+                serde_json::to_string_pretty(&held.map).expect("a map of strings serializes")
+            };
+            if let Err(e) = crate::files::write_private_unsynced(&self.path, text.as_bytes()) {
+                tracing::debug!(
+                    "cannot keep the servers' eras in {}: {e}",
+                    self.path.display()
+                );
+            }
         }
     }
 
