@@ -300,13 +300,13 @@ fn raise_file_limit(needed: u64) {
     if unsafe { libc::getrlimit(libc::RLIMIT_NOFILE, &mut limit) } != 0 {
         fail("getrlimit(RLIMIT_NOFILE) failed");
     }
-    let soft = limit.rlim_cur as u64;
-    let hard = limit.rlim_max as u64;
+    let soft = limit.rlim_cur;
+    let hard = limit.rlim_max;
     if soft >= needed {
         eprintln!("open files: soft limit {soft} (hard {hard}), {needed} needed at most");
         return;
     }
-    limit.rlim_cur = needed.min(hard) as libc::rlim_t;
+    limit.rlim_cur = needed.min(hard);
     if unsafe { libc::setrlimit(libc::RLIMIT_NOFILE, &limit) } != 0 {
         fail("setrlimit(RLIMIT_NOFILE) failed");
     }
@@ -314,7 +314,7 @@ fn raise_file_limit(needed: u64) {
         "open files: soft limit raised from {soft} to {} (hard {hard}), {needed} needed at most",
         limit.rlim_cur
     );
-    if (limit.rlim_cur as u64) < needed {
+    if limit.rlim_cur < needed {
         fail("the hard limit of open files is too low for the largest count");
     }
 }
@@ -329,7 +329,7 @@ fn check_process_limit(needed: u64) {
     if unsafe { libc::getrlimit(libc::RLIMIT_NPROC, &mut limit) } != 0 {
         fail("getrlimit(RLIMIT_NPROC) failed");
     }
-    let soft = limit.rlim_cur as u64;
+    let soft = limit.rlim_cur;
     eprintln!("processes: soft limit {soft}, about {needed} needed at most");
     if soft < needed {
         fail("the limit of processes is too low for the largest count (ulimit -u)");
@@ -383,13 +383,14 @@ fn main() {
                 let f = in_daemon(count).await;
                 let d = direct_in_new_process(count);
                 eprintln!(
-                    "round {round}: {count:>5} servers: daemon {:.0} ms, {:.0} KiB, {} fds, /status {:.2} ms, /tools {:.2} ms ({} tools), reconnect {:.0} ms (slowest /status {:.1} ms); direct {:.0} ms, +{:.0} KiB, +{} fds",
+                    "round {round}: {count:>5} servers: daemon {:.0} ms, {:.0} KiB, {} fds, /status {:.2} ms, /tools {:.2} ms ({} tools), call {:.3} ms, reconnect {:.0} ms (slowest /status {:.1} ms); direct {:.0} ms, +{:.0} KiB, +{} fds",
                     f.connected_ms,
                     f.rss_kib,
                     f.fds,
                     f.status_p50_ms,
                     f.tools_p50_ms,
                     f.tools,
+                    f.call_p50_ms,
                     f.reconnect_ms,
                     f.status_reconnecting_max_ms,
                     d.connected_ms,
