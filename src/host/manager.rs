@@ -748,6 +748,7 @@ impl Manager {
 
     /// The server and tool behind registered name `name`, without copying the registry
     /// (each API call asks: a copy was most of a call's cost, more with more servers).
+    #[cfg(feature = "api")]
     pub(crate) fn resolve(&self, name: &str) -> Option<(String, String)> {
         let registry = self.inner.registry.read().expect("registry lock");
         let (server, tool) = registry.resolve(name)?;
