@@ -219,6 +219,36 @@ mod tests {
         assert_eq!(memory.recall("a", &stdio(&["x"]), auto), auto);
     }
 
+    /// Changes made while another call writes the file go into that call's next write:
+    /// none is lost, and each call has its change in the file when it returns.
+    #[test]
+    fn changes_from_many_threads_all_reach_the_file() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("eras.json");
+        let memory = std::sync::Arc::new(EraMemory::new(&path));
+        let threads: Vec<_> = (0..8)
+            .map(|t| {
+                let memory = memory.clone();
+                std::thread::spawn(move || {
+                    for i in 0..50 {
+                        memory.remember(&format!("s{t}-{i}"), &stdio(&[]), Era::Handshake);
+                    }
+                })
+            })
+            .collect();
+        for thread in threads {
+            thread.join().unwrap();
+        }
+        let next_start = EraMemory::new(&path);
+        for t in 0..8 {
+            for i in 0..50 {
+                let name = format!("s{t}-{i}");
+                let recalled = next_start.recall(&name, &stdio(&[]), EraPreference::Auto);
+                assert_eq!(recalled, EraPreference::HandshakeFirst, "{name}");
+            }
+        }
+    }
+
     #[test]
     fn a_broken_or_huge_file_means_probing() {
         let dir = tempfile::tempdir().unwrap();
