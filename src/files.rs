@@ -23,6 +23,17 @@ const TEMP_TRIES: usize = 8;
 /// then renames it over `path`: a reader sees the old file or the new one, never half of one.
 /// A missing folder is created, mode 0700.
 pub(crate) fn write_private(path: &Path, bytes: &[u8]) -> io::Result<()> {
+    write_private_with(path, bytes, true)
+}
+
+/// [`write_private`] without waiting for the disk (no `fsync`): for a cache, which a crash
+/// may leave old or empty, never half written for a reader. Many times faster where a file
+/// is written often (a cache entry per server connected).
+pub(crate) fn write_private_unsynced(path: &Path, bytes: &[u8]) -> io::Result<()> {
+    write_private_with(path, bytes, false)
+}
+
+fn write_private_with(path: &Path, bytes: &[u8], sync: bool) -> io::Result<()> {
     let dir = path
         .parent()
         .filter(|p| !p.as_os_str().is_empty())
@@ -32,14 +43,15 @@ pub(crate) fn write_private(path: &Path, bytes: &[u8]) -> io::Result<()> {
         .file_name()
         .map_or_else(|| "file".into(), |n| n.to_string_lossy().into_owned());
     let temporary = (0..TEMP_TRIES).map(|_| dir.join(format!(".{name}.{:016x}.tmp", random())));
-    write_by_way_of(path, bytes, temporary)
+    write_by_way_of(path, bytes, temporary, sync)
 }
 
-/// [`write_private`] with the temporary names to try, in order.
+/// [`write_private`] with the temporary names to try, in order; `sync`: wait for the disk.
 fn write_by_way_of(
     path: &Path,
     bytes: &[u8],
     temporary: impl IntoIterator<Item = PathBuf>,
+    sync: bool,
 ) -> io::Result<()> {
     for tmp in temporary {
         let mut file = match create_new_private(&tmp) {
@@ -49,7 +61,7 @@ fn write_by_way_of(
         };
         let result = file
             .write_all(bytes)
-            .and_then(|()| file.sync_all())
+            .and_then(|()| if sync { file.sync_all() } else { Ok(()) })
             .and_then(|()| std::fs::rename(&tmp, path));
         if result.is_err() {
             let _ = std::fs::remove_file(&tmp);
@@ -290,11 +302,11 @@ mod tests {
         let guessed: Vec<PathBuf> = (0..3).map(|i| dir.path().join(format!("g{i}"))).collect();
         symlink(&victim, &guessed[0]).unwrap();
         symlink(dir.path().join("created-through-a-link"), &guessed[1]).unwrap();
-        write_by_way_of(&path, b"two", guessed.clone()).unwrap();
+        write_by_way_of(&path, b"two", guessed.clone(), true).unwrap();
         assert_eq!(std::fs::read_to_string(&path).unwrap(), "two");
         assert_eq!(mode(&path), 0o600);
         assert!(!guessed[2].exists(), "the temporary file was renamed");
-        let e = write_by_way_of(&path, b"three", guessed[..2].to_vec()).unwrap_err();
+        let e = write_by_way_of(&path, b"three", guessed[..2].to_vec(), false).unwrap_err();
         assert_eq!(e.kind(), io::ErrorKind::AlreadyExists);
         assert!(e.to_string().contains("remove the stray"), "{e}");
         assert_eq!(std::fs::read_to_string(&path).unwrap(), "two");

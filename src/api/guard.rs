@@ -22,8 +22,18 @@ pub fn token_path(config_path: &Path) -> PathBuf {
 }
 
 /// The API's bearer token. `Debug` never shows it.
-#[derive(Debug, Clone)]
-pub struct ApiToken(Secret);
+#[derive(Clone)]
+pub struct ApiToken {
+    secret: Secret,
+    /// Its SHA-256, made once: each request's token is compared by digest.
+    digest: [u8; 32],
+}
+
+impl std::fmt::Debug for ApiToken {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("ApiToken(***)")
+    }
+}
 
 /// Why an [`ApiToken`] could not be had: a kind a program can match on, a message safe to
 /// show (it never holds the token), and the I/O error behind it, if any, as its
@@ -97,7 +107,14 @@ impl ApiToken {
                 format!("an API token must be at least {MIN_TOKEN_LEN} characters without spaces"),
             ));
         }
-        Ok(ApiToken(text.into()))
+        Ok(ApiToken::of(text))
+    }
+
+    fn of(text: &str) -> ApiToken {
+        ApiToken {
+            secret: text.into(),
+            digest: Sha256::digest(text.as_bytes()).into(),
+        }
     }
 
     /// The token in `path`, made first if the file does not exist: 32 random bytes as
@@ -118,7 +135,7 @@ impl ApiToken {
         }
         let token = crate::auth::pkce::random_token(32);
         match create_new_private(path, token.as_bytes()) {
-            Ok(()) => Ok(ApiToken(token.into())),
+            Ok(()) => Ok(ApiToken::of(&token)),
             Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {
                 let text = std::fs::read_to_string(path).map_err(unreadable)?;
                 Self::from_file(path, &text)
@@ -165,19 +182,17 @@ impl ApiToken {
 
     /// Whether `presented` is the token, in time that does not depend on where they differ.
     pub fn matches(&self, presented: &str) -> bool {
-        let (a, b) = (
-            Sha256::digest(self.0.expose().as_bytes()),
-            Sha256::digest(presented.as_bytes()),
-        );
-        a.iter()
-            .zip(b.iter())
+        let presented = Sha256::digest(presented.as_bytes());
+        self.digest
+            .iter()
+            .zip(presented.iter())
             .fold(0u8, |diff, (x, y)| diff | (x ^ y))
             == 0
     }
 
     /// The token's text, for a caller that hands it to its users.
     pub fn expose(&self) -> &str {
-        self.0.expose()
+        self.secret.expose()
     }
 }
 

@@ -452,10 +452,7 @@ impl Drop for CallSlot<'_> {
 pub(super) async fn call(state: &State, body: Value) -> Answer {
     let (name, arguments, mode) = call_request(&body)?;
     let manager = state.control.manager();
-    let server = manager
-        .registry()
-        .resolve(&name)
-        .map(|(s, _)| s.to_string());
+    let server = manager.resolve(&name).map(|(server, _)| server);
     let most = state.options.limits.max_calls_per_server;
     let _slot = match &server {
         Some(server) => Some(state.calls.take(server, most).ok_or_else(|| {

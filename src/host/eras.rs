@@ -11,7 +11,10 @@
 //! The file (`server-eras.json` beside `mcp.json` for the binary; off for embedders unless
 //! [`super::ManagerOptions::eras`] names one) maps a server's name to a fingerprint of its
 //! entry (program, arguments and variables, or URL): an entry that changed is probed again.
-//! It holds hashes only, no value of the entry.
+//! It holds hashes only, no value of the entry. It is read once, at the first use, and
+//! written without waiting for the disk, the changes made while it is being written in one
+//! write after it: with a thousand servers, reading it again for each and writing (and
+//! syncing) it for each took seconds of the daemon's start.
 
 use super::config::ServerConfig;
 use crate::protocol::era::EraPreference;
@@ -27,8 +30,18 @@ const MAX_FILE: u64 = 64 * 1024;
 #[derive(Debug)]
 pub struct EraMemory {
     path: PathBuf,
-    /// Serializes this process's read-modify-write of the file.
-    lock: Mutex<()>,
+    known: Mutex<Known>,
+}
+
+/// What this process knows of the file.
+#[derive(Debug, Default)]
+struct Known {
+    /// The file's map, read at the first use.
+    map: Option<BTreeMap<String, String>>,
+    /// The map has changes the file does not have yet.
+    dirty: bool,
+    /// A call is writing the file; it writes again while `dirty`.
+    writing: bool,
 }
 
 impl EraMemory {
@@ -36,7 +49,7 @@ impl EraMemory {
     pub fn new(path: impl Into<PathBuf>) -> Self {
         EraMemory {
             path: path.into(),
-            lock: Mutex::new(()),
+            known: Mutex::new(Known::default()),
         }
     }
 
@@ -56,17 +69,28 @@ impl EraMemory {
         if fallback != EraPreference::Auto {
             return fallback;
         }
-        match self.read().get(name) {
+        match self.known().map.as_ref().and_then(|known| known.get(name)) {
             Some(print) if *print == fingerprint(config) => EraPreference::HandshakeFirst,
             _ => fallback,
         }
     }
 
-    /// Notes the era server `name` with entry `config` was found to speak. A file that
-    /// cannot be written is only logged: the next start probes, as it would without one.
+    /// What is known, the map read from the file at the first use (`Some` from then on).
+    fn known(&self) -> std::sync::MutexGuard<'_, Known> {
+        let mut known = self.known.lock().unwrap_or_else(|e| e.into_inner());
+        if known.map.is_none() {
+            known.map = Some(self.read());
+        }
+        known
+    }
+
+    /// Notes the era server `name` with entry `config` was found to speak, and writes the
+    /// file, unless another call is writing it: that one writes this change too before it
+    /// returns. A file that cannot be written is only logged: the next start probes, as it
+    /// would without one.
     pub fn remember(&self, name: &str, config: &ServerConfig, era: Era) {
-        let _held = self.lock.lock().unwrap_or_else(|e| e.into_inner());
-        let mut known = self.read();
+        let mut held = self.known();
+        let known = held.map.get_or_insert_default();
         let changed = match era {
             Era::Handshake => {
                 let print = fingerprint(config);
@@ -77,12 +101,29 @@ impl EraMemory {
         if !changed {
             return;
         }
-        let text = serde_json::to_string_pretty(&known).expect("a map of strings serializes");
-        if let Err(e) = crate::files::write_private(&self.path, text.as_bytes()) {
-            tracing::debug!(
-                "cannot keep the servers' eras in {}: {e}",
-                self.path.display()
-            );
+        held.dirty = true;
+        if held.writing {
+            return;
+        }
+        held.writing = true;
+        drop(held);
+        // Written outside the lock, as long as changes come meanwhile.
+        loop {
+            let text = {
+                let mut held = self.known();
+                if !held.dirty {
+                    held.writing = false;
+                    return;
+                }
+                held.dirty = false;
+                serde_json::to_string_pretty(&held.map).expect("a map of strings serializes")
+            };
+            if let Err(e) = crate::files::write_private_unsynced(&self.path, text.as_bytes()) {
+                tracing::debug!(
+                    "cannot keep the servers' eras in {}: {e}",
+                    self.path.display()
+                );
+            }
         }
     }
 
@@ -178,6 +219,36 @@ mod tests {
         assert_eq!(memory.recall("a", &stdio(&["x"]), auto), auto);
     }
 
+    /// Changes made while another call writes the file go into that call's next write:
+    /// none is lost, and each call has its change in the file when it returns.
+    #[test]
+    fn changes_from_many_threads_all_reach_the_file() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("eras.json");
+        let memory = std::sync::Arc::new(EraMemory::new(&path));
+        let threads: Vec<_> = (0..8)
+            .map(|t| {
+                let memory = memory.clone();
+                std::thread::spawn(move || {
+                    for i in 0..50 {
+                        memory.remember(&format!("s{t}-{i}"), &stdio(&[]), Era::Handshake);
+                    }
+                })
+            })
+            .collect();
+        for thread in threads {
+            thread.join().unwrap();
+        }
+        let next_start = EraMemory::new(&path);
+        for t in 0..8 {
+            for i in 0..50 {
+                let name = format!("s{t}-{i}");
+                let recalled = next_start.recall(&name, &stdio(&[]), EraPreference::Auto);
+                assert_eq!(recalled, EraPreference::HandshakeFirst, "{name}");
+            }
+        }
+    }
+
     #[test]
     fn a_broken_or_huge_file_means_probing() {
         let dir = tempfile::tempdir().unwrap();
@@ -195,6 +266,8 @@ mod tests {
             "x".repeat(70_000)
         );
         std::fs::write(&path, huge).unwrap();
+        // The file is read at a memory's first use: a new one, as at the next start.
+        let memory = EraMemory::new(&path);
         assert_eq!(
             memory.recall("a", &stdio(&[]), EraPreference::Auto),
             EraPreference::Auto

@@ -795,6 +795,15 @@ impl Manager {
         self.inner.registry.read().expect("registry lock").clone()
     }
 
+    /// The server and tool behind registered name `name`, without copying the registry
+    /// (each API call asks: a copy was most of a call's cost, more with more servers).
+    #[cfg(feature = "api")]
+    pub(crate) fn resolve(&self, name: &str) -> Option<(String, String)> {
+        let registry = self.inner.registry.read().expect("registry lock");
+        let (server, tool) = registry.resolve(name)?;
+        Some((server.to_string(), tool.to_string()))
+    }
+
     /// Every registered tool's definition, sorted by name: what to give the LLM API. Every
     /// connected server's tools are in it from [`Manager::new`] on (with
     /// [`Manager::start`], each server's once it has connected).
