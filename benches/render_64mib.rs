@@ -16,7 +16,8 @@ mod common;
 /// output): numbered lines of 40 such escapes, ending in `\n`. `\b` `\t` `\n` `\f` `\r` have
 /// short escapes, so they are left out of the dump.
 fn escapes(size: usize) -> Vec<u8> {
-    let mut msg = br#"{"jsonrpc":"2.0","id":1,"result":{"content":[{"type":"text","text":""#.to_vec();
+    let mut msg =
+        br#"{"jsonrpc":"2.0","id":1,"result":{"content":[{"type":"text","text":""#.to_vec();
     let mut state = 0x9E37_79B9_7F4A_7C15u64;
     let mut n = 0u64;
     while msg.len() < size {
