@@ -50,13 +50,25 @@ fn push_code_point(n: u32, out: &mut [u8; 4]) -> usize {
     }
 }
 
-fn hex(b: u8) -> Option<u16> {
-    match b {
-        b'0'..=b'9' => Some((b - b'0') as u16),
-        b'a'..=b'f' => Some((b - b'a' + 10) as u16),
-        b'A'..=b'F' => Some((b - b'A' + 10) as u16),
-        _ => None,
+/// The value of each hex digit; 0xFF for any other byte.
+pub(super) const HEX: [u8; 256] = {
+    let mut t = [0xFF; 256];
+    let mut k = 0;
+    while k < 256 {
+        t[k] = match k as u8 {
+            b @ b'0'..=b'9' => b - b'0',
+            b @ b'a'..=b'f' => b - b'a' + 10,
+            b @ b'A'..=b'F' => b - b'A' + 10,
+            _ => 0xFF,
+        };
+        k += 1;
     }
+    t
+};
+
+fn hex(b: u8) -> Option<u16> {
+    let v = HEX[usize::from(b)];
+    (v != 0xFF).then_some(u16::from(v))
 }
 
 /// The escape after the backslash at `chunk[j - 1]`, when it is valid, whole in the chunk and

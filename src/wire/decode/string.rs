@@ -2,12 +2,12 @@
 //! where the sink keeps nothing more, or copied (and unescaped) in bulk into a scratch block
 //! for a sink that keeps bytes; and the UTF-8 check of a character a chunk's end cuts.
 
-use super::escape::{Esc, unescape};
+use super::escape::{Esc, HEX, unescape};
 use super::lex::Lex;
 use super::roles::Fail;
 use super::sink::Sink;
 use super::{DecodeError, MessageDecoder};
-use crate::wire::scan::{self, Utf8, utf8_char};
+use crate::wire::scan::{self, ESCAPES, Utf8, utf8_char};
 
 /// The state of the string being read.
 #[derive(Debug, Clone, Copy)]
@@ -371,17 +371,31 @@ impl MessageDecoder {
         let (mut from, mut read) = (w.at, plan.read);
         let mut escapes = plan.escaping & plan.live;
         while escapes != 0 {
-            let j = w.at + escapes.trailing_zeros() as usize;
+            let k = escapes.trailing_zeros();
+            let j = w.at + k as usize;
             escapes &= escapes - 1;
-            // The plan only lets through escapes `unescape` reads.
-            let Some((next, bytes, n)) = unescape(chunk, j + 1) else {
-                read = j - w.at;
-                break;
-            };
             held += copy_block(out, held, chunk, from, j);
-            out[held..held + 4].copy_from_slice(&bytes);
-            held += n;
-            from = next;
+            // The plan only lets through whole escapes that are valid and no surrogate; the
+            // two most common kinds are read from their masks (their `u` is at `k + 1`).
+            if (plan.u >> k) & 2 == 0 {
+                out[held] = ESCAPES[usize::from(chunk[j + 1])];
+                (held, from) = (held + 1, j + 2);
+            } else if (plan.one >> k) & 2 != 0 {
+                // `\u00XY` below `\u0080`: X and Y are hex digits.
+                let (x, y) = (
+                    HEX[usize::from(chunk[j + 4])],
+                    HEX[usize::from(chunk[j + 5])],
+                );
+                out[held] = (x << 4) | y;
+                (held, from) = (held + 1, j + 6);
+            } else {
+                let Some((next, bytes, n)) = unescape(chunk, j + 1) else {
+                    (read, from) = (j - w.at, j);
+                    break;
+                };
+                out[held..held + 4].copy_from_slice(&bytes);
+                (held, from) = (held + n, next);
+            }
         }
         held += copy_block(out, held, chunk, from, w.at + read);
         self.held = held;

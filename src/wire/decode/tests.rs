@@ -512,3 +512,82 @@ fn escape_runs_split_anywhere_near_the_cap_match_the_reference() {
         }
     }
 }
+
+#[test]
+fn dense_escape_text_split_anywhere_matches_the_reference() {
+    // Text that is nearly all `\u00XX` escapes (a binary dump, terminal output), which the
+    // scanner reads in bulk both while it is kept and, past the cap, while it is only counted:
+    // many windows of it, now and then broken by what the bulk paths leave to the rest (a
+    // surrogate pair, lone surrogates, other escapes, invalid ones, raw control characters,
+    // broken UTF-8, runs of backslashes); cut into chunks at every few bytes (so escapes,
+    // surrogate pairs and characters are split every way), with caps that land inside runs.
+    const BREAKS: &[&str] = &[
+        r"\ud83d\ude00",
+        r"\ud800",
+        r"\udc00",
+        r"\u00e9",
+        r"\u0800",
+        r"\\",
+        r#"\""#,
+        r"\x",
+        r"\u00G1",
+        "\u{1}",
+        "é",
+        "東京😀",
+        "\"",
+    ];
+    let mut rng = Lcg(0xD0_5E5C);
+    for round in 0..6 {
+        let mut text = String::new();
+        while text.len() < 3000 {
+            match rng.below(60) {
+                0 if round > 0 => text.push_str(BREAKS[rng.below(BREAKS.len())]),
+                1..=4 => text.push_str(r"\n"),
+                5..=7 => text.push_str("[32m"),
+                _ => text.push_str(&format!(r"\u00{:02x}", rng.below(32))),
+            }
+        }
+        let mut msg = format!(r#"{{"result":{{"content":[{{"type":"text","text":"{text}"}}]}}}}"#)
+            .into_bytes();
+        if round == 5 {
+            // Broken UTF-8 inside a run, a byte that is no character and a cut one.
+            let at = msg.len() / 2;
+            msg.splice(at..at, [0xE6, 0x9D, b'x', 0xFF]);
+        }
+        for cap in [0, 1, 17, 333, 499, 100_000] {
+            assert_matches_reference(&msg, cap, &[]);
+            for at in (40..msg.len()).step_by(7) {
+                assert_matches_reference(&msg, cap, &[at]);
+            }
+            for _ in 0..20 {
+                let mut cuts: Vec<usize> = (0..1 + rng.below(6))
+                    .map(|_| rng.below(msg.len()))
+                    .collect();
+                cuts.sort();
+                assert_matches_reference(&msg, cap, &cuts);
+            }
+        }
+    }
+}
+
+#[test]
+fn a_surrogate_pair_amid_escapes_is_read_alike_in_any_split() {
+    // A surrogate pair (and a lone one) in the middle of a run of `\u00XX`, kept or counted,
+    // with the chunk cut at every byte around it, alone and with a second cut right after.
+    let run = r"\u001b\u0007".repeat(20);
+    for middle in [r"\ud83d\ude00", r"\ud83d\u0041", r"\ude00\ud83d"] {
+        let text = format!("{run}{middle}{run}");
+        let msg = format!(r#"{{"result":{{"content":[{{"type":"text","text":"{text}"}}]}}}}"#);
+        let msg = msg.as_bytes();
+        let at = msg
+            .windows(middle.len())
+            .position(|w| w == middle.as_bytes());
+        let at = at.expect("the pair is in the message");
+        for cap in [0, 20, 39, 40, 41, 42, 43, 44, 1000] {
+            for cut in at - 70..at + middle.len() + 70 {
+                assert_matches_reference(msg, cap, &[cut]);
+                assert_matches_reference(msg, cap, &[cut, cut + 1]);
+            }
+        }
+    }
+}
