@@ -23,355 +23,372 @@
 //!
 //!     cargo bench --bench many_servers
 
+// It reads /proc and sets resource limits: Linux only.
+#[cfg(target_os = "linux")]
 mod daemon;
 
-use agenvoy_mcp::{Client, ClientOptions, StdioConfig};
-use bytes::Bytes;
-use daemon::{Daemon, fail, median, quantile};
-use hyper::Method;
-use std::process::{Command, Stdio};
-use std::time::{Duration, Instant};
-
-/// Requests per route for the latency figures.
-const REQUESTS: usize = 50;
-/// How long the daemon may take to listen.
-const START_DEADLINE: Duration = Duration::from_secs(120);
-/// Idle time after connecting, before memory is read (the first tool lists settle).
-const SETTLE: Duration = Duration::from_secs(1);
-
-/// One daemon's figures.
-#[derive(Clone, Copy, Default)]
-struct Figures {
-    /// From the spawn to every server connected (ms): a first start, and a restart with the
-    /// servers' eras remembered.
-    connected_ms: f64,
-    restarted_ms: f64,
-    rss_kib: f64,
-    fds: f64,
-    status_p50_ms: f64,
-    status_p99_ms: f64,
-    status_bytes: f64,
-    tools_p50_ms: f64,
-    tools_p99_ms: f64,
-    tools_bytes: f64,
-    tools: f64,
-    /// `POST /v1/mcp/call` of one server's echo, with every server's tools registered.
-    call_p50_ms: f64,
-    call_p99_ms: f64,
-    /// The slowest `/status` while every server reconnects (ms), and how long that took.
-    status_reconnecting_max_ms: f64,
-    reconnect_ms: f64,
+#[cfg(target_os = "linux")]
+fn main() {
+    linux::main()
 }
 
-/// The library baseline's figures.
-#[derive(Clone, Copy, Default)]
-struct Direct {
-    connected_ms: f64,
-    rss_kib: f64,
-    fds: f64,
+#[cfg(not(target_os = "linux"))]
+fn main() {
+    eprintln!("this bench reads /proc and sets resource limits: it runs on Linux only");
 }
 
-fn fixture_config() -> StdioConfig {
-    StdioConfig {
-        command: daemon::binary().to_string(),
-        args: vec!["fixture-server".to_string()],
-        ..Default::default()
+#[cfg(target_os = "linux")]
+mod linux {
+    use super::daemon;
+
+    use agenvoy_mcp::{Client, ClientOptions, StdioConfig};
+    use bytes::Bytes;
+    use daemon::{Daemon, fail, median, quantile};
+    use hyper::Method;
+    use std::process::{Command, Stdio};
+    use std::time::{Duration, Instant};
+
+    /// Requests per route for the latency figures.
+    const REQUESTS: usize = 50;
+    /// How long the daemon may take to listen.
+    const START_DEADLINE: Duration = Duration::from_secs(120);
+    /// Idle time after connecting, before memory is read (the first tool lists settle).
+    const SETTLE: Duration = Duration::from_secs(1);
+
+    /// One daemon's figures.
+    #[derive(Clone, Copy, Default)]
+    struct Figures {
+        /// From the spawn to every server connected (ms): a first start, and a restart with the
+        /// servers' eras remembered.
+        connected_ms: f64,
+        restarted_ms: f64,
+        rss_kib: f64,
+        fds: f64,
+        status_p50_ms: f64,
+        status_p99_ms: f64,
+        status_bytes: f64,
+        tools_p50_ms: f64,
+        tools_p99_ms: f64,
+        tools_bytes: f64,
+        tools: f64,
+        /// `POST /v1/mcp/call` of one server's echo, with every server's tools registered.
+        call_p50_ms: f64,
+        call_p99_ms: f64,
+        /// The slowest `/status` while every server reconnects (ms), and how long that took.
+        status_reconnecting_max_ms: f64,
+        reconnect_ms: f64,
     }
-}
 
-/// Set in the bench's runs of itself that measure the direct baseline: the count.
-const DIRECT_RUN: &str = "MANY_SERVERS_DIRECT";
-
-/// The direct baseline, in a new process of this bench (so that no memory the allocator kept
-/// from an earlier run counts): its one line of figures.
-fn direct_in_new_process(count: usize) -> Direct {
-    let output = std::env::current_exe()
-        .and_then(|me| {
-            Command::new(me)
-                .env(DIRECT_RUN, count.to_string())
-                .stderr(Stdio::inherit())
-                .output()
-        })
-        .unwrap_or_else(|e| fail(format!("the direct run: {e}")));
-    let line = String::from_utf8_lossy(&output.stdout);
-    let figures: Vec<f64> = line
-        .split_whitespace()
-        .filter_map(|w| w.parse().ok())
-        .collect();
-    match figures[..] {
-        [connected_ms, rss_kib, fds] if output.status.success() => Direct {
-            connected_ms,
-            rss_kib,
-            fds,
-        },
-        _ => fail(format!("the direct run said {line:?} ({})", output.status)),
+    /// The library baseline's figures.
+    #[derive(Clone, Copy, Default)]
+    struct Direct {
+        connected_ms: f64,
+        rss_kib: f64,
+        fds: f64,
     }
-}
 
-/// `count` fixture servers connected by this crate's client in this process, at once.
-async fn direct(count: usize) -> Direct {
-    let (rss_before, fds_before) = daemon::process_memory_and_fds(std::process::id());
-    let started = Instant::now();
-    let mut connecting = tokio::task::JoinSet::new();
-    for i in 0..count {
-        connecting.spawn(async move {
-            let client = Client::connect_stdio(
-                &format!("s{i}"),
-                &fixture_config(),
-                ClientOptions::default(),
-            )
-            .await
-            .unwrap_or_else(|e| fail(format!("a direct connect: {e}")));
-            client
-                .list_tools()
+    fn fixture_config() -> StdioConfig {
+        StdioConfig {
+            command: daemon::binary().to_string(),
+            args: vec!["fixture-server".to_string()],
+            ..Default::default()
+        }
+    }
+
+    /// Set in the bench's runs of itself that measure the direct baseline: the count.
+    const DIRECT_RUN: &str = "MANY_SERVERS_DIRECT";
+
+    /// The direct baseline, in a new process of this bench (so that no memory the allocator kept
+    /// from an earlier run counts): its one line of figures.
+    fn direct_in_new_process(count: usize) -> Direct {
+        let output = std::env::current_exe()
+            .and_then(|me| {
+                Command::new(me)
+                    .env(DIRECT_RUN, count.to_string())
+                    .stderr(Stdio::inherit())
+                    .output()
+            })
+            .unwrap_or_else(|e| fail(format!("the direct run: {e}")));
+        let line = String::from_utf8_lossy(&output.stdout);
+        let figures: Vec<f64> = line
+            .split_whitespace()
+            .filter_map(|w| w.parse().ok())
+            .collect();
+        match figures[..] {
+            [connected_ms, rss_kib, fds] if output.status.success() => Direct {
+                connected_ms,
+                rss_kib,
+                fds,
+            },
+            _ => fail(format!("the direct run said {line:?} ({})", output.status)),
+        }
+    }
+
+    /// `count` fixture servers connected by this crate's client in this process, at once.
+    async fn direct(count: usize) -> Direct {
+        let (rss_before, fds_before) = daemon::process_memory_and_fds(std::process::id());
+        let started = Instant::now();
+        let mut connecting = tokio::task::JoinSet::new();
+        for i in 0..count {
+            connecting.spawn(async move {
+                let client = Client::connect_stdio(
+                    &format!("s{i}"),
+                    &fixture_config(),
+                    ClientOptions::default(),
+                )
                 .await
-                .unwrap_or_else(|e| fail(format!("a direct tools/list: {e}")));
-            client
+                .unwrap_or_else(|e| fail(format!("a direct connect: {e}")));
+                client
+                    .list_tools()
+                    .await
+                    .unwrap_or_else(|e| fail(format!("a direct tools/list: {e}")));
+                client
+            });
+        }
+        let mut clients = Vec::with_capacity(count);
+        while let Some(client) = connecting.join_next().await {
+            clients.push(client.unwrap_or_else(|e| fail(format!("a connect task: {e}"))));
+        }
+        let connected = started.elapsed();
+        tokio::time::sleep(SETTLE).await;
+        let (rss, fds) = daemon::process_memory_and_fds(std::process::id());
+        let mut closing = tokio::task::JoinSet::new();
+        for client in clients {
+            closing.spawn(async move { client.close().await });
+        }
+        while closing.join_next().await.is_some() {}
+        Direct {
+            connected_ms: connected.as_secs_f64() * 1e3,
+            rss_kib: rss.saturating_sub(rss_before) as f64,
+            fds: fds.saturating_sub(fds_before) as f64,
+        }
+    }
+
+    /// p50, p99 (ms) and the answer's size of `REQUESTS` sequential GETs of `path`.
+    async fn latency(api: &mut daemon::Api, path: &str) -> (f64, f64, usize) {
+        let mut times = Vec::with_capacity(REQUESTS);
+        let mut size = 0;
+        for _ in 0..REQUESTS {
+            let t = Instant::now();
+            match api.request(Method::GET, path, None).await {
+                Ok((200, body)) => size = body.len(),
+                Ok((status, _)) => fail(format!("GET {path}: {status}")),
+                Err(e) => fail(format!("GET {e}")),
+            }
+            times.push(t.elapsed());
+        }
+        times.sort_unstable();
+        let ms = |d: Duration| d.as_secs_f64() * 1e3;
+        (ms(quantile(&times, 0.5)), ms(quantile(&times, 0.99)), size)
+    }
+
+    /// Polls `/v1/mcp/status` until all `count` servers are connected; the time since `started`.
+    async fn all_connected(api: &mut daemon::Api, count: usize, started: Instant) -> Duration {
+        loop {
+            let status = api.get_json("/v1/mcp/status").await;
+            let servers = status["servers"].as_array().cloned().unwrap_or_default();
+            let up = servers.iter().filter(|s| s["state"] == "connected").count();
+            if up == count {
+                return started.elapsed();
+            }
+            if servers.iter().any(|s| s["state"] == "failed") {
+                fail(format!("a server failed: {status}"));
+            }
+            if started.elapsed() > START_DEADLINE {
+                fail(format!(
+                    "{up} of {count} servers connected after {START_DEADLINE:?}"
+                ));
+            }
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    }
+
+    /// p50 and p99 (ms) of `REQUESTS` sequential `POST /v1/mcp/call`s of the first server's echo.
+    async fn call_latency(api: &mut daemon::Api) -> (f64, f64) {
+        let body = Bytes::from_static(
+            br#"{"name":"mcp__s0__echo","arguments":{"text":"hello"},"mode":"auto"}"#,
+        );
+        let mut times = Vec::with_capacity(REQUESTS);
+        for _ in 0..REQUESTS {
+            let t = Instant::now();
+            match api
+                .request(Method::POST, "/v1/mcp/call", Some(body.clone()))
+                .await
+            {
+                Ok((200, answer)) if answer.windows(7).any(|w| w == b"\"hello\"") => {}
+                Ok((status, answer)) => fail(format!(
+                    "POST /v1/mcp/call: {status} {}",
+                    String::from_utf8_lossy(&answer)
+                )),
+                Err(e) => fail(format!("POST {e}")),
+            }
+            times.push(t.elapsed());
+        }
+        times.sort_unstable();
+        let ms = |d: Duration| d.as_secs_f64() * 1e3;
+        (ms(quantile(&times, 0.5)), ms(quantile(&times, 0.99)))
+    }
+
+    /// The daemon with `count` fixture servers: a first start (no era remembered: each server is
+    /// probed), its figures, then a restart on the same config folder (timed only).
+    async fn in_daemon(count: usize) -> Figures {
+        let servers: serde_json::Map<String, serde_json::Value> = (0..count)
+            .map(|i| (format!("s{i}"), daemon::fixture_entry()))
+            .collect();
+        let dir = tempfile::tempdir().unwrap_or_else(|e| fail(format!("temp dir: {e}")));
+        let started = Instant::now();
+        let daemon = Daemon::start(dir.path(), servers.clone(), START_DEADLINE);
+        let mut api = daemon.connect().await;
+        let connected = all_connected(&mut api, count, started).await;
+        tokio::time::sleep(SETTLE).await;
+        let (rss, fds) = daemon.memory_and_fds();
+        let (status_p50_ms, status_p99_ms, status_bytes) =
+            latency(&mut api, "/v1/mcp/status").await;
+        let (tools_p50_ms, tools_p99_ms, tools_bytes) = latency(&mut api, "/v1/mcp/tools").await;
+        let (call_p50_ms, call_p99_ms) = if count > 0 {
+            call_latency(&mut api).await
+        } else {
+            (0.0, 0.0)
+        };
+        let tools = api.get_json("/v1/mcp/tools").await["tools"]
+            .as_array()
+            .map_or(0, Vec::len);
+        // Every server reconnecting (each closed and started again) while /status is polled on
+        // another connection.
+        let mut reconnecting = daemon.connect().await;
+        let reconnect_started = Instant::now();
+        let reconnect = tokio::spawn(async move {
+            reconnecting
+                .request(Method::POST, "/v1/mcp/reconnect", Some(Bytes::new()))
+                .await
         });
-    }
-    let mut clients = Vec::with_capacity(count);
-    while let Some(client) = connecting.join_next().await {
-        clients.push(client.unwrap_or_else(|e| fail(format!("a connect task: {e}"))));
-    }
-    let connected = started.elapsed();
-    tokio::time::sleep(SETTLE).await;
-    let (rss, fds) = daemon::process_memory_and_fds(std::process::id());
-    let mut closing = tokio::task::JoinSet::new();
-    for client in clients {
-        closing.spawn(async move { client.close().await });
-    }
-    while closing.join_next().await.is_some() {}
-    Direct {
-        connected_ms: connected.as_secs_f64() * 1e3,
-        rss_kib: rss.saturating_sub(rss_before) as f64,
-        fds: fds.saturating_sub(fds_before) as f64,
-    }
-}
-
-/// p50, p99 (ms) and the answer's size of `REQUESTS` sequential GETs of `path`.
-async fn latency(api: &mut daemon::Api, path: &str) -> (f64, f64, usize) {
-    let mut times = Vec::with_capacity(REQUESTS);
-    let mut size = 0;
-    for _ in 0..REQUESTS {
-        let t = Instant::now();
-        match api.request(Method::GET, path, None).await {
-            Ok((200, body)) => size = body.len(),
-            Ok((status, _)) => fail(format!("GET {path}: {status}")),
-            Err(e) => fail(format!("GET {e}")),
+        let mut slowest = Duration::ZERO;
+        while !reconnect.is_finished() {
+            let t = Instant::now();
+            api.get_json("/v1/mcp/status").await;
+            slowest = slowest.max(t.elapsed());
+            tokio::time::sleep(Duration::from_millis(20)).await;
         }
-        times.push(t.elapsed());
-    }
-    times.sort_unstable();
-    let ms = |d: Duration| d.as_secs_f64() * 1e3;
-    (ms(quantile(&times, 0.5)), ms(quantile(&times, 0.99)), size)
-}
-
-/// Polls `/v1/mcp/status` until all `count` servers are connected; the time since `started`.
-async fn all_connected(api: &mut daemon::Api, count: usize, started: Instant) -> Duration {
-    loop {
-        let status = api.get_json("/v1/mcp/status").await;
-        let servers = status["servers"].as_array().cloned().unwrap_or_default();
-        let up = servers.iter().filter(|s| s["state"] == "connected").count();
-        if up == count {
-            return started.elapsed();
+        match reconnect.await {
+            Ok(Ok((200, _))) => {}
+            other => fail(format!("POST /v1/mcp/reconnect: {other:?}")),
         }
-        if servers.iter().any(|s| s["state"] == "failed") {
-            fail(format!("a server failed: {status}"));
-        }
-        if started.elapsed() > START_DEADLINE {
+        let reconnect_ms = reconnect_started.elapsed().as_secs_f64() * 1e3;
+        drop(daemon);
+        // Every server's era remembered, so the restart starts each with `initialize`.
+        let eras = std::fs::read_to_string(dir.path().join("server-eras.json")).unwrap_or_default();
+        let remembered = serde_json::from_str::<serde_json::Map<String, serde_json::Value>>(&eras)
+            .map_or(0, |m| m.len());
+        if count > 0 && remembered != count {
             fail(format!(
-                "{up} of {count} servers connected after {START_DEADLINE:?}"
+                "server-eras.json remembers {remembered} of {count} servers"
             ));
         }
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
-}
-
-/// p50 and p99 (ms) of `REQUESTS` sequential `POST /v1/mcp/call`s of the first server's echo.
-async fn call_latency(api: &mut daemon::Api) -> (f64, f64) {
-    let body = Bytes::from_static(
-        br#"{"name":"mcp__s0__echo","arguments":{"text":"hello"},"mode":"auto"}"#,
-    );
-    let mut times = Vec::with_capacity(REQUESTS);
-    for _ in 0..REQUESTS {
-        let t = Instant::now();
-        match api
-            .request(Method::POST, "/v1/mcp/call", Some(body.clone()))
-            .await
-        {
-            Ok((200, answer)) if answer.windows(7).any(|w| w == b"\"hello\"") => {}
-            Ok((status, answer)) => fail(format!(
-                "POST /v1/mcp/call: {status} {}",
-                String::from_utf8_lossy(&answer)
-            )),
-            Err(e) => fail(format!("POST {e}")),
+        let started = Instant::now();
+        let daemon = Daemon::start(dir.path(), servers, START_DEADLINE);
+        let restarted = all_connected(&mut daemon.connect().await, count, started).await;
+        drop(daemon);
+        Figures {
+            connected_ms: connected.as_secs_f64() * 1e3,
+            restarted_ms: restarted.as_secs_f64() * 1e3,
+            rss_kib: rss as f64,
+            fds: fds as f64,
+            status_p50_ms,
+            status_p99_ms,
+            status_bytes: status_bytes as f64,
+            tools_p50_ms,
+            tools_p99_ms,
+            tools_bytes: tools_bytes as f64,
+            tools: tools as f64,
+            call_p50_ms,
+            call_p99_ms,
+            status_reconnecting_max_ms: slowest.as_secs_f64() * 1e3,
+            reconnect_ms,
         }
-        times.push(t.elapsed());
     }
-    times.sort_unstable();
-    let ms = |d: Duration| d.as_secs_f64() * 1e3;
-    (ms(quantile(&times, 0.5)), ms(quantile(&times, 0.99)))
-}
 
-/// The daemon with `count` fixture servers: a first start (no era remembered: each server is
-/// probed), its figures, then a restart on the same config folder (timed only).
-async fn in_daemon(count: usize) -> Figures {
-    let servers: serde_json::Map<String, serde_json::Value> = (0..count)
-        .map(|i| (format!("s{i}"), daemon::fixture_entry()))
-        .collect();
-    let dir = tempfile::tempdir().unwrap_or_else(|e| fail(format!("temp dir: {e}")));
-    let started = Instant::now();
-    let daemon = Daemon::start(dir.path(), servers.clone(), START_DEADLINE);
-    let mut api = daemon.connect().await;
-    let connected = all_connected(&mut api, count, started).await;
-    tokio::time::sleep(SETTLE).await;
-    let (rss, fds) = daemon.memory_and_fds();
-    let (status_p50_ms, status_p99_ms, status_bytes) = latency(&mut api, "/v1/mcp/status").await;
-    let (tools_p50_ms, tools_p99_ms, tools_bytes) = latency(&mut api, "/v1/mcp/tools").await;
-    let (call_p50_ms, call_p99_ms) = if count > 0 {
-        call_latency(&mut api).await
-    } else {
-        (0.0, 0.0)
-    };
-    let tools = api.get_json("/v1/mcp/tools").await["tools"]
-        .as_array()
-        .map_or(0, Vec::len);
-    // Every server reconnecting (each closed and started again) while /status is polled on
-    // another connection.
-    let mut reconnecting = daemon.connect().await;
-    let reconnect_started = Instant::now();
-    let reconnect = tokio::spawn(async move {
-        reconnecting
-            .request(Method::POST, "/v1/mcp/reconnect", Some(Bytes::new()))
-            .await
-    });
-    let mut slowest = Duration::ZERO;
-    while !reconnect.is_finished() {
-        let t = Instant::now();
-        api.get_json("/v1/mcp/status").await;
-        slowest = slowest.max(t.elapsed());
-        tokio::time::sleep(Duration::from_millis(20)).await;
+    /// Raises the soft limit of open files to what `needed` asks, as far as the hard limit
+    /// allows (the daemon inherits it); says what it did.
+    fn raise_file_limit(needed: u64) {
+        let mut limit = libc::rlimit {
+            rlim_cur: 0,
+            rlim_max: 0,
+        };
+        if unsafe { libc::getrlimit(libc::RLIMIT_NOFILE, &mut limit) } != 0 {
+            fail("getrlimit(RLIMIT_NOFILE) failed");
+        }
+        let soft = limit.rlim_cur;
+        let hard = limit.rlim_max;
+        if soft >= needed {
+            eprintln!("open files: soft limit {soft} (hard {hard}), {needed} needed at most");
+            return;
+        }
+        limit.rlim_cur = needed.min(hard);
+        if unsafe { libc::setrlimit(libc::RLIMIT_NOFILE, &limit) } != 0 {
+            fail("setrlimit(RLIMIT_NOFILE) failed");
+        }
+        eprintln!(
+            "open files: soft limit raised from {soft} to {} (hard {hard}), {needed} needed at most",
+            limit.rlim_cur
+        );
+        if limit.rlim_cur < needed {
+            fail("the hard limit of open files is too low for the largest count");
+        }
     }
-    match reconnect.await {
-        Ok(Ok((200, _))) => {}
-        other => fail(format!("POST /v1/mcp/reconnect: {other:?}")),
-    }
-    let reconnect_ms = reconnect_started.elapsed().as_secs_f64() * 1e3;
-    drop(daemon);
-    // Every server's era remembered, so the restart starts each with `initialize`.
-    let eras = std::fs::read_to_string(dir.path().join("server-eras.json")).unwrap_or_default();
-    let remembered = serde_json::from_str::<serde_json::Map<String, serde_json::Value>>(&eras)
-        .map_or(0, |m| m.len());
-    if count > 0 && remembered != count {
-        fail(format!(
-            "server-eras.json remembers {remembered} of {count} servers"
-        ));
-    }
-    let started = Instant::now();
-    let daemon = Daemon::start(dir.path(), servers, START_DEADLINE);
-    let restarted = all_connected(&mut daemon.connect().await, count, started).await;
-    drop(daemon);
-    Figures {
-        connected_ms: connected.as_secs_f64() * 1e3,
-        restarted_ms: restarted.as_secs_f64() * 1e3,
-        rss_kib: rss as f64,
-        fds: fds as f64,
-        status_p50_ms,
-        status_p99_ms,
-        status_bytes: status_bytes as f64,
-        tools_p50_ms,
-        tools_p99_ms,
-        tools_bytes: tools_bytes as f64,
-        tools: tools as f64,
-        call_p50_ms,
-        call_p99_ms,
-        status_reconnecting_max_ms: slowest.as_secs_f64() * 1e3,
-        reconnect_ms,
-    }
-}
 
-/// Raises the soft limit of open files to what `needed` asks, as far as the hard limit
-/// allows (the daemon inherits it); says what it did.
-fn raise_file_limit(needed: u64) {
-    let mut limit = libc::rlimit {
-        rlim_cur: 0,
-        rlim_max: 0,
-    };
-    if unsafe { libc::getrlimit(libc::RLIMIT_NOFILE, &mut limit) } != 0 {
-        fail("getrlimit(RLIMIT_NOFILE) failed");
+    /// Says the limit of processes (and threads) this user may run: each fixture server is a
+    /// process with two threads or so, in the daemon's run and in the direct baseline's.
+    fn check_process_limit(needed: u64) {
+        let mut limit = libc::rlimit {
+            rlim_cur: 0,
+            rlim_max: 0,
+        };
+        if unsafe { libc::getrlimit(libc::RLIMIT_NPROC, &mut limit) } != 0 {
+            fail("getrlimit(RLIMIT_NPROC) failed");
+        }
+        let soft = limit.rlim_cur;
+        eprintln!("processes: soft limit {soft}, about {needed} needed at most");
+        if soft < needed {
+            fail("the limit of processes is too low for the largest count (ulimit -u)");
+        }
     }
-    let soft = limit.rlim_cur;
-    let hard = limit.rlim_max;
-    if soft >= needed {
-        eprintln!("open files: soft limit {soft} (hard {hard}), {needed} needed at most");
-        return;
-    }
-    limit.rlim_cur = needed.min(hard);
-    if unsafe { libc::setrlimit(libc::RLIMIT_NOFILE, &limit) } != 0 {
-        fail("setrlimit(RLIMIT_NOFILE) failed");
-    }
-    eprintln!(
-        "open files: soft limit raised from {soft} to {} (hard {hard}), {needed} needed at most",
-        limit.rlim_cur
-    );
-    if limit.rlim_cur < needed {
-        fail("the hard limit of open files is too low for the largest count");
-    }
-}
 
-/// Says the limit of processes (and threads) this user may run: each fixture server is a
-/// process with two threads or so, in the daemon's run and in the direct baseline's.
-fn check_process_limit(needed: u64) {
-    let mut limit = libc::rlimit {
-        rlim_cur: 0,
-        rlim_max: 0,
-    };
-    if unsafe { libc::getrlimit(libc::RLIMIT_NPROC, &mut limit) } != 0 {
-        fail("getrlimit(RLIMIT_NPROC) failed");
-    }
-    let soft = limit.rlim_cur;
-    eprintln!("processes: soft limit {soft}, about {needed} needed at most");
-    if soft < needed {
-        fail("the limit of processes is too low for the largest count (ulimit -u)");
-    }
-}
-
-fn main() {
-    if let Some(count) = std::env::var(DIRECT_RUN).ok().and_then(|c| c.parse().ok()) {
+    pub fn main() {
+        if let Some(count) = std::env::var(DIRECT_RUN).ok().and_then(|c| c.parse().ok()) {
+            let runtime = tokio::runtime::Builder::new_multi_thread()
+                .enable_all()
+                .build()
+                .expect("runtime");
+            let d = runtime.block_on(direct(count));
+            println!("{} {} {}", d.connected_ms, d.rss_kib, d.fds);
+            return;
+        }
+        let counts: Vec<usize> = std::env::var("MANY_SERVERS")
+            .unwrap_or_else(|_| "10,100,1000".to_string())
+            .split(',')
+            .map(|c| {
+                c.trim()
+                    .parse()
+                    .unwrap_or_else(|_| fail("MANY_SERVERS: counts, as 10,100"))
+            })
+            .collect();
+        let rounds = std::env::var("MANY_SERVERS_ROUNDS")
+            .ok()
+            .and_then(|r| r.parse::<usize>().ok())
+            .unwrap_or(3)
+            .max(1);
+        let largest = counts.iter().copied().max().unwrap_or(0) as u64;
+        // Each stdio server holds three pipes, in the daemon and in the direct baseline, and the
+        // daemon keeps a few more descriptors of its own.
+        raise_file_limit(largest * 8 + 1024);
+        check_process_limit(largest * 3 + 256);
         let runtime = tokio::runtime::Builder::new_multi_thread()
             .enable_all()
             .build()
             .expect("runtime");
-        let d = runtime.block_on(direct(count));
-        println!("{} {} {}", d.connected_ms, d.rss_kib, d.fds);
-        return;
-    }
-    let counts: Vec<usize> = std::env::var("MANY_SERVERS")
-        .unwrap_or_else(|_| "10,100,1000".to_string())
-        .split(',')
-        .map(|c| {
-            c.trim()
-                .parse()
-                .unwrap_or_else(|_| fail("MANY_SERVERS: counts, as 10,100"))
-        })
-        .collect();
-    let rounds = std::env::var("MANY_SERVERS_ROUNDS")
-        .ok()
-        .and_then(|r| r.parse::<usize>().ok())
-        .unwrap_or(3)
-        .max(1);
-    let largest = counts.iter().copied().max().unwrap_or(0) as u64;
-    // Each stdio server holds three pipes, in the daemon and in the direct baseline, and the
-    // daemon keeps a few more descriptors of its own.
-    raise_file_limit(largest * 8 + 1024);
-    check_process_limit(largest * 3 + 256);
-    let runtime = tokio::runtime::Builder::new_multi_thread()
-        .enable_all()
-        .build()
-        .expect("runtime");
-    let mut base = Vec::new();
-    let mut results = vec![(Vec::new(), Vec::new()); counts.len()];
-    runtime.block_on(async {
+        let mut base = Vec::new();
+        let mut results = vec![(Vec::new(), Vec::new()); counts.len()];
+        runtime.block_on(async {
         for round in 1..=rounds {
             let b = in_daemon(0).await;
             eprintln!(
@@ -402,120 +419,121 @@ fn main() {
             }
         }
     });
-    report(&counts, &base, &results, rounds);
-}
+        report(&counts, &base, &results, rounds);
+    }
 
-type Rounds = (Vec<Figures>, Vec<Direct>);
+    type Rounds = (Vec<Figures>, Vec<Direct>);
 
-fn report(counts: &[usize], base: &[Figures], results: &[Rounds], rounds: usize) {
-    let of = |runs: &[Figures], f: fn(&Figures) -> f64| {
-        median(&mut runs.iter().map(f).collect::<Vec<_>>())
-    };
-    let of_direct = |runs: &[Direct], f: fn(&Direct) -> f64| {
-        median(&mut runs.iter().map(f).collect::<Vec<_>>())
-    };
-    let base_rss = of(base, |f| f.rss_kib);
-    let base_fds = of(base, |f| f.fds);
-    println!();
-    println!(
-        "many servers: stdio fixture servers in one daemon, beside the daemon with none and the same servers connected directly by the library; medians of {rounds} rounds"
-    );
-    println!();
-    println!(
-        "| servers | all connected, first start | restart (eras remembered) | the library directly | first start / direct | reconnect all | slowest /status meanwhile |"
-    );
-    println!("|---|---|---|---|---|---|---|");
-    println!(
-        "| 0 | {:.0} ms (listening) | {:.0} ms | | | | |",
-        of(base, |f| f.connected_ms),
-        of(base, |f| f.restarted_ms)
-    );
-    for (&count, (runs, direct)) in counts.iter().zip(results) {
-        let connected = of(runs, |f| f.connected_ms);
-        let direct_ms = of_direct(direct, |d| d.connected_ms);
+    fn report(counts: &[usize], base: &[Figures], results: &[Rounds], rounds: usize) {
+        let of = |runs: &[Figures], f: fn(&Figures) -> f64| {
+            median(&mut runs.iter().map(f).collect::<Vec<_>>())
+        };
+        let of_direct = |runs: &[Direct], f: fn(&Direct) -> f64| {
+            median(&mut runs.iter().map(f).collect::<Vec<_>>())
+        };
+        let base_rss = of(base, |f| f.rss_kib);
+        let base_fds = of(base, |f| f.fds);
+        println!();
         println!(
-            "| {count} | {connected:.0} ms | {:.0} ms | {direct_ms:.0} ms | {:.2}x | {:.0} ms | {:.1} ms |",
-            of(runs, |f| f.restarted_ms),
-            connected / direct_ms,
-            of(runs, |f| f.reconnect_ms),
-            of(runs, |f| f.status_reconnecting_max_ms),
+            "many servers: stdio fixture servers in one daemon, beside the daemon with none and the same servers connected directly by the library; medians of {rounds} rounds"
         );
-    }
-    println!();
-    println!(
-        "| servers | daemon RSS | RSS per server | the library's RSS per server | daemon fds | fds per server | the library's fds per server |"
-    );
-    println!("|---|---|---|---|---|---|---|");
-    println!(
-        "| 0 | {:.1} MiB | | | {base_fds:.0} | | |",
-        base_rss / 1024.0
-    );
-    for (&count, (runs, direct)) in counts.iter().zip(results) {
-        let n = count as f64;
-        let rss = of(runs, |f| f.rss_kib);
-        let fds = of(runs, |f| f.fds);
+        println!();
         println!(
-            "| {count} | {:.1} MiB | {:.1} KiB | {:.1} KiB | {fds:.0} | {:.2} | {:.2} |",
-            rss / 1024.0,
-            (rss - base_rss) / n,
-            of_direct(direct, |d| d.rss_kib) / n,
-            (fds - base_fds) / n,
-            of_direct(direct, |d| d.fds) / n,
+            "| servers | all connected, first start | restart (eras remembered) | the library directly | first start / direct | reconnect all | slowest /status meanwhile |"
         );
-    }
-    println!();
-    println!(
-        "| servers | tools | /status p50 | /status p99 | its size | /tools p50 | /tools p99 | its size | call p50 | call p99 |"
-    );
-    println!("|---|---|---|---|---|---|---|---|---|---|");
-    let routes = |count: usize, runs: &[Figures]| {
+        println!("|---|---|---|---|---|---|---|");
         println!(
-            "| {count} | {:.0} | {:.2} ms | {:.2} ms | {:.0} KiB | {:.2} ms | {:.2} ms | {:.0} KiB | {:.3} ms | {:.3} ms |",
-            of(runs, |f| f.tools),
-            of(runs, |f| f.status_p50_ms),
-            of(runs, |f| f.status_p99_ms),
-            of(runs, |f| f.status_bytes) / 1024.0,
-            of(runs, |f| f.tools_p50_ms),
-            of(runs, |f| f.tools_p99_ms),
-            of(runs, |f| f.tools_bytes) / 1024.0,
-            of(runs, |f| f.call_p50_ms),
-            of(runs, |f| f.call_p99_ms),
-        )
-    };
-    routes(0, base);
-    for (&count, (runs, _)) in counts.iter().zip(results) {
-        routes(count, runs);
-    }
-    println!();
-    for (&count, (runs, direct)) in counts.iter().zip(results) {
-        if count != 1000 {
-            continue;
+            "| 0 | {:.0} ms (listening) | {:.0} ms | | | | |",
+            of(base, |f| f.connected_ms),
+            of(base, |f| f.restarted_ms)
+        );
+        for (&count, (runs, direct)) in counts.iter().zip(results) {
+            let connected = of(runs, |f| f.connected_ms);
+            let direct_ms = of_direct(direct, |d| d.connected_ms);
+            println!(
+                "| {count} | {connected:.0} ms | {:.0} ms | {direct_ms:.0} ms | {:.2}x | {:.0} ms | {:.1} ms |",
+                of(runs, |f| f.restarted_ms),
+                connected / direct_ms,
+                of(runs, |f| f.reconnect_ms),
+                of(runs, |f| f.status_reconnecting_max_ms),
+            );
         }
-        let connected = of(runs, |f| f.connected_ms);
-        let direct_ms = of_direct(direct, |d| d.connected_ms);
-        let per_server = (of(runs, |f| f.rss_kib) - base_rss) / count as f64;
-        let tools_p99 = of(runs, |f| f.tools_p99_ms);
+        println!();
         println!(
-            "1,000 servers connected in {:.2} s at a first start ({:.2} s at a restart; the library directly: {:.2} s, {:.2}x); target under 5 s: {}",
-            connected / 1e3,
-            of(runs, |f| f.restarted_ms) / 1e3,
-            direct_ms / 1e3,
-            connected / direct_ms,
-            verdict(connected < 5000.0)
+            "| servers | daemon RSS | RSS per server | the library's RSS per server | daemon fds | fds per server | the library's fds per server |"
         );
+        println!("|---|---|---|---|---|---|---|");
         println!(
-            "daemon RSS per idle server at 1,000: {per_server:.1} KiB (the library alone: {:.1} KiB); target at most 160 KiB: {}",
-            of_direct(direct, |d| d.rss_kib) / count as f64,
-            verdict(per_server <= 160.0)
+            "| 0 | {:.1} MiB | | | {base_fds:.0} | | |",
+            base_rss / 1024.0
         );
+        for (&count, (runs, direct)) in counts.iter().zip(results) {
+            let n = count as f64;
+            let rss = of(runs, |f| f.rss_kib);
+            let fds = of(runs, |f| f.fds);
+            println!(
+                "| {count} | {:.1} MiB | {:.1} KiB | {:.1} KiB | {fds:.0} | {:.2} | {:.2} |",
+                rss / 1024.0,
+                (rss - base_rss) / n,
+                of_direct(direct, |d| d.rss_kib) / n,
+                (fds - base_fds) / n,
+                of_direct(direct, |d| d.fds) / n,
+            );
+        }
+        println!();
         println!(
-            "/tools with 1,000 servers: p99 {tools_p99:.2} ms (no server: {:.2} ms); target under 50 ms: {}",
-            of(base, |f| f.tools_p99_ms),
-            verdict(tools_p99 < 50.0)
+            "| servers | tools | /status p50 | /status p99 | its size | /tools p50 | /tools p99 | its size | call p50 | call p99 |"
         );
+        println!("|---|---|---|---|---|---|---|---|---|---|");
+        let routes = |count: usize, runs: &[Figures]| {
+            println!(
+                "| {count} | {:.0} | {:.2} ms | {:.2} ms | {:.0} KiB | {:.2} ms | {:.2} ms | {:.0} KiB | {:.3} ms | {:.3} ms |",
+                of(runs, |f| f.tools),
+                of(runs, |f| f.status_p50_ms),
+                of(runs, |f| f.status_p99_ms),
+                of(runs, |f| f.status_bytes) / 1024.0,
+                of(runs, |f| f.tools_p50_ms),
+                of(runs, |f| f.tools_p99_ms),
+                of(runs, |f| f.tools_bytes) / 1024.0,
+                of(runs, |f| f.call_p50_ms),
+                of(runs, |f| f.call_p99_ms),
+            )
+        };
+        routes(0, base);
+        for (&count, (runs, _)) in counts.iter().zip(results) {
+            routes(count, runs);
+        }
+        println!();
+        for (&count, (runs, direct)) in counts.iter().zip(results) {
+            if count != 1000 {
+                continue;
+            }
+            let connected = of(runs, |f| f.connected_ms);
+            let direct_ms = of_direct(direct, |d| d.connected_ms);
+            let per_server = (of(runs, |f| f.rss_kib) - base_rss) / count as f64;
+            let tools_p99 = of(runs, |f| f.tools_p99_ms);
+            println!(
+                "1,000 servers connected in {:.2} s at a first start ({:.2} s at a restart; the library directly: {:.2} s, {:.2}x); target under 5 s: {}",
+                connected / 1e3,
+                of(runs, |f| f.restarted_ms) / 1e3,
+                direct_ms / 1e3,
+                connected / direct_ms,
+                verdict(connected < 5000.0)
+            );
+            println!(
+                "daemon RSS per idle server at 1,000: {per_server:.1} KiB (the library alone: {:.1} KiB); target at most 160 KiB: {}",
+                of_direct(direct, |d| d.rss_kib) / count as f64,
+                verdict(per_server <= 160.0)
+            );
+            println!(
+                "/tools with 1,000 servers: p99 {tools_p99:.2} ms (no server: {:.2} ms); target under 50 ms: {}",
+                of(base, |f| f.tools_p99_ms),
+                verdict(tools_p99 < 50.0)
+            );
+        }
     }
-}
 
-fn verdict(ok: bool) -> &'static str {
-    if ok { "met" } else { "MISSED" }
+    fn verdict(ok: bool) -> &'static str {
+        if ok { "met" } else { "MISSED" }
+    }
 }
