@@ -58,7 +58,7 @@ pub use control::{AddingServer, Control, ControlError};
 #[cfg(feature = "oauth")]
 pub use control::{Login, LoginEvent, LoginOptions, OAuthClient};
 pub use eras::EraMemory;
-pub use events::{EVENT_QUEUE, Event, EventBus};
+pub use events::{EVENT_QUEUE, Event, EventBus, MAX_EVENT_BYTES};
 pub use expand::expand;
 pub use filter::{MAX_PATTERN, MAX_PATTERNS, ToolFilter};
 pub use gate::{
