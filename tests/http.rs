@@ -190,10 +190,10 @@ async fn a_request_in_flight_when_the_session_expires_fails_clearly_and_the_next
         ..Default::default()
     };
     let args = json!({"seconds": 0.3, "steps": 3});
-    let err = client
-        .call_tool_with("slow", args, options)
-        .await
-        .unwrap_err();
+    let err = match client.call_tool_with("slow", args, options).await {
+        Ok(out) => panic!("{out:?}: the fixture saw {}", fixture.stats()),
+        Err(err) => err,
+    };
     assert!(err.is_closed(), "{err}");
     let message = err.to_string();
     assert!(

@@ -650,6 +650,7 @@ impl Fixture {
         let stream = self.next.fetch_add(1, Ordering::Relaxed);
         self.open_stream(
             session,
+            false,
             stream,
             format!("id: {stream}-0\nretry: 100\ndata: \n\n"),
             tx,
@@ -657,10 +658,12 @@ impl Fixture {
         )
     }
 
-    /// Makes `tx` the session's stream for messages the server starts, after `first`.
+    /// Makes `tx` the session's stream for messages the server starts, after `first`; the
+    /// session is made if `create`, and otherwise must still exist.
     fn open_stream(
         &self,
         session: String,
+        create: bool,
         stream: u64,
         first: String,
         tx: Chunks,
@@ -674,7 +677,18 @@ impl Fixture {
             tx: Mutex::new(Some(tx)),
             log: None,
         });
-        self.sessions.lock().unwrap().insert(session, Some(out));
+        {
+            // Checked again under the lock: a session forgotten since the GET came in (by
+            // `expire-*` modes) stays forgotten.
+            let mut sessions = self.sessions.lock().unwrap();
+            match sessions.get_mut(&session) {
+                Some(slot) => *slot = Some(out),
+                None if create => {
+                    sessions.insert(session, Some(out));
+                }
+                None => return jsonrpc_error(StatusCode::NOT_FOUND, "Session not found"),
+            }
+        }
         self.stats.lock().unwrap().streams_opened += 1;
         respond(StatusCode::OK, "text/event-stream", body)
     }
@@ -684,7 +698,7 @@ impl Fixture {
         let (tx, body) = streamed(16);
         let endpoint = format!("event: endpoint\ndata: /messages?session={session}\n\n");
         let stream = self.next.fetch_add(1, Ordering::Relaxed);
-        self.open_stream(session, stream, endpoint, tx, body)
+        self.open_stream(session, true, stream, endpoint, tx, body)
     }
 
     async fn post_legacy(self: Arc<Self>, req: Request<Incoming>) -> Response<Body> {
