@@ -795,13 +795,15 @@ mod avx2 {
                 let (ea, eb) = (esc(a, ha), esc(b, hb));
                 let backslash = bit!(sa, sb, BACKSLASH);
                 let u = bit!(ea, eb, U);
-                let escaped = backslash << 1;
-                let is0 = |x| _mm256_cmpeq_epi8(x, _mm256_set1_epi8(b'0' as i8));
-                let zero = bits(is0(a)) | (bits(is0(b)) << 32);
                 // No `\u` escape, or one that is whole (it starts 58 or less) and no `\u00`:
                 // `ascii_escapes` says no, so the other classes are not worked out.
-                let u00 = (zero >> 1) & (zero >> 2);
-                if escaped & u == 0 || escaped & u & !u00 & (u64::MAX >> 4) != 0 {
+                let escaped = backslash << 1;
+                if escaped & u == 0 {
+                    return None;
+                }
+                let is0 = |x| _mm256_cmpeq_epi8(x, _mm256_set1_epi8(b'0' as i8));
+                let zero = bits(is0(a)) | (bits(is0(b)) << 32);
+                if escaped & u & !((zero >> 1) & (zero >> 2)) & (u64::MAX >> 4) != 0 {
                     return None;
                 }
                 let ends = _mm256_set1_epi8((QUOTE | CONTROL) as i8);
