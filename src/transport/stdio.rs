@@ -158,18 +158,35 @@ struct Pipe {
     /// queues too, so messages keep their order.
     queued: usize,
     /// Set by the reader when it hands over several answers at once: their callers' next
-    /// requests are gathered here, and the writer writes them in one write each time the
-    /// runtime has run the tasks that were ready, instead of one write (and one wake-up of the
-    /// server) each; the pipe stays corked until a turn gathers nothing.
+    /// requests are gathered here, and written in one write instead of one write (and one
+    /// wake-up of the server) each: by the caller that brings `owed` to nothing, or by the
+    /// writer each time the runtime has run the tasks that were ready; the pipe stays corked
+    /// until a turn gathers nothing.
     corked: Option<Vec<u8>>,
+    /// Answers handed over since the pipe was corked whose callers have not sent since (as
+    /// far as counting tells: any request sent counts).
+    owed: usize,
+    /// Whether a request joined the cork since it was set.
+    joined: bool,
+    /// Whether the writer waits for callers that run on another thread ([`CORK_WAIT`]).
+    waiting: bool,
+    /// Whether the latest request came from outside any task (a `block_on` caller): the
+    /// callers of the next answers are taken to run outside the writer's turn too.
+    foreign: bool,
 }
+
+/// How long the writer holds the cork for callers that did not run in its turn: callers woken
+/// outside the runtime's tasks (`block_on`, as in `#[tokio::main]`), whose requests have not
+/// come yet. The last of them writes the cork itself; this bounds the wait when some never
+/// send (tokio's timers count in milliseconds).
+const CORK_WAIT: Duration = Duration::from_millis(1);
 
 /// A running stdio server.
 pub struct StdioTransport {
     server: String,
     /// The writer's queue; `None` once closed.
     writer: StdMutex<Option<mpsc::Sender<Outgoing>>>,
-    pipe: Arc<StdMutex<Pipe>>,
+    cork: Cork,
     /// The writer task.
     writer_task: tokio::task::AbortHandle,
     /// The server, until the close sequence takes it; the reader reads its exit status.
@@ -230,6 +247,10 @@ impl StdioTransport {
             stdin: Some(stdin),
             queued: 0,
             corked: None,
+            owed: 0,
+            joined: false,
+            waiting: false,
+            foreign: false,
         }));
         let cork = Cork {
             pipe: pipe.clone(),
@@ -260,11 +281,11 @@ impl StdioTransport {
             reader_ended,
         );
         tokio::spawn(reader);
-        let writer_task = tokio::spawn(write_stdin(cork, outgoing)).abort_handle();
+        let writer_task = tokio::spawn(write_stdin(cork.clone(), outgoing)).abort_handle();
         let transport = StdioTransport {
             server: server.to_string(),
             writer: StdMutex::new(Some(queue)),
-            pipe,
+            cork,
             writer_task,
             child,
             tree: StdMutex::new(Some(tree)),
@@ -291,9 +312,10 @@ impl StdioTransport {
 
 impl Transport for StdioTransport {
     /// Writes the message at once if nothing is queued and the pipe takes it whole; adds it to
-    /// the cork if the pipe is corked and no write is under way; else queues (the rest of) it for the writer and waits
-    /// until it is written. Dropping the future (a deadline) before the write starts means it
-    /// is never written; once a byte of it is written or it is in the cork, it all follows.
+    /// the cork if the pipe is corked and no write is under way (and writes the cork, if it is
+    /// the last request owed); else queues (the rest of) it for the writer and waits until it
+    /// is written. Dropping the future (a deadline) before the write starts means it is never
+    /// written; once a byte of it is written or it is in the cork, it all follows.
     fn send(&self, message: super::Outbound) -> BoxFuture<'_, Result<()>> {
         let mut message = message.bytes;
         Box::pin(async move {
@@ -307,12 +329,17 @@ impl Transport for StdioTransport {
                 return Err(self.ended_error("the server's stdin is closed").await);
             };
             let outcome = {
-                let mut pipe = self.pipe.lock().expect("pipe lock");
+                let mut pipe = self.cork.pipe.lock().expect("pipe lock");
                 let Pipe {
                     stdin,
                     queued,
                     corked,
+                    owed,
+                    joined,
+                    waiting,
+                    foreign,
                 } = &mut *pipe;
+                *foreign = tokio::task::try_id().is_none();
                 let stdin = stdin
                     .as_mut()
                     .ok_or_else(|| closed("the transport was closed"))?;
@@ -324,7 +351,18 @@ impl Transport for StdioTransport {
                     } else {
                         cork.extend_from_slice(&message);
                     }
-                    return Ok(());
+                    *joined = true;
+                    if *owed != 1 {
+                        *owed = owed.saturating_sub(1);
+                        return Ok(());
+                    }
+                    // The last request owed: nothing more is coming, so it is written now, by
+                    // its caller, whichever thread that runs on (no wait for the writer's turn).
+                    *owed = 0;
+                    message = corked.take().unwrap_or_default();
+                    if std::mem::take(waiting) {
+                        self.cork.flush.notify_one();
+                    }
                 }
                 let at = if *queued == 0 {
                     write_now(stdin, &message)
@@ -360,7 +398,7 @@ impl Transport for StdioTransport {
             // Never waits for a write: a server that stopped reading would hold it forever.
             self.writer.lock().expect("writer lock").take();
             self.writer_task.abort();
-            self.pipe.lock().expect("pipe lock").stdin.take();
+            self.cork.pipe.lock().expect("pipe lock").stdin.take();
             let child = self.child.lock().expect("child lock").take();
             let tree = self.tree.lock().expect("tree lock").take();
             if let (Some(child), Some(tree)) = (child, tree) {
@@ -382,7 +420,7 @@ impl Drop for StdioTransport {
     fn drop(&mut self) {
         // Dropping stdin closes the pipe.
         self.writer_task.abort();
-        if let Ok(mut pipe) = self.pipe.lock() {
+        if let Ok(mut pipe) = self.cork.pipe.lock() {
             pipe.stdin.take();
         }
         let child = self.child.lock().expect("child lock").take();
@@ -417,11 +455,16 @@ struct Cork {
 }
 
 impl Cork {
-    /// Corks the pipe, unless a write is queued or it is corked already.
-    fn cork(&self) {
+    /// Corks the pipe for the callers of `answers` answers handed over, unless a write is
+    /// queued; if it is corked already, they are owed too.
+    fn cork(&self, answers: usize) {
         let mut pipe = self.pipe.lock().expect("pipe lock");
-        if pipe.queued == 0 && pipe.corked.is_none() && pipe.stdin.is_some() {
+        if pipe.corked.is_some() {
+            pipe.owed += answers;
+        } else if pipe.queued == 0 && pipe.stdin.is_some() {
             pipe.corked = Some(Vec::new());
+            pipe.owed = answers;
+            pipe.joined = false;
             self.flush.notify_one();
         }
     }
@@ -453,19 +496,36 @@ async fn write_stdin(cork: Cork, mut queue: mpsc::Receiver<Outgoing>) {
                 // Each turn writes what the callers the runtime ran since the last one gathered
                 // (it runs the ready tasks before it comes back here), and the pipe stays corked
                 // until a turn gathers nothing: the callers woken in one turn may run in
-                // several (the runtime's maintenance comes every 61 polls).
+                // several (the runtime's maintenance comes every 61 polls). Callers outside the
+                // tasks (`block_on`) have not run when the first turn comes: the cork waits
+                // for them, at most CORK_WAIT, and the last one owed writes it.
+                let mut waited = false;
                 loop {
                     tokio::task::yield_now().await;
                     let gathered = {
                         let mut pipe = pipe.lock().expect("pipe lock");
-                        let gathered = pipe.corked.take().unwrap_or_default();
-                        if gathered.is_empty() || pipe.stdin.is_none() {
+                        let Some(gathered) = pipe.corked.take() else {
                             break;
+                        };
+                        let elsewhere = gathered.is_empty() && !pipe.joined && pipe.owed > 0;
+                        if elsewhere && pipe.foreign && !waited {
+                            pipe.corked = Some(gathered);
+                            pipe.waiting = true;
+                            None
+                        } else if gathered.is_empty() || pipe.stdin.is_none() {
+                            break;
+                        } else {
+                            pipe.corked = Some(Vec::new());
+                            // While this write is under way, later messages queue behind it.
+                            pipe.queued += 1;
+                            Some(gathered)
                         }
-                        pipe.corked = Some(Vec::new());
-                        // While this write is under way, later messages queue behind it.
-                        pipe.queued += 1;
-                        gathered
+                    };
+                    let Some(gathered) = gathered else {
+                        let _ = tokio::time::timeout(CORK_WAIT, cork.flush.notified()).await;
+                        pipe.lock().expect("pipe lock").waiting = false;
+                        waited = true;
+                        continue;
                     };
                     let result = write_all(pipe, &gathered).await;
                     pipe.lock().expect("pipe lock").queued -= 1;
@@ -646,7 +706,10 @@ async fn read_stdout(
             });
             // Several answers wake several callers, whose next requests then go out together.
             if messages.len() > 1 {
-                cork.cork();
+                let answers = messages
+                    .iter()
+                    .filter(|d| d.id.is_some() && d.method.is_none());
+                cork.cork(answers.count());
             }
             if deliver(&tx, &mut messages).await.is_err() {
                 return;
