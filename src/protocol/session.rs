@@ -328,7 +328,12 @@ impl Session {
             answering: Arc::new(tokio::sync::Semaphore::new(MAX_SERVER_REQUESTS)),
             warned_of_flood: std::sync::atomic::AtomicBool::new(false),
         });
-        tokio::spawn(run_inbound(Arc::downgrade(&shared), inbound));
+        let shortcut = shared.transport.shortcut();
+        if let Some(shortcut) = &shortcut {
+            let weak = Arc::downgrade(&shared);
+            shortcut.install(Box::new(move |messages| inbound::take(&weak, messages)));
+        }
+        tokio::spawn(run_inbound(Arc::downgrade(&shared), inbound, shortcut));
         Session { shared }
     }
 

@@ -22,7 +22,7 @@
 //! Object that kills it when closed. Closing is: close stdin, wait 2 s, terminate the job,
 //! wait 2 s; and the job dies with this process, however it ends.
 
-use super::{Assembler, BoxFuture, Inbound, Limits, Transport};
+use super::{Assembler, BoxFuture, Inbound, Limits, Shortcut, Transport};
 use crate::error::{Error, ErrorKind, Result};
 use crate::wire::decode::Decoded;
 use crate::wire::framing::{LineFramer, Piece};
@@ -197,6 +197,8 @@ pub struct StdioTransport {
     /// Why the server's stdout ended, once the reader knows: a write that failed because the
     /// server exited says so, with its exit status and last stderr lines.
     ended: tokio::sync::watch::Receiver<Option<String>>,
+    /// How the reader hands responses to the session without the channel.
+    shortcut: Arc<Shortcut>,
 }
 
 impl StdioTransport {
@@ -272,11 +274,12 @@ impl StdioTransport {
             tail,
             reported: why_ended,
         };
+        let shortcut = Arc::new(Shortcut::default());
         let reader = read_stdout(
             server.to_string(),
             stdout,
             limits,
-            tx,
+            (tx, shortcut.clone()),
             cork.clone(),
             reader_ended,
         );
@@ -291,6 +294,7 @@ impl StdioTransport {
             tree: StdMutex::new(Some(tree)),
             pid,
             ended,
+            shortcut,
         };
         Ok((transport, rx))
     }
@@ -413,6 +417,10 @@ impl Transport for StdioTransport {
 
     fn pid(&self) -> Option<u32> {
         Some(self.pid)
+    }
+
+    fn shortcut(&self) -> Option<Arc<Shortcut>> {
+        Some(self.shortcut.clone())
     }
 }
 
@@ -682,10 +690,11 @@ async fn read_stdout(
     server: String,
     mut stdout: tokio::process::ChildStdout,
     limits: Limits,
-    tx: mpsc::Sender<Inbound>,
+    to_session: (mpsc::Sender<Inbound>, Arc<Shortcut>),
     cork: Cork,
     ended: Ended,
 ) {
+    let (tx, shortcut) = &to_session;
     let mut framer = LineFramer::new();
     let mut incoming = Assembler::new(limits);
     let mut buf = vec![0u8; PIPE_SIZE];
@@ -694,7 +703,7 @@ async fn read_stdout(
         let n = match stdout.read(&mut buf).await {
             Ok(0) => {
                 framer.finish(&mut |p| take_piece(p, &mut incoming, &mut messages, &server));
-                let _ = deliver(&tx, &mut messages).await;
+                let _ = deliver(tx, shortcut, &mut messages).await;
                 break ended.why().await;
             }
             Ok(n) => n,
@@ -711,17 +720,24 @@ async fn read_stdout(
                     .filter(|d| d.id.is_some() && d.method.is_none());
                 cork.cork(answers.count());
             }
-            if deliver(&tx, &mut messages).await.is_err() {
+            if deliver(tx, shortcut, &mut messages).await.is_err() {
                 return;
             }
         }
     };
+    shortcut.queued();
     let _ = tx.send(Inbound::Closed(reason)).await;
 }
 
-/// Hands `messages` to the session, in order, [`BATCH`] at most at a time; fails once the
-/// session is gone.
-async fn deliver(tx: &mpsc::Sender<Inbound>, messages: &mut Vec<Decoded>) -> Result<(), ()> {
+/// Hands `messages` to the session, in order: the responses at the front through the
+/// shortcut when it is open, the rest on the channel, [`BATCH`] at most at a time; fails once
+/// the session is gone.
+async fn deliver(
+    tx: &mpsc::Sender<Inbound>,
+    shortcut: &Shortcut,
+    messages: &mut Vec<Decoded>,
+) -> Result<(), ()> {
+    shortcut.take(messages);
     while !messages.is_empty() {
         let item = if messages.len() == 1 {
             Inbound::Message(messages.pop().expect("one message"))
@@ -729,6 +745,7 @@ async fn deliver(tx: &mpsc::Sender<Inbound>, messages: &mut Vec<Decoded>) -> Res
             let rest = messages.split_off(messages.len().min(BATCH));
             Inbound::Batch(std::mem::replace(messages, rest))
         };
+        shortcut.queued();
         tx.send(item).await.map_err(drop)?;
     }
     Ok(())

@@ -38,10 +38,41 @@ impl NotificationBudget {
     }
 }
 
-pub(super) async fn run_inbound(shared: Weak<Shared>, mut inbound: mpsc::Receiver<Inbound>) {
+/// Takes the responses at the front of `messages` from the transport's reader
+/// ([`Shortcut`](crate::transport::Shortcut)): fills their replies, then wakes their callers.
+pub(super) fn take(shared: &Weak<Shared>, messages: &mut Vec<Decoded>) {
+    let responses = messages
+        .iter()
+        .take_while(|d| d.id.is_some() && d.method.is_none())
+        .count();
+    let Some(shared) = shared.upgrade().filter(|_| responses > 0) else {
+        return;
+    };
+    let filled: Vec<reply::Filled> = messages
+        .drain(..responses)
+        .filter_map(|d| receive(&shared, d))
+        .collect();
+    reply::wake(filled);
+}
+
+pub(super) async fn run_inbound(
+    shared: Weak<Shared>,
+    mut inbound: mpsc::Receiver<Inbound>,
+    shortcut: Option<Arc<crate::transport::Shortcut>>,
+) {
+    // Each item counted as handled once it is, whatever the path out of the loop's body.
+    struct Handled<'a>(Option<&'a crate::transport::Shortcut>);
+    impl Drop for Handled<'_> {
+        fn drop(&mut self) {
+            if let Some(shortcut) = self.0 {
+                shortcut.handled();
+            }
+        }
+    }
     let mut budget = NotificationBudget::new();
     let is_notification = |d: &Decoded| d.id.is_none() && d.method.is_some();
     while let Some(item) = inbound.recv().await {
+        let _handled = Handled(shortcut.as_deref());
         let notifications = match &item {
             Inbound::Message(d) => u32::from(is_notification(d)),
             Inbound::Batch(messages) => {
