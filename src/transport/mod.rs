@@ -50,13 +50,19 @@ pub enum Inbound {
 pub struct Shortcut {
     /// Items sent on the channel that the session has not finished handling.
     queued: AtomicUsize,
-    /// Set by the session: takes the responses at the front of a list of messages.
-    take: OnceLock<Box<dyn Fn(&mut Vec<Decoded>) + Send + Sync>>,
+    /// Set by the session.
+    take: OnceLock<TakeResponses>,
 }
 
+/// Takes the responses at the front of a list of messages (the session's side of a
+/// [`Shortcut`]).
+pub(crate) type TakeResponses = Box<dyn Fn(&mut Vec<Decoded>) + Send + Sync>;
+
+// Only the stdio transport's reader takes the shortcut for now.
+#[cfg_attr(not(feature = "stdio"), allow(dead_code))]
 impl Shortcut {
     /// Sets what takes the responses (the session does, once).
-    pub(crate) fn install(&self, take: Box<dyn Fn(&mut Vec<Decoded>) + Send + Sync>) {
+    pub(crate) fn install(&self, take: TakeResponses) {
         let _ = self.take.set(take);
     }
 
