@@ -168,6 +168,8 @@ struct Pipe {
     owed: usize,
     /// Whether a request joined the cork since it was set.
     joined: bool,
+    /// Counts the corks set: the writer tells a new cork from the one it waited for.
+    corks: u64,
     /// Whether the writer waits for callers that run on another thread ([`CORK_WAIT`]).
     waiting: bool,
     /// Whether the latest request came from outside any task (a `block_on` caller): the
@@ -251,6 +253,7 @@ impl StdioTransport {
             corked: None,
             owed: 0,
             joined: false,
+            corks: 0,
             waiting: false,
             foreign: false,
         }));
@@ -342,6 +345,7 @@ impl Transport for StdioTransport {
                     joined,
                     waiting,
                     foreign,
+                    ..
                 } = &mut *pipe;
                 *foreign = tokio::task::try_id().is_none();
                 let stdin = stdin
@@ -473,6 +477,7 @@ impl Cork {
             pipe.corked = Some(Vec::new());
             pipe.owed = answers;
             pipe.joined = false;
+            pipe.corks += 1;
             self.flush.notify_one();
         }
     }
@@ -507,7 +512,7 @@ async fn write_stdin(cork: Cork, mut queue: mpsc::Receiver<Outgoing>) {
                 // several (the runtime's maintenance comes every 61 polls). Callers outside the
                 // tasks (`block_on`) have not run when the first turn comes: the cork waits
                 // for them, at most CORK_WAIT, and the last one owed writes it.
-                let mut waited = false;
+                let (mut waited, mut cork_waited) = (false, 0);
                 loop {
                     tokio::task::yield_now().await;
                     let gathered = {
@@ -515,10 +520,15 @@ async fn write_stdin(cork: Cork, mut queue: mpsc::Receiver<Outgoing>) {
                         let Some(gathered) = pipe.corked.take() else {
                             break;
                         };
+                        // A new cork (set while the writer waited) gets its own wait.
+                        if pipe.corks != cork_waited {
+                            waited = false;
+                        }
                         let elsewhere = gathered.is_empty() && !pipe.joined && pipe.owed > 0;
                         if elsewhere && pipe.foreign && !waited {
                             pipe.corked = Some(gathered);
                             pipe.waiting = true;
+                            cork_waited = pipe.corks;
                             None
                         } else if gathered.is_empty() || pipe.stdin.is_none() {
                             break;
