@@ -1,13 +1,16 @@
 //! Where a request's reply is left for its caller: a one-shot slot whose filling and waking
 //! are two steps, so that the inbound side fills every reply of a batch before it wakes any
-//! caller, and wakes one caller, which wakes the others when it runs.
+//! caller; of the callers waiting outside the runtime's tasks it wakes one, which wakes the
+//! others when it runs.
 //!
-//! With a oneshot channel each reply wakes its caller as it is sent. Callers on another thread
+//! With a oneshot channel each reply wakes its caller as it is sent. Callers outside the tasks
 //! (futures joined in `block_on` on the multi-threaded runtime, as `#[tokio::main]` runs them)
-//! share that thread's one wake-up: the first reply wakes it, and on a busy machine (or one
+//! share their thread's one wake-up: the first reply wakes it, and on a busy machine (or one
 //! CPU) it runs at once, finds one reply, and sleeps again before the next is sent: a context
 //! switch there and back for each reply, and one write each for their next requests (the cork
-//! is written by the last of them). Woken by the first caller, the others are ready together.
+//! is written by the last of them). Woken by the first of them, the others are ready together.
+//! Callers in tasks are woken one by one, as before: waking a task only queues it, and none of
+//! them waits for another to run.
 
 use super::{Reply, Result};
 use std::future::Future;
@@ -23,6 +26,8 @@ struct State {
     dropped: bool,
     /// Callers of the same batch, for this one to wake when it takes its reply (or is dropped).
     followers: Vec<Waker>,
+    /// Whether the caller waits outside the runtime's tasks (`block_on`).
+    outside: bool,
 }
 
 type Shared = Arc<Mutex<State>>;
@@ -67,21 +72,29 @@ impl Drop for Filler {
 /// A filled slot whose caller is not woken yet.
 pub(super) struct Filled(Shared);
 
-/// Wakes the callers of `filled`, in order: the first caller waiting is woken, and wakes the
-/// others when it takes its reply; if it took it already, they are woken here.
+/// Wakes the callers of `filled`, in order. Those in tasks are woken here; of those outside
+/// them the first is woken, and wakes the others when it takes its reply (if it took it
+/// already, they are woken here).
 pub(super) fn wake(filled: impl IntoIterator<Item = Filled>) {
     let mut leader = None;
     let mut others = Vec::new();
+    let mut tasks = Vec::new();
     for Filled(state) in filled {
+        let (waker, outside) = {
+            let mut state = lock(&state);
+            (state.waker.take(), state.outside)
+        };
         // A caller not waiting yet finds its reply when it polls.
-        let Some(waker) = lock(&state).waker.take() else {
+        let Some(waker) = waker else {
             continue;
         };
-        match leader {
-            None => leader = Some((state, waker)),
-            Some(_) => others.push(waker),
+        match (&leader, outside) {
+            (_, false) => tasks.push(waker),
+            (None, true) => leader = Some((state, waker)),
+            (Some(_), true) => others.push(waker),
         }
     }
+    tasks.into_iter().for_each(Waker::wake);
     let Some((state, waker)) = leader else {
         return;
     };
@@ -114,6 +127,7 @@ impl Future for Waiting {
                     Some(waker) if waker.will_wake(cx.waker()) => {}
                     waker => *waker = Some(cx.waker().clone()),
                 }
+                state.outside = tokio::task::try_id().is_none();
                 return Poll::Pending;
             }
         };
@@ -182,6 +196,38 @@ mod tests {
         assert_eq!(woken, [1, 1, 1]);
         assert_eq!(poll(&mut waiting[1], &counts[1]), Some(true));
         assert_eq!(poll(&mut waiting[2], &counts[2]), Some(true));
+    }
+
+    #[test]
+    fn callers_in_tasks_are_each_woken_at_once() {
+        let runtime = tokio::runtime::Builder::new_current_thread()
+            .build()
+            .unwrap();
+        let counts: Vec<Arc<Count>> = (0..3).map(|_| Arc::default()).collect();
+        let (fillers, waiting): (Vec<_>, Vec<_>) = (0..3).map(|_| slot()).unzip();
+        // Each caller waits from a task of its own.
+        let polled = counts.clone();
+        let mut waiting = runtime.block_on(async move {
+            let task = tokio::spawn(async move {
+                let mut waiting = waiting;
+                for (w, c) in waiting.iter_mut().zip(&polled) {
+                    assert_eq!(poll(w, c), None);
+                }
+                waiting
+            });
+            task.await.unwrap()
+        });
+        wake(
+            fillers
+                .into_iter()
+                .map(|f| f.fill(closed()))
+                .collect::<Vec<_>>(),
+        );
+        let woken: Vec<usize> = counts.iter().map(|c| c.get()).collect();
+        assert_eq!(woken, [1, 1, 1]);
+        for (w, c) in waiting.iter_mut().zip(&counts) {
+            assert_eq!(poll(w, c), Some(true));
+        }
     }
 
     #[test]
