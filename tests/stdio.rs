@@ -344,6 +344,31 @@ async fn requests_gathered_while_answers_arrive_together_stay_whole_and_in_order
     client.close().await;
 }
 
+/// The same from callers joined on the test's own thread (`block_on` on the multi-threaded
+/// runtime, as `#[tokio::main]` runs them), outside the runtime's tasks: the cork waits for
+/// them and the last one owed writes it. They stop after different numbers of calls, so some
+/// answers' callers never send again and the cork ends on its timeout.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn requests_gathered_from_callers_outside_the_tasks_stay_whole_and_in_order() {
+    let client = connect(&["--mode", "batch"], ClientOptions::default()).await;
+    let callers = (0..16).map(|c| {
+        let client = &client;
+        async move {
+            for n in 0..10 + c * 3 {
+                let text = if (c + n) % 7 == 0 {
+                    format!("{c}/{n}:{}", "z".repeat(300_000))
+                } else {
+                    format!("{c}/{n}")
+                };
+                let answer = call(client, "echo", json!({ "text": text })).await.text;
+                assert!(answer == text, "caller {c}, call {n}: the answer differs");
+            }
+        }
+    });
+    futures::future::join_all(callers).await;
+    client.close().await;
+}
+
 async fn cancellations(client: &Client) -> Vec<Value> {
     serde_json::from_str(&call(client, "cancellations", json!({})).await.text).unwrap()
 }

@@ -74,6 +74,26 @@ pub fn runtime() -> tokio::runtime::Runtime {
         .unwrap_or_else(|e| fail(&format!("runtime: {e}")))
 }
 
+/// Where the calls are made from (`PEER_CALLER`).
+#[derive(PartialEq)]
+pub enum Caller {
+    /// Unset: the sequential calls from `block_on`, the 64 in flight from spawned tasks.
+    Default,
+    /// `block_on`: the calls from the future `block_on` runs; the 64 in flight joined there.
+    BlockOn,
+    /// `task`: the calls from spawned tasks (one for the sequential calls).
+    Task,
+}
+
+pub fn caller_kind() -> Caller {
+    match std::env::var("PEER_CALLER").as_deref() {
+        Ok("task") => Caller::Task,
+        Ok("block_on") => Caller::BlockOn,
+        Ok(other) => fail(&format!("PEER_CALLER: task | block_on, not {other}")),
+        Err(_) => Caller::Default,
+    }
+}
+
 /// One connected client, as the modes use it.
 pub trait Peer: Send + Sync + 'static {
     /// Lists the tools; returns how many.
@@ -129,7 +149,7 @@ where
             // With `PEER_CALLER=task` the calls run in a spawned task, as in a server or an
             // agent host: on the multi-threaded runtime the answer then wakes the caller on the
             // worker that read it, where from `block_on` it wakes the main thread.
-            let mut times = if std::env::var("PEER_CALLER").as_deref() == Ok("task") {
+            let mut times = if caller_kind() == Caller::Task {
                 tokio::spawn(calls)
                     .await
                     .unwrap_or_else(|e| fail(&format!("caller: {e}")))
@@ -149,19 +169,24 @@ where
             let done = Arc::new(AtomicU64::new(0));
             let t = Instant::now();
             let deadline = t + Duration::from_secs_f64(secs);
-            let workers: Vec<_> = (0..INFLIGHT)
-                .map(|_| {
-                    let (peer, done) = (peer.clone(), done.clone());
-                    tokio::spawn(async move {
-                        while Instant::now() < deadline {
-                            check_echo(peer.echo("hello").await);
-                            done.fetch_add(1, Ordering::Relaxed);
-                        }
-                    })
-                })
-                .collect();
-            for w in workers {
-                w.await.unwrap_or_else(|e| fail(&format!("worker: {e}")));
+            let caller = move |peer: Arc<P>, done: Arc<AtomicU64>| async move {
+                while Instant::now() < deadline {
+                    check_echo(peer.echo("hello").await);
+                    done.fetch_add(1, Ordering::Relaxed);
+                }
+            };
+            if caller_kind() == Caller::BlockOn {
+                // The 64 callers are futures joined on the caller's own thread, as
+                // `join_all` in `#[tokio::main]` makes them: no task of their own.
+                let callers = (0..INFLIGHT).map(|_| caller(peer.clone(), done.clone()));
+                futures::future::join_all(callers).await;
+            } else {
+                let workers: Vec<_> = (0..INFLIGHT)
+                    .map(|_| tokio::spawn(caller(peer.clone(), done.clone())))
+                    .collect();
+                for w in workers {
+                    w.await.unwrap_or_else(|e| fail(&format!("worker: {e}")));
+                }
             }
             let calls = done.load(Ordering::Relaxed);
             let rate = calls as f64 / t.elapsed().as_secs_f64();

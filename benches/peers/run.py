@@ -1,19 +1,23 @@
 #!/usr/bin/env python3
-"""The peer benchmark: agenvoy-mcp beside rmcp (the official Rust SDK) and the MCP TypeScript
-SDK, the same client program written three times (ours/, rmcp/, ts/client.mjs), all talking to
-one hand-written Python server (server.py), plus a no-library floor (floor/).
+"""The peer benchmark: agenvoy-mcp beside rmcp (the official Rust SDK), the MCP TypeScript SDK
+1.x and 2.x and the MCP Python SDK 2.x, the same client program written five times (ours/,
+rmcp/, ts/client.mjs, ts2/client.mjs, py2/client.py), all talking to one hand-written Python
+server (server.py), plus a no-library floor (floor/).
 
     benches/peers/run.py              # default: ~10 min
     benches/peers/run.py --quick      # one round, small sizes: ~2 min
     benches/peers/run.py --build-time # also clean release builds of the two Rust clients
     benches/peers/run.py --callgrind  # also instructions per echo call, under valgrind
 
-It builds the Rust clients (cargo build --release, in this directory's own workspace), installs
-the TS SDK (npm ci into ./node_modules), then runs the clients interleaved (ours, rmcp, ts,
-floor, ours, rmcp, ...) for several rounds and prints one table, each peer's figure beside ours
-with its ratio to ours. Medians over rounds. The Rust programs run tokio's multi-threaded runtime,
-and the stdio echo is measured again with a current-thread one (PEER_RUNTIME=current) and with
-the calls made from a spawned task (PEER_CALLER=task). "pinned" runs client and server with
+It builds the Rust clients (cargo build --release, in this directory's own workspace, into
+$CARGO_TARGET_DIR if set), installs the TS SDKs (npm ci into ./node_modules and
+./ts2/node_modules) and the Python SDK (pip, pinned, into ./py2/venv), then runs the clients
+interleaved (ours, rmcp, ts, ts2, py2, floor, ours, rmcp, ...) for several rounds and prints one
+table, each peer's figure beside ours with its ratio to ours. Medians over rounds. The Rust
+programs run tokio's multi-threaded runtime; the section "caller kinds" measures the stdio echo
+and 64 in flight again for each kind of caller: from `block_on` on the multi-threaded runtime
+(PEER_CALLER=block_on), from spawned tasks (PEER_CALLER=task), and on a current-thread
+runtime (PEER_RUNTIME=current). "pinned" runs client and server with
 `taskset -c 0`
 (one CPU: no cross-CPU wake-ups, the cost of the code itself); "unpinned" leaves them to the
 scheduler. RSS is each client's own peak (VmHWM read by the Rust clients at exit, Node's
@@ -25,6 +29,7 @@ import argparse
 import json
 import os
 import re
+import shutil
 import signal
 import statistics
 import subprocess
@@ -35,15 +40,29 @@ import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 SERVER = os.path.join(HERE, "server.py")
-BIN = os.path.join(HERE, "target", "release")
+BIN = os.path.join(os.environ.get("CARGO_TARGET_DIR") or os.path.join(HERE, "target"), "release")
+VENV = os.path.join(HERE, "py2", "venv")
 CLIENTS = {
     "ours": [os.path.join(BIN, "peer-ours")],
     "rmcp": [os.path.join(BIN, "peer-rmcp")],
     "ts": ["node", os.path.join(HERE, "ts", "client.mjs")],
+    "ts2": ["node", os.path.join(HERE, "ts2", "client.mjs")],
+    "py2": [os.path.join(VENV, "bin", "python"), os.path.join(HERE, "py2", "client.py")],
     "floor": [os.path.join(BIN, "peer-floor")],
 }
-PEERS = ["ours", "rmcp", "ts"]
+PEERS = ["ours", "rmcp", "ts", "ts2", "py2"]
+# The table's columns.
+TITLES = {"ours": "ours", "base": "ours (baseline)", "rmcp": "rmcp", "ts": "TS SDK 1.x",
+          "ts2": "TS SDK 2.x", "py2": "Python SDK 2.x", "floor": "no-library floor"}
+# Where the calls are made from, for the Rust programs (the others have one way): the
+# environment of each kind.
+CALLERS = [
+    ("block_on, multi-threaded runtime", {"PEER_CALLER": "block_on"}),
+    ("spawned tasks, multi-threaded runtime", {"PEER_CALLER": "task"}),
+    ("block_on, current-thread runtime", {"PEER_RUNTIME": "current", "PEER_CALLER": "block_on"}),
+]
 MIB = 1 << 20
+SECTIONS = ["startup", "echo", "callers", "inflight", "big"]
 
 
 def log(msg):
@@ -181,10 +200,24 @@ def setup(args):
     os.chdir(HERE)
     if not args.no_build:
         sh(["cargo", "build", "--release", "--locked"])
-    lock = os.path.join(HERE, "package-lock.json")
-    marker = os.path.join(HERE, "node_modules", ".package-lock.json")
-    if not os.path.exists(marker) or os.path.getmtime(marker) < os.path.getmtime(lock):
-        sh(["npm", "ci", "--no-audit", "--no-fund"])
+    for folder in (HERE, os.path.join(HERE, "ts2")):
+        lock = os.path.join(folder, "package-lock.json")
+        marker = os.path.join(folder, "node_modules", ".package-lock.json")
+        if not os.path.exists(marker) or os.path.getmtime(marker) < os.path.getmtime(lock):
+            sh(["npm", "ci", "--prefix", folder, "--no-audit", "--no-fund"])
+    # The Python SDK, pinned with everything it needs, in a venv of its own; installed again
+    # when requirements.txt changes.
+    requirements = os.path.join(HERE, "py2", "requirements.txt")
+    stamp = os.path.join(VENV, ".stamp")
+    with open(requirements, "rb") as f:
+        wanted = f.read()
+    if not os.path.exists(stamp) or open(stamp, "rb").read() != wanted:
+        shutil.rmtree(VENV, ignore_errors=True)
+        sh([sys.executable, "-m", "venv", VENV])
+        sh([os.path.join(VENV, "bin", "pip"), "install", "--quiet", "--disable-pip-version-check",
+            "-r", requirements])
+        with open(stamp, "wb") as f:
+            f.write(wanted)
 
 
 def versions():
@@ -193,13 +226,18 @@ def versions():
             return subprocess.run(cmd, cwd=HERE, capture_output=True, text=True).stdout.strip()
         except OSError:
             return "?"
-    with open(os.path.join(HERE, "node_modules", "@modelcontextprotocol", "sdk",
-                           "package.json")) as f:
-        ts = json.load(f)["version"]
+    def npm_version(folder, package):
+        with open(os.path.join(folder, "node_modules", package, "package.json")) as f:
+            return json.load(f)["version"]
+    ts = npm_version(HERE, "@modelcontextprotocol/sdk")
+    ts2 = npm_version(os.path.join(HERE, "ts2"), "@modelcontextprotocol/client")
+    py2 = out([CLIENTS["py2"][0], "-c", "import importlib.metadata as m; print(m.version('mcp'))"])
+    py2_python = out([CLIENTS["py2"][0], "-c", "import platform; print(platform.python_version())"])
     with open(os.path.join(HERE, "Cargo.lock")) as f:
         text = f.read()
     rmcp = text.split('name = "rmcp"\nversion = "')[1].split('"')[0]
-    return {"rmcp": rmcp, "ts": ts, "node": out(["node", "--version"]),
+    return {"rmcp": rmcp, "ts": ts, "ts2": ts2, "py2": py2, "py2_python": py2_python,
+            "node": out(["node", "--version"]),
             "rustc": out(["rustc", "--version"]), "python": sys.version.split()[0],
             "ours": out(["git", "-C", HERE, "describe", "--always", "--dirty"])}
 
@@ -212,8 +250,11 @@ def crate_counts():
                               check=True).stdout
         crates = {l.replace(" (*)", "").strip() for l in tree.splitlines() if l.strip()}
         counts[name] = len(crates) - 1  # not the client program itself
-    with open(os.path.join(HERE, "package-lock.json")) as f:
-        counts["ts"] = len([k for k in json.load(f)["packages"] if k])
+    for name, folder in (("ts", HERE), ("ts2", os.path.join(HERE, "ts2"))):
+        with open(os.path.join(folder, "package-lock.json")) as f:
+            counts[name] = len([k for k in json.load(f)["packages"] if k])
+    with open(os.path.join(HERE, "py2", "requirements.txt")) as f:
+        counts["py2"] = len([l for l in f if l.strip() and not l.startswith("#")])
     return counts
 
 
@@ -242,9 +283,10 @@ def build_times():
 def callgrind_per_call():
     """Instructions the client executes per echo call over stdio: a run of 2000 calls less one
     of 1000, over 1000 (start-up, warm-up and close cancel out). Counts, not seconds: the same
-    whatever else the machine does. The TS SDK is left out (a JIT under valgrind says little)."""
+    whatever else the machine does. The TS and Python SDKs are left out (a JIT or an interpreter
+    under valgrind says little)."""
     per_call = {}
-    for c in ("ours", "rmcp", "floor"):
+    for c in [c for c in ("ours", "base", "rmcp", "floor") if c in CLIENTS]:
         totals = []
         for n in (1000, 2000):
             with tempfile.NamedTemporaryFile(suffix=".callgrind") as out:
@@ -288,7 +330,19 @@ def main():
     ap.add_argument("--no-build", action="store_true", help="use the clients already built")
     ap.add_argument("--big-timeout", type=float, default=30.0,
                     help="seconds one big result may take before it counts as a hang")
+    ap.add_argument("--only", help="comma-separated sections to run (default all): "
+                    + ",".join(SECTIONS))
+    ap.add_argument("--baseline", metavar="BINARY",
+                    help="also run this build of peer-ours (from another commit: copy "
+                    "target/release/peer-ours aside before building this one), as the column "
+                    "'ours (baseline)', interleaved with the others")
     args = ap.parse_args()
+    if args.baseline:
+        CLIENTS["base"] = [os.path.abspath(args.baseline)]
+        PEERS.insert(1, "base")
+    sections = args.only.split(",") if args.only else SECTIONS
+    if not set(sections) <= set(SECTIONS):
+        raise SystemExit(f"--only: sections are {','.join(SECTIONS)}")
     rounds = args.rounds or (1 if args.quick else 3)
     echo_calls = 1000 if args.quick else 2000
     inflight_secs = 1.0 if args.quick else 3.0
@@ -300,117 +354,168 @@ def main():
     info["cpus"] = os.cpu_count()
     log(f"versions: {info}")
     rows = []  # (section, figure, unit, better, {client: value})
+    callers = []  # one summary per caller kind and pinning (see caller_rows)
     servers = {}
     try:
         servers = {False: HttpServer(False), True: HttpServer(True)}
         transports = ["stdio", "http-json", "http-sse"]
 
-        log("startup: which requests each client sends")
-        trace = os.path.join(tempfile.gettempdir(), f"peers-trace-{os.getpid()}")
-        methods = {}
-        for c in PEERS + ["floor"]:
-            if os.path.exists(trace):
-                os.remove(trace)
-            run(CLIENTS[c] + ["stdio", f"{sys.executable} {SERVER} stdio {trace}", "startup"],
-                30)
-            with open(trace) if os.path.exists(trace) else open(os.devnull) as f:
-                methods[c] = " + ".join(f.read().split()) or "none"
-        rows.append(("startup", "requests before the first call (stdio)", "", "fewer", methods))
-
-        log("startup: connect, list tools, close")
-        for t in transports:
-            res = interleaved(PEERS + ["floor"], 3 * rounds,
-                              lambda c: CLIENTS[c] + [t, target(t, servers, False), "startup"],
-                              30)
-            rows.append(("startup", f"{t}: connect (handshake)", "ms", "lower",
-                         {c: ms(median_of(r, "connect_us")) for c, r in res.items()}))
-            rows.append(("startup", f"{t}: connect + list tools + close, in the program",
-                         "ms", "lower", {c: ms(median_of(r, "total_us")) for c, r in res.items()}))
-            rows.append(("startup", f"{t}: whole process (runtime start included)", "ms",
-                         "lower", {c: secs_ms(median_of(r, "wall")) for c, r in res.items()}))
-
-        log(f"echo: {echo_calls} sequential calls")
-        for t in transports:
-            for pinned in (True, False):
-                if t == "http-sse" and pinned:
-                    continue
-                res = interleaved(PEERS + ["floor"], rounds,
-                                  lambda c: CLIENTS[c] + [t, target(t, servers, pinned), "echo",
-                                                          str(echo_calls)], 120, pinned)
-                where = "pinned" if pinned else "unpinned"
-                p50 = {c: median_of(r, "p50_us") for c, r in res.items()}
-                rows.append(("echo", f"{t} p50, {where}", "µs", "lower", p50))
-                if all(isinstance(v, (int, float)) for v in p50.values()):
-                    rows.append(("echo", f"{t} p50 over the floor, {where}", "µs", "lower",
-                                 {c: round(p50[c] - p50["floor"], 1) for c in PEERS}))
-                rows.append(("echo", f"{t} p99, {where}", "µs", "lower",
-                             {c: median_of(r, "p99_us") for c, r in res.items()}))
-
-        # The Rust programs run tokio's multi-threaded runtime above, calling from `block_on`
-        # on the main thread, where every answer wakes the caller from a worker thread. Here
-        # they run on one thread, like the floor and Node, and then on the multi-threaded
-        # runtime with the calls made from a spawned task (as in a server or an agent host),
-        # where the answer wakes the caller on the worker that read it: each library's own cost.
-        for setting, env in (("current-thread runtime", {"PEER_RUNTIME": "current"}),
-                             ("calls from a spawned task", {"PEER_CALLER": "task"})):
-            log(f"echo: {echo_calls} sequential calls, Rust clients: {setting}")
-            res = interleaved(PEERS + ["floor"], rounds,
-                              lambda c: CLIENTS[c] + ["stdio", target("stdio", servers, True),
-                                                      "echo", str(echo_calls)], 120, True, env)
-            p50 = {c: median_of(r, "p50_us") for c, r in res.items()}
-            rows.append(("echo", f"stdio p50, pinned, {setting}", "µs", "lower", p50))
-            if all(isinstance(v, (int, float)) for v in p50.values()):
-                rows.append(("echo", f"stdio p50 over the floor, pinned, {setting}", "µs",
-                             "lower", {c: round(p50[c] - p50["floor"], 1) for c in PEERS}))
-
-        log(f"inflight: 64 concurrent calls for {inflight_secs:g} s")
-        for t in transports:
-            for pinned in (False, True):
-                if t == "http-sse" and pinned:
-                    continue
-                res = interleaved(PEERS, rounds,
-                                  lambda c: CLIENTS[c] + [t, target(t, servers, pinned),
-                                                          "inflight", str(inflight_secs)],
-                                  inflight_secs + 60, pinned)
-                where = "pinned" if pinned else "unpinned"
-                rows.append(("inflight", f"{t} 64 in flight, {where}", "calls/s", "higher",
-                             {c: median_of(r, "calls_per_s") for c, r in res.items()}))
-                for r in (r for rs in res.values() for r in rs if r.get("calls")):
-                    r["cpu_us_per_call"] = round(r["cpu_ms"] * 1000 / r["calls"], 2)
-                rows.append(("inflight", f"{t} 64 in flight, {where}: client CPU per call",
-                             "µs", "lower",
-                             {c: median_of(r, "cpu_us_per_call") for c, r in res.items()}))
-
-        log(f"big: one result of {', '.join(str(s // MIB) for s in big_sizes)} MiB")
-        for t in transports:
-            failed_at = {}
-            for size in big_sizes:
-                res = {c: [] for c in PEERS}
-                for c in PEERS:
-                    if c in failed_at:
-                        res[c].append({"ok": False, "outcome": f"(failed at {failed_at[c]})"})
-                        continue
-                    r = run(CLIENTS[c] + [t, target(t, servers, False), "big", str(size)],
-                            args.big_timeout)
-                    log(f"  {c} {t} {size // MIB} MiB: {r.get('outcome', 'ok')}")
-                    res[c].append(r)
-                    if not r["ok"]:
-                        failed_at[c] = f"{size // MIB} MiB"
-                mib = size // MIB
-                rows.append(("big", f"{t} {mib} MiB: time", "ms", "lower",
-                             {c: secs_ms(median_of(r, "secs")) for c, r in res.items()}))
-                rows.append(("big", f"{t} {mib} MiB: client peak RSS", "MiB", "lower",
-                             {c: kb_mib(median_of(r, "rss_kb")) for c, r in res.items()}))
+        if "startup" in sections:
+            startup_rows(rows, servers, transports, rounds)
+        if "echo" in sections:
+            echo_rows(rows, servers, transports, rounds, echo_calls)
+        if "callers" in sections:
+            caller_rows(rows, callers, servers, rounds, echo_calls, inflight_secs)
+        if "inflight" in sections:
+            inflight_rows(rows, servers, transports, rounds, inflight_secs)
+        if "big" in sections:
+            big_rows(rows, servers, transports, big_sizes, args.big_timeout)
     finally:
         for s in servers.values():
             s.stop()
+    finish(args, rows, info, callers)
 
+
+def startup_rows(rows, servers, transports, rounds):
+    log("startup: which requests each client sends")
+    trace = os.path.join(tempfile.gettempdir(), f"peers-trace-{os.getpid()}")
+    methods = {}
+    for c in PEERS + ["floor"]:
+        if os.path.exists(trace):
+            os.remove(trace)
+        run(CLIENTS[c] + ["stdio", f"{sys.executable} {SERVER} stdio {trace}", "startup"],
+            30)
+        with open(trace) if os.path.exists(trace) else open(os.devnull) as f:
+            methods[c] = " + ".join(f.read().split()) or "none"
+    rows.append(("startup", "requests before the first call (stdio)", "", "fewer", methods))
+
+    log("startup: connect, list tools, close")
+    for t in transports:
+        res = interleaved(PEERS + ["floor"], 3 * rounds,
+                          lambda c: CLIENTS[c] + [t, target(t, servers, False), "startup"],
+                          30)
+        rows.append(("startup", f"{t}: connect (handshake)", "ms", "lower",
+                     {c: ms(median_of(r, "connect_us")) for c, r in res.items()}))
+        rows.append(("startup", f"{t}: connect + list tools + close, in the program",
+                     "ms", "lower", {c: ms(median_of(r, "total_us")) for c, r in res.items()}))
+        rows.append(("startup", f"{t}: whole process (runtime start included)", "ms",
+                     "lower", {c: secs_ms(median_of(r, "wall")) for c, r in res.items()}))
+
+
+def echo_rows(rows, servers, transports, rounds, echo_calls):
+    log(f"echo: {echo_calls} sequential calls")
+    for t in transports:
+        for pinned in (True, False):
+            if t == "http-sse" and pinned:
+                continue
+            res = interleaved(PEERS + ["floor"], rounds,
+                              lambda c: CLIENTS[c] + [t, target(t, servers, pinned), "echo",
+                                                      str(echo_calls)], 120, pinned)
+            where = "pinned" if pinned else "unpinned"
+            p50 = {c: median_of(r, "p50_us") for c, r in res.items()}
+            rows.append(("echo", f"{t} p50, {where}", "µs", "lower", p50))
+            if all(isinstance(v, (int, float)) for v in p50.values()):
+                rows.append(("echo", f"{t} p50 over the floor, {where}", "µs", "lower",
+                             {c: round(p50[c] - p50["floor"], 1) for c in PEERS}))
+            rows.append(("echo", f"{t} p99, {where}", "µs", "lower",
+                         {c: median_of(r, "p99_us") for c, r in res.items()}))
+
+
+def inflight_rows(rows, servers, transports, rounds, inflight_secs):
+    log(f"inflight: 64 concurrent calls for {inflight_secs:g} s")
+    for t in transports:
+        for pinned in (False, True):
+            if t == "http-sse" and pinned:
+                continue
+            # The floor keeps 64 in flight over stdio only: what the server answers at most.
+            clients = PEERS + ["floor"] if t == "stdio" else PEERS
+            res = interleaved(clients, rounds,
+                              lambda c: CLIENTS[c] + [t, target(t, servers, pinned),
+                                                      "inflight", str(inflight_secs)],
+                              inflight_secs + 60, pinned)
+            where = "pinned" if pinned else "unpinned"
+            rows.append(("inflight", f"{t} 64 in flight, {where}", "calls/s", "higher",
+                         {c: median_of(r, "calls_per_s") for c, r in res.items()}))
+            rows.append(("inflight", f"{t} 64 in flight, {where}: client CPU per call",
+                         "µs", "lower", cpu_per_call(res)))
+
+
+def cpu_per_call(res):
+    """Each client's median CPU time per call over its runs of 64 in flight (µs)."""
+    for r in (r for rs in res.values() for r in rs if r.get("calls")):
+        r["cpu_us_per_call"] = round(r["cpu_ms"] * 1000 / r["calls"], 2)
+    return {c: median_of(r, "cpu_us_per_call") for c, r in res.items()}
+
+
+def caller_rows(rows, callers, servers, rounds, echo_calls, inflight_secs):
+    """The stdio echo and 64 in flight for each kind of caller of the Rust programs (CALLERS),
+    pinned and not, each beside every peer and the floor run interleaved with it. Adds the
+    rows, and to `callers` one summary each: the per-call cost over the floor of ours and rmcp,
+    and ours at 64 in flight beside the best peer (the other programs do not change with the
+    kind, but run again in each, as the baseline of the same minutes)."""
+    for kind, env in CALLERS:
+        for pinned in (True, False):
+            where = "pinned" if pinned else "unpinned"
+            log(f"callers: {kind}, {where}: {echo_calls} sequential calls, then 64 in flight")
+            res = interleaved(PEERS + ["floor"], rounds,
+                              lambda c: CLIENTS[c] + ["stdio", target("stdio", servers, pinned),
+                                                      "echo", str(echo_calls)],
+                              120, pinned, env)
+            p50 = {c: median_of(r, "p50_us") for c, r in res.items()}
+            rows.append(("callers", f"stdio p50, {where}, {kind}", "µs", "lower", p50))
+            over = {}
+            if all(isinstance(v, (int, float)) for v in p50.values()):
+                over = {c: round(p50[c] - p50["floor"], 1) for c in PEERS}
+                rows.append(("callers", f"stdio p50 over the floor, {where}, {kind}", "µs",
+                             "lower", over))
+            res = interleaved(PEERS + ["floor"], rounds,
+                              lambda c: CLIENTS[c] + ["stdio", target("stdio", servers, pinned),
+                                                      "inflight", str(inflight_secs)],
+                              inflight_secs + 60, pinned, env)
+            rate = {c: median_of(r, "calls_per_s") for c, r in res.items()}
+            rows.append(("callers", f"stdio 64 in flight, {where}, {kind}", "calls/s",
+                         "higher", rate))
+            cpu = cpu_per_call(res)
+            rows.append(("callers", f"stdio 64 in flight, {where}, {kind}: client CPU per call",
+                         "µs", "lower", cpu))
+            numbers = {c: v for c, v in rate.items() if c not in ("ours", "base", "floor") and
+                       isinstance(v, (int, float))}
+            best = max(numbers, key=numbers.get) if numbers else None
+            callers.append({"kind": kind, "where": where, "over_floor": over, "p50": p50,
+                            "calls_per_s": rate, "cpu_us_per_call": cpu, "best_peer": best})
+
+
+def big_rows(rows, servers, transports, big_sizes, big_timeout):
+    log(f"big: one result of {', '.join(str(s // MIB) for s in big_sizes)} MiB")
+    for t in transports:
+        failed_at = {}
+        for size in big_sizes:
+            res = {c: [] for c in PEERS}
+            for c in PEERS:
+                if c in failed_at:
+                    res[c].append({"ok": False, "outcome": f"(failed at {failed_at[c]})"})
+                    continue
+                r = run(CLIENTS[c] + [t, target(t, servers, False), "big", str(size)],
+                        big_timeout)
+                log(f"  {c} {t} {size // MIB} MiB: {r.get('outcome', 'ok')}")
+                res[c].append(r)
+                if not r["ok"]:
+                    failed_at[c] = f"{size // MIB} MiB"
+            mib = size // MIB
+            rows.append(("big", f"{t} {mib} MiB: time", "ms", "lower",
+                         {c: secs_ms(median_of(r, "secs")) for c, r in res.items()}))
+            rows.append(("big", f"{t} {mib} MiB: client peak RSS", "MiB", "lower",
+                         {c: kb_mib(median_of(r, "rss_kb")) for c, r in res.items()}))
+
+
+def finish(args, rows, info, callers):
     if args.callgrind:
         rows.append(("echo", "instructions per echo call, stdio (callgrind: 2000 calls less "
                      "1000, client only)", "", "lower", callgrind_per_call()))
 
     counts = crate_counts()
-    rows.append(("build", "crates (cargo tree -e normal) / npm packages", "", "lower", counts))
+    rows.append(("build", "crates (cargo tree -e normal) / npm packages / PyPI packages", "",
+                 "lower", counts))
     if args.build_time:
         times = build_times()
         rows.append(("build", "clean release build, wall", "s", "lower",
@@ -418,7 +523,7 @@ def main():
         rows.append(("build", "clean release build, CPU (user + sys)", "s", "lower",
                      {c: round(cpu, 1) for c, (_, cpu) in times.items()}))
 
-    table = render(rows, info)
+    table = render(rows, info) + render_callers(callers)
     print(table)
     os.makedirs(os.path.join(HERE, "results"), exist_ok=True)
     stamp = time.strftime("%Y%m%d-%H%M%S")
@@ -426,7 +531,8 @@ def main():
         with open(os.path.join(HERE, "results", f"{name}.md"), "w") as f:
             f.write(table)
         with open(os.path.join(HERE, "results", f"{name}.json"), "w") as f:
-            json.dump({"info": info, "rows": rows}, f, indent=1, default=str)
+            json.dump({"info": info, "rows": rows, "callers": callers}, f, indent=1,
+                      default=str)
     log("wrote results/latest.md and results/latest.json")
 
 
@@ -444,15 +550,17 @@ def kb_mib(kb):
 
 def render(rows, info):
     head = (f"Run {info['date']} on {info['cpus']} CPUs; ours {info['ours']}, rmcp {info['rmcp']}, "
-            f"TS SDK {info['ts']} (Node {info['node']}), {info['rustc']}, server: Python "
+            f"TS SDK {info['ts']} and {info['ts2']} (Node {info['node']}), Python SDK "
+            f"{info['py2']} (Python {info['py2_python']}), {info['rustc']}, server: Python "
             f"{info['python']}.\nEach peer's figure is followed by its ratio to ours "
             f"(peer / ours); medians over the rounds.\n\n")
-    lines = ["| figure | unit | better | ours | rmcp | TS SDK | no-library floor |",
-             "|---|---|---|---|---|---|---|"]
+    columns = PEERS + ["floor"]
+    lines = ["| figure | unit | better | " + " | ".join(TITLES[c] for c in columns) + " |",
+             "|---|---|---|" + "---|" * len(columns)]
     for _, figure, unit, better, values in rows:
         base = values.get("ours")
         cells = []
-        for c in ("ours", "rmcp", "ts", "floor"):
+        for c in columns:
             v = values.get(c)
             if v is None:
                 cells.append("")
@@ -465,7 +573,31 @@ def render(rows, info):
     return head + "\n".join(lines) + "\n"
 
 
+def render_callers(callers):
+    """The summary of the caller kinds: the targets of issue 30 §2 beside what was measured."""
+    if not callers:
+        return ""
+    lines = ["", "Caller kinds (stdio; the Rust programs' calls made as the first column says):",
+             "", "| caller | CPUs | ours over the floor (µs) | rmcp over the floor (µs) | "
+             "rmcp / ours (target >= 2) | ours at 64 in flight (calls/s) | best peer (calls/s) | "
+             "ours / best peer (target >= 2) | the floor at 64 in flight: the server's most "
+             "(calls/s) |", "|---|---|---|---|---|---|---|---|---|"]
+    for c in callers:
+        over, rate, best = c["over_floor"], c["calls_per_s"], c["best_peer"]
+        ours, rmcp = over.get("ours"), over.get("rmcp")
+        cost = f"{rmcp / ours:.2f}x" if isinstance(ours, (int, float)) and ours > 0 and \
+            isinstance(rmcp, (int, float)) else ""
+        peer = f"{fmt(rate[best])} ({TITLES[best]})" if best else ""
+        speed = f"{rate['ours'] / rate[best]:.2f}x" if best and \
+            isinstance(rate.get("ours"), (int, float)) else ""
+        lines.append(f"| {c['kind']} | {c['where']} | {fmt(ours)} | {fmt(rmcp)} | {cost} | "
+                     f"{fmt(rate.get('ours'))} | {peer} | {speed} | {fmt(rate.get('floor'))} |")
+    return "\n".join(lines) + "\n"
+
+
 def fmt(v):
+    if v is None:
+        return ""
     if isinstance(v, float):
         return f"{v:.0f}" if v >= 1000 else f"{v:.1f}"
     return str(v)

@@ -132,10 +132,10 @@ impl Client {
         if self.details.era == Era::Stateless {
             return self.has_task_extension().then_some(TaskFlow::Extension);
         }
-        let declared = self
-            .details
-            .capabilities
-            .pointer("/tasks/requests/tools/call")
+        // Looked up member by member: `pointer` splits and unescapes the path on every call.
+        let declared = ["tasks", "requests", "tools", "call"]
+            .iter()
+            .try_fold(&self.details.capabilities, |v, key| v.get(key))
             .is_some_and(|v| !v.is_null());
         if !declared {
             return None;

@@ -22,9 +22,10 @@ use std::future::Future;
 use std::sync::atomic::{AtomicI64, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, Weak};
 use std::time::Duration;
-use tokio::sync::{Notify, broadcast, mpsc, oneshot};
+use tokio::sync::{Notify, broadcast, mpsc};
 
 mod inbound;
+mod reply;
 
 /// How long a request waits for its response unless told otherwise.
 pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(60);
@@ -256,7 +257,7 @@ impl Outcome {
 const SERVER_INFO_META: &str = "io.modelcontextprotocol/serverInfo";
 
 struct Pending {
-    reply: oneshot::Sender<Result<Reply>>,
+    reply: reply::Filler,
     progress: Option<ProgressCallback>,
     activity: Option<Arc<Notify>>,
     /// Whether its progress is still wanted once it has its result (a task's progress goes
@@ -327,7 +328,12 @@ impl Session {
             answering: Arc::new(tokio::sync::Semaphore::new(MAX_SERVER_REQUESTS)),
             warned_of_flood: std::sync::atomic::AtomicBool::new(false),
         });
-        tokio::spawn(run_inbound(Arc::downgrade(&shared), inbound));
+        let shortcut = shared.transport.shortcut();
+        if let Some(shortcut) = &shortcut {
+            let weak = Arc::downgrade(&shared);
+            shortcut.install(Box::new(move |messages| inbound::take(&weak, messages)));
+        }
+        tokio::spawn(run_inbound(Arc::downgrade(&shared), inbound, shortcut));
         Session { shared }
     }
 
@@ -643,7 +649,7 @@ impl Session {
         let activity = options
             .progress_resets_timeout
             .then(|| Arc::new(Notify::new()));
-        let (tx, mut rx) = oneshot::channel();
+        let (tx, mut rx) = reply::slot();
         self.shared.pending.lock().expect("pending lock").insert(
             id,
             Pending {

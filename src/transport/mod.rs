@@ -22,6 +22,8 @@ use crate::wire::render::DEFAULT_CAP;
 use serde_json::Value;
 use std::future::Future;
 use std::pin::Pin;
+use std::sync::OnceLock;
+use std::sync::atomic::{AtomicUsize, Ordering};
 
 /// A boxed future, as transports return them (so `dyn Transport` works).
 pub type BoxFuture<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;
@@ -38,6 +40,60 @@ pub enum Inbound {
     Failed(Id, crate::error::Error),
     /// The connection ended; nothing follows. The text says why.
     Closed(String),
+}
+
+/// What takes the session's responses from a transport's reader without the [`Inbound`]
+/// channel: the reader hands the responses it decodes straight to the session (which fills
+/// their replies there and then, one task hop less), as long as nothing it sent on the channel
+/// is still unhandled there, so that no message overtakes another.
+#[derive(Default)]
+pub struct Shortcut {
+    /// Items sent on the channel that the session has not finished handling.
+    queued: AtomicUsize,
+    /// Set by the session.
+    take: OnceLock<TakeResponses>,
+}
+
+/// Takes the responses at the front of a list of messages (the session's side of a
+/// [`Shortcut`]).
+pub(crate) type TakeResponses = Box<dyn Fn(&mut Vec<Decoded>) + Send + Sync>;
+
+// Only the stdio transport's reader takes the shortcut for now.
+#[cfg_attr(not(feature = "stdio"), allow(dead_code))]
+impl Shortcut {
+    /// Sets what takes the responses (the session does, once).
+    pub(crate) fn install(&self, take: TakeResponses) {
+        let _ = self.take.set(take);
+    }
+
+    /// Hands the responses at the front of `messages` to the session, if nothing sent on the
+    /// channel waits there; what is left goes on the channel.
+    pub(crate) fn take(&self, messages: &mut Vec<Decoded>) {
+        if self.queued.load(Ordering::Acquire) == 0
+            && let Some(take) = self.take.get()
+        {
+            take(messages);
+        }
+    }
+
+    /// Counts an item about to be sent on the channel.
+    pub(crate) fn queued(&self) {
+        self.queued.fetch_add(1, Ordering::AcqRel);
+    }
+
+    /// Counts an item of the channel handled by the session.
+    pub(crate) fn handled(&self) {
+        self.queued.fetch_sub(1, Ordering::AcqRel);
+    }
+}
+
+impl std::fmt::Debug for Shortcut {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Shortcut")
+            .field("queued", &self.queued)
+            .field("installed", &self.take.get().is_some())
+            .finish()
+    }
 }
 
 /// One message for the server: what it is, its bytes, and the extra headers of a request, so
@@ -135,6 +191,11 @@ pub trait Transport: Send + Sync + 'static {
     fn kind(&self) -> &'static str;
     /// The server's process id (also its process group), for transports that run one.
     fn pid(&self) -> Option<u32> {
+        None
+    }
+    /// The [`Shortcut`] of a transport whose reader hands responses to the session without
+    /// the channel; `None` (the default): everything comes on the channel.
+    fn shortcut(&self) -> Option<std::sync::Arc<Shortcut>> {
         None
     }
 }

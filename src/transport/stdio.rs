@@ -22,7 +22,7 @@
 //! Object that kills it when closed. Closing is: close stdin, wait 2 s, terminate the job,
 //! wait 2 s; and the job dies with this process, however it ends.
 
-use super::{Assembler, BoxFuture, Inbound, Limits, Transport};
+use super::{Assembler, BoxFuture, Inbound, Limits, Shortcut, Transport};
 use crate::error::{Error, ErrorKind, Result};
 use crate::wire::decode::Decoded;
 use crate::wire::framing::{LineFramer, Piece};
@@ -158,18 +158,37 @@ struct Pipe {
     /// queues too, so messages keep their order.
     queued: usize,
     /// Set by the reader when it hands over several answers at once: their callers' next
-    /// requests are gathered here, and the writer writes them in one write each time the
-    /// runtime has run the tasks that were ready, instead of one write (and one wake-up of the
-    /// server) each; the pipe stays corked until a turn gathers nothing.
+    /// requests are gathered here, and written in one write instead of one write (and one
+    /// wake-up of the server) each: by the caller that brings `owed` to nothing, or by the
+    /// writer each time the runtime has run the tasks that were ready; the pipe stays corked
+    /// until a turn gathers nothing.
     corked: Option<Vec<u8>>,
+    /// Answers handed over since the pipe was corked whose callers have not sent since (as
+    /// far as counting tells: any request sent counts).
+    owed: usize,
+    /// Whether a request joined the cork since it was set.
+    joined: bool,
+    /// Counts the corks set: the writer tells a new cork from the one it waited for.
+    corks: u64,
+    /// Whether the writer waits for callers that run on another thread ([`CORK_WAIT`]).
+    waiting: bool,
+    /// Whether the latest request came from outside any task (a `block_on` caller): the
+    /// callers of the next answers are taken to run outside the writer's turn too.
+    foreign: bool,
 }
+
+/// How long the writer holds the cork for callers that did not run in its turn: callers woken
+/// outside the runtime's tasks (`block_on`, as in `#[tokio::main]`), whose requests have not
+/// come yet. The last of them writes the cork itself; this bounds the wait when some never
+/// send (tokio's timers count in milliseconds).
+const CORK_WAIT: Duration = Duration::from_millis(1);
 
 /// A running stdio server.
 pub struct StdioTransport {
     server: String,
     /// The writer's queue; `None` once closed.
     writer: StdMutex<Option<mpsc::Sender<Outgoing>>>,
-    pipe: Arc<StdMutex<Pipe>>,
+    cork: Cork,
     /// The writer task.
     writer_task: tokio::task::AbortHandle,
     /// The server, until the close sequence takes it; the reader reads its exit status.
@@ -180,6 +199,8 @@ pub struct StdioTransport {
     /// Why the server's stdout ended, once the reader knows: a write that failed because the
     /// server exited says so, with its exit status and last stderr lines.
     ended: tokio::sync::watch::Receiver<Option<String>>,
+    /// How the reader hands responses to the session without the channel.
+    shortcut: Arc<Shortcut>,
 }
 
 impl StdioTransport {
@@ -230,6 +251,11 @@ impl StdioTransport {
             stdin: Some(stdin),
             queued: 0,
             corked: None,
+            owed: 0,
+            joined: false,
+            corks: 0,
+            waiting: false,
+            foreign: false,
         }));
         let cork = Cork {
             pipe: pipe.clone(),
@@ -251,25 +277,27 @@ impl StdioTransport {
             tail,
             reported: why_ended,
         };
+        let shortcut = Arc::new(Shortcut::default());
         let reader = read_stdout(
             server.to_string(),
             stdout,
             limits,
-            tx,
+            (tx, shortcut.clone()),
             cork.clone(),
             reader_ended,
         );
         tokio::spawn(reader);
-        let writer_task = tokio::spawn(write_stdin(cork, outgoing)).abort_handle();
+        let writer_task = tokio::spawn(write_stdin(cork.clone(), outgoing)).abort_handle();
         let transport = StdioTransport {
             server: server.to_string(),
             writer: StdMutex::new(Some(queue)),
-            pipe,
+            cork,
             writer_task,
             child,
             tree: StdMutex::new(Some(tree)),
             pid,
             ended,
+            shortcut,
         };
         Ok((transport, rx))
     }
@@ -291,9 +319,10 @@ impl StdioTransport {
 
 impl Transport for StdioTransport {
     /// Writes the message at once if nothing is queued and the pipe takes it whole; adds it to
-    /// the cork if the pipe is corked and no write is under way; else queues (the rest of) it for the writer and waits
-    /// until it is written. Dropping the future (a deadline) before the write starts means it
-    /// is never written; once a byte of it is written or it is in the cork, it all follows.
+    /// the cork if the pipe is corked and no write is under way (and writes the cork, if it is
+    /// the last request owed); else queues (the rest of) it for the writer and waits until it
+    /// is written. Dropping the future (a deadline) before the write starts means it is never
+    /// written; once a byte of it is written or it is in the cork, it all follows.
     fn send(&self, message: super::Outbound) -> BoxFuture<'_, Result<()>> {
         let mut message = message.bytes;
         Box::pin(async move {
@@ -307,12 +336,18 @@ impl Transport for StdioTransport {
                 return Err(self.ended_error("the server's stdin is closed").await);
             };
             let outcome = {
-                let mut pipe = self.pipe.lock().expect("pipe lock");
+                let mut pipe = self.cork.pipe.lock().expect("pipe lock");
                 let Pipe {
                     stdin,
                     queued,
                     corked,
+                    owed,
+                    joined,
+                    waiting,
+                    foreign,
+                    ..
                 } = &mut *pipe;
+                *foreign = tokio::task::try_id().is_none();
                 let stdin = stdin
                     .as_mut()
                     .ok_or_else(|| closed("the transport was closed"))?;
@@ -324,7 +359,18 @@ impl Transport for StdioTransport {
                     } else {
                         cork.extend_from_slice(&message);
                     }
-                    return Ok(());
+                    *joined = true;
+                    if *owed != 1 {
+                        *owed = owed.saturating_sub(1);
+                        return Ok(());
+                    }
+                    // The last request owed: nothing more is coming, so it is written now, by
+                    // its caller, whichever thread that runs on (no wait for the writer's turn).
+                    *owed = 0;
+                    message = corked.take().unwrap_or_default();
+                    if std::mem::take(waiting) {
+                        self.cork.flush.notify_one();
+                    }
                 }
                 let at = if *queued == 0 {
                     write_now(stdin, &message)
@@ -360,7 +406,7 @@ impl Transport for StdioTransport {
             // Never waits for a write: a server that stopped reading would hold it forever.
             self.writer.lock().expect("writer lock").take();
             self.writer_task.abort();
-            self.pipe.lock().expect("pipe lock").stdin.take();
+            self.cork.pipe.lock().expect("pipe lock").stdin.take();
             let child = self.child.lock().expect("child lock").take();
             let tree = self.tree.lock().expect("tree lock").take();
             if let (Some(child), Some(tree)) = (child, tree) {
@@ -376,13 +422,17 @@ impl Transport for StdioTransport {
     fn pid(&self) -> Option<u32> {
         Some(self.pid)
     }
+
+    fn shortcut(&self) -> Option<Arc<Shortcut>> {
+        Some(self.shortcut.clone())
+    }
 }
 
 impl Drop for StdioTransport {
     fn drop(&mut self) {
         // Dropping stdin closes the pipe.
         self.writer_task.abort();
-        if let Ok(mut pipe) = self.pipe.lock() {
+        if let Ok(mut pipe) = self.cork.pipe.lock() {
             pipe.stdin.take();
         }
         let child = self.child.lock().expect("child lock").take();
@@ -417,11 +467,17 @@ struct Cork {
 }
 
 impl Cork {
-    /// Corks the pipe, unless a write is queued or it is corked already.
-    fn cork(&self) {
+    /// Corks the pipe for the callers of `answers` answers handed over, unless a write is
+    /// queued; if it is corked already, they are owed too.
+    fn cork(&self, answers: usize) {
         let mut pipe = self.pipe.lock().expect("pipe lock");
-        if pipe.queued == 0 && pipe.corked.is_none() && pipe.stdin.is_some() {
+        if pipe.corked.is_some() {
+            pipe.owed += answers;
+        } else if pipe.queued == 0 && pipe.stdin.is_some() {
             pipe.corked = Some(Vec::new());
+            pipe.owed = answers;
+            pipe.joined = false;
+            pipe.corks += 1;
             self.flush.notify_one();
         }
     }
@@ -453,19 +509,41 @@ async fn write_stdin(cork: Cork, mut queue: mpsc::Receiver<Outgoing>) {
                 // Each turn writes what the callers the runtime ran since the last one gathered
                 // (it runs the ready tasks before it comes back here), and the pipe stays corked
                 // until a turn gathers nothing: the callers woken in one turn may run in
-                // several (the runtime's maintenance comes every 61 polls).
+                // several (the runtime's maintenance comes every 61 polls). Callers outside the
+                // tasks (`block_on`) have not run when the first turn comes: the cork waits
+                // for them, at most CORK_WAIT, and the last one owed writes it.
+                let (mut waited, mut cork_waited) = (false, 0);
                 loop {
                     tokio::task::yield_now().await;
                     let gathered = {
                         let mut pipe = pipe.lock().expect("pipe lock");
-                        let gathered = pipe.corked.take().unwrap_or_default();
-                        if gathered.is_empty() || pipe.stdin.is_none() {
+                        let Some(gathered) = pipe.corked.take() else {
                             break;
+                        };
+                        // A new cork (set while the writer waited) gets its own wait.
+                        if pipe.corks != cork_waited {
+                            waited = false;
                         }
-                        pipe.corked = Some(Vec::new());
-                        // While this write is under way, later messages queue behind it.
-                        pipe.queued += 1;
-                        gathered
+                        let elsewhere = gathered.is_empty() && !pipe.joined && pipe.owed > 0;
+                        if elsewhere && pipe.foreign && !waited {
+                            pipe.corked = Some(gathered);
+                            pipe.waiting = true;
+                            cork_waited = pipe.corks;
+                            None
+                        } else if gathered.is_empty() || pipe.stdin.is_none() {
+                            break;
+                        } else {
+                            pipe.corked = Some(Vec::new());
+                            // While this write is under way, later messages queue behind it.
+                            pipe.queued += 1;
+                            Some(gathered)
+                        }
+                    };
+                    let Some(gathered) = gathered else {
+                        let _ = tokio::time::timeout(CORK_WAIT, cork.flush.notified()).await;
+                        pipe.lock().expect("pipe lock").waiting = false;
+                        waited = true;
+                        continue;
                     };
                     let result = write_all(pipe, &gathered).await;
                     pipe.lock().expect("pipe lock").queued -= 1;
@@ -622,10 +700,11 @@ async fn read_stdout(
     server: String,
     mut stdout: tokio::process::ChildStdout,
     limits: Limits,
-    tx: mpsc::Sender<Inbound>,
+    to_session: (mpsc::Sender<Inbound>, Arc<Shortcut>),
     cork: Cork,
     ended: Ended,
 ) {
+    let (tx, shortcut) = &to_session;
     let mut framer = LineFramer::new();
     let mut incoming = Assembler::new(limits);
     let mut buf = vec![0u8; PIPE_SIZE];
@@ -634,7 +713,7 @@ async fn read_stdout(
         let n = match stdout.read(&mut buf).await {
             Ok(0) => {
                 framer.finish(&mut |p| take_piece(p, &mut incoming, &mut messages, &server));
-                let _ = deliver(&tx, &mut messages).await;
+                let _ = deliver(tx, shortcut, &mut messages).await;
                 break ended.why().await;
             }
             Ok(n) => n,
@@ -646,19 +725,29 @@ async fn read_stdout(
             });
             // Several answers wake several callers, whose next requests then go out together.
             if messages.len() > 1 {
-                cork.cork();
+                let answers = messages
+                    .iter()
+                    .filter(|d| d.id.is_some() && d.method.is_none());
+                cork.cork(answers.count());
             }
-            if deliver(&tx, &mut messages).await.is_err() {
+            if deliver(tx, shortcut, &mut messages).await.is_err() {
                 return;
             }
         }
     };
+    shortcut.queued();
     let _ = tx.send(Inbound::Closed(reason)).await;
 }
 
-/// Hands `messages` to the session, in order, [`BATCH`] at most at a time; fails once the
-/// session is gone.
-async fn deliver(tx: &mpsc::Sender<Inbound>, messages: &mut Vec<Decoded>) -> Result<(), ()> {
+/// Hands `messages` to the session, in order: the responses at the front through the
+/// shortcut when it is open, the rest on the channel, [`BATCH`] at most at a time; fails once
+/// the session is gone.
+async fn deliver(
+    tx: &mpsc::Sender<Inbound>,
+    shortcut: &Shortcut,
+    messages: &mut Vec<Decoded>,
+) -> Result<(), ()> {
+    shortcut.take(messages);
     while !messages.is_empty() {
         let item = if messages.len() == 1 {
             Inbound::Message(messages.pop().expect("one message"))
@@ -666,6 +755,7 @@ async fn deliver(tx: &mpsc::Sender<Inbound>, messages: &mut Vec<Decoded>) -> Res
             let rest = messages.split_off(messages.len().min(BATCH));
             Inbound::Batch(std::mem::replace(messages, rest))
         };
+        shortcut.queued();
         tx.send(item).await.map_err(drop)?;
     }
     Ok(())

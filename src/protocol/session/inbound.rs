@@ -38,10 +38,41 @@ impl NotificationBudget {
     }
 }
 
-pub(super) async fn run_inbound(shared: Weak<Shared>, mut inbound: mpsc::Receiver<Inbound>) {
+/// Takes the responses at the front of `messages` from the transport's reader
+/// ([`Shortcut`](crate::transport::Shortcut)): fills their replies, then wakes their callers.
+pub(super) fn take(shared: &Weak<Shared>, messages: &mut Vec<Decoded>) {
+    let responses = messages
+        .iter()
+        .take_while(|d| d.id.is_some() && d.method.is_none())
+        .count();
+    let Some(shared) = shared.upgrade().filter(|_| responses > 0) else {
+        return;
+    };
+    let filled: Vec<reply::Filled> = messages
+        .drain(..responses)
+        .filter_map(|d| receive(&shared, d))
+        .collect();
+    reply::wake(filled);
+}
+
+pub(super) async fn run_inbound(
+    shared: Weak<Shared>,
+    mut inbound: mpsc::Receiver<Inbound>,
+    shortcut: Option<Arc<crate::transport::Shortcut>>,
+) {
+    // Each item counted as handled once it is, whatever the path out of the loop's body.
+    struct Handled<'a>(Option<&'a crate::transport::Shortcut>);
+    impl Drop for Handled<'_> {
+        fn drop(&mut self) {
+            if let Some(shortcut) = self.0 {
+                shortcut.handled();
+            }
+        }
+    }
     let mut budget = NotificationBudget::new();
     let is_notification = |d: &Decoded| d.id.is_none() && d.method.is_some();
     while let Some(item) = inbound.recv().await {
+        let _handled = Handled(shortcut.as_deref());
         let notifications = match &item {
             Inbound::Message(d) => u32::from(is_notification(d)),
             Inbound::Batch(messages) => {
@@ -54,13 +85,18 @@ pub(super) async fn run_inbound(shared: Weak<Shared>, mut inbound: mpsc::Receive
                 return;
             };
             match item {
-                Inbound::Message(decoded) => receive(&shared, decoded),
-                Inbound::Batch(messages) => messages.into_iter().for_each(|d| receive(&shared, d)),
+                Inbound::Message(decoded) => reply::wake(receive(&shared, decoded)),
+                Inbound::Batch(messages) => {
+                    // Every reply filled before any caller is woken (see `reply`).
+                    let filled: Vec<reply::Filled> = messages
+                        .into_iter()
+                        .filter_map(|d| receive(&shared, d))
+                        .collect();
+                    reply::wake(filled);
+                }
                 Inbound::Failed(Id::Number(id), error) => {
                     let pending = shared.pending.lock().expect("pending lock").remove(&id);
-                    if let Some(p) = pending {
-                        let _ = p.reply.send(Err(error));
-                    }
+                    reply::wake(pending.map(|p| p.reply.fill(Err(error))));
                 }
                 Inbound::Failed(Id::String(_), error) => {
                     tracing::debug!(server = %shared.server, "a failure for no pending request: {error}");
@@ -87,8 +123,9 @@ pub(super) async fn run_inbound(shared: Weak<Shared>, mut inbound: mpsc::Receive
 }
 
 /// Routes one decoded message: responses to their requests, requests to their answers,
-/// notifications to their subscribers.
-fn receive(shared: &Arc<Shared>, mut decoded: Decoded) {
+/// notifications to their subscribers. Returns the reply it filled, whose caller is for the
+/// caller of this to wake ([`reply::wake`]).
+fn receive(shared: &Arc<Shared>, mut decoded: Decoded) -> Option<reply::Filled> {
     // A result read on the way is handed on as it is: a tool call needs nothing more of it.
     if let (Some(head), Some(Id::Number(_))) = (decoded.result.take(), &decoded.id) {
         let outcome = Outcome::Read {
@@ -109,7 +146,8 @@ fn receive(shared: &Arc<Shared>, mut decoded: Decoded) {
             let raw = decoded.raw.as_deref().unwrap_or_default();
             let excerpt = String::from_utf8_lossy(&raw[..raw.len().min(EXCERPT)]);
             let excerpt = crate::text::escape_controls(&excerpt);
-            return tracing::warn!(server = %shared.server, "skipping a message that is not JSON-RPC ({e}): {excerpt}");
+            tracing::warn!(server = %shared.server, "skipping a message that is not JSON-RPC ({e}): {excerpt}");
+            return None;
         }
         // Too large to keep whole: a response is still complete as a rendered tool result.
         None if decoded.render.is_some() => {
@@ -131,7 +169,7 @@ fn receive(shared: &Arc<Shared>, mut decoded: Decoded) {
                 );
                 answer_in_background(shared, id, method, async { Err(error) });
             }
-            return;
+            return None;
         }
     };
     match message {
@@ -155,18 +193,23 @@ fn receive(shared: &Arc<Shared>, mut decoded: Decoded) {
             let work =
                 async move { handle_server_request(&handlers, roots, &method, params).await };
             answer_in_background(shared, request.id, request.method, work);
+            None
         }
-        Message::Notification(n) => on_notification(shared, n),
+        Message::Notification(n) => {
+            on_notification(shared, n);
+            None
+        }
     }
 }
 
+/// Fills the reply of the request `id` answers, without waking its caller.
 fn complete(
     shared: &Shared,
     id: Option<&Id>,
     outcome: Outcome,
     rendered: Option<Result<Rendered, RenderError>>,
     len: u64,
-) {
+) -> Option<reply::Filled> {
     let pending = match id {
         Some(Id::Number(id)) => shared.pending.lock().expect("pending lock").remove(id),
         _ => None,
@@ -185,17 +228,19 @@ fn complete(
                     .expect("watchers lock")
                     .insert(*id, watcher);
             }
-            let _ = p.reply.send(Ok(Reply {
+            Some(p.reply.fill(Ok(Reply {
                 outcome,
                 rendered,
                 len,
-            }));
+            })))
         }
         (None, Outcome::Parsed(Some(Err(e)))) => {
-            tracing::warn!(server = %shared.server, "the server reported an error: {e}")
+            tracing::warn!(server = %shared.server, "the server reported an error: {e}");
+            None
         }
         (None, _) => {
-            tracing::debug!(server = %shared.server, "a response to no pending request was dropped")
+            tracing::debug!(server = %shared.server, "a response to no pending request was dropped");
+            None
         }
     }
 }

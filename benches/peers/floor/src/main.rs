@@ -1,14 +1,17 @@
 //! The no-library floor: the least a client can do per call. Blocking std I/O, requests
 //! written as preformatted bytes, answers read as one line (stdio) or one HTTP response and
 //! checked with a substring search, no JSON parsing. Same command line as the clients
-//! (`../../common.rs`), modes `startup` and `echo` only.
+//! (`../../common.rs`), modes `startup` and `echo`, and `inflight` over stdio: 64 requests
+//! in flight, a new one for each answer, those of one read written in one write (what the
+//! server can answer at most).
 
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::TcpStream;
 use std::process::{Child, Command, Stdio};
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 const WARMUP: usize = 200;
+const INFLIGHT: u64 = 64;
 const INIT: &str = r#"{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"floor","version":"0"}}}"#;
 const INITIALIZED: &str = r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#;
 const LIST: &str = r#"{"jsonrpc":"2.0","id":1,"method":"tools/list"}"#;
@@ -23,6 +26,11 @@ fn echo_request(id: u64) -> String {
 trait Exchange {
     fn send(&mut self, body: &str) -> Vec<u8>;
     fn notify(&mut self, body: &str);
+    /// Keeps 64 echo calls in flight for `secs`; returns how many were answered.
+    fn inflight(&mut self, _secs: f64) -> u64 {
+        eprintln!("peer-floor: inflight is for stdio only");
+        std::process::exit(2);
+    }
 }
 
 struct Pipe {
@@ -45,6 +53,40 @@ impl Exchange for Pipe {
         message.extend_from_slice(body.as_bytes());
         message.push(b'\n');
         stdin.write_all(&message).expect("write");
+    }
+    fn inflight(&mut self, secs: f64) -> u64 {
+        let deadline = Instant::now() + Duration::from_secs_f64(secs);
+        let mut id = 1_000_000;
+        let mut batch = Vec::new();
+        let mut request = |batch: &mut Vec<u8>| {
+            batch.extend_from_slice(echo_request(id).as_bytes());
+            batch.push(b'\n');
+            id += 1;
+        };
+        for _ in 0..INFLIGHT {
+            request(&mut batch);
+        }
+        let (mut in_flight, mut calls) = (INFLIGHT, 0);
+        while in_flight > 0 {
+            // Written once every answer read so far is answered: one write per read.
+            if self.reader.buffer().is_empty() && !batch.is_empty() {
+                let stdin = self.child.stdin.as_mut().expect("stdin");
+                stdin.write_all(&batch).expect("write");
+                batch.clear();
+            }
+            self.line.clear();
+            self.reader.read_until(b'\n', &mut self.line).expect("read");
+            assert!(
+                contains(&self.line, b"\"hello\""),
+                "echo answered otherwise"
+            );
+            (in_flight, calls) = (in_flight - 1, calls + 1);
+            if Instant::now() < deadline {
+                request(&mut batch);
+                in_flight += 1;
+            }
+        }
+        calls
     }
 }
 
@@ -124,6 +166,12 @@ fn connect(transport: &str, target: &str) -> Box<dyn Exchange> {
     session
 }
 
+/// A number read from `/proc/self/NAME` (0 where there is none).
+fn proc_field(name: &str, read: impl Fn(&str) -> Option<u64>) -> u64 {
+    let text = std::fs::read_to_string(format!("/proc/self/{name}")).unwrap_or_default();
+    read(&text).unwrap_or(0)
+}
+
 fn contains(haystack: &[u8], needle: &[u8]) -> bool {
     haystack.windows(needle.len()).any(|w| w == needle)
 }
@@ -131,7 +179,7 @@ fn contains(haystack: &[u8], needle: &[u8]) -> bool {
 fn main() {
     let argv: Vec<String> = std::env::args().skip(1).collect();
     if argv.len() < 3 {
-        eprintln!("usage: peer-floor stdio|http-json|http-sse TARGET startup|echo N");
+        eprintln!("usage: peer-floor stdio|http-json|http-sse TARGET startup|echo N|inflight SECS");
         std::process::exit(2);
     }
     let start = Instant::now();
@@ -169,6 +217,28 @@ fn main() {
                 r#"{{"p50_us":{:.1},"p99_us":{:.1},"calls":{n}}}"#,
                 at(0.5).as_secs_f64() * 1e6,
                 at(0.99).as_secs_f64() * 1e6
+            );
+        }
+        "inflight" => {
+            let secs: f64 = argv
+                .get(3)
+                .and_then(|s| s.parse().ok())
+                .expect("inflight SECS");
+            let t = Instant::now();
+            let calls = session.inflight(secs);
+            println!(
+                r#"{{"calls_per_s":{:.0},"calls":{calls},"rss_kb":{},"cpu_ms":{}}}"#,
+                calls as f64 / t.elapsed().as_secs_f64(),
+                proc_field("status", |s| {
+                    let line = s.lines().find(|l| l.starts_with("VmHWM:"))?;
+                    line.split_whitespace().nth(1)?.parse().ok()
+                }),
+                proc_field("stat", |s| {
+                    // utime and stime, in 10 ms ticks: fields 12 and 13 after the name.
+                    let rest = s.rsplit_once(')')?.1;
+                    let ticks = rest.split_whitespace().skip(11).take(2);
+                    Some(ticks.filter_map(|t| t.parse::<u64>().ok()).sum::<u64>() * 10)
+                })
             );
         }
         other => {
