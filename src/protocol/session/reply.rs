@@ -1,16 +1,18 @@
 //! Where a request's reply is left for its caller: a one-shot slot whose filling and waking
 //! are two steps, so that the inbound side fills every reply of a batch before it wakes any
-//! caller; of the callers waiting outside the runtime's tasks it wakes one, which wakes the
-//! others when it runs.
+//! caller; of the callers waiting outside the runtime's tasks it wakes the first, which wakes
+//! the others when it takes its reply, and then wakes those it has not woken.
 //!
 //! With a oneshot channel each reply wakes its caller as it is sent. Callers outside the tasks
 //! (futures joined in `block_on` on the multi-threaded runtime, as `#[tokio::main]` runs them)
 //! share their thread's one wake-up: the first reply wakes it, and on a busy machine (or one
 //! CPU) it runs at once, finds one reply, and sleeps again before the next is sent: a context
 //! switch there and back for each reply, and one write each for their next requests (the cork
-//! is written by the last of them). Woken by the first of them, the others are ready together.
-//! Callers in tasks are woken one by one, as before: waking a task only queues it, and none of
-//! them waits for another to run.
+//! is written by the last of them). A first caller that runs at once wakes the others itself,
+//! so they are ready together; those it has not reached are woken by the inbound side right
+//! after, so no caller waits for another's thread to run (it may be blocked, or its future
+//! kept unpolled). Callers in tasks are woken one by one, as before: waking a task only queues
+//! it.
 
 use super::{Reply, Result};
 use std::future::Future;
@@ -25,7 +27,7 @@ struct State {
     /// The filling side was dropped without a reply (the connection ended).
     dropped: bool,
     /// Callers of the same batch, for this one to wake when it takes its reply (or is dropped).
-    followers: Vec<Waker>,
+    followers: Vec<Shared>,
     /// Whether the caller waits outside the runtime's tasks (`block_on`).
     outside: bool,
 }
@@ -72,40 +74,54 @@ impl Drop for Filler {
 /// A filled slot whose caller is not woken yet.
 pub(super) struct Filled(Shared);
 
-/// Wakes the callers of `filled`, in order. Those in tasks are woken here; of those outside
-/// them the first is woken, and wakes the others when it takes its reply (if it took it
-/// already, they are woken here).
+/// Wakes the callers of `filled`: those in tasks one by one; of those outside them the first,
+/// then the others it has not woken yet.
 pub(super) fn wake(filled: impl IntoIterator<Item = Filled>) {
-    let mut leader = None;
+    let followers = hand_over(filled);
+    followers.iter().for_each(wake_one);
+}
+
+/// Wakes the callers in tasks and the first caller outside them, who is handed the others
+/// (returned) to wake as it takes its reply.
+fn hand_over(filled: impl IntoIterator<Item = Filled>) -> Vec<Shared> {
+    let mut leader: Option<Shared> = None;
     let mut others = Vec::new();
-    let mut tasks = Vec::new();
     for Filled(state) in filled {
-        let (waker, outside) = {
-            let mut state = lock(&state);
-            (state.waker.take(), state.outside)
+        let task_waker = {
+            let mut guard = lock(&state);
+            if guard.waker.is_none() {
+                // A caller not waiting yet finds its reply when it polls.
+                continue;
+            }
+            if guard.outside {
+                None
+            } else {
+                guard.waker.take()
+            }
         };
-        // A caller not waiting yet finds its reply when it polls.
-        let Some(waker) = waker else {
-            continue;
-        };
-        match (&leader, outside) {
-            (_, false) => tasks.push(waker),
-            (None, true) => leader = Some((state, waker)),
-            (Some(_), true) => others.push(waker),
+        match task_waker {
+            Some(waker) => waker.wake(),
+            None if leader.is_none() => leader = Some(state),
+            None => others.push(state),
         }
     }
-    tasks.into_iter().for_each(Waker::wake);
-    let Some((state, waker)) = leader else {
-        return;
-    };
-    if !others.is_empty() {
-        let mut state = lock(&state);
-        if state.reply.is_some() {
-            state.followers = std::mem::take(&mut others);
-        }
+    if let Some(leader) = leader {
+        let waker = {
+            let mut guard = lock(&leader);
+            if guard.reply.is_some() {
+                guard.followers = others.clone();
+            }
+            guard.waker.take()
+        };
+        waker.into_iter().for_each(Waker::wake);
     }
-    waker.wake();
-    others.into_iter().for_each(Waker::wake);
+    others
+}
+
+/// Wakes the caller of `state` unless it has been woken already.
+fn wake_one(state: &Shared) {
+    let waker = lock(state).waker.take();
+    waker.into_iter().for_each(Waker::wake);
 }
 
 /// The caller's side: ready with the reply, or with `Err(())` once the filler is dropped
@@ -131,7 +147,7 @@ impl Future for Waiting {
                 return Poll::Pending;
             }
         };
-        followers.into_iter().for_each(Waker::wake);
+        followers.iter().for_each(wake_one);
         Poll::Ready(ready)
     }
 }
@@ -139,7 +155,7 @@ impl Future for Waiting {
 impl Drop for Waiting {
     fn drop(&mut self) {
         let followers = std::mem::take(&mut lock(&self.0).followers);
-        followers.into_iter().for_each(Waker::wake);
+        followers.iter().for_each(wake_one);
     }
 }
 
@@ -179,23 +195,42 @@ mod tests {
         Err(Error::new("s", ErrorKind::Closed("gone".into())))
     }
 
-    #[test]
-    fn a_batch_wakes_its_first_caller_which_wakes_the_others_as_it_takes_its_reply() {
-        let counts: Vec<Arc<Count>> = (0..3).map(|_| Arc::default()).collect();
-        let (fillers, mut waiting): (Vec<_>, Vec<_>) = (0..3).map(|_| slot()).unzip();
+    /// Polls a fresh batch of `n` callers outside any task and fills their replies.
+    fn batch(n: usize) -> (Vec<Arc<Count>>, Vec<Waiting>, Vec<Filled>) {
+        let counts: Vec<Arc<Count>> = (0..n).map(|_| Arc::default()).collect();
+        let (fillers, mut waiting): (Vec<_>, Vec<_>) = (0..n).map(|_| slot()).unzip();
         for (w, c) in waiting.iter_mut().zip(&counts) {
             assert_eq!(poll(w, c), None);
         }
-        let filled: Vec<Filled> = fillers.into_iter().map(|f| f.fill(closed())).collect();
+        let filled = fillers.into_iter().map(|f| f.fill(closed())).collect();
         assert!(counts.iter().all(|c| c.get() == 0), "woken by the filling");
-        wake(filled);
-        let woken: Vec<usize> = counts.iter().map(|c| c.get()).collect();
-        assert_eq!(woken, [1, 0, 0]);
+        (counts, waiting, filled)
+    }
+
+    fn woken(counts: &[Arc<Count>]) -> Vec<usize> {
+        counts.iter().map(|c| c.get()).collect()
+    }
+
+    #[test]
+    fn a_first_caller_that_runs_at_once_wakes_the_others_and_no_one_is_woken_twice() {
+        let (counts, mut waiting, filled) = batch(3);
+        let others = hand_over(filled);
+        assert_eq!(woken(&counts), [1, 0, 0]);
+        // Its thread runs before the inbound side goes on.
         assert_eq!(poll(&mut waiting[0], &counts[0]), Some(true));
-        let woken: Vec<usize> = counts.iter().map(|c| c.get()).collect();
-        assert_eq!(woken, [1, 1, 1]);
+        assert_eq!(woken(&counts), [1, 1, 1]);
+        others.iter().for_each(wake_one);
+        assert_eq!(woken(&counts), [1, 1, 1]);
         assert_eq!(poll(&mut waiting[1], &counts[1]), Some(true));
         assert_eq!(poll(&mut waiting[2], &counts[2]), Some(true));
+    }
+
+    #[test]
+    fn callers_outside_tasks_never_wait_for_the_first_to_run() {
+        // The first caller's thread is blocked, or its future kept and never polled again.
+        let (counts, _waiting, filled) = batch(3);
+        wake(filled);
+        assert_eq!(woken(&counts), [1, 1, 1]);
     }
 
     #[test]
@@ -231,18 +266,9 @@ mod tests {
     }
 
     #[test]
-    fn a_first_caller_dropped_before_its_reply_still_wakes_the_others() {
-        let counts: Vec<Arc<Count>> = (0..2).map(|_| Arc::default()).collect();
-        let (fillers, mut waiting): (Vec<_>, Vec<_>) = (0..2).map(|_| slot()).unzip();
-        for (w, c) in waiting.iter_mut().zip(&counts) {
-            assert_eq!(poll(w, c), None);
-        }
-        wake(
-            fillers
-                .into_iter()
-                .map(|f| f.fill(closed()))
-                .collect::<Vec<_>>(),
-        );
+    fn a_first_caller_dropped_before_its_reply_wakes_the_others() {
+        let (counts, mut waiting, filled) = batch(2);
+        let _others = hand_over(filled);
         assert_eq!(counts[1].get(), 0);
         drop(waiting.remove(0));
         assert_eq!(counts[1].get(), 1);
@@ -250,16 +276,13 @@ mod tests {
     }
 
     #[test]
-    fn a_first_caller_that_took_its_reply_already_leaves_the_others_to_the_waker() {
-        let counts: Vec<Arc<Count>> = (0..2).map(|_| Arc::default()).collect();
-        let (fillers, mut waiting): (Vec<_>, Vec<_>) = (0..2).map(|_| slot()).unzip();
-        for (w, c) in waiting.iter_mut().zip(&counts) {
-            assert_eq!(poll(w, c), None);
-        }
-        let filled: Vec<Filled> = fillers.into_iter().map(|f| f.fill(closed())).collect();
+    fn a_first_caller_that_took_its_reply_already_leaves_the_others_to_the_inbound_side() {
+        let (counts, mut waiting, filled) = batch(2);
         // The first caller polled again (another wake-up) and took its reply before the wake.
         assert_eq!(poll(&mut waiting[0], &counts[0]), Some(true));
-        wake(filled);
+        let others = hand_over(filled);
+        assert_eq!(counts[1].get(), 0);
+        others.iter().for_each(wake_one);
         assert_eq!(counts[1].get(), 1);
     }
 
