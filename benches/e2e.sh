@@ -31,7 +31,7 @@ CLASS="${2:-ascii}"
 SMALL=1024
 CAP=1048576
 RUNS="${E2E_RUNS:-5}"
-bin="$PWD/target/release/agenvoy-mcp"
+bin="${CARGO_TARGET_DIR:-$PWD/target}/release/agenvoy-mcp"
 tmp="$(mktemp -d)"
 servers=()
 cleanup() {
