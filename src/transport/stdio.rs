@@ -166,22 +166,7 @@ struct Pipe {
     /// Answers handed over since the pipe was corked whose callers have not sent since (as
     /// far as counting tells: any request sent counts).
     owed: usize,
-    /// Whether a request joined the cork since it was set.
-    joined: bool,
-    /// Counts the corks set: the writer tells a new cork from the one it waited for.
-    corks: u64,
-    /// Whether the writer waits for callers that run on another thread ([`CORK_WAIT`]).
-    waiting: bool,
-    /// Whether the latest request came from outside any task (a `block_on` caller): the
-    /// callers of the next answers are taken to run outside the writer's turn too.
-    foreign: bool,
 }
-
-/// How long the writer holds the cork for callers that did not run in its turn: callers woken
-/// outside the runtime's tasks (`block_on`, as in `#[tokio::main]`), whose requests have not
-/// come yet. The last of them writes the cork itself; this bounds the wait when some never
-/// send (tokio's timers count in milliseconds).
-const CORK_WAIT: Duration = Duration::from_millis(1);
 
 /// A running stdio server.
 pub struct StdioTransport {
@@ -252,10 +237,6 @@ impl StdioTransport {
             queued: 0,
             corked: None,
             owed: 0,
-            joined: false,
-            corks: 0,
-            waiting: false,
-            foreign: false,
         }));
         let cork = Cork {
             pipe: pipe.clone(),
@@ -342,12 +323,7 @@ impl Transport for StdioTransport {
                     queued,
                     corked,
                     owed,
-                    joined,
-                    waiting,
-                    foreign,
-                    ..
                 } = &mut *pipe;
-                *foreign = tokio::task::try_id().is_none();
                 let stdin = stdin
                     .as_mut()
                     .ok_or_else(|| closed("the transport was closed"))?;
@@ -359,7 +335,6 @@ impl Transport for StdioTransport {
                     } else {
                         cork.extend_from_slice(&message);
                     }
-                    *joined = true;
                     if *owed != 1 {
                         *owed = owed.saturating_sub(1);
                         return Ok(());
@@ -368,9 +343,6 @@ impl Transport for StdioTransport {
                     // its caller, whichever thread that runs on (no wait for the writer's turn).
                     *owed = 0;
                     message = corked.take().unwrap_or_default();
-                    if std::mem::take(waiting) {
-                        self.cork.flush.notify_one();
-                    }
                 }
                 let at = if *queued == 0 {
                     write_now(stdin, &message)
@@ -476,8 +448,6 @@ impl Cork {
         } else if pipe.queued == 0 && pipe.stdin.is_some() {
             pipe.corked = Some(Vec::new());
             pipe.owed = answers;
-            pipe.joined = false;
-            pipe.corks += 1;
             self.flush.notify_one();
         }
     }
@@ -510,40 +480,22 @@ async fn write_stdin(cork: Cork, mut queue: mpsc::Receiver<Outgoing>) {
                 // (it runs the ready tasks before it comes back here), and the pipe stays corked
                 // until a turn gathers nothing: the callers woken in one turn may run in
                 // several (the runtime's maintenance comes every 61 polls). Callers outside the
-                // tasks (`block_on`) have not run when the first turn comes: the cork waits
-                // for them, at most CORK_WAIT, and the last one owed writes it.
-                let (mut waited, mut cork_waited) = (false, 0);
+                // tasks (`block_on`) that have not run by the first turn send on their own: a
+                // server on another CPU is better off starting on the first request than
+                // waiting for the last (holding the cork for them cost 10-15% of the calls/s
+                // unpinned, docs/BENCHMARKS.md).
                 loop {
                     tokio::task::yield_now().await;
                     let gathered = {
                         let mut pipe = pipe.lock().expect("pipe lock");
-                        let Some(gathered) = pipe.corked.take() else {
+                        let gathered = pipe.corked.take().unwrap_or_default();
+                        if gathered.is_empty() || pipe.stdin.is_none() {
                             break;
-                        };
-                        // A new cork (set while the writer waited) gets its own wait.
-                        if pipe.corks != cork_waited {
-                            waited = false;
                         }
-                        let elsewhere = gathered.is_empty() && !pipe.joined && pipe.owed > 0;
-                        if elsewhere && pipe.foreign && !waited {
-                            pipe.corked = Some(gathered);
-                            pipe.waiting = true;
-                            cork_waited = pipe.corks;
-                            None
-                        } else if gathered.is_empty() || pipe.stdin.is_none() {
-                            break;
-                        } else {
-                            pipe.corked = Some(Vec::new());
-                            // While this write is under way, later messages queue behind it.
-                            pipe.queued += 1;
-                            Some(gathered)
-                        }
-                    };
-                    let Some(gathered) = gathered else {
-                        let _ = tokio::time::timeout(CORK_WAIT, cork.flush.notified()).await;
-                        pipe.lock().expect("pipe lock").waiting = false;
-                        waited = true;
-                        continue;
+                        pipe.corked = Some(Vec::new());
+                        // While this write is under way, later messages queue behind it.
+                        pipe.queued += 1;
+                        gathered
                     };
                     let result = write_all(pipe, &gathered).await;
                     pipe.lock().expect("pipe lock").queued -= 1;
