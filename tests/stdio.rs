@@ -345,9 +345,10 @@ async fn requests_gathered_while_answers_arrive_together_stay_whole_and_in_order
 }
 
 /// The same from callers joined on the test's own thread (`block_on` on the multi-threaded
-/// runtime, as `#[tokio::main]` runs them), outside the runtime's tasks: the cork waits for
-/// them and the last one owed writes it. They stop after different numbers of calls, so some
-/// answers' callers never send again and the cork ends on its timeout.
+/// runtime, as `#[tokio::main]` runs them), outside the runtime's tasks: those that join the
+/// cork before the writer's turn are written with it (the last one owed writes it), the others
+/// on their own. They stop after different numbers of calls, so some answers' callers never
+/// send again.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn requests_gathered_from_callers_outside_the_tasks_stay_whole_and_in_order() {
     let client = connect(&["--mode", "batch"], ClientOptions::default()).await;
