@@ -573,6 +573,31 @@ fn server_everything_asks_and_runs_tasks_through_the_api() {
         200
     );
     assert_eq!(call.join().unwrap().status, 409);
+
+    // An ambiguous query asks its question through `tasks/result` while its task waits in
+    // `input_required`: the question comes on the stream as any other, and the answer reaches
+    // the task, which goes on to its report.
+    let call = call_in_background(
+        api,
+        json!({"name": "mcp__everything__simulate-research-query", "mode": "auto",
+               "arguments": {"topic": "python", "ambiguous": true}}),
+    );
+    let asked = event_where(&mut events, Duration::from_secs(30), |e| {
+        e["type"] == "request"
+    });
+    assert_eq!(asked["kind"], "elicitation", "{asked}");
+    let path = format!("/v1/mcp/requests/{}", asked["id"].as_str().unwrap());
+    let not_a_choice = json!({"action": "accept", "content": {"interpretation": "whale"}});
+    let refused = api.post(&path, not_a_choice);
+    assert_eq!(refused.status, 400, "{refused:?}");
+    assert!(refused.error().contains("interpretation"), "{refused:?}");
+    let answer = json!({"action": "accept", "content": {"interpretation": "snake"}});
+    let answered = api.post(&path, answer);
+    assert_eq!(answered.status, 200, "{answered:?}");
+    let done = call.join().unwrap();
+    assert_eq!(done.status, 200, "{done:?}");
+    let text = done.json()["text"].as_str().unwrap().to_string();
+    assert!(text.contains("Research Report: python (snake)"), "{text}");
 }
 
 /// A Python SDK 2.x server through the API, in both eras: resources, a template, a prompt
