@@ -1,5 +1,5 @@
 // The benchmark's modes on a TypeScript SDK client, shared by ts/client.mjs (SDK 1.x) and
-// ts2/client.mjs (SDK 2.x), which each only say how to connect. Same command line and output
+// ts2/client.mjs (SDK 2.x), which each only give their SDK's classes and how to call a tool. Same command line and output
 // as the Rust programs (../common.rs):
 //   node client.mjs stdio|http-json|http-sse TARGET startup|echo N|inflight SECS|big BYTES
 
@@ -11,6 +11,25 @@ export const [transportName, target, mode, arg] = process.argv.slice(2);
 export function fail(message) {
   process.stderr.write(message + "\n");
   process.exit(2);
+}
+
+/** The `connect()` of a client named `name` on an SDK's `Client` and transport classes: the
+ * same for both SDK lines, as their READMEs show it. */
+export function connector({ Client, StdioClientTransport, StreamableHTTPClientTransport }, name) {
+  return async () => {
+    const client = new Client({ name, version: "0" });
+    let transport;
+    if (transportName === "stdio") {
+      const [command, ...args] = target.split(" ");
+      transport = new StdioClientTransport({ command, args });
+    } else if (transportName === "http-json" || transportName === "http-sse") {
+      transport = new StreamableHTTPClientTransport(new URL(target));
+    } else {
+      fail("transport: stdio | http-json | http-sse");
+    }
+    await client.connect(transport);
+    return client;
+  };
 }
 
 async function echo(client) {

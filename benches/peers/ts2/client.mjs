@@ -4,22 +4,8 @@
 import { Client, StreamableHTTPClientTransport } from "@modelcontextprotocol/client";
 import { StdioClientTransport } from "@modelcontextprotocol/client/stdio";
 
-import { drive, fail, target, transportName } from "../ts/drive.mjs";
+import { connector, drive } from "../ts/drive.mjs";
 
-async function connect() {
-  const client = new Client({ name: "peers-ts2", version: "0" });
-  let transport;
-  if (transportName === "stdio") {
-    const [command, ...args] = target.split(" ");
-    transport = new StdioClientTransport({ command, args });
-  } else if (transportName === "http-json" || transportName === "http-sse") {
-    transport = new StreamableHTTPClientTransport(new URL(target));
-  } else {
-    fail("transport: stdio | http-json | http-sse");
-  }
-  await client.connect(transport);
-  return client;
-}
-
+const connect = connector({ Client, StdioClientTransport, StreamableHTTPClientTransport }, "peers-ts2");
 // SDK 2.x: `callTool(params, options)`.
 await drive(connect, (client, params, timeout) => client.callTool(params, { timeout }));
