@@ -48,10 +48,12 @@ pub(super) fn take(shared: &Weak<Shared>, messages: &mut Vec<Decoded>) {
     let Some(shared) = shared.upgrade().filter(|_| responses > 0) else {
         return;
     };
-    let filled: Vec<reply::Filled> = messages
-        .drain(..responses)
-        .filter_map(|d| receive(&shared, d))
-        .collect();
+    receive_all(&shared, messages.drain(..responses));
+}
+
+/// Routes `messages` in order, every reply filled before any caller is woken (see `reply`).
+fn receive_all(shared: &Arc<Shared>, messages: impl Iterator<Item = Decoded>) {
+    let filled: Vec<reply::Filled> = messages.filter_map(|d| receive(shared, d)).collect();
     reply::wake(filled);
 }
 
@@ -86,14 +88,7 @@ pub(super) async fn run_inbound(
             };
             match item {
                 Inbound::Message(decoded) => reply::wake(receive(&shared, decoded)),
-                Inbound::Batch(messages) => {
-                    // Every reply filled before any caller is woken (see `reply`).
-                    let filled: Vec<reply::Filled> = messages
-                        .into_iter()
-                        .filter_map(|d| receive(&shared, d))
-                        .collect();
-                    reply::wake(filled);
-                }
+                Inbound::Batch(messages) => receive_all(&shared, messages.into_iter()),
                 Inbound::Failed(Id::Number(id), error) => {
                     let pending = shared.pending.lock().expect("pending lock").remove(&id);
                     reply::wake(pending.map(|p| p.reply.fill(Err(error))));
