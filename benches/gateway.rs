@@ -43,7 +43,7 @@ fn main() {
 mod linux {
     use super::daemon;
 
-    use agenvoy_mcp::{Client, ClientOptions, HttpConfig, StdioConfig};
+    use agenvoy_mcp::{Client, ClientOptions, HttpConfig};
     use bytes::Bytes;
     use daemon::{Api, Daemon, fail, median, quantile};
     use hyper::Method;
@@ -212,14 +212,6 @@ mod linux {
         }
     }
 
-    fn fixture() -> StdioConfig {
-        StdioConfig {
-            command: daemon::binary().to_string(),
-            args: vec!["fixture-server".to_string()],
-            ..Default::default()
-        }
-    }
-
     /// mcp-proxy's executable, installed into a venv of its own on first use; `None` (and why)
     /// when it cannot be.
     fn mcp_proxy() -> Result<PathBuf, String> {
@@ -371,7 +363,7 @@ mod linux {
             .build()
             .expect("runtime");
         runtime.block_on(async {
-        let direct = Client::connect_stdio("fixture", &fixture(), ClientOptions::default())
+        let direct = Client::connect_stdio("fixture", &daemon::fixture_config(), ClientOptions::default())
             .await
             .unwrap_or_else(|e| fail(format!("the fixture server: {e}")));
         let mut servers = serde_json::Map::new();

@@ -41,7 +41,7 @@ fn main() {
 mod linux {
     use super::daemon;
 
-    use agenvoy_mcp::{Client, ClientOptions, StdioConfig};
+    use agenvoy_mcp::{Client, ClientOptions};
     use bytes::Bytes;
     use daemon::{Daemon, fail, median, quantile};
     use hyper::Method;
@@ -87,14 +87,6 @@ mod linux {
         fds: f64,
     }
 
-    fn fixture_config() -> StdioConfig {
-        StdioConfig {
-            command: daemon::binary().to_string(),
-            args: vec!["fixture-server".to_string()],
-            ..Default::default()
-        }
-    }
-
     /// Set in the bench's runs of itself that measure the direct baseline: the count.
     const DIRECT_RUN: &str = "MANY_SERVERS_DIRECT";
 
@@ -133,7 +125,7 @@ mod linux {
             connecting.spawn(async move {
                 let client = Client::connect_stdio(
                     &format!("s{i}"),
-                    &fixture_config(),
+                    &daemon::fixture_config(),
                     ClientOptions::default(),
                 )
                 .await

@@ -25,6 +25,15 @@ pub fn fixture_entry() -> Value {
     serde_json::json!({"command": binary(), "args": ["fixture-server"]})
 }
 
+/// The same server, for the library's direct calls.
+pub fn fixture_config() -> agenvoy_mcp::StdioConfig {
+    agenvoy_mcp::StdioConfig {
+        command: binary().to_string(),
+        args: vec!["fixture-server".to_string()],
+        ..Default::default()
+    }
+}
+
 /// Prints `why` and exits 1: a bench that cannot run its setup has no figure to give.
 pub fn fail(why: impl std::fmt::Display) -> ! {
     eprintln!("FAILED: {why}");
