@@ -612,7 +612,9 @@ impl MessageDecoder {
                 .iter()
                 .find(|(name, _)| kind.is(name))
                 .map_or(Kind::Other, |&(_, k)| k);
-                self.block.known = Some(known);
+                // A second `type` is a fault already (the duplicate rule); the first one's kind
+                // stands, as the members read since were kept or dropped by it.
+                self.block.known.get_or_insert(known);
             }
             _ => {}
         }

@@ -591,3 +591,20 @@ fn a_surrogate_pair_amid_escapes_is_read_alike_in_any_split() {
         }
     }
 }
+
+/// A block whose `type` comes twice (a fault by the duplicate rule) keeps its first kind: a
+/// `text` read while it was an image is not written as the text of the second (found by the
+/// `render_equiv` fuzz target: the dropped text was counted before the cap was reached).
+#[test]
+fn a_second_type_does_not_change_what_a_block_is() {
+    let long = "x".repeat(200);
+    for (first, second) in [("image", "text"), ("nonsense", "text"), ("text", "image")] {
+        let msg = format!(
+            r#"{{"jsonrpc":"2.0","id":1,"result":{{"content":[{{"type":"{first}","text":"{long}","type":"{second}"}}]}}}}"#
+        );
+        for cap in [0, 5, 63, 1000] {
+            assert_matches_reference(msg.as_bytes(), cap, &[]);
+            assert_matches_reference(msg.as_bytes(), cap, &[40, 90]);
+        }
+    }
+}
