@@ -55,6 +55,9 @@ pub enum ErrorKind {
     Protocol(String),
     /// The caller gave something unusable (bad arguments, bad configuration).
     Usage(String),
+    /// A bound of this client was reached (as many resources followed as it follows at once):
+    /// the request may succeed once something is let go.
+    Limit(String),
     /// The server needs an OAuth login (no usable token, and no way to get one here).
     LoginRequired,
     /// OAuth failed: discovery, registration, the authorization or token request.
@@ -242,7 +245,7 @@ impl fmt::Display for KindText<'_> {
                 detail,
             } => write!(f, "HTTP request failed: {detail}"),
             ErrorKind::Protocol(why) => write!(f, "protocol error: {why}"),
-            ErrorKind::Usage(why) => write!(f, "{why}"),
+            ErrorKind::Usage(why) | ErrorKind::Limit(why) => write!(f, "{why}"),
             ErrorKind::LoginRequired => write!(
                 f,
                 "oauth login required, run /mcp → {} → login",

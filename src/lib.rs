@@ -47,6 +47,7 @@ mod transport;
 #[cfg(feature = "tui")]
 pub mod tui;
 pub mod unstable;
+mod web_url;
 mod wire;
 
 pub use client::{Client, ClientOptions, ListLimits, ServerNotifications};

@@ -979,6 +979,9 @@ impl Daemon {
                 line.clear();
             }
             let id = id.unwrap_or_else(|| panic!("{}", String::from_utf8_lossy(&streamed)));
+            let (status, whole) =
+                self.request(seen, "GET", &format!("/v1/mcp/requests/{id}"), None);
+            assert_eq!(status, 200, "{whole}");
             let (status, answered) = self.request(
                 seen,
                 "POST",

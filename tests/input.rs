@@ -320,3 +320,138 @@ async fn server_everything_elicits_samples_and_lists_changed_roots() {
     }
     client.close().await;
 }
+
+/// The URL corpus (`fixtures/urls/origins.json`): tricky URLs with the origin Node's WHATWG
+/// parser (what browsers implement) gives each, or `null`.
+fn url_corpus() -> Vec<(String, Option<String>)> {
+    let path = concat!(env!("CARGO_MANIFEST_DIR"), "/fixtures/urls/origins.json");
+    let corpus: Vec<Value> = serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap();
+    corpus
+        .iter()
+        .map(|e| {
+            let url = e["url"].as_str().unwrap().to_string();
+            (url, e["origin"].as_str().map(String::from))
+        })
+        .collect()
+}
+
+/// The origin a URL elicitation is handed over with, or the server's error when refused.
+async fn origin_shown(url: &str) -> Result<String, String> {
+    let (handler, asked) = eliciting(ElicitationAnswer::Decline);
+    let handler = elicitation_handler(handler);
+    let params = json!({"mode": "url", "message": "Go", "url": url});
+    match handler(params).await {
+        Ok(_) => match asked.lock().unwrap().pop() {
+            Some(ElicitationKind::Url(request)) => Ok(request.origin),
+            other => panic!("{url}: handed over as {other:?}"),
+        },
+        Err(e) => {
+            assert_eq!(e.code, -32602, "{url}: {e:?}");
+            assert!(asked.lock().unwrap().is_empty(), "{url}: handed over though refused");
+            Err(e.message)
+        }
+    }
+}
+
+#[tokio::test]
+async fn a_url_is_shown_with_the_origin_a_browser_loads_or_refused() {
+    let corpus = url_corpus();
+    assert!(corpus.len() > 100, "the corpus has {} URLs", corpus.len());
+    let mut shown = 0;
+    for (url, browser) in &corpus {
+        match origin_shown(url).await {
+            Ok(origin) => {
+                shown += 1;
+                assert_eq!(
+                    Some(origin.as_str()),
+                    browser.as_deref(),
+                    "{url:?}: shown as {origin}, a browser loads {browser:?}"
+                );
+                // What is shown is plain ASCII: nothing invisible, nothing reordered.
+                assert!(
+                    origin.bytes().all(|b| b.is_ascii_graphic()),
+                    "{url:?}: {origin:?}"
+                );
+            }
+            Err(why) => assert!(!why.is_empty(), "{url:?}"),
+        }
+    }
+    // The forms that could be read as another host are refused, whatever a browser makes
+    // of them; the plain ones are shown.
+    for ambiguous in [
+        "https://evil.example\\@good.example/login",
+        "https://good.example@evil.example/",
+        "https://good.ex\tample/",
+        "https://good.example\n/",
+        "https://exa\u{ad}mple.com/",
+        "https://%65xample.com/",
+    ] {
+        let refused = origin_shown(ambiguous).await;
+        assert!(refused.is_err(), "{ambiguous:?} shown as {refused:?}");
+    }
+    for (url, origin) in [
+        ("https://Good.Example:443/x?y#z", "https://good.example"),
+        ("https://\u{430}pple.com/", "https://xn--pple-43d.com"),
+        ("http://[::1]:17988/callback", "http://[::1]:17988"),
+        ("http://0x7f.1/", "http://127.0.0.1"),
+    ] {
+        assert_eq!(origin_shown(url).await.as_deref(), Ok(origin), "{url}");
+    }
+    assert!(shown > 40, "only {shown} of the corpus shown");
+}
+
+/// The corpus's answers are Node's: `fixtures/urls/whatwg.mjs` run again gives the same file.
+#[test]
+fn the_url_corpus_holds_what_node_answers() {
+    if !system_program("node", "Node.js, which .ci/install checks for") {
+        return;
+    }
+    let dir = concat!(env!("CARGO_MANIFEST_DIR"), "/fixtures/urls");
+    let out = std::process::Command::new("node")
+        .arg(format!("{dir}/whatwg.mjs"))
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let kept = std::fs::read_to_string(format!("{dir}/origins.json")).unwrap();
+    assert_eq!(
+        String::from_utf8(out.stdout).unwrap(),
+        kept,
+        "Node's answers changed: run `node fixtures/urls/whatwg.mjs > fixtures/urls/origins.json` and read the difference"
+    );
+}
+
+#[tokio::test]
+async fn a_request_of_too_many_values_is_refused_unread() {
+    let (handler, asked) = eliciting(ElicitationAnswer::Decline);
+    let handlers = Handlers {
+        elicitation: Some(elicitation_handler(handler)),
+        ..Default::default()
+    };
+    let client = connect(&[], options(handlers)).await;
+    let params = json!({"mode": "url", "message": "Pay here", "url": "https://pay.example/"});
+    let out = client
+        .call_tool(
+            "client_request",
+            json!({"method": "elicitation/create", "params": params, "pad_zeros": 1_900_000}),
+        )
+        .await
+        .unwrap();
+    let answer: Value = serde_json::from_str(&out.text).unwrap();
+    assert_eq!(answer["error"]["code"], -32600, "{answer}");
+    let message = answer["error"]["message"].as_str().unwrap();
+    assert!(
+        message.contains("1900") && message.contains("at most 16384"),
+        "{message}"
+    );
+    assert!(asked.lock().unwrap().is_empty());
+    // The same request without the padding is handed over.
+    let out = client
+        .call_tool(
+            "client_request",
+            json!({"method": "elicitation/create", "params": params, "pad_zeros": 1000}),
+        )
+        .await
+        .unwrap();
+    assert!(out.text.contains("decline"), "{}", out.text);
+    client.close().await;
+}

@@ -269,7 +269,7 @@ fn server_everything() {
     tmux.wait_for("› String*");
     tmux.type_text("Ada Lovelace");
     tmux.keys(&["Enter"]);
-    tmux.wait_for("String with email format: give an email address");
+    tmux.wait_for("String with email format: must be an email address");
     tmux.wait_for("› String with email format");
     tmux.keys(&["C-u"]);
     tmux.type_text("ada@example.com");

@@ -52,27 +52,12 @@ fuzz_target!(|input: &[u8]| {
     };
     match legacy_endpoint(base, data) {
         Ok(url) => {
-            // OPEN FINDING (2026-12-01, the first campaign after the target was written):
-            // endpoints whose authority the URL standard refuses are accepted, as hyper's
-            // `Uri` parses them leniently: junk after an IPv6 literal
-            // (`https://[::1]junk:8443/x` on base `https://[::1]:8443/mcp`, read as [::1]:8443)
-            // or a port that is not a number (`http://localhost:.m/`, connected on port 80).
-            // hyper connects to the origin it read, which is the server's, so nothing leaves
-            // it; but they are not URLs. Until `endpoint_on_origin` refuses them, they are
-            // skipped here.
-            if matches!(
-                url::Url::parse(&url),
-                Err(url::ParseError::InvalidPort | url::ParseError::InvalidIpv6Address)
-            ) {
-                return;
-            }
+            // What the transport accepts, the URL standard reads too (no port that is not a
+            // number, nothing after an IPv6 literal).
+            assert!(url::Url::parse(&url).is_ok(), "{data:?} accepted as {url:?}, not a URL");
             let got = origin(&url).unwrap_or_else(|| panic!("{data:?} accepted as {url:?}"));
             let want = origin(base).unwrap();
-            // OPEN FINDING (2026-12-01, same campaign): an endpoint with userinfo on the
-            // server's origin is accepted (`HTTP://B@localhost:` on `http://localhost/a/b/sse`).
-            // It goes to the server's own origin; hyper sends no credentials for it. Until
-            // `endpoint_on_origin` refuses userinfo, it is not checked here.
-            let _ = got.3;
+            assert!(!got.3, "{data:?} accepted as {url:?}, with a user name");
             assert_eq!(
                 (&got.0, &got.1, got.2),
                 (&want.0, &want.1, want.2),

@@ -41,27 +41,41 @@ fn https_or_loopback(url: &str) -> bool {
     match scheme_and_host(url) {
         Some((scheme, host)) if scheme == "https" => !host.is_empty(),
         Some((scheme, host)) if scheme == "http" => {
-            host == "localhost"
-                || host
-                    .parse::<std::net::IpAddr>()
-                    .is_ok_and(|ip| ip.is_loopback())
+            host == "localhost" || host.parse::<std::net::IpAddr>().is_ok_and(loopback)
         }
         _ => false,
     }
 }
 
+/// Whether `ip` is this machine's loopback, mapped into IPv6 or not.
+fn loopback(ip: std::net::IpAddr) -> bool {
+    match ip {
+        std::net::IpAddr::V4(v4) => v4.is_loopback(),
+        std::net::IpAddr::V6(v6) => {
+            v6.is_loopback() || v6.to_ipv4_mapped().is_some_and(|v4| v4.is_loopback())
+        }
+    }
+}
+
 /// Whether `url` is https, or http on a loopback host, as the `url` crate (WHATWG's URL
-/// parser, the one browsers implement) reads it.
+/// parser, the one browsers implement) reads it, and names a machine: not the unspecified
+/// address, which connects to this one.
 fn https_or_loopback_whatwg(url: &str) -> bool {
     let Ok(parsed) = url::Url::parse(url) else {
         return false;
     };
     match (parsed.scheme(), parsed.host()) {
+        (_, Some(url::Host::Ipv4(ip))) if ip.is_unspecified() => false,
+        (_, Some(url::Host::Ipv6(ip)))
+            if ip.is_unspecified() || ip.to_ipv4_mapped().is_some_and(|v4| v4.is_unspecified()) =>
+        {
+            false
+        }
         ("https", Some(url::Host::Domain(d))) => !d.is_empty(),
         ("https", Some(_)) => true,
         ("http", Some(url::Host::Domain(d))) => d == "localhost",
         ("http", Some(url::Host::Ipv4(ip))) => ip.is_loopback(),
-        ("http", Some(url::Host::Ipv6(ip))) => ip.is_loopback(),
+        ("http", Some(url::Host::Ipv6(ip))) => loopback(ip.into()),
         _ => false,
     }
 }
@@ -71,19 +85,21 @@ fn https_or_loopback_whatwg(url: &str) -> bool {
 fn accepted(url: &str) -> bool {
     let ok = check_url(url).is_ok();
     assert!(!ok || https_or_loopback(url), "check_url accepted {url:?}");
-    // OPEN FINDING (2026-12-01, this target's first campaign): `check_url` takes URLs the URL
-    // standard refuses, which hyper's `Uri` parses leniently: a port that is not a number
-    // (`http://localhost:n_e0/token`, then connected on the scheme's default port), junk after
-    // an IPv6 literal (`http://[::1]2:8/m`, host `[::1]`), an https host the standard reads
-    // as a bad IPv4 address (`https://MCht0x7f.1/`). Their host is the checked one for hyper,
-    // and a browser opens none of them. Until `check_url` refuses them, a URL the `url` crate
-    // refuses is held to the hand reading only; one it reads must be https or loopback http.
-    let malformed = url::Url::parse(url).is_err();
+    // What it accepts, a browser reads as the same host (the `url` crate, WHATWG's parser),
+    // and it is https or loopback http there too: no lenient reading of hyper's `Uri` passes
+    // (`http://localhost:n_e0/`, `http://[::1]2:8/m`, `https://MCht0x7f.1/`, `0x7f.1`).
     assert!(
-        !ok || malformed || https_or_loopback_whatwg(url),
+        !ok || https_or_loopback_whatwg(url),
         "check_url accepted {url:?}, which the url crate reads as {:?}",
         url::Url::parse(url).map(|u| (u.scheme().to_string(), u.host_str().map(str::to_string)))
     );
+    if ok {
+        let parsed = url::Url::parse(url).expect("read above");
+        let host = parsed.host_str().unwrap_or("");
+        let written = scheme_and_host(url).map(|(_, h)| h).unwrap_or_default();
+        let written = if host.starts_with('[') { format!("[{written}]") } else { written };
+        assert_eq!(host, written, "check_url accepted {url:?}, whose host a browser reads as {host}");
+    }
     ok
 }
 

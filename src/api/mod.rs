@@ -443,6 +443,7 @@ enum Route {
     Unsubscribe,
     Events,
     Requests,
+    Request,
     Reply,
 }
 
@@ -465,6 +466,7 @@ const ROUTES: &[(&str, &str, Route)] = &[
     ("/v1/mcp/unsubscribe", "POST", Route::Unsubscribe),
     ("/v1/mcp/events", "GET", Route::Events),
     ("/v1/mcp/requests", "GET", Route::Requests),
+    ("/v1/mcp/requests/{id}", "GET", Route::Request),
     ("/v1/mcp/requests/{id}", "POST", Route::Reply),
     ("/v1/mcp/enable", "POST", Route::Enable),
     ("/v1/mcp/tools/search", "GET", Route::Search),
@@ -622,6 +624,7 @@ async fn dispatch(
         Route::Subscribe => protocol::subscription(&state, body, true).await,
         Route::Unsubscribe => protocol::subscription(&state, body, false).await,
         Route::Requests => protocol::waiting(&state),
+        Route::Request => protocol::one_waiting(&state, &id),
         Route::Reply => protocol::reply(&state, &id, body),
         Route::Login | Route::Events => {
             unreachable!("a stream is started before dispatch")

@@ -50,15 +50,11 @@ fn required_param(query: &str, key: &str) -> Result<String, ApiError> {
 /// timeout, else 502, with the error's text (which names the server and the method).
 fn server_error(e: crate::Error) -> ApiError {
     use crate::error::ErrorKind;
-    let status = match e.kind {
-        ErrorKind::Usage(_) => StatusCode::NOT_FOUND,
-        ErrorKind::Timeout(_) => StatusCode::GATEWAY_TIMEOUT,
-        _ => StatusCode::BAD_GATEWAY,
-    };
-    let kind = if status == StatusCode::NOT_FOUND {
-        "not_found"
-    } else {
-        "server_error"
+    let (status, kind) = match e.kind {
+        ErrorKind::Usage(_) => (StatusCode::NOT_FOUND, "not_found"),
+        ErrorKind::Limit(_) => (StatusCode::TOO_MANY_REQUESTS, "limit"),
+        ErrorKind::Timeout(_) => (StatusCode::GATEWAY_TIMEOUT, "server_error"),
+        _ => (StatusCode::BAD_GATEWAY, "server_error"),
     };
     ApiError::new(status, kind, e.to_string())
 }
@@ -288,24 +284,34 @@ pub(super) fn reply(state: &State, id: &str, body: Value) -> Answer {
 }
 
 /// `GET /v1/mcp/requests`: the requests waiting now (what a listener that joined late has
-/// missed).
+/// missed), each as its event: params past [`MAX_EVENT_BYTES`](crate::host::MAX_EVENT_BYTES)
+/// replaced by a note of their size, read whole from `GET /v1/mcp/requests/{id}`.
 pub(super) fn waiting(state: &State) -> Answer {
-    let waiting: Vec<Value> = state
+    let waiting: Vec<Event> = state
         .options
         .requests
         .iter()
-        .flat_map(|board| board.waiting())
-        .map(|w| {
-            let event = Event::Request {
-                params: crate::host::requests::event_params(&w.asked),
-                kind: w.asked.kind(),
-                server: w.server,
-                id: w.id,
-            };
-            serde_json::to_value(event).expect("an event serializes")
-        })
+        .flat_map(|board| board.waiting_events())
         .collect();
     ok(json!({"requests": waiting}))
+}
+
+/// `GET /v1/mcp/requests/{id}`: one waiting request as its event, with its params whole (at
+/// most a message's size).
+pub(super) fn one_waiting(state: &State, id: &str) -> Answer {
+    let waiting = state
+        .options
+        .requests
+        .as_ref()
+        .and_then(|board| board.get(id))
+        .ok_or_else(|| ApiError::not_found(ReplyError::Unknown(id.into()).to_string()))?;
+    let event = Event::Request {
+        params: crate::host::requests::whole_params(&waiting.asked),
+        kind: waiting.asked.kind(),
+        server: waiting.server,
+        id: waiting.id,
+    };
+    ok(serde_json::to_value(event).expect("an event serializes"))
 }
 
 /// `POST /v1/mcp/call/cancel`'s body: `{id}`.

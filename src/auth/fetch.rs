@@ -7,6 +7,7 @@
 use super::{AuthError, AuthErrorKind};
 use crate::text::escape_controls;
 use crate::transport::http::HttpsClient;
+use crate::web_url::Host;
 use base64::Engine;
 use bytes::Bytes;
 use http_body_util::{BodyExt, Full};
@@ -129,18 +130,15 @@ fn short(text: &str, max: usize) -> String {
     format!("{}{more}", escape_controls(cut))
 }
 
-/// Whether `host` (as in a URL, IPv6 in brackets or not) is this machine's loopback.
-pub fn is_loopback_host(host: &str) -> bool {
-    let host = host.trim_start_matches('[').trim_end_matches(']');
-    host.eq_ignore_ascii_case("localhost")
-        || host
-            .parse::<std::net::IpAddr>()
-            .is_ok_and(|ip| ip.is_loopback())
-}
-
 /// Checks a URL the OAuth layer is about to fetch or open (`what` names it in the error):
 /// `https`, or `http` on a loopback host (OAuth 2.1 section 1.5: anything else would carry
 /// codes, tokens and client secrets in clear, or hand a browser a `file:` or `javascript:` URL).
+///
+/// One rule for every scheme and every way of writing a host: the host is read as a browser
+/// reads it ([`Host::parse`]), and it must be written in that reading's own form, so the HTTP
+/// client, a browser and this check all see the same machine. `0x7f.1`, `2130706433` (both
+/// 127.0.0.1) or `MCht0x7f.1` (no address at all) are refused, and so is the unspecified
+/// address (`0.0.0.0`, `[::]`), which names no machine but connects to this one.
 pub fn check_url(what: &str, url: &str) -> Result<Uri, String> {
     let shown = short(url, 200);
     let scheme = url.split_once(':').map(|(s, _)| s.to_ascii_lowercase());
@@ -155,8 +153,8 @@ pub fn check_url(what: &str, url: &str) -> Result<Uri, String> {
         .ok()
         .filter(|u: &Uri| u.scheme_str().map(str::to_ascii_lowercase) == scheme)
         .ok_or_else(|| format!("{what} \"{shown}\" is not a URL; refusing it"))?;
-    let host = uri.host().unwrap_or("");
-    if host.is_empty() {
+    let written = uri.host().unwrap_or("");
+    if written.is_empty() {
         return Err(format!("{what} \"{shown}\" names no host; refusing it"));
     }
     if !crate::transport::http::plain_authority(&uri) {
@@ -164,7 +162,19 @@ pub fn check_url(what: &str, url: &str) -> Result<Uri, String> {
             "{what} \"{shown}\" has a malformed host or port, or a user name in it; refusing it"
         ));
     }
-    if scheme.as_deref() == Some("http") && !is_loopback_host(host) {
+    let host =
+        Host::parse(written).map_err(|why| format!("{what} \"{shown}\" is refused: {why}"))?;
+    if host.to_string() != written.to_ascii_lowercase() {
+        return Err(format!(
+            "{what} \"{shown}\" writes its host in a form that readers take differently (a browser reads it as {host}); refusing it"
+        ));
+    }
+    if host.is_unspecified() {
+        return Err(format!(
+            "{what} \"{shown}\" names the unspecified address, no machine in particular (a connection reaches this one); refusing it"
+        ));
+    }
+    if scheme.as_deref() == Some("http") && !host.is_loopback() {
         return Err(format!(
             "{what} \"{shown}\" is plain http on a host that is not this machine; OAuth needs https there (http only on localhost, 127.0.0.1 or [::1]), so it is refused"
         ));

@@ -602,7 +602,7 @@ fn tool_definitions(server: &Server) -> Vec<Value> {
                "inputSchema": schema(json!({"message": {"type": "string"}}), &[])}),
         json!({"name": "cancellations", "description": "Lists the cancellations received so far.",
                "inputSchema": schema(json!({}), &[])}),
-        json!({"name": "client_request", "description": "Sends a request to the client and returns its answer.",
+        json!({"name": "client_request", "description": "Sends a request to the client and returns its answer (`notification`: sends it as a notification; `pad_zeros`, `pad_text`: pads its `_meta`).",
                "inputSchema": schema(json!({"method": {"type": "string"}, "params": {"type": "object"}}), &["method"])}),
         json!({"name": "add_tool", "description": "Adds a tool to the list and notifies the client.",
                "inputSchema": schema(json!({"name": {"type": "string"}, "resource": {"type": "string"}}), &["name"])}),
@@ -772,28 +772,50 @@ fn call_tool(server: &Server, id: Id, params: &Value, out: &dyn Output) {
                 .and_then(Value::as_str)
                 .unwrap_or("ping")
                 .to_string();
-            let ask = server
-                .next_ask
-                .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-            let ask_id = Id::String(format!("fixture-{ask}"));
-            let key = ask_id.to_string();
-            send(
-                out,
-                Message::Request(Request {
-                    id: ask_id,
-                    method,
-                    params: args.get("params").cloned(),
-                }),
-            );
-            let mut answers = server.answers.lock().unwrap();
-            let answer = loop {
-                if let Some(a) = answers.remove(&key) {
-                    break a;
+            // A hostile server's padding, made here so the caller does not send it:
+            // `pad_zeros` zeros (two bytes a value) or `pad_text` bytes in `_meta.pad`.
+            let mut params = args.get("params").cloned();
+            let pad = match (args.get("pad_zeros"), args.get("pad_text")) {
+                (Some(n), _) => Some(Value::Array(vec![
+                    json!(0);
+                    n.as_u64().unwrap_or(0) as usize
+                ])),
+                (None, Some(n)) => {
+                    Some(Value::String("x".repeat(n.as_u64().unwrap_or(0) as usize)))
                 }
-                answers = server.answered.wait(answers).unwrap();
+                _ => None,
             };
-            drop(answers);
-            Ok(text_result(&answer.to_string()))
+            if let (Some(pad), Some(Value::Object(p))) = (pad, &mut params) {
+                p.insert("_meta".into(), json!({"pad": pad}));
+            }
+            // `notification`: sent as a notification, answered by nothing.
+            if args.get("notification") == Some(&Value::Bool(true)) {
+                send(out, Message::Notification(Notification { method, params }));
+                Ok(text_result("sent"))
+            } else {
+                let ask = server
+                    .next_ask
+                    .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                let ask_id = Id::String(format!("fixture-{ask}"));
+                let key = ask_id.to_string();
+                send(
+                    out,
+                    Message::Request(Request {
+                        id: ask_id,
+                        method,
+                        params,
+                    }),
+                );
+                let mut answers = server.answers.lock().unwrap();
+                let answer = loop {
+                    if let Some(a) = answers.remove(&key) {
+                        break a;
+                    }
+                    answers = server.answered.wait(answers).unwrap();
+                };
+                drop(answers);
+                Ok(text_result(&answer.to_string()))
+            }
         }
         "add_tool" if args.get("resource").is_some() => {
             let uri = args

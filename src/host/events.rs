@@ -18,16 +18,33 @@ pub const EVENT_QUEUE: usize = 256;
 /// The most bytes of server data one event carries (a URI, a log message's data, a
 /// question's params): past it the data is replaced by a note of its size, and a waiting
 /// question is read whole from [`PendingRequests::get`](crate::host::PendingRequests::get)
-/// (the daemon's `GET /v1/mcp/requests`).
+/// (the daemon's `GET /v1/mcp/requests/{id}`).
 pub const MAX_EVENT_BYTES: usize = 64 * 1024;
 
 /// `value` if its JSON is at most [`MAX_EVENT_BYTES`], else a note of its size.
 pub(crate) fn bounded(value: Value) -> Value {
-    let len = serde_json::to_vec(&value).map_or(usize::MAX, |v| v.len());
-    if len <= MAX_EVENT_BYTES {
-        return value;
+    omitted(&value).unwrap_or(value)
+}
+
+/// The note that stands for `value` in an event when its JSON is over [`MAX_EVENT_BYTES`]
+/// (measured as it is written, not copied).
+pub(crate) fn omitted(value: &Value) -> Option<Value> {
+    struct Counter(usize);
+    impl std::io::Write for Counter {
+        fn write(&mut self, bytes: &[u8]) -> std::io::Result<usize> {
+            self.0 += bytes.len();
+            Ok(bytes.len())
+        }
+        fn flush(&mut self) -> std::io::Result<()> {
+            Ok(())
+        }
     }
-    serde_json::json!({"omitted": format!("{len} bytes, over the {MAX_EVENT_BYTES} an event carries")})
+    let mut len = Counter(0);
+    serde_json::to_writer(&mut len, value).expect("a JSON value serializes");
+    (len.0 > MAX_EVENT_BYTES).then(|| {
+        let len = len.0;
+        serde_json::json!({"omitted": format!("{len} bytes, over the {MAX_EVENT_BYTES} an event carries")})
+    })
 }
 
 /// One thing that happened, about one server. In JSON: `{"type": ..., "server": ..., ...}`.

@@ -75,8 +75,9 @@ pub use manager::{
 pub use oauth::{login, token_store};
 pub use registry::{Collision, PREFIX, RegisteredTool, Registry, ToolDefinition};
 pub use requests::{
-    Asked, DECLINED, DEFAULT_EXPIRY, ElicitationHandler, MAX_WAITING, PendingRequests, Reply,
-    ReplyError, SamplingHandler, WaitingRequest,
+    Asked, DECLINED, DEFAULT_EXPIRY, ElicitationHandler, MAX_SERVER_WAITING_BYTES, MAX_WAITING,
+    MAX_WAITING_BYTES, MAX_WAITING_PER_SERVER, PendingRequests, Reply, ReplyError, SamplingHandler,
+    WaitingRequest,
 };
 pub use search::{
     Conversation, DEFAULT_SEARCH_LIMIT, MAX_FOUND, MAX_SEARCH_LIMIT, SEARCH_TOOL, ToolIndex,

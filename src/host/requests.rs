@@ -8,7 +8,7 @@ use crate::protocol::input::{
     ElicitationAnswer, ElicitationKind, ElicitationRequest, SamplingAnswer, SamplingRequest,
 };
 use crate::transport::BoxFuture;
-use crate::wire::jsonrpc::ErrorObject;
+use crate::wire::jsonrpc::{self, ErrorObject};
 use serde_json::{Map, Value};
 use std::collections::HashMap;
 use std::fmt;
@@ -39,8 +39,21 @@ pub const DECLINED: i64 = -1;
 /// How long a request waits for an answer by default.
 pub const DEFAULT_EXPIRY: Duration = Duration::from_secs(300);
 
-/// Most requests waiting at once, all servers together; more are refused.
+/// Most requests waiting at once, all servers together; past it a server's request is
+/// refused, unless that server has nothing waiting (so a few hostile servers cannot take
+/// every slot).
 pub const MAX_WAITING: usize = 64;
+
+/// Most requests of one server waiting at once; more are refused.
+pub const MAX_WAITING_PER_SERVER: usize = 16;
+
+/// Most bytes kept of one server's waiting requests (as [`Asked::footprint`] measures them);
+/// a request that would pass it is refused.
+pub const MAX_SERVER_WAITING_BYTES: usize = 16 << 20;
+
+/// Most bytes kept of all waiting requests together; past it a server's request is refused,
+/// unless that server has nothing waiting.
+pub const MAX_WAITING_BYTES: usize = 48 << 20;
 
 /// A request on the board.
 #[derive(Debug, Clone)]
@@ -58,6 +71,40 @@ impl Asked {
             Asked::Elicitation(_) => "elicitation",
             Asked::Sampling(_) => "sampling",
         }
+    }
+
+    /// About how many bytes the request holds in memory: its params as sent and what was
+    /// read from them, each JSON value counted at what a parsed one costs (not its text, which
+    /// can be far smaller: `0,` is two bytes).
+    pub fn footprint(&self) -> usize {
+        match self {
+            Asked::Elicitation(request) => footprint(&request.raw),
+            Asked::Sampling(request) => request
+                .messages
+                .iter()
+                .flat_map(|m| &m.content)
+                .fold(footprint(&request.raw), |n, block| {
+                    n.saturating_add(footprint(block))
+                }),
+        }
+    }
+}
+
+/// What a parsed JSON value costs: the value itself, and the text of its strings and keys.
+fn footprint(value: &Value) -> usize {
+    const VALUE: usize = std::mem::size_of::<Value>();
+    // A map entry holds its key (a `String`) beside the value, in a tree node.
+    const ENTRY: usize = std::mem::size_of::<String>() + VALUE;
+    match value {
+        Value::String(text) => VALUE + text.len(),
+        Value::Array(items) => items
+            .iter()
+            .fold(VALUE, |n, v| n.saturating_add(footprint(v))),
+        Value::Object(map) => map.iter().fold(VALUE, |n, (key, v)| {
+            n.saturating_add(ENTRY + key.len())
+                .saturating_add(footprint(v))
+        }),
+        _ => VALUE,
     }
 }
 
@@ -116,6 +163,10 @@ enum Answer {
 
 struct Entry {
     waiting: WaitingRequest,
+    /// Its [`Asked::footprint`].
+    size: usize,
+    /// What a listener is shown of it ([`event_params`], bounded).
+    shown: Value,
     answer: oneshot::Sender<Answer>,
 }
 
@@ -128,8 +179,11 @@ struct Board {
 
 /// Server requests waiting for an answer, each published on the event bus as an
 /// [`Event::Request`] and answered by id with [`PendingRequests::reply`]. A request is
-/// refused at once when no one listens on the bus (saying so), refused when
-/// [`MAX_WAITING`] already wait, and cancelled after its expiry (an elicitation gets
+/// refused at once when no one listens on the bus (saying so); refused, with a JSON-RPC
+/// error that says which bound, when its server has [`MAX_WAITING_PER_SERVER`] waiting or
+/// would pass [`MAX_SERVER_WAITING_BYTES`], or when [`MAX_WAITING`] or
+/// [`MAX_WAITING_BYTES`] are reached and its server has some waiting already (a server with
+/// nothing waiting always gets a slot); and cancelled after its expiry (an elicitation gets
 /// `cancel`, sampling an error), with an [`Event::RequestEnded`]. Cloning shares the board.
 #[derive(Clone)]
 pub struct PendingRequests {
@@ -190,6 +244,28 @@ impl PendingRequests {
         })
     }
 
+    /// The requests waiting now as their [`Event::Request`]s, oldest first: each request's
+    /// params bounded as an event's are ([`MAX_EVENT_BYTES`](super::events::MAX_EVENT_BYTES)),
+    /// so the list stays small whatever servers ask; [`PendingRequests::get`] has one whole.
+    pub fn waiting_events(&self) -> Vec<Event> {
+        let waiting = self.board.waiting.lock().expect("board lock");
+        let mut all: Vec<(u64, Event)> = waiting
+            .values()
+            .map(|e| {
+                let event = Event::Request {
+                    server: e.waiting.server.clone(),
+                    id: e.waiting.id.clone(),
+                    kind: e.waiting.asked.kind(),
+                    params: e.shown.clone(),
+                };
+                (e.waiting.id.parse::<u64>().unwrap_or(u64::MAX), event)
+            })
+            .collect();
+        drop(waiting);
+        all.sort_by_key(|(id, _)| *id);
+        all.into_iter().map(|(_, event)| event).collect()
+    }
+
     /// The requests waiting now, oldest first.
     pub fn waiting(&self) -> Vec<WaitingRequest> {
         let waiting = self.board.waiting.lock().expect("board lock");
@@ -234,23 +310,27 @@ impl PendingRequests {
         }
         let (sender, receiver) = oneshot::channel();
         let id = board.next.fetch_add(1, Ordering::Relaxed).to_string();
+        let size = asked.footprint();
+        let shown = event_params(&asked);
+        let is_elicitation = matches!(asked, Asked::Elicitation(_));
         {
             let mut waiting = board.waiting.lock().expect("board lock");
-            if waiting.len() >= MAX_WAITING {
-                return Answer::Refused(ErrorObject::new(
-                    DECLINED,
-                    format!("declined: {MAX_WAITING} requests already wait for an answer"),
-                ));
+            if let Some(refusal) = admission(&waiting, &server, size, kind) {
+                drop(waiting);
+                tracing::warn!(server = %server, "refused its {kind} request: {}", refusal.message);
+                return Answer::Refused(refusal);
             }
             let request = WaitingRequest {
                 id: id.clone(),
                 server: server.clone(),
-                asked: asked.clone(),
+                asked,
             };
             waiting.insert(
                 id.clone(),
                 Entry {
                     waiting: request,
+                    size,
+                    shown: shown.clone(),
                     answer: sender,
                 },
             );
@@ -267,7 +347,7 @@ impl PendingRequests {
             server,
             id,
             kind,
-            params: crate::host::events::bounded(event_params(&asked)),
+            params: shown,
         });
         match tokio::time::timeout(board.expiry, receiver).await {
             Ok(Ok(answer)) => {
@@ -278,12 +358,13 @@ impl PendingRequests {
             Err(_) => {
                 guard.reason = "no answer came in time: cancelled";
                 let secs = board.expiry.as_secs();
-                match asked {
-                    Asked::Elicitation(_) => Answer::Elicitation(ElicitationAnswer::Cancel),
-                    Asked::Sampling(_) => Answer::Refused(ErrorObject::new(
+                if is_elicitation {
+                    Answer::Elicitation(ElicitationAnswer::Cancel)
+                } else {
+                    Answer::Refused(ErrorObject::new(
                         DECLINED,
                         format!("cancelled: no answer came within {secs} s"),
-                    )),
+                    ))
                 }
             }
         }
@@ -315,18 +396,87 @@ impl Drop for Waiting {
     }
 }
 
-/// What a listener is shown of a request: its params as sent, and for a URL its origin.
-pub(crate) fn event_params(asked: &Asked) -> Value {
-    match asked {
-        Asked::Elicitation(request) => {
-            let mut params = request.raw.clone();
-            if let (ElicitationKind::Url(url), Value::Object(map)) = (&request.kind, &mut params) {
-                map.insert("origin".into(), Value::String(url.origin.clone()));
-            }
-            params
+/// Why a request of `server` that holds `size` bytes cannot wait on the board now, if it
+/// cannot: the error its server gets.
+fn admission(
+    waiting: &HashMap<String, Entry>,
+    server: &str,
+    size: usize,
+    kind: &str,
+) -> Option<ErrorObject> {
+    let (mut mine, mut my_bytes, mut all_bytes) = (0, 0usize, 0usize);
+    for entry in waiting.values() {
+        all_bytes = all_bytes.saturating_add(entry.size);
+        if entry.waiting.server == server {
+            mine += 1;
+            my_bytes = my_bytes.saturating_add(entry.size);
         }
-        Asked::Sampling(request) => request.raw.clone(),
     }
+    let mib = |bytes: usize| bytes >> 20;
+    let (code, why) = if mine >= MAX_WAITING_PER_SERVER {
+        let why = format!(
+            "{mine} of this server's requests already wait for an answer, the most one server may have waiting"
+        );
+        (DECLINED, why)
+    } else if my_bytes.saturating_add(size) > MAX_SERVER_WAITING_BYTES {
+        let why = format!(
+            "the request holds about {size} bytes, and with this server's {mine} waiting ones that passes the {} MiB kept of one server's requests",
+            mib(MAX_SERVER_WAITING_BYTES)
+        );
+        (jsonrpc::INVALID_REQUEST, why)
+    } else if mine > 0 && waiting.len() >= MAX_WAITING {
+        (
+            DECLINED,
+            format!("{MAX_WAITING} requests of all servers already wait for an answer"),
+        )
+    } else if mine > 0 && all_bytes.saturating_add(size) > MAX_WAITING_BYTES {
+        let why = format!(
+            "the requests waiting for an answer hold the {} MiB this client keeps of them all",
+            mib(MAX_WAITING_BYTES)
+        );
+        (jsonrpc::INVALID_REQUEST, why)
+    } else {
+        return None;
+    };
+    Some(ErrorObject::new(
+        code,
+        format!("{kind} request refused: {why}"),
+    ))
+}
+
+/// What a listener is shown of a request: its params as sent, and for a URL its origin;
+/// bounded as an event is ([`super::events::bounded`]), and copied only when within it.
+pub(crate) fn event_params(asked: &Asked) -> Value {
+    let (raw, origin) = params_of(asked);
+    if let Some(omitted) = super::events::omitted(raw) {
+        return omitted;
+    }
+    with_origin(raw.clone(), origin)
+}
+
+/// A request's params whole, as sent, and for a URL its origin (what `GET
+/// /v1/mcp/requests/{id}` shows).
+pub(crate) fn whole_params(asked: &Asked) -> Value {
+    let (raw, origin) = params_of(asked);
+    with_origin(raw.clone(), origin)
+}
+
+/// A request's params as sent, and for a URL its origin.
+fn params_of(asked: &Asked) -> (&Value, Option<&String>) {
+    match asked {
+        Asked::Elicitation(request) => match &request.kind {
+            ElicitationKind::Url(url) => (&request.raw, Some(&url.origin)),
+            ElicitationKind::Form(_) => (&request.raw, None),
+        },
+        Asked::Sampling(request) => (&request.raw, None),
+    }
+}
+
+fn with_origin(mut params: Value, origin: Option<&String>) -> Value {
+    if let (Some(origin), Value::Object(map)) = (origin, &mut params) {
+        map.insert("origin".into(), Value::String(origin.clone()));
+    }
+    params
 }
 
 fn answer_of(asked: &Asked, reply: Reply) -> Result<Answer, ReplyError> {

@@ -5,7 +5,8 @@
 //! into the session's [`RequestHandler`]: the server's params are read into a typed request
 //! (one that does not fit is the server's error, -32602, and the embedder never sees it),
 //! and the answer is checked before it is sent: a form answer must fit the requested schema
-//! (its primitive properties: types, `required`, `enum`), else the server gets an error
+//! (its primitive properties: types, `required`, `enum`, and each property's constraints:
+//! lengths, `pattern`, `format`, bounds, how many choices), else the server gets an error
 //! (-32603) instead of a bad answer, and the embedder a warning in the log. The embedder can
 //! check an answer first with [`FormRequest::check`]. Every request keeps the params as sent
 //! (`raw`). Server text (messages, titles, URLs) is the server's: escape it to show it
@@ -24,7 +25,7 @@ pub const MAX_FORM_FIELDS: usize = 256;
 /// The type of one form field, from its primitive schema.
 #[derive(Debug, Clone, PartialEq)]
 pub enum FieldKind {
-    /// Any string (`format`, `minLength`, `maxLength` are in the field's schema).
+    /// Any string (`format`, `minLength`, `maxLength`, `pattern` are in the field's schema).
     Text,
     /// A number.
     Number,
@@ -179,7 +180,11 @@ impl FormRequest {
     }
 
     /// Checks an answer against the form: every required field there, no field the form
-    /// does not have, each value of its field's type (and among its choices).
+    /// does not have, each value of its field's type (and among its choices), and within
+    /// every constraint its schema sets: `minLength`, `maxLength`, `pattern` and `format`
+    /// (`email`, `uri`, `date`, `date-time`) of a string, `minimum`, `maximum`,
+    /// `exclusiveMinimum` and `exclusiveMaximum` of a number, `minItems` and `maxItems` of a
+    /// choice of several. The error names the field and the rule it breaks.
     pub fn check(&self, content: &Map<String, Value>) -> Result<(), FormError> {
         for field in &self.fields {
             if field.required && !content.contains_key(&field.name) {
@@ -190,27 +195,248 @@ impl FormRequest {
             let Some(field) = self.fields.iter().find(|f| f.name == *name) else {
                 return Err(FormError(format!("the form has no field {name:?}")));
             };
-            let fits = match (&field.kind, value) {
-                (FieldKind::Text, Value::String(_)) | (FieldKind::Boolean, Value::Bool(_)) => true,
-                (FieldKind::Number, Value::Number(_)) => true,
-                (FieldKind::Integer, Value::Number(n)) => {
-                    n.is_i64() || n.is_u64() || n.as_f64().is_some_and(|f| f.fract() == 0.0)
-                }
-                (FieldKind::Choice(choices), Value::String(s)) => choices.contains(s),
-                (FieldKind::Choices(choices), Value::Array(items)) => items
-                    .iter()
-                    .all(|i| i.as_str().is_some_and(|s| choices.iter().any(|c| c == s))),
-                _ => false,
-            };
-            if !fits {
-                return Err(FormError(format!(
-                    "{name:?} takes {}, not {value}",
-                    describe(&field.kind)
-                )));
+            if let Err(why) = field.unfit(value) {
+                return Err(FormError(format!("{name:?} {why}")));
             }
         }
         Ok(())
     }
+}
+
+impl FormField {
+    /// Why `value` does not fit this field (its type, its choices, its constraints), in
+    /// words that follow the field's name ("takes a number, not ...", "needs at least 2
+    /// characters (minLength 2)"); `Ok` when it fits.
+    pub(crate) fn unfit(&self, value: &Value) -> Result<(), String> {
+        let fits = match (&self.kind, value) {
+            (FieldKind::Text, Value::String(_)) | (FieldKind::Boolean, Value::Bool(_)) => true,
+            (FieldKind::Number, Value::Number(_)) => true,
+            (FieldKind::Integer, Value::Number(n)) => {
+                n.is_i64() || n.is_u64() || n.as_f64().is_some_and(|f| f.fract() == 0.0)
+            }
+            (FieldKind::Choice(choices), Value::String(s)) => choices.contains(s),
+            (FieldKind::Choices(choices), Value::Array(items)) => items
+                .iter()
+                .all(|i| i.as_str().is_some_and(|s| choices.iter().any(|c| c == s))),
+            _ => false,
+        };
+        if !fits {
+            return Err(format!("takes {}, not {value}", describe(&self.kind)));
+        }
+        within_constraints(&self.schema, value)
+    }
+}
+
+/// Longest `pattern` compiled; a longer one is left to the server.
+const MAX_PATTERN: usize = 4096;
+
+/// Whether `value` (already of its field's type) keeps every constraint of the field's
+/// `schema`; else what it needs and the rule, as "needs at least 2 characters (minLength 2)".
+fn within_constraints(schema: &Value, value: &Value) -> Result<(), String> {
+    let limit = |key: &str| schema.get(key).and_then(Value::as_f64);
+    let broken = |rule: &str, bound: &dyn std::fmt::Display, needs: String| {
+        Err(format!("{needs} ({rule} {bound})"))
+    };
+    match value {
+        Value::String(text) => {
+            // Characters as JSON Schema counts them: code points.
+            let chars = text.chars().count() as f64;
+            if let Some(min) = limit("minLength").filter(|&m| chars < m) {
+                return broken(
+                    "minLength",
+                    &min,
+                    format!("needs at least {min} characters"),
+                );
+            }
+            if let Some(max) = limit("maxLength").filter(|&m| chars > m) {
+                return broken("maxLength", &max, format!("takes at most {max} characters"));
+            }
+            if let Some(pattern) = schema.get("pattern").and_then(Value::as_str)
+                && let Some(regex) = compiled(pattern)
+                && !regex.is_match(text)
+            {
+                let shown = crate::text::escape_controls(pattern);
+                return broken("pattern", &shown, "must match the pattern".into());
+            }
+            if let Some(format) = schema.get("format").and_then(Value::as_str)
+                && let Some(example) = format_example(format)
+                && !has_format(format, text)
+            {
+                return broken("format", &format, format!("must be {example}"));
+            }
+        }
+        Value::Number(n) => {
+            let x = n.as_f64().unwrap_or(0.0);
+            if let Some(min) = limit("minimum").filter(|&m| x < m) {
+                return broken("minimum", &min, format!("needs at least {min}"));
+            }
+            if let Some(max) = limit("maximum").filter(|&m| x > m) {
+                return broken("maximum", &max, format!("takes at most {max}"));
+            }
+            if let Some(min) = limit("exclusiveMinimum").filter(|&m| x <= m) {
+                return broken("exclusiveMinimum", &min, format!("needs more than {min}"));
+            }
+            if let Some(max) = limit("exclusiveMaximum").filter(|&m| x >= m) {
+                return broken("exclusiveMaximum", &max, format!("takes less than {max}"));
+            }
+        }
+        Value::Array(items) => {
+            let count = items.len() as f64;
+            if let Some(min) = limit("minItems").filter(|&m| count < m) {
+                return broken(
+                    "minItems",
+                    &min,
+                    format!("needs at least {min} of its choices"),
+                );
+            }
+            if let Some(max) = limit("maxItems").filter(|&m| count > m) {
+                return broken(
+                    "maxItems",
+                    &max,
+                    format!("takes at most {max} of its choices"),
+                );
+            }
+        }
+        _ => {}
+    }
+    Ok(())
+}
+
+/// A field's `pattern` (ECMA-262, as JSON Schema says) as this client can run it, in linear
+/// time and bounded size; `None` for one it cannot (lookaround, backreferences, too large),
+/// which is left to the server. It matches anywhere in the string unless anchored, as JSON
+/// Schema's `pattern` does; `\d` and `\w` also take non-ASCII digits and letters here.
+fn compiled(pattern: &str) -> Option<regex::Regex> {
+    if pattern.len() > MAX_PATTERN {
+        return None;
+    }
+    regex::RegexBuilder::new(pattern)
+        .size_limit(1 << 20)
+        .dfa_size_limit(1 << 20)
+        .nest_limit(64)
+        .build()
+        .ok()
+}
+
+/// Whether `text` is of the string `format` (`email`, `uri`, `date`, `date-time`, as a form
+/// may ask for them); a format not among them is not checked.
+pub(crate) fn has_format(format: &str, text: &str) -> bool {
+    match format {
+        "email" => is_email(text),
+        "uri" => is_uri(text),
+        "date" => is_date(text),
+        "date-time" => text
+            .split_once(['T', 't'])
+            .is_some_and(|(day, time)| is_date(day) && is_time(time)),
+        _ => true,
+    }
+}
+
+/// What a string of a checked format looks like, for a field's help and its error; `None`
+/// for a format not checked.
+pub(crate) fn format_example(format: &str) -> Option<&'static str> {
+    Some(match format {
+        "email" => "an email address, like ada@example.com",
+        "uri" => "a URI, like https://example.com",
+        "date" => "a date, like 2026-07-28",
+        "date-time" => "a date and time, like 2026-07-28T10:30:00Z",
+        _ => return None,
+    })
+}
+
+/// `local@domain` (RFC 5321's addr-spec, without quoted local parts or address literals):
+/// a local part of atoms, a domain of two or more labels.
+fn is_email(text: &str) -> bool {
+    let Some((local, domain)) = text.rsplit_once('@') else {
+        return false;
+    };
+    let atom = |c: char| c.is_alphanumeric() || "!#$%&'*+-/=?^_`{|}~".contains(c);
+    let label = |l: &str| {
+        !l.is_empty()
+            && !l.starts_with('-')
+            && !l.ends_with('-')
+            && l.chars().all(|c| c.is_alphanumeric() || c == '-')
+    };
+    !local.is_empty()
+        && local
+            .split('.')
+            .all(|part| !part.is_empty() && part.chars().all(atom))
+        && domain.split('.').count() >= 2
+        && domain.split('.').all(label)
+}
+
+/// An absolute URI (RFC 3986): a scheme, `:`, then characters a URI may hold, each `%`
+/// starting an escape of two hex digits.
+fn is_uri(text: &str) -> bool {
+    let Some((scheme, rest)) = text.split_once(':') else {
+        return false;
+    };
+    let allowed = |c: char| c.is_ascii_alphanumeric() || "-._~:/?#[]@!$&'()*+,;=%".contains(c);
+    let escapes_whole = text.match_indices('%').all(|(at, _)| {
+        text.get(at + 1..at + 3)
+            .is_some_and(|h| h.bytes().all(|b| b.is_ascii_hexdigit()))
+    });
+    scheme.starts_with(|c: char| c.is_ascii_alphabetic())
+        && scheme
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || "+-.".contains(c))
+        && !rest.is_empty()
+        && rest.chars().all(allowed)
+        && escapes_whole
+}
+
+/// RFC 3339's full-date: `YYYY-MM-DD`, a day that month has.
+fn is_date(text: &str) -> bool {
+    let number = |s: &str, len: usize| {
+        (s.len() == len && s.bytes().all(|b| b.is_ascii_digit())).then(|| s.parse::<u32>().ok())?
+    };
+    let mut parts = text.split('-');
+    let (Some(y), Some(m), Some(d), None) =
+        (parts.next(), parts.next(), parts.next(), parts.next())
+    else {
+        return false;
+    };
+    let (Some(y), Some(m), Some(d)) = (number(y, 4), number(m, 2), number(d, 2)) else {
+        return false;
+    };
+    let leap = y % 4 == 0 && (y % 100 != 0 || y % 400 == 0);
+    let days = match m {
+        1 | 3 | 5 | 7 | 8 | 10 | 12 => 31,
+        4 | 6 | 9 | 11 => 30,
+        2 if leap => 29,
+        2 => 28,
+        _ => return false,
+    };
+    (1..=days).contains(&d)
+}
+
+/// RFC 3339's full-time: `hh:mm:ss`, an optional fraction, then `Z` or an offset `±hh:mm`.
+fn is_time(text: &str) -> bool {
+    let two = |s: &str, max: u32| {
+        s.len() == 2
+            && s.bytes().all(|b| b.is_ascii_digit())
+            && s.parse::<u32>().is_ok_and(|n| n <= max)
+    };
+    let (time, offset) = match text.find(['Z', 'z', '+', '-']) {
+        Some(at) => text.split_at(at),
+        None => return false,
+    };
+    let offset_ok = matches!(offset, "Z" | "z")
+        || offset[1..]
+            .split_once(':')
+            .is_some_and(|(h, m)| two(h, 23) && two(m, 59));
+    let (clock, fraction) = match time.split_once('.') {
+        Some((clock, fraction)) => (clock, Some(fraction)),
+        None => (time, None),
+    };
+    let mut parts = clock.split(':');
+    let clock_ok = matches!(
+        (parts.next(), parts.next(), parts.next(), parts.next()),
+        (Some(h), Some(m), Some(s), None) if two(h, 23) && two(m, 59) && two(s, 60)
+    );
+    clock_ok
+        && offset_ok
+        && fraction.is_none_or(|f| !f.is_empty() && f.bytes().all(|b| b.is_ascii_digit()))
 }
 
 fn describe(kind: &FieldKind) -> String {
@@ -254,23 +480,12 @@ fn field_kind(property: &Value) -> Option<FieldKind> {
     }
 }
 
-/// The origin (`scheme://host[:port]`, lower case) of an `http` or `https` URL; `Err` says
-/// why it is none.
+/// The origin (`scheme://host[:port]`) a browser loads for an `http` or `https` URL, as the
+/// WHATWG URL standard computes it (non-ASCII hosts in their `xn--` form); `Err` says why the
+/// URL is refused: another scheme, or a form that could be read as another host
+/// ([`crate::web_url`]).
 pub(crate) fn url_origin(url: &str) -> Result<String, String> {
-    if url.chars().any(|c| c.is_control() || c.is_whitespace()) {
-        return Err("the URL has control characters or spaces".into());
-    }
-    let (scheme, rest) = url.split_once("://").ok_or("the URL has no scheme")?;
-    let scheme = scheme.to_ascii_lowercase();
-    if scheme != "https" && scheme != "http" {
-        return Err(format!("the URL's scheme is {scheme:?}, not https or http"));
-    }
-    let authority = rest.split(['/', '?', '#']).next().unwrap_or("");
-    let host_port = authority.rsplit('@').next().unwrap_or("");
-    if host_port.is_empty() {
-        return Err("the URL has no host".into());
-    }
-    Ok(format!("{scheme}://{}", host_port.to_ascii_lowercase()))
+    crate::web_url::Origin::of(url).map(|origin| origin.to_string())
 }
 
 impl ElicitationRequest {
@@ -478,7 +693,11 @@ pub fn elicitation_handler(handler: ElicitationFn) -> RequestHandler {
         Box::pin(async move {
             let request = ElicitationRequest::from_params(params)
                 .map_err(|why| ErrorObject::new(jsonrpc::INVALID_PARAMS, why))?;
-            let checked = request.clone();
+            // The form alone is kept to check the answer: the params may be large.
+            let checked = ElicitationRequest {
+                kind: request.kind.clone(),
+                raw: Value::Null,
+            };
             let answer = handler(request).await?;
             if let Err(e) = checked.check(&answer) {
                 tracing::warn!("not sending the elicitation answer: {e}");
@@ -550,9 +769,76 @@ mod tests {
     }
 
     #[test]
+    fn every_constraint_of_a_field_is_checked_and_named() {
+        let schema = json!({"type": "object", "properties": {
+            "name": {"type": "string", "minLength": 2, "maxLength": 5},
+            "code": {"type": "string", "pattern": "^[a-z]+-[0-9]{2}$"},
+            "mail": {"type": "string", "format": "email"},
+            "site": {"type": "string", "format": "uri"},
+            "day": {"type": "string", "format": "date"},
+            "at": {"type": "string", "format": "date-time"},
+            "age": {"type": "integer", "minimum": 0, "maximum": 150},
+            "ratio": {"type": "number", "exclusiveMinimum": 0, "exclusiveMaximum": 1},
+            "tags": {"type": "array", "minItems": 1, "maxItems": 2,
+                     "items": {"type": "string", "enum": ["a", "b", "c"]}},
+            "lookahead": {"type": "string", "pattern": "^(?=.*[A-Z]).{8,}$"}
+        }});
+        let form = FormRequest::from_schema("m".into(), schema).unwrap();
+        let answer = |v: Value| v.as_object().unwrap().clone();
+        let good = json!({"name": "Ada", "code": "ab-12", "mail": "ada@example.com",
+            "site": "https://example.com/a?b=%20", "day": "2024-02-29",
+            "at": "2026-07-28T10:30:00.5+02:00", "age": 150, "ratio": 0.5, "tags": ["a", "c"],
+            "lookahead": "no capitals: left to the server"});
+        assert_eq!(form.check(&answer(good)), Ok(()));
+        for (bad, field, rule) in [
+            (json!({"name": "A"}), "name", "minLength 2"),
+            (json!({"name": "Adaline"}), "name", "maxLength 5"),
+            (json!({"name": "Ad\u{301}a\u{301}"}), "name", ""),
+            (
+                json!({"code": "AB-12"}),
+                "code",
+                "pattern ^[a-z]+-[0-9]{2}$",
+            ),
+            (json!({"code": "ab-123"}), "code", "pattern"),
+            (json!({"mail": "ada@localhost"}), "mail", "format email"),
+            (json!({"mail": "a b@example.com"}), "mail", "format email"),
+            (json!({"site": "example.com"}), "site", "format uri"),
+            (json!({"site": "https://a b"}), "site", "format uri"),
+            (json!({"site": "https://a/%zz"}), "site", "format uri"),
+            (json!({"day": "2023-02-29"}), "day", "format date"),
+            (json!({"day": "2026-7-28"}), "day", "format date"),
+            (
+                json!({"at": "2026-07-28T25:00:00Z"}),
+                "at",
+                "format date-time",
+            ),
+            (json!({"at": "2026-07-28T10:30"}), "at", "format date-time"),
+            (json!({"at": "2026-07-28"}), "at", "format date-time"),
+            (json!({"age": -1}), "age", "minimum 0"),
+            (json!({"age": 151}), "age", "maximum 150"),
+            (json!({"ratio": 0}), "ratio", "exclusiveMinimum 0"),
+            (json!({"ratio": 1}), "ratio", "exclusiveMaximum 1"),
+            (json!({"tags": []}), "tags", "minItems 1"),
+            (json!({"tags": ["a", "b", "c"]}), "tags", "maxItems 2"),
+        ] {
+            let result = form.check(&answer(bad.clone()));
+            if rule.is_empty() {
+                // Five code points, though three letters show: JSON Schema counts code points.
+                assert_eq!(result, Ok(()), "{bad}");
+                continue;
+            }
+            let why = result.expect_err(&bad.to_string()).0;
+            assert!(
+                why.starts_with(&format!("{field:?} ")) && why.contains(&format!("({rule}")),
+                "{bad}: {why}"
+            );
+        }
+    }
+
+    #[test]
     fn url_requests_carry_their_origin() {
         let params = json!({"mode": "url", "message": "Log in", "elicitationId": "e1",
-                            "url": "https://user@Example.COM:8443/path?q=1"});
+                            "url": "https://Example.COM:8443/path?q=1"});
         let request = ElicitationRequest::from_params(params).unwrap();
         let ElicitationKind::Url(url) = &request.kind else {
             panic!("a URL request")
@@ -564,6 +850,8 @@ mod tests {
             "file:///etc/passwd",
             "https://a\u{1b}b/",
             "https:///x",
+            "https://evil.example\\@good.example/login",
+            "https://user@example.com/",
         ] {
             assert!(url_origin(bad).is_err(), "{bad}");
         }

@@ -45,6 +45,13 @@ pub const MAX_INPUT_ROUNDS: usize = 8;
 /// warning: refusing it would need a write to a server that may not be reading.
 pub const MAX_SERVER_REQUESTS: usize = 16;
 
+/// Most JSON values (object keys included) in one request from the server. Its params are
+/// parsed and kept while it waits for an answer (up to minutes, for a person), and a parsed
+/// value costs tens of bytes whatever its text: `[0,0,...]` in a 4 MiB message would be about
+/// 100 MiB. Past this a request is refused unparsed; a form or a conversation to sample holds
+/// far fewer.
+pub const MAX_REQUEST_VALUES: usize = 16_384;
+
 /// How long a cancellation or an answer to the server may take to write.
 const WRITE_TIMEOUT: Duration = Duration::from_secs(10);
 
@@ -546,12 +553,32 @@ impl Session {
                 // The tasks extension's `CreateTaskResult`: the caller polls the task.
                 Some("task") if method == methods::TOOLS_CALL => return Ok(reply),
                 Some("input_required") => {
-                    let result = match reply.outcome.parse() {
-                        Ok(Some(Ok(result))) => result,
-                        _ => {
-                            let why = "the result asking for input is not valid JSON-RPC";
-                            return Err(self.error(ErrorKind::Protocol(why.into())).during(method));
+                    // Its questions wait for answers (up to minutes): measured before they
+                    // are parsed and kept, as a server's requests are.
+                    let values = match &reply.outcome {
+                        Outcome::Read { raw: Some(raw), .. } => jsonrpc::count_values(raw),
+                        _ => None,
+                    };
+                    let result = if values.is_some_and(|n| n > MAX_REQUEST_VALUES) {
+                        None
+                    } else {
+                        match reply.outcome.parse() {
+                            Ok(Some(Ok(Value::Object(result)))) => Some(result),
+                            _ => {
+                                let why = "the result asking for input is not valid JSON-RPC";
+                                return Err(self
+                                    .error(ErrorKind::Protocol(why.into()))
+                                    .during(method));
+                            }
                         }
+                    };
+                    let Some(mut result) = result.filter(|r| {
+                        r.get("inputRequests").map_or(0, jsonrpc::count_tree) <= MAX_REQUEST_VALUES
+                    }) else {
+                        let why = format!(
+                            "the result asking for input holds more than {MAX_REQUEST_VALUES} JSON values, the most this client reads of a request"
+                        );
+                        return Err(self.error(ErrorKind::Protocol(why)).during(method));
                     };
                     let mut round = match next.take().or_else(|| params.cloned()) {
                         Some(Value::Object(map)) => map,
@@ -559,12 +586,15 @@ impl Session {
                     };
                     round.remove("inputResponses");
                     round.remove("requestState");
-                    if let Some(requests) = result.get("inputRequests").and_then(Value::as_object) {
-                        let responses = self.answer_input_requests(method, requests).await?;
-                        round.insert("inputResponses".into(), Value::Object(responses));
+                    // Only the questions and the state are kept while the answers come.
+                    let requests = result.remove("inputRequests");
+                    if let Some(state) = result.remove("requestState") {
+                        round.insert("requestState".into(), state);
                     }
-                    if let Some(state) = result.get("requestState") {
-                        round.insert("requestState".into(), state.clone());
+                    drop(result);
+                    if let Some(Value::Object(requests)) = requests {
+                        let responses = self.answer_input_requests(method, &requests).await?;
+                        round.insert("inputResponses".into(), Value::Object(responses));
                     }
                     next = Some(Value::Object(round));
                 }

@@ -3,11 +3,9 @@
 //! descriptions, choices, URL, messages) goes through `clean_line` or `clean_text`.
 
 use super::app::App;
-use super::form::{
-    Ask, Asking, FieldValue, FormState, Review, choice_labels, format_example, label,
-};
+use super::form::{Ask, Asking, FieldValue, FormState, Review, choice_labels, label};
 use super::view::{clean_line, unicode_width, width};
-use crate::protocol::input::{FieldKind, FormField};
+use crate::protocol::input::{FieldKind, FormField, format_example};
 use ratatui::Frame;
 use ratatui::layout::{Position, Rect};
 use ratatui::style::{Color, Modifier, Style, Stylize};

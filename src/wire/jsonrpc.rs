@@ -204,6 +204,77 @@ impl Message {
     }
 }
 
+/// How many JSON values (object keys included) `bytes` holds, counted without building them:
+/// `None` when it is not JSON. A parsed value costs tens of bytes a value whatever its text
+/// (`[0,0,...]` is two bytes a value on the wire and about 40 in memory), so this is what a
+/// message is measured by before it is parsed and kept.
+pub fn count_values(bytes: &[u8]) -> Option<usize> {
+    serde_json::from_slice::<Counted>(bytes).ok().map(|c| c.0)
+}
+
+/// How many JSON values (object keys included) a parsed value holds, as [`count_values`]
+/// counts them in text.
+pub fn count_tree(value: &Value) -> usize {
+    match value {
+        Value::Array(items) => items.iter().fold(1, |n, v| n.saturating_add(count_tree(v))),
+        Value::Object(map) => map
+            .values()
+            .fold(1, |n, v| n.saturating_add(count_tree(v)).saturating_add(1)),
+        _ => 1,
+    }
+}
+
+/// The number of values in what was read (see [`count_values`]).
+struct Counted(usize);
+
+impl<'de> Deserialize<'de> for Counted {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        d.deserialize_any(CountVisitor)
+    }
+}
+
+struct CountVisitor;
+
+impl<'de> serde::de::Visitor<'de> for CountVisitor {
+    type Value = Counted;
+
+    fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+        f.write_str("any JSON value")
+    }
+    fn visit_bool<E>(self, _: bool) -> Result<Counted, E> {
+        Ok(Counted(1))
+    }
+    fn visit_i64<E>(self, _: i64) -> Result<Counted, E> {
+        Ok(Counted(1))
+    }
+    fn visit_u64<E>(self, _: u64) -> Result<Counted, E> {
+        Ok(Counted(1))
+    }
+    fn visit_f64<E>(self, _: f64) -> Result<Counted, E> {
+        Ok(Counted(1))
+    }
+    fn visit_str<E>(self, _: &str) -> Result<Counted, E> {
+        Ok(Counted(1))
+    }
+    fn visit_unit<E>(self) -> Result<Counted, E> {
+        Ok(Counted(1))
+    }
+    fn visit_seq<A: serde::de::SeqAccess<'de>>(self, mut seq: A) -> Result<Counted, A::Error> {
+        let mut n = 1usize;
+        while let Some(Counted(c)) = seq.next_element()? {
+            n = n.saturating_add(c);
+        }
+        Ok(Counted(n))
+    }
+    fn visit_map<A: serde::de::MapAccess<'de>>(self, mut map: A) -> Result<Counted, A::Error> {
+        let mut n = 1usize;
+        while let Some((serde::de::IgnoredAny, Counted(c))) = map.next_entry()? {
+            n = n.saturating_add(c).saturating_add(1);
+        }
+        Ok(Counted(n))
+    }
+}
+
 /// A request as compact JSON, serialized from its borrowed parts (see [`Message::to_bytes`]):
 /// the bytes serde_json writes, by a writer of its own because every call goes through it and
 /// serde_json's costs a tenth of a small call's whole cost in the client.

@@ -178,26 +178,33 @@ impl Manager {
     pub async fn subscribe(&self, server: &str, uri: &str) -> Result<()> {
         let method = methods::RESOURCES_SUBSCRIBE;
         let client = self.live_client(server, method).await?;
-        {
-            let slots = self.slots();
+        // Followed before the server is asked: the update it may send at once is announced
+        // (only followed resources are).
+        let added = {
+            let mut slots = self.slots();
             let slot = slots
-                .get(server)
+                .get_mut(server)
                 .ok_or_else(|| no_such_server(server).during(method))?;
             if slot.subscriptions.len() >= MAX_SUBSCRIPTIONS && !slot.subscriptions.contains(uri) {
                 let why = format!(
-                    "{MAX_SUBSCRIPTIONS} resources are followed already; unsubscribe from one first"
+                    "{MAX_SUBSCRIPTIONS} resources of this server are followed already, the most at once; unsubscribe from one first"
                 );
-                return Err(Error::new(server, ErrorKind::Usage(why)).during(method));
+                return Err(Error::new(server, ErrorKind::Limit(why)).during(method));
             }
-        }
-        if client.details().era != crate::protocol::types::Era::Stateless {
-            client.subscribe(uri).await?;
-        }
-        let mut slots = self.slots();
-        if let Some(slot) = slots.get_mut(server) {
-            slot.subscriptions.insert(uri.to_string());
+            let added = slot.subscriptions.insert(uri.to_string());
             slot.listening
                 .send_replace(slot.subscriptions.iter().cloned().collect());
+            added
+        };
+        if client.details().era != crate::protocol::types::Era::Stateless
+            && let Err(e) = client.subscribe(uri).await
+        {
+            if added && let Some(slot) = self.slots().get_mut(server) {
+                slot.subscriptions.remove(uri);
+                slot.listening
+                    .send_replace(slot.subscriptions.iter().cloned().collect());
+            }
+            return Err(e);
         }
         Ok(())
     }

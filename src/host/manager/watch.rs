@@ -65,20 +65,32 @@ impl Changes {
     }
 }
 
-/// What one notification asks to read again; updated resources and log messages go to the
+/// What one notification asks to read again; updated resources (only those followed: a
+/// server cannot fill the stream with URIs no one asked for) and log messages go to the
 /// event stream at once.
-fn note(events: &EventBus, name: &str, notification: Notification) -> Changes {
+fn note(
+    events: &EventBus,
+    name: &str,
+    followed: &tokio::sync::watch::Receiver<Vec<String>>,
+    notification: Notification,
+) -> Changes {
     use crate::protocol::items::ServerNotification as N;
     let mut changes = Changes::default();
     match N::from_notification(notification) {
         N::ToolListChanged => changes.tools = true,
         N::ResourceListChanged => changes.resources = true,
         N::PromptListChanged => changes.prompts = true,
-        N::ResourceUpdated { uri } if uri.len() <= crate::host::events::MAX_EVENT_BYTES => events
-            .publish(Event::ResourceUpdated {
+        N::ResourceUpdated { uri } if followed.borrow().contains(&uri) => {
+            events.publish(Event::ResourceUpdated {
                 server: name.to_string(),
                 uri,
-            }),
+            })
+        }
+        N::ResourceUpdated { uri } => {
+            let uri = crate::text::escape_controls(&uri.chars().take(200).collect::<String>())
+                .into_owned();
+            tracing::debug!(server = %name, "dropped an update of {uri}, which is not followed");
+        }
         N::Log(log) => {
             if let Some(level) = log.level {
                 events.publish(Event::Log {
@@ -134,7 +146,7 @@ pub(super) async fn watch_server(
     loop {
         let changes = tokio::select! {
             received = notifications.recv() => match received {
-                Ok(n) => note(&events, &name, n),
+                Ok(n) => note(&events, &name, &subscriptions, n),
                 Err(RecvError::Lagged(_)) => Changes::ALL,
                 Err(RecvError::Closed) => Changes::default(),
             },
@@ -162,7 +174,7 @@ pub(super) async fn watch_server(
             tokio::select! {
                 received = notifications.recv() => {
                     let more = match received {
-                        Ok(n) => note(&events, &name, n),
+                        Ok(n) => note(&events, &name, &subscriptions, n),
                         Err(RecvError::Lagged(_)) => Changes::ALL,
                         Err(RecvError::Closed) => return ended(&events, &name, &client),
                     };

@@ -135,6 +135,19 @@ fn receive(shared: &Arc<Shared>, mut decoded: Decoded) -> Option<reply::Filled> 
             decoded.len,
         );
     }
+    if let (Some(id), Some(method), Some(raw)) = (&decoded.id, &decoded.method, &decoded.raw)
+        && let Some(values) = jsonrpc::count_values(raw).filter(|&n| n > MAX_REQUEST_VALUES)
+    {
+        tracing::warn!(server = %shared.server, "refused its {method} request unread: {values} JSON values, more than the {MAX_REQUEST_VALUES} this client reads");
+        let error = ErrorObject::new(
+            jsonrpc::INVALID_REQUEST,
+            format!(
+                "{method}: the request holds {values} JSON values; this client reads at most {MAX_REQUEST_VALUES} of a request"
+            ),
+        );
+        answer_in_background(shared, id.clone(), method.clone(), async { Err(error) });
+        return None;
+    }
     let message = match decoded.raw.as_deref().map(Message::parse) {
         Some(Ok(message)) => message,
         Some(Err(e)) => {
