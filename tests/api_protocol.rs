@@ -668,3 +668,362 @@ fn python_sdk_resources_and_prompts_through_the_api_in_both_eras() {
         );
     }
 }
+
+/// A URL the fixture asks the user to visit, through its `client_request` tool.
+fn ask_url(server: &str, url: &str) -> Value {
+    json!({"name": format!("mcp__{server}__client_request"), "mode": "auto", "arguments": {
+        "method": "elicitation/create",
+        "params": {"mode": "url", "message": "Go there", "elicitationId": "e", "url": url}}})
+}
+
+/// The origin the library shows for `url`, or `None` when it refuses it (what the daemon must
+/// show the same; tests/input.rs holds the library to a WHATWG parser's answers).
+fn library_origin(url: &str) -> Option<String> {
+    use agenvoy_mcp::{ElicitationAnswer, ElicitationFn, ElicitationKind, elicitation_handler};
+    let seen = std::sync::Arc::new(std::sync::Mutex::new(None));
+    let keep = seen.clone();
+    let handler: ElicitationFn = std::sync::Arc::new(move |request| {
+        if let ElicitationKind::Url(url) = request.kind {
+            *keep.lock().unwrap() = Some(url.origin);
+        }
+        Box::pin(async { Ok(ElicitationAnswer::Decline) })
+    });
+    let params = json!({"mode": "url", "message": "m", "url": url});
+    let answered = futures::executor::block_on(elicitation_handler(handler)(params));
+    answered.ok().and(seen.lock().unwrap().take())
+}
+
+#[test]
+fn a_url_question_shows_the_origin_a_browser_loads_or_is_refused() {
+    let daemon = Daemon::start(Some(json!({"servers": {"f": fixture_entry(&[])}})));
+    let api = &daemon.api;
+    let mut events = api.stream("/v1/mcp/events");
+    let corpus: Vec<Value> = serde_json::from_str(
+        &std::fs::read_to_string(concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/fixtures/urls/origins.json"
+        ))
+        .unwrap(),
+    )
+    .unwrap();
+    let (mut shown, mut refused) = (0, 0);
+    for entry in &corpus {
+        let url = entry["url"].as_str().unwrap();
+        let call = call_in_background(api, ask_url("f", url));
+        match library_origin(url) {
+            Some(origin) => {
+                shown += 1;
+                let asked = event_where(&mut events, Duration::from_secs(20), |e| {
+                    e["type"] == "request"
+                });
+                assert_eq!(asked["params"]["origin"], origin, "{url:?}: {asked}");
+                assert_eq!(Some(origin.as_str()), entry["origin"].as_str(), "{url:?}");
+                let id = asked["id"].as_str().unwrap();
+                let listed = api.get("/v1/mcp/requests");
+                assert_eq!(
+                    listed["requests"][0]["params"]["origin"], origin,
+                    "{listed}"
+                );
+                let declined = api.post(
+                    &format!("/v1/mcp/requests/{id}"),
+                    json!({"action": "decline"}),
+                );
+                assert_eq!(declined.status, 200, "{declined:?}");
+                assert!(call.join().unwrap().text.contains("decline"), "{url:?}");
+            }
+            None => {
+                refused += 1;
+                // The server gets the refusal; no one is shown the URL.
+                let text = call.join().unwrap().json()["text"]
+                    .as_str()
+                    .unwrap()
+                    .to_string();
+                assert!(text.contains("-32602"), "{url:?}: {text}");
+                assert_eq!(api.get("/v1/mcp/requests")["requests"], json!([]));
+            }
+        }
+    }
+    assert!(
+        shown > 40 && refused > 40,
+        "{shown} shown, {refused} refused"
+    );
+}
+
+/// The daemon's peak resident memory since the last reset, and a reset (Linux).
+fn peak_rss(pid: u32) -> u64 {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap();
+    status
+        .lines()
+        .find_map(|l| l.strip_prefix("VmHWM:"))
+        .and_then(|v| v.trim().trim_end_matches(" kB").parse::<u64>().ok())
+        .unwrap()
+        * 1024
+}
+
+#[test]
+fn large_questions_are_refused_past_their_bounds_and_cost_little() {
+    let daemon = Daemon::start(Some(json!({"servers": {"q": fixture_entry(&[])}})));
+    let api = &daemon.api;
+    let pid = daemon.server.pid();
+    let mut events = api.stream("/v1/mcp/events");
+    // Warm up: one small question asked and declined.
+    let call = call_in_background(api, ask_url("q", "https://pay.example/"));
+    let asked = event_where(&mut events, Duration::from_secs(20), |e| {
+        e["type"] == "request"
+    });
+    let path = format!("/v1/mcp/requests/{}", asked["id"].as_str().unwrap());
+    assert_eq!(api.post(&path, json!({"action": "decline"})).status, 200);
+    call.join().unwrap();
+    std::fs::write(format!("/proc/{pid}/clear_refs"), "5").unwrap();
+    let before = peak_rss(pid);
+
+    // 16 questions of 3.9 MB of zeros in `_meta` (about 190 MiB each once parsed): each
+    // refused unparsed, saying why.
+    let padded = |pad: &str, n: u64| {
+        let mut body = ask_url("q", "https://pay.example/");
+        body["arguments"][pad] = json!(n);
+        body
+    };
+    for _ in 0..16 {
+        let reply = api.post("/v1/mcp/call", padded("pad_zeros", 1_950_000));
+        let text = reply.json()["text"].as_str().unwrap().to_string();
+        assert!(text.contains("-32600") && text.contains("16384"), "{text}");
+    }
+    // 16 of 3.9 MB of text, at once: those that fit the 16 MiB kept of one server wait, the
+    // others are refused naming the bound.
+    let calls: Vec<_> = (0..16)
+        .map(|_| call_in_background(api, padded("pad_text", 3_900_000)))
+        .collect();
+    let mut waiting = Vec::new();
+    while waiting.len() < 4 {
+        let asked = event_where(&mut events, Duration::from_secs(30), |e| {
+            e["type"] == "request"
+        });
+        // Past 64 KiB, an event carries a note of the params' size, not the params.
+        let omitted = asked["params"]["omitted"].as_str().unwrap_or_default();
+        assert!(omitted.contains("bytes, over the 65536"), "{asked}");
+        waiting.push(asked["id"].as_str().unwrap().to_string());
+    }
+    // The 12 others are refused while those 4 wait (declining one first would make room).
+    wait_until("12 calls refused", Duration::from_secs(60), || match calls
+        .iter()
+        .filter(|c| c.is_finished())
+        .count()
+    {
+        12 => Ok(()),
+        done => Err(format!("{done} ended")),
+    });
+    let listed = api.send("GET", "/v1/mcp/requests", None);
+    assert!(
+        listed.text.len() < 64 * 1024,
+        "{} bytes listed",
+        listed.text.len()
+    );
+    assert_eq!(listed.json()["requests"].as_array().unwrap().len(), 4);
+    let whole = api.send("GET", &format!("/v1/mcp/requests/{}", waiting[0]), None);
+    assert_eq!(whole.status, 200);
+    assert_eq!(
+        whole.json()["params"]["_meta"]["pad"]
+            .as_str()
+            .map(str::len),
+        Some(3_900_000)
+    );
+    drop(whole);
+    let peak = peak_rss(pid) - before;
+    for id in &waiting {
+        let declined = api.post(
+            &format!("/v1/mcp/requests/{id}"),
+            json!({"action": "decline"}),
+        );
+        assert_eq!(declined.status, 200, "{declined:?}");
+    }
+    let mut refused = 0;
+    for call in calls {
+        let reply = call.join().unwrap();
+        let text = reply.json()["text"]
+            .as_str()
+            .unwrap_or_else(|| panic!("{reply:?}"))
+            .to_string();
+        if text.contains("-32600") && text.contains("16 MiB") {
+            refused += 1;
+        } else {
+            assert!(text.contains("decline"), "{text}");
+        }
+    }
+    assert_eq!(refused, 12);
+    assert!(
+        peak < 64 << 20,
+        "32 questions of 3.9 MB raised the daemon's peak by {} MiB",
+        peak >> 20
+    );
+}
+
+#[test]
+fn four_servers_full_of_questions_leave_a_slot_for_a_fifth() {
+    let servers: serde_json::Map<String, Value> = (1..=5)
+        .map(|i| (format!("s{i}"), fixture_entry(&[])))
+        .collect();
+    let daemon = Daemon::start(Some(json!({ "servers": servers })));
+    let api = &daemon.api;
+    let mut events = api.stream("/v1/mcp/events");
+    let mut calls = Vec::new();
+    for server in ["s1", "s2", "s3", "s4"] {
+        for _ in 0..16 {
+            calls.push(call_in_background(
+                api,
+                ask_url(server, "https://pay.example/"),
+            ));
+        }
+    }
+    for _ in 0..64 {
+        event_where(&mut events, Duration::from_secs(30), |e| {
+            e["type"] == "request"
+        });
+    }
+    assert_eq!(
+        api.get("/v1/mcp/requests")["requests"]
+            .as_array()
+            .unwrap()
+            .len(),
+        64
+    );
+    // The board of 64 is full, but the fifth server has nothing waiting: its question waits.
+    calls.push(call_in_background(
+        api,
+        ask_url("s5", "https://other.example/"),
+    ));
+    let asked = event_where(&mut events, Duration::from_secs(20), |e| {
+        e["type"] == "request"
+    });
+    assert_eq!(asked["server"], "s5", "{asked}");
+    for waiting in api.get("/v1/mcp/requests")["requests"].as_array().unwrap() {
+        let path = format!("/v1/mcp/requests/{}", waiting["id"].as_str().unwrap());
+        assert_eq!(api.post(&path, json!({"action": "cancel"})).status, 200);
+    }
+    for call in calls {
+        assert!(call.join().unwrap().text.contains("cancel"));
+    }
+}
+
+#[test]
+fn only_followed_resources_are_announced_and_the_cap_is_a_429() {
+    let daemon = Daemon::start(Some(json!({"servers": {"f": fixture_entry(&[])}})));
+    let api = &daemon.api;
+    let mut events = api.stream("/v1/mcp/events");
+    let subscribed = api.post(
+        "/v1/mcp/subscribe",
+        json!({"name": "f", "uri": "fixture://readme"}),
+    );
+    assert_eq!(subscribed.status, 200, "{subscribed:?}");
+    event_where(&mut events, Duration::from_secs(20), |e| {
+        e["type"] == "resource_updated"
+    });
+    // The server tells of a resource no one follows, then of the followed one: only the
+    // second is announced (they come in order, so the first would be seen before it).
+    for uri in ["fixture://not-followed", "fixture://readme"] {
+        let notify = json!({"name": "mcp__f__client_request", "mode": "auto", "arguments": {
+            "method": "notifications/resources/updated", "notification": true,
+            "params": {"uri": uri}}});
+        assert_eq!(api.post("/v1/mcp/call", notify).status, 200);
+    }
+    let updated = event_where(&mut events, Duration::from_secs(20), |e| {
+        e["type"] == "resource_updated"
+    });
+    assert_eq!(updated["uri"], "fixture://readme", "{updated}");
+
+    for i in 1..256 {
+        let uri = format!("fixture://r{i}");
+        let r = api.post("/v1/mcp/subscribe", json!({"name": "f", "uri": uri}));
+        assert_eq!(r.status, 200, "{r:?}");
+    }
+    let past = api.post(
+        "/v1/mcp/subscribe",
+        json!({"name": "f", "uri": "fixture://r256"}),
+    );
+    assert_eq!(past.status, 429, "{past:?}");
+    assert_eq!(past.json()["error"]["type"], "limit");
+    assert!(past.error().contains("256 resources"), "{past:?}");
+    // One already followed is still taken.
+    let again = api.post(
+        "/v1/mcp/subscribe",
+        json!({"name": "f", "uri": "fixture://r9"}),
+    );
+    assert_eq!(again.status, 200, "{again:?}");
+}
+
+#[test]
+fn a_form_answer_is_held_to_every_constraint_of_its_schema() {
+    let daemon = Daemon::start(Some(json!({"servers": {"f": fixture_entry(&[])}})));
+    let api = &daemon.api;
+    let mut events = api.stream("/v1/mcp/events");
+    let form = json!({"name": "mcp__f__client_request", "mode": "auto", "arguments": {
+        "method": "elicitation/create",
+        "params": {"message": "Sign up", "requestedSchema": {"type": "object", "properties": {
+            "user": {"type": "string", "minLength": 3, "maxLength": 8, "pattern": "^[a-z]+$"},
+            "mail": {"type": "string", "format": "email"},
+            "born": {"type": "string", "format": "date"},
+            "age": {"type": "integer", "minimum": 18, "maximum": 130},
+            "tags": {"type": "array", "minItems": 1, "maxItems": 2,
+                     "items": {"type": "string", "enum": ["a", "b", "c"]}}},
+            "required": ["user"]}}}});
+    let call = call_in_background(api, form);
+    let asked = event_where(&mut events, Duration::from_secs(20), |e| {
+        e["type"] == "request"
+    });
+    let path = format!("/v1/mcp/requests/{}", asked["id"].as_str().unwrap());
+    let accept = |content: Value| json!({"action": "accept", "content": content});
+    api.assert_refused(
+        &path,
+        &[
+            (
+                accept(json!({"user": "al"})),
+                400,
+                "\"user\" needs at least 3 characters (minLength 3)",
+            ),
+            (accept(json!({"user": "alexandria"})), 400, "(maxLength 8)"),
+            (
+                accept(json!({"user": "Ada"})),
+                400,
+                "\"user\" must match the pattern (pattern ^[a-z]+$)",
+            ),
+            (
+                accept(json!({"user": "ada", "mail": "ada"})),
+                400,
+                "\"mail\" must be an email address",
+            ),
+            (
+                accept(json!({"user": "ada", "born": "2023-02-29"})),
+                400,
+                "(format date)",
+            ),
+            (
+                accept(json!({"user": "ada", "age": 17})),
+                400,
+                "\"age\" needs at least 18 (minimum 18)",
+            ),
+            (
+                accept(json!({"user": "ada", "age": 131})),
+                400,
+                "(maximum 130)",
+            ),
+            (
+                accept(json!({"user": "ada", "tags": []})),
+                400,
+                "(minItems 1)",
+            ),
+            (
+                accept(json!({"user": "ada", "tags": ["a", "b", "c"]})),
+                400,
+                "(maxItems 2)",
+            ),
+        ],
+    );
+    let fits = json!({"user": "ada", "mail": "ada@example.com", "born": "2024-02-29", "age": 36,
+                      "tags": ["a"]});
+    assert_eq!(api.post(&path, accept(fits)).status, 200);
+    let text = call.join().unwrap().json()["text"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    assert!(text.contains("ada@example.com"), "{text}");
+}

@@ -347,7 +347,10 @@ async fn origin_shown(url: &str) -> Result<String, String> {
         },
         Err(e) => {
             assert_eq!(e.code, -32602, "{url}: {e:?}");
-            assert!(asked.lock().unwrap().is_empty(), "{url}: handed over though refused");
+            assert!(
+                asked.lock().unwrap().is_empty(),
+                "{url}: handed over though refused"
+            );
             Err(e.message)
         }
     }
@@ -411,7 +414,11 @@ fn the_url_corpus_holds_what_node_answers() {
         .arg(format!("{dir}/whatwg.mjs"))
         .output()
         .unwrap();
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     let kept = std::fs::read_to_string(format!("{dir}/origins.json")).unwrap();
     assert_eq!(
         String::from_utf8(out.stdout).unwrap(),

@@ -86,6 +86,10 @@ fn focused(tmux: &Tmux, label: &str, value: &str) {
 
 const ELICIT: &str = r#"{"method": "elicitation/create", "params": {"message": "Pick \u001b[2J a color", "requestedSchema": {"type": "object", "properties": {"color": {"type": "string", "enum": ["red", "green"]}, "n": {"type": "integer", "title": "How many"}}, "required": ["color"]}}}"#;
 
+const LOOK_ALIKE: &str = r#"{"method": "elicitation/create", "params": {"mode": "url", "message": "Log in", "url": "https://\u0430pple.com/login"}}"#;
+
+const BACKSLASH: &str = r#"{"method": "elicitation/create", "params": {"mode": "url", "message": "Log in", "url": "https://evil.example\\@good.example/login"}}"#;
+
 const SAMPLE: &str = r#"{"method": "sampling/createMessage", "params": {"messages": [{"role": "user", "content": {"type": "text", "text": "Say hi"}}], "maxTokens": 5}}"#;
 
 /// The fixture's resources, template, prompts and completions on one server, then an
@@ -179,6 +183,19 @@ fn fixture_server_in_the_panel(tmux: &Tmux, name: &str, era: &str) {
     assert!(screen.contains("Say hi") && screen.contains("at most 5 tokens"));
     tmux.keys(&["Enter"]);
     tmux.wait_for("declined");
+    back(tmux, "Enter call");
+
+    // A URL: shown with the origin a browser loads, a look-alike host in its `xn--` form;
+    // one a browser reads as another site than it seems (a backslash) is refused to the
+    // server and shown to no one.
+    call(tmux, "client_request", LOOK_ALIKE);
+    tmux.wait_for("It asks you to open https://xn--pple-43d.com");
+    tmux.keys(&["Escape"]);
+    tmux.wait_for("decline");
+    back(tmux, "Enter call");
+    call(tmux, "client_request", BACKSLASH);
+    let screen = tmux.wait_for("backslash");
+    assert!(!screen.contains("It asks you to open"), "{screen}");
     back(tmux, "Enter call");
     back(tmux, "R resources");
     back(tmux, "a add");

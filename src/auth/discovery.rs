@@ -659,8 +659,40 @@ mod tests {
             "http://127.0.0.1/token",
             "http://127.8.9.1/token",
             "http://[::1]:8/token",
+            // The same machine in IPv4-mapped form: loopback by either scheme.
+            "http://[::ffff:7f00:1]:8/token",
+            "https://[::ffff:7f00:1]:8/token",
+            "https://127.0.0.1/token",
         ] {
             assert!(fetch::check_url("u", ok).is_ok(), "{ok}");
+        }
+        // One rule for every form and every scheme: a host written another way than a
+        // browser writes it, or naming no machine, is refused over https as over http.
+        for scheme in ["http", "https"] {
+            for (host, says) in [
+                ("0.0.0.0", "unspecified address"),
+                ("[::]", "unspecified address"),
+                ("[::ffff:0.0.0.0]", "form that readers take differently"),
+                (
+                    "0",
+                    "form that readers take differently (a browser reads it as 0.0.0.0)",
+                ),
+                ("0x7f.1", "a browser reads it as 127.0.0.1"),
+                ("2130706433", "a browser reads it as 127.0.0.1"),
+                ("0177.0.0.1", "a browser reads it as 127.0.0.1"),
+                ("127.1", "a browser reads it as 127.0.0.1"),
+                (
+                    "[::FFFF:127.0.0.1]",
+                    "a browser reads it as [::ffff:7f00:1]",
+                ),
+                ("MCht0x7f.1", "ends in a number but is not an IPv4 address"),
+                ("1.2.3.4.5", "ends in a number"),
+                ("as.example.0x10", "ends in a number"),
+            ] {
+                let url = format!("{scheme}://{host}/token");
+                let err = fetch::check_url("the token_endpoint", &url).unwrap_err();
+                assert!(err.contains(says), "{url}: {err}");
+            }
         }
         for (bad, says) in [
             (

@@ -548,3 +548,87 @@ fn sampled(message: Value) -> Result<SamplingAnswer, ReplyError> {
             .map(String::from),
     })
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    /// A URL question of about `pad` bytes.
+    fn question(pad: usize) -> Asked {
+        let params = json!({"mode": "url", "message": "m", "url": "https://pay.example/",
+                            "_meta": {"pad": "x".repeat(pad)}});
+        Asked::Elicitation(ElicitationRequest::from_params(params).unwrap())
+    }
+
+    /// Asks `count` questions of `server` and waits until the board has `then` waiting.
+    async fn ask(board: &PendingRequests, server: &str, count: usize, pad: usize, then: usize) {
+        for _ in 0..count {
+            let (board, server) = (board.clone(), server.to_string());
+            tokio::spawn(async move { board.wait(server, question(pad)).await });
+        }
+        while board.waiting().len() < then {
+            tokio::task::yield_now().await;
+        }
+    }
+
+    /// The refusal one more question of `server` gets at once.
+    async fn refused(board: &PendingRequests, server: &str, pad: usize) -> String {
+        match board.wait(server.into(), question(pad)).await {
+            Answer::Refused(e) => e.message,
+            _ => panic!("{server}'s question was not refused"),
+        }
+    }
+
+    #[tokio::test]
+    async fn no_server_takes_every_slot_and_a_server_with_none_gets_one() {
+        let events = EventBus::new();
+        let _listener = events.subscribe();
+        let board = PendingRequests::new(events, Duration::from_secs(60));
+        ask(&board, "a", 16, 10, 16).await;
+        let why = refused(&board, "a", 10).await;
+        assert!(
+            why.contains("16 of this server's requests already wait"),
+            "{why}"
+        );
+        for (i, server) in ["b", "c", "d"].into_iter().enumerate() {
+            ask(&board, server, 16, 10, 32 + 16 * i).await;
+        }
+        // The board is full, but `e` has nothing waiting: its first question waits.
+        ask(&board, "e", 1, 10, 65).await;
+        let why = refused(&board, "e", 10).await;
+        assert!(why.contains("64 requests of all servers"), "{why}");
+        assert_eq!(board.waiting_events().len(), 65);
+    }
+
+    #[tokio::test]
+    async fn what_questions_hold_is_bounded_by_server_and_in_all() {
+        let events = EventBus::new();
+        let _listener = events.subscribe();
+        let board = PendingRequests::new(events, Duration::from_secs(60));
+        let pad = 3_000_000;
+        ask(&board, "a", 5, pad, 5).await;
+        let why = refused(&board, "a", pad).await;
+        assert!(
+            why.contains("16 MiB kept of one server's requests"),
+            "{why}"
+        );
+        ask(&board, "b", 5, pad, 10).await;
+        ask(&board, "c", 5, pad, 15).await;
+        ask(&board, "d", 1, pad, 16).await;
+        let why = refused(&board, "d", pad).await;
+        assert!(
+            why.contains("48 MiB this client keeps of them all"),
+            "{why}"
+        );
+        // A small question of a server with nothing waiting still waits.
+        ask(&board, "e", 1, 10, 17).await;
+        // What is listed and published is bounded: each question's params are a note.
+        for event in board.waiting_events() {
+            let Event::Request { params, .. } = event else {
+                panic!("a request")
+            };
+            assert!(params.to_string().len() < 4096, "{params}");
+        }
+    }
+}

@@ -52,6 +52,12 @@ pub const MAX_SERVER_REQUESTS: usize = 16;
 /// far fewer.
 pub const MAX_REQUEST_VALUES: usize = 16_384;
 
+/// Most bytes of the server's requests held at once while they wait for their answers (the
+/// sizes of their messages): four of the largest message kept whole by default. Past it a
+/// request is refused unparsed, so a server's questions cost at most about this much
+/// whatever their number.
+pub const MAX_REQUEST_BYTES: usize = 16 << 20;
+
 /// How long a cancellation or an answer to the server may take to write.
 const WRITE_TIMEOUT: Duration = Duration::from_secs(10);
 
@@ -298,6 +304,8 @@ struct Shared {
     ending: tokio::sync::watch::Sender<bool>,
     /// One permit per server request being answered ([`MAX_SERVER_REQUESTS`]).
     answering: Arc<tokio::sync::Semaphore>,
+    /// One permit per byte of the server requests being answered ([`MAX_REQUEST_BYTES`]).
+    holding: Arc<tokio::sync::Semaphore>,
     /// Whether the warning about dropped server requests was given.
     warned_of_flood: std::sync::atomic::AtomicBool,
 }
@@ -333,6 +341,7 @@ impl Session {
             server_info: Mutex::new(None),
             ending: tokio::sync::watch::Sender::new(false),
             answering: Arc::new(tokio::sync::Semaphore::new(MAX_SERVER_REQUESTS)),
+            holding: Arc::new(tokio::sync::Semaphore::new(MAX_REQUEST_BYTES)),
             warned_of_flood: std::sync::atomic::AtomicBool::new(false),
         });
         let shortcut = shared.transport.shortcut();

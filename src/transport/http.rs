@@ -473,7 +473,7 @@ impl Inner {
     }
 
     async fn deliver(&self, message: Decoded) {
-        let _ = self.inbound.send(Inbound::Message(message)).await;
+        let _ = super::hand_over(&self.inbound, Inbound::Message(message)).await;
     }
 
     fn build(

@@ -42,6 +42,42 @@ pub enum Inbound {
     Closed(String),
 }
 
+/// Bytes kept of the messages in one [`Inbound`] item past which it is large: it is handed
+/// over only once the channel is empty ([`hand_over`]).
+#[cfg(any(feature = "stdio", feature = "http"))]
+const LARGE_ITEM: usize = 1 << 20;
+
+#[cfg(any(feature = "stdio", feature = "http"))]
+impl Inbound {
+    /// Bytes kept whole of its messages ([`Decoded::raw`]).
+    fn kept_bytes(&self) -> usize {
+        let kept = |d: &Decoded| d.raw.as_ref().map_or(0, Vec::len);
+        match self {
+            Inbound::Message(d) => kept(d),
+            Inbound::Batch(messages) => messages.iter().map(kept).sum(),
+            _ => 0,
+        }
+    }
+}
+
+/// Sends `item` to the session on the transport's channel; fails once the session is gone.
+/// A large item (over 1 MiB of messages kept whole) waits until the channel is empty: its 64
+/// places would otherwise hold 64 messages of up to 4 MiB each, read ahead of a session that
+/// parses them one by one (a server's burst of large requests, say), so at most one large
+/// item waits there.
+#[cfg(any(feature = "stdio", feature = "http"))]
+pub(crate) async fn hand_over(
+    tx: &tokio::sync::mpsc::Sender<Inbound>,
+    item: Inbound,
+) -> std::result::Result<(), ()> {
+    if item.kept_bytes() > LARGE_ITEM {
+        let mut all = tx.reserve_many(tx.max_capacity()).await.map_err(drop)?;
+        all.next().expect("one place at least").send(item);
+        return Ok(());
+    }
+    tx.send(item).await.map_err(drop)
+}
+
 /// What takes the session's responses from a transport's reader without the [`Inbound`]
 /// channel: the reader hands the responses it decodes straight to the session (which fills
 /// their replies there and then, one task hop less), as long as nothing it sent on the channel

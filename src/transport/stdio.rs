@@ -708,7 +708,7 @@ async fn deliver(
             Inbound::Batch(std::mem::replace(messages, rest))
         };
         shortcut.queued();
-        tx.send(item).await.map_err(drop)?;
+        super::hand_over(tx, item).await?;
     }
     Ok(())
 }

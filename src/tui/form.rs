@@ -149,14 +149,12 @@ impl Asking {
 }
 
 impl App {
-    /// A request that came, ended or was answered (the queue holds [`MAX_WAITING`] at
-    /// most, as the board does).
+    /// A request that came, ended or was answered (the queue holds what the board holds,
+    /// which bounds it: [`MAX_WAITING`], and a slot for each server with nothing waiting).
     pub(super) fn apply_request(&mut self, update: Update) {
         let find = |asked: &VecDeque<Asking>, id: &str| asked.iter().position(|a| a.id == id);
         match update {
-            Update::Asked(asking)
-                if self.asked.len() < MAX_WAITING && find(&self.asked, &asking.id).is_none() =>
-            {
+            Update::Asked(asking) if find(&self.asked, &asking.id).is_none() => {
                 self.asked.push_back(*asking);
             }
             Update::Waiting(all) => {

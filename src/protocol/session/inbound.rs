@@ -135,18 +135,35 @@ fn receive(shared: &Arc<Shared>, mut decoded: Decoded) -> Option<reply::Filled> 
             decoded.len,
         );
     }
-    if let (Some(id), Some(method), Some(raw)) = (&decoded.id, &decoded.method, &decoded.raw)
-        && let Some(values) = jsonrpc::count_values(raw).filter(|&n| n > MAX_REQUEST_VALUES)
-    {
-        tracing::warn!(server = %shared.server, "refused its {method} request unread: {values} JSON values, more than the {MAX_REQUEST_VALUES} this client reads");
-        let error = ErrorObject::new(
-            jsonrpc::INVALID_REQUEST,
-            format!(
-                "{method}: the request holds {values} JSON values; this client reads at most {MAX_REQUEST_VALUES} of a request"
-            ),
-        );
-        answer_in_background(shared, id.clone(), method.clone(), async { Err(error) });
-        return None;
+    // A request of the server is measured before it is parsed: it is kept (parsed) until
+    // it is answered, which can take minutes.
+    let mut held = None;
+    if let (Some(id), Some(method), Some(raw)) = (&decoded.id, &decoded.method, &decoded.raw) {
+        let values = jsonrpc::count_values(raw).unwrap_or(0);
+        let bytes = u32::try_from(raw.len()).unwrap_or(u32::MAX);
+        let refusal = if values > MAX_REQUEST_VALUES {
+            Some(format!(
+                "the request holds {values} JSON values; this client reads at most {MAX_REQUEST_VALUES} of a request"
+            ))
+        } else {
+            match shared.holding.clone().try_acquire_many_owned(bytes) {
+                Ok(permit) => {
+                    held = Some(permit);
+                    None
+                }
+                Err(_) => Some(format!(
+                    "the request is {} bytes, and with the server's requests waiting for answers that passes the {} MiB this client holds of them; answer or cancel those first",
+                    raw.len(),
+                    MAX_REQUEST_BYTES >> 20
+                )),
+            }
+        };
+        if let Some(why) = refusal {
+            tracing::warn!(server = %shared.server, "refused its {method} request unread: {why}");
+            let error = ErrorObject::new(jsonrpc::INVALID_REQUEST, format!("{method}: {why}"));
+            answer_in_background(shared, id.clone(), method.clone(), async { Err(error) });
+            return None;
+        }
     }
     let message = match decoded.raw.as_deref().map(Message::parse) {
         Some(Ok(message)) => message,
@@ -198,8 +215,10 @@ fn receive(shared: &Arc<Shared>, mut decoded: Decoded) -> Option<reply::Filled> 
                 .unwrap_or_default();
             let method = request.method.clone();
             let params = request.params.unwrap_or(Value::Null);
-            let work =
-                async move { handle_server_request(&handlers, roots, &method, params).await };
+            let work = async move {
+                let _held = held;
+                handle_server_request(&handlers, roots, &method, params).await
+            };
             answer_in_background(shared, request.id, request.method, work);
             None
         }
