@@ -102,6 +102,10 @@ enum Command {
         /// How many tools `--search` prints.
         #[arg(long, value_name = "N", default_value_t = 5, requires = "search")]
         limit: usize,
+        /// With --json: print `{"format", "tools"}`, the tools as the request's tool list of
+        /// that model API (openai, openai-responses, anthropic, gemini, json-schema).
+        #[arg(long, value_name = "F", requires = "json", conflicts_with = "search")]
+        format: Option<agenvoy_mcp::host::model_api::ModelApi>,
     },
     /// Call one tool (mcp__<server>__<tool>) through the confirm gate and print what the
     /// model would see.
@@ -311,12 +315,14 @@ fn main() -> ExitCode {
             json,
             search,
             limit,
+            format,
         } => run_with_servers(host, |host| {
             cli::tools::run(cli::tools::ToolsArgs {
                 host,
                 json,
                 search,
                 limit,
+                format,
             })
         }),
         Command::Call {

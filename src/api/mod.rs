@@ -604,7 +604,7 @@ async fn dispatch(
         Route::RemoveServer => servers::remove(&state, body).await,
         Route::Status => servers::status(&state),
         Route::Reconnect => servers::reconnect(&state, body).await,
-        Route::Tools => servers::tools(&state),
+        Route::Tools => servers::tools_in(&state, &query),
         Route::Call => servers::call(&state, body).await,
         Route::Enable => servers::enable(&state, body).await,
         Route::Search => servers::search(&state, &query),

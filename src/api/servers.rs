@@ -7,6 +7,7 @@ use crate::error::ErrorKind;
 use crate::host::config::ServerConfig;
 use crate::host::expand::is_pure_reference;
 use crate::host::gate::PermissionMode;
+use crate::host::model_api::{Arguments, ModelApi, adapt_tool, result_item};
 use crate::host::{
     Allowlist, CallError, Conversation, DEFAULT_SEARCH_LIMIT, Event, MAX_SEARCH_LIMIT,
     RegisteredTool, SEARCH_TOOL, ToolFilter,
@@ -204,6 +205,34 @@ impl<'a> Listed<'a> {
 }
 
 /// `GET /v1/mcp/tools`.
+/// The `format` a query asks for, if any; 400 naming the known ones for another.
+fn format_param(query: &str) -> Result<Option<ModelApi>, ApiError> {
+    query_param(query, "format")
+        .map(|f| {
+            f.parse::<ModelApi>()
+                .map_err(|e| ApiError::bad_request(e.to_string()))
+        })
+        .transpose()
+}
+
+/// `{"format": F, "tools": [...]}`: `definitions` as the request's tool list for that model API.
+fn in_format(api: ModelApi, definitions: &[crate::host::ToolDefinition]) -> Value {
+    let tools: Vec<Value> = definitions
+        .iter()
+        .map(|d| adapt_tool(api, d).item)
+        .collect();
+    json!({"format": api.name(), "tools": tools})
+}
+
+/// `GET /v1/mcp/tools?format=F`: every registered tool's definition shaped for a model
+/// API; without `format`, the tools as listed below.
+pub(super) fn tools_in(state: &State, query: &str) -> Answer {
+    match format_param(query)? {
+        Some(api) => ok(in_format(api, &state.control.manager().tool_definitions())),
+        None => tools(state),
+    }
+}
+
 pub(super) fn tools(state: &State) -> Answer {
     /// A tool its server's filter hides: not registered, so no definition.
     #[derive(serde::Serialize)]
@@ -314,28 +343,56 @@ pub(super) fn search(state: &State, query: &str) -> Answer {
     ok(json!({"tools": tools}))
 }
 
-/// `GET /v1/mcp/tools/offered?conversation=ID`: the definitions to offer the model in that
-/// conversation (every visible tool's, or the search tool and the tools found in it).
+/// `GET /v1/mcp/tools/offered?conversation=ID&format=F`: the definitions to offer the model
+/// in that conversation (every visible tool's, or the search tool and the tools found in
+/// it), shaped for a model API when `format` is given.
 pub(super) fn offered(state: &State, query: &str) -> Answer {
     let name = query_param(query, "conversation").unwrap_or_default();
+    let format = format_param(query)?;
     let conversation = state.conversations.get(&name)?;
     let manager = state.control.manager();
-    ok(json!({
-        "search": manager.tool_search_active(),
-        "tools": manager.offered_tools(&conversation),
-    }))
+    let offered = manager.offered_tools(&conversation);
+    let mut answer = match format {
+        Some(api) => in_format(api, &offered),
+        None => json!({"tools": offered}),
+    };
+    answer["search"] = json!(manager.tool_search_active());
+    ok(answer)
 }
 
-/// `POST /v1/mcp/call`'s body: the tool's name, its arguments and the permission mode.
-pub(super) fn call_request(body: &Value) -> Result<(String, Value, PermissionMode), ApiError> {
-    only_members(body, &["name", "arguments", "mode", "conversation", "id"])?;
+/// `POST /v1/mcp/call`'s body, read.
+pub(super) struct CallRequest {
+    name: String,
+    arguments: Value,
+    mode: PermissionMode,
+    /// The model API the name and arguments come from, and the call's id there.
+    format: Option<(ModelApi, String)>,
+}
+
+/// `POST /v1/mcp/call`'s body: the tool's name, its arguments and the permission mode; with
+/// `format`, the model API's name and arguments and its `call_id`.
+pub(super) fn call_request(body: &Value) -> Result<CallRequest, ApiError> {
+    only_members(
+        body,
+        &[
+            "name",
+            "arguments",
+            "mode",
+            "conversation",
+            "id",
+            "format",
+            "call_id",
+        ],
+    )?;
     if body.get("conversation").is_some() {
         required_string(body, "conversation")?;
     }
-    if body.get("id").is_some() && required_string(body, "id")?.len() > MAX_CALL_ID {
-        return Err(ApiError::bad_request(format!(
-            "\"id\" must be at most {MAX_CALL_ID} bytes"
-        )));
+    for key in ["id", "call_id"] {
+        if body.get(key).is_some() && required_string(body, key)?.len() > MAX_CALL_ID {
+            return Err(ApiError::bad_request(format!(
+                "{key:?} must be at most {MAX_CALL_ID} bytes"
+            )));
+        }
     }
     let name = required_string(body, "name")?;
     let arguments = match body.get("arguments") {
@@ -349,7 +406,26 @@ pub(super) fn call_request(body: &Value) -> Result<(String, Value, PermissionMod
             .parse()
             .map_err(|e: crate::error::ParseError| ApiError::bad_request(e.to_string()))?,
     };
-    Ok((name, arguments, mode))
+    let format = match optional_string(body, "format")? {
+        None if body.get("call_id").is_some() => {
+            return Err(ApiError::bad_request(
+                "\"call_id\" goes with \"format\", the model API it comes from",
+            ));
+        }
+        None => None,
+        Some(f) => {
+            let api = f
+                .parse::<ModelApi>()
+                .map_err(|e| ApiError::bad_request(e.to_string()))?;
+            Some((api, required_string(body, "call_id")?))
+        }
+    };
+    Ok(CallRequest {
+        name,
+        arguments,
+        mode,
+        format,
+    })
 }
 
 /// The longest `id` a caller may give a call.
@@ -450,8 +526,38 @@ impl Drop for CallSlot<'_> {
 /// (409 `cancelled`; the server is told); while anyone listens on `GET /v1/mcp/events`, its
 /// progress goes there.
 pub(super) async fn call(state: &State, body: Value) -> Answer {
-    let (name, arguments, mode) = call_request(&body)?;
+    let CallRequest {
+        name,
+        mode,
+        format,
+        arguments,
+    } = call_request(&body)?;
     let manager = state.control.manager();
+    // A model's arguments as the server takes them; ones that cannot fit are the model's
+    // to mend, answered as a tool error and never sent.
+    let arguments = match (&format, manager.tool_definition(&name)) {
+        (Some((api, call_id)), Some(definition)) => {
+            let schema: Value =
+                serde_json::from_str(definition.input_schema.get()).unwrap_or(Value::Null);
+            match Arguments::map_back(&schema, arguments) {
+                Ok(arguments) => arguments,
+                Err(why) => {
+                    let output = crate::protocol::types::ToolOutput {
+                        total_bytes: why.len() as u64,
+                        text: why,
+                        is_error: true,
+                    };
+                    return ok(json!({
+                        "text": output.text,
+                        "isError": true,
+                        "totalBytes": output.total_bytes,
+                        "item": result_item(*api, call_id, &name, &output),
+                    }));
+                }
+            }
+        }
+        _ => arguments,
+    };
     let server = manager.resolve(&name).map(|(server, _)| server);
     let most = state.options.limits.max_calls_per_server;
     let _slot = match &server {
@@ -507,11 +613,17 @@ pub(super) async fn call(state: &State, body: Value) -> Answer {
         },
     };
     match outcome {
-        Ok(output) => ok(json!({
-            "text": output.text,
-            "isError": output.is_error,
-            "totalBytes": output.total_bytes,
-        })),
+        Ok(output) => {
+            let mut answer = json!({
+                "text": output.text,
+                "isError": output.is_error,
+                "totalBytes": output.total_bytes,
+            });
+            if let Some((api, call_id)) = &format {
+                answer["item"] = result_item(*api, call_id, &name, &output);
+            }
+            ok(answer)
+        }
         Err(e @ CallError::UnknownTool(_)) => Err(ApiError::not_found(e.to_string())),
         Err(CallError::Denied(denied)) => Err(ApiError::new(
             StatusCode::FORBIDDEN,

@@ -1,4 +1,4 @@
-//! `agenvoy-mcp tools [--config FILE] [--json] [--search QUERY [--limit N]]`: connect every
+//! `agenvoy-mcp tools [--config FILE] [--json [--format F]] [--search QUERY [--limit N]]`: connect every
 //! configured server, print each server's status, then every registered tool; with
 //! `--search`, only the tools that best match the query, best first (the ranking of tool
 //! search, see `host::ToolIndex`).
@@ -25,7 +25,9 @@
 //! "protocolVersion", "state", "lastError", "toolCount", "hasInstructions"}], "tools":
 //! [{"name", "server", "tool", "description", "inputSchema"}], "collisions": [...]}`. `path`
 //! is the config file's path alone; `found` says whether it exists (when it does not, the
-//! embedded default config is used).
+//! embedded default config is used). With `--json --format F`, `{"format": F, "tools": [...]}`:
+//! the tools as the request's tool list of that model API, as `GET /v1/mcp/tools?format=F`
+//! answers (`host::model_api`).
 //!
 //! Exit code 0 whenever the config could be read (failed servers are shown, not fatal); 1 if
 //! it could not, with the reason on stderr; 141 if stdout closed early (see
@@ -33,6 +35,7 @@
 //! errors) is shown with its control characters escaped.
 
 use super::{HostArgs, output};
+use agenvoy_mcp::host::model_api::{ModelApi, adapt_tool};
 use agenvoy_mcp::host::{Manager, ManagerOptions, RegisteredTool};
 use agenvoy_mcp::unstable::escape_controls;
 use serde_json::{Value, json};
@@ -49,6 +52,8 @@ pub struct ToolsArgs {
     pub search: Option<String>,
     /// How many tools a search prints.
     pub limit: usize,
+    /// With `json`: the tools shaped for this model API.
+    pub format: Option<ModelApi>,
 }
 
 /// Runs `tools`.
@@ -58,6 +63,13 @@ pub async fn run(args: ToolsArgs) -> ExitCode {
     super::run_with_servers(&args.host, options, "tools", async |manager, source| {
         let written = if let Some(query) = &args.search {
             report_search(manager, query, args.limit, args.json)
+        } else if let Some(api) = args.format {
+            let tools: Vec<Value> = manager
+                .tool_definitions()
+                .iter()
+                .map(|d| adapt_tool(api, d).item)
+                .collect();
+            output::json(&json!({"format": api.name(), "tools": tools}))
         } else if args.json {
             report_json(manager, &path)
         } else {

@@ -824,6 +824,21 @@ impl Manager {
         definitions
     }
 
+    /// The definition the model was given for the tool `name`: a registered tool's, a host
+    /// tool's ([`LIST_RESOURCES_TOOL`], [`READ_RESOURCE_TOOL`]) or the search tool's
+    /// ([`SEARCH_TOOL`](crate::host::SEARCH_TOOL)); `None` for any other name.
+    pub fn tool_definition(&self, name: &str) -> Option<ToolDefinition> {
+        if let Some(tool) = self.inner.registry.read().expect("registry lock").get(name) {
+            return Some(tool.definition.clone());
+        }
+        if name == crate::host::SEARCH_TOOL {
+            return Some(crate::host::search_tool_definition());
+        }
+        self.resource_tool_definitions()
+            .into_iter()
+            .find(|d| d.name == name)
+    }
+
     /// A new listener of what happens among the servers (see [`Event`]): state changes, list
     /// changes and updated resources (followed once [`Manager::watch`] runs), servers' log
     /// messages, and what else publishes on [`ManagerOptions::events`].

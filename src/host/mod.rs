@@ -44,6 +44,7 @@ pub(crate) mod filter;
 pub(crate) mod gate;
 pub(crate) mod instructions;
 pub(crate) mod manager;
+pub mod model_api;
 #[cfg(feature = "oauth")]
 pub(crate) mod oauth;
 pub(crate) mod registry;
