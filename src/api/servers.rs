@@ -7,7 +7,7 @@ use crate::error::ErrorKind;
 use crate::host::config::ServerConfig;
 use crate::host::expand::is_pure_reference;
 use crate::host::gate::PermissionMode;
-use crate::host::model_api::{Arguments, ModelApi, adapt_tool, result_item};
+use crate::host::model_api::{ModelApi, adapt_tool, map_back, result_item};
 use crate::host::{
     Allowlist, CallError, Conversation, DEFAULT_SEARCH_LIMIT, Event, MAX_SEARCH_LIMIT,
     RegisteredTool, SEARCH_TOOL, ToolFilter,
@@ -539,7 +539,7 @@ pub(super) async fn call(state: &State, body: Value) -> Answer {
         (Some((api, call_id)), Some(definition)) => {
             let schema: Value =
                 serde_json::from_str(definition.input_schema.get()).unwrap_or(Value::Null);
-            match Arguments::map_back(&schema, arguments) {
+            match map_back(&schema, arguments) {
                 Ok(arguments) => arguments,
                 Err(why) => {
                     let output = crate::protocol::types::ToolOutput {
