@@ -173,3 +173,156 @@ fn tools_prints_the_request_tool_list_of_a_model_api() {
         "NUMBER"
     );
 }
+
+/// Every tool of the corpus: the three real lists (`fixtures/tool_lists`) and
+/// `fixtures/model_api/corpus.json` (schemas the Python SDK makes from pydantic models, ones
+/// the TypeScript SDK makes from zod, hand-made hard cases), each with its samples.
+fn corpus() -> Vec<(String, Value, Vec<Value>)> {
+    let root = env!("CARGO_MANIFEST_DIR");
+    let read = |path: &str| -> Value {
+        serde_json::from_str(&std::fs::read_to_string(format!("{root}/{path}")).unwrap()).unwrap()
+    };
+    let samples = read("fixtures/model_api/samples.json");
+    let mut all = Vec::new();
+    for stem in ["everything", "github", "memory"] {
+        for tool in read(&format!("fixtures/tool_lists/{stem}.json"))["tools"]
+            .as_array()
+            .unwrap()
+        {
+            let name = tool["name"].as_str().unwrap();
+            let samples = samples[format!("{stem}/{name}")]
+                .as_array()
+                .cloned()
+                .unwrap_or_default();
+            all.push((format!("{stem}/{name}"), tool.clone(), samples));
+        }
+    }
+    for tool in read("fixtures/model_api/corpus.json")["tools"]
+        .as_array()
+        .unwrap()
+    {
+        let samples = tool["samples"].as_array().cloned().unwrap_or_default();
+        all.push((
+            tool["name"].as_str().unwrap().to_string(),
+            tool.clone(),
+            samples,
+        ));
+    }
+    all
+}
+
+/// The parameters in an adapted item.
+fn parameters_of(item: &Value) -> &Value {
+    ["parameters", "input_schema"]
+        .iter()
+        .find_map(|k| item.get(*k))
+        .or_else(|| item["function"].get("parameters"))
+        .unwrap()
+}
+
+/// What a model sends for `args` under strict `parameters`: every property it requires and
+/// `args` leaves out, as `null` (how a strict schema says "not given").
+fn as_strict_model_sends(parameters: &Value, args: &Value) -> Value {
+    match (
+        args,
+        parameters.get("properties").and_then(Value::as_object),
+    ) {
+        (Value::Object(given), Some(properties)) => {
+            let mut sent = given.clone();
+            for (name, schema) in properties {
+                match sent.get_mut(name) {
+                    Some(v) => *v = as_strict_model_sends(schema, v),
+                    None => {
+                        sent.insert(name.clone(), Value::Null);
+                    }
+                }
+            }
+            Value::Object(sent)
+        }
+        (Value::Array(items), _) => match parameters.get("items") {
+            Some(item) => Value::Array(
+                items
+                    .iter()
+                    .map(|v| as_strict_model_sends(item, v))
+                    .collect(),
+            ),
+            None => args.clone(),
+        },
+        _ => args.clone(),
+    }
+}
+
+/// Each corpus tool adapted to each target, with its samples as each target's model would
+/// send them and as they are mapped back: what `tests/model_api/check.py` checks, against
+/// `google-genai`'s own model for Gemini, each target's documented rules, and `jsonschema`.
+#[test]
+fn every_corpus_schema_is_accepted_by_each_model_api_and_means_the_same() {
+    use agenvoy_mcp::host::ToolDefinition;
+    use agenvoy_mcp::host::model_api::{ModelApi, adapt_tool, map_back};
+    let mut adapted = Vec::new();
+    let corpus = corpus();
+    assert!(corpus.len() >= 180, "{} tools in the corpus", corpus.len());
+    for (name, tool, samples) in &corpus {
+        let original = tool.get("inputSchema").cloned().unwrap_or(Value::Null);
+        let definition = ToolDefinition {
+            // The registered name (`mcp__<server>__<tool>`, mapped) is what APIs see.
+            name: agenvoy_mcp::host::llm_tool_name("s", tool["name"].as_str().unwrap_or("")),
+            description: tool["description"].as_str().unwrap_or("").into(),
+            input_schema: serde_json::value::RawValue::from_string(original.to_string())
+                .unwrap()
+                .into(),
+        };
+        let mut targets = serde_json::Map::new();
+        let mut sent = vec![serde_json::Map::new(); samples.len()];
+        let mut back = vec![serde_json::Map::new(); samples.len()];
+        for api in ModelApi::ALL {
+            let shaped = adapt_tool(api, &definition);
+            for (i, sample) in samples.iter().enumerate() {
+                let args = &sample["args"];
+                // A valid call as a strict model makes it (every optional member, null when
+                // not given); an invalid one as it is, its fault kept.
+                let model = match shaped.strict && sample["valid"] == true {
+                    true => as_strict_model_sends(parameters_of(&shaped.item), args),
+                    false => args.clone(),
+                };
+                let mapped = map_back(&original, model.clone())
+                    .ok()
+                    .unwrap_or(Value::Null);
+                sent[i].insert(api.name().into(), model);
+                back[i].insert(api.name().into(), mapped);
+            }
+            targets.insert(api.name().into(), json!({"item": shaped.item}));
+        }
+        let samples: Vec<Value> = samples
+            .iter()
+            .zip(sent.into_iter().zip(back))
+            .map(|(s, (sent, back))| json!({"args": s["args"], "valid": s["valid"], "sent": sent, "back": back}))
+            .collect();
+        adapted.push(
+            json!({"name": name, "original": original, "targets": targets, "samples": samples}),
+        );
+    }
+    let dir = std::path::Path::new(env!("CARGO_TARGET_TMPDIR"));
+    let file = dir.join("model_api_adapted.json");
+    std::fs::write(&file, serde_json::to_vec_pretty(&adapted).unwrap()).unwrap();
+    let Some(python) = installed("venv/bin/python") else {
+        return;
+    };
+    let check = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/model_api/check.py");
+    let out = std::process::Command::new(python)
+        .arg(check)
+        .arg(&file)
+        .output()
+        .unwrap();
+    let report = format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    eprintln!("{report}");
+    assert!(
+        out.status.success(),
+        "the checker refused some (adapted file: {}):\n{report}",
+        file.display()
+    );
+}

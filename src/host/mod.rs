@@ -74,7 +74,7 @@ pub use manager::{
 };
 #[cfg(feature = "oauth")]
 pub use oauth::{login, token_store};
-pub use registry::{Collision, PREFIX, RegisteredTool, Registry, ToolDefinition};
+pub use registry::{Collision, PREFIX, RegisteredTool, Registry, ToolDefinition, llm_tool_name};
 pub use requests::{
     Asked, DECLINED, DEFAULT_EXPIRY, ElicitationHandler, MAX_SERVER_WAITING_BYTES, MAX_WAITING,
     MAX_WAITING_BYTES, MAX_WAITING_PER_SERVER, PendingRequests, Reply, ReplyError, SamplingHandler,

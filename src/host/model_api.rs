@@ -28,6 +28,50 @@
 //! strict mode forced on optional parameters removed, then the arguments checked against the
 //! original schema; ones that cannot fit are refused with an error the model can read.
 //! A result is shaped as the target's tool-result item ([`result_item`]).
+//!
+//! With a [`Manager`](crate::host::Manager), adapt [`Manager::tool_definitions`](crate::host::Manager::tool_definitions) (or, with tool
+//! search, [`Manager::offered_tools`](crate::host::Manager::offered_tools)); map a call back with the original schema of
+//! [`Manager::tool_definition`](crate::host::Manager::tool_definition). The request body each API takes, from one tool (no network
+//! here):
+//!
+//! ```
+//! use agenvoy_mcp::host::ToolDefinition;
+//! use agenvoy_mcp::host::model_api::{ModelApi, adapt_tool, map_back};
+//! use serde_json::{json, value::RawValue};
+//!
+//! let schema = r#"{"type":"object","properties":{"zone":{"type":"string"}}}"#;
+//! let tool = ToolDefinition {
+//!     name: "mcp__time__now".into(),
+//!     description: "The time in a zone.".into(),
+//!     input_schema: RawValue::from_string(schema.into()).unwrap().into(),
+//! };
+//! let tools = |api| vec![adapt_tool(api, &tool).item];
+//! let ask = "What time is it in Paris?";
+//! // POST https://api.openai.com/v1/chat/completions
+//! let openai = json!({"model": "gpt-5", "tools": tools(ModelApi::OpenAi),
+//!     "messages": [{"role": "user", "content": ask}]});
+//! // POST https://api.openai.com/v1/responses
+//! let responses = json!({"model": "gpt-5", "tools": tools(ModelApi::OpenAiResponses), "input": ask});
+//! // POST https://api.anthropic.com/v1/messages
+//! let anthropic = json!({"model": "claude-sonnet-4-5", "max_tokens": 1024,
+//!     "tools": tools(ModelApi::Anthropic), "messages": [{"role": "user", "content": ask}]});
+//! // POST https://generativelanguage.googleapis.com/v1beta/models/gemini-2.5-flash:generateContent
+//! let gemini = json!({"tools": [{"functionDeclarations": tools(ModelApi::Gemini)}],
+//!     "contents": [{"role": "user", "parts": [{"text": ask}]}]});
+//! // An OpenAI-compatible endpoint without strict mode (OpenRouter, DeepSeek, ...).
+//! let compatible = json!({"model": "deepseek-chat", "tools": tools(ModelApi::JsonSchema),
+//!     "messages": [{"role": "user", "content": ask}]});
+//!
+//! // Strict mode: the optional `zone` is required and nullable, every object closed.
+//! let parameters = &openai["tools"][0]["function"]["parameters"];
+//! assert_eq!(parameters["properties"]["zone"]["type"], json!(["string", "null"]));
+//! assert_eq!(gemini["tools"][0]["functionDeclarations"][0]["parameters"]["type"], "OBJECT");
+//! assert!(compatible["tools"][0]["function"].get("strict").is_none());
+//! # let _ = (responses, anthropic);
+//! // What the model sends back, as the server takes it: the forced null removed.
+//! let sent = json!({"zone": null});
+//! assert_eq!(map_back(&serde_json::from_str(schema).unwrap(), sent), Ok(json!({})));
+//! ```
 
 use super::registry::ToolDefinition;
 use crate::protocol::types::ToolOutput;

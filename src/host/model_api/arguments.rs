@@ -2,7 +2,7 @@
 //! server's own schema before they are sent.
 
 use super::MAX_DEPTH;
-use super::schema::{short_json, types_of};
+use super::schema::{local_target, short_json, types_of};
 use serde_json::{Map, Value};
 
 // ---- arguments back ---------------------------------------------------------------------
@@ -39,14 +39,27 @@ fn resolve<'a>(root: &'a Value, schema: &'a Value) -> &'a Value {
         match schema
             .get("$ref")
             .and_then(Value::as_str)
-            .and_then(|r| r.strip_prefix('#'))
-            .and_then(|p| root.pointer(p))
+            .and_then(|r| local_target(root, r))
         {
             Some(target) => schema = target,
             None => break,
         }
     }
     schema
+}
+
+/// The one branch of `schema`'s `anyOf` or `oneOf` that describes an object's properties.
+fn object_branch<'a>(root: &'a Value, schema: &'a Value) -> Option<&'a Value> {
+    let mut branches = ["anyOf", "oneOf"]
+        .iter()
+        .filter_map(|k| schema.get(*k).and_then(Value::as_array))
+        .flatten()
+        .map(|b| resolve(root, b))
+        .filter(|b| b.get("properties").is_some());
+    match (branches.next(), branches.next()) {
+        (Some(one), None) => Some(one),
+        _ => None,
+    }
 }
 
 fn drop_forced_nulls(root: &Value, schema: &Value, value: &mut Value, depth: usize) {
@@ -56,6 +69,15 @@ fn drop_forced_nulls(root: &Value, schema: &Value, value: &mut Value, depth: usi
     let schema = resolve(root, schema);
     match value {
         Value::Object(args) => {
+            // Only where the structure is known: an object schema of properties, or the one
+            // branch of an `anyOf`/`oneOf` that is one.
+            let schema = match schema.get("properties") {
+                Some(_) => schema,
+                None => match object_branch(root, schema) {
+                    Some(branch) => branch,
+                    None => return,
+                },
+            };
             let properties = schema.get("properties").and_then(Value::as_object);
             let required: Vec<&str> = schema
                 .get("required")
@@ -184,13 +206,24 @@ fn check(
                     return fail(format!("needs the property {name:?}"));
                 }
             }
+            let patterns = map.get("patternProperties").and_then(Value::as_object);
             for (name, v) in object {
                 let here = format!("{at}/{name}");
+                let matching: Vec<&Value> = patterns
+                    .into_iter()
+                    .flatten()
+                    .filter(|(p, _)| regex::Regex::new(p).is_ok_and(|r| r.is_match(name)))
+                    .map(|(_, schema)| schema)
+                    .collect();
+                for schema in &matching {
+                    check(root, schema, v, &here, depth + 1)?;
+                }
                 match (
                     properties.and_then(|p| p.get(name)),
                     map.get("additionalProperties"),
                 ) {
                     (Some(p), _) => check(root, p, v, &here, depth + 1)?,
+                    (None, _) if !matching.is_empty() => {}
                     (None, Some(Value::Bool(false))) => {
                         return fail(format!("has no property {name:?}"));
                     }

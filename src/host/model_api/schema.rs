@@ -14,6 +14,34 @@ const STRICT_MAX_NESTING: usize = 10;
 const STRICT_MAX_CHARS: usize = 120_000;
 const STRICT_MAX_ENUM_VALUES: usize = 1000;
 
+/// What a local `$ref` points at in `root`: a JSON pointer (`#`, `#/$defs/Node`), or a plain
+/// name (`#point`) of a schema's `$anchor` (or a draft-7 `$id` of `#point`).
+pub(super) fn local_target<'a>(root: &'a Value, reference: &str) -> Option<&'a Value> {
+    let fragment = reference.strip_prefix('#')?;
+    if fragment.is_empty() || fragment.starts_with('/') {
+        return root.pointer(fragment);
+    }
+    fn find<'a>(schema: &'a Value, anchor: &str, depth: usize) -> Option<&'a Value> {
+        if depth > MAX_DEPTH {
+            return None;
+        }
+        match schema {
+            Value::Object(map) => {
+                let id = map.get("$id").and_then(Value::as_str);
+                if map.get("$anchor").and_then(Value::as_str) == Some(anchor)
+                    || id.and_then(|id| id.strip_prefix('#')) == Some(anchor)
+                {
+                    return Some(schema);
+                }
+                map.values().find_map(|v| find(v, anchor, depth + 1))
+            }
+            Value::Array(items) => items.iter().find_map(|v| find(v, anchor, depth + 1)),
+            _ => None,
+        }
+    }
+    find(root, fragment, 0)
+}
+
 /// `schema` self-contained (local `$ref`s inlined, the meta keywords dropped), an object at
 /// the top.
 pub(super) fn inlined(schema: &Value) -> Value {
@@ -128,9 +156,7 @@ impl<'a> Inliner<'a> {
             .next()
             .unwrap_or(reference)
             .to_string();
-        let target = reference
-            .strip_prefix('#')
-            .and_then(|pointer| self.root.pointer(pointer));
+        let target = local_target(self.root, reference);
         let mut siblings = map.clone();
         siblings.remove("$ref");
         let recurs = self.path.iter().filter(|r| *r == reference).count() >= MAX_REF_DEPTH;
@@ -351,12 +377,44 @@ const STRICT_FORMATS: &[&str] = &[
 /// The strict form of a self-contained schema, or `None` when it cannot be made strict (an
 /// open object, a map, past the size limits).
 pub(super) fn strict(schema: &Value) -> Option<Value> {
+    if requires_undescribed(schema, 0) {
+        return None;
+    }
     let mut budget = StrictBudget::default();
     let out = strict_node(&lenient(schema), 0, &mut budget)?;
     let within = budget.properties <= STRICT_MAX_PROPERTIES
         && budget.chars <= STRICT_MAX_CHARS
         && budget.enum_values <= STRICT_MAX_ENUM_VALUES;
     within.then_some(out)
+}
+
+/// Whether an object in `schema` that is not closed requires names it does not describe:
+/// the JSON forms drop them from `required`, and a closed strict object could not take them.
+fn requires_undescribed(schema: &Value, depth: usize) -> bool {
+    let Some(map) = schema.as_object() else {
+        return false;
+    };
+    if depth > MAX_DEPTH {
+        return false;
+    }
+    let described = |name: &str| {
+        map.get("properties")
+            .and_then(Value::as_object)
+            .is_some_and(|p| p.contains_key(name))
+    };
+    let undescribed = map.get("additionalProperties") != Some(&json!(false))
+        && map
+            .get("required")
+            .and_then(Value::as_array)
+            .into_iter()
+            .flatten()
+            .any(|r| r.as_str().is_some_and(|r| !described(r)));
+    undescribed
+        || map.values().any(|v| match v {
+            Value::Object(_) => requires_undescribed(v, depth + 1),
+            Value::Array(items) => items.iter().any(|w| requires_undescribed(w, depth + 1)),
+            _ => false,
+        })
 }
 
 #[derive(Default)]
@@ -407,7 +465,8 @@ fn strict_node(schema: &Value, depth: usize, budget: &mut StrictBudget) -> Optio
         let open = map
             .get("additionalProperties")
             .is_some_and(|a| !a.is_boolean())
-            || map.get("additionalProperties") == Some(&json!(true));
+            || map.get("additionalProperties") == Some(&json!(true))
+            || map.contains_key("patternProperties");
         if open || (!closed && properties.is_none_or(Map::is_empty)) {
             return None;
         }
@@ -436,8 +495,13 @@ fn strict_node(schema: &Value, depth: usize, budget: &mut StrictBudget) -> Optio
     } else if let Some(kind) = map.get("type") {
         out.insert("type".into(), kind.clone());
     }
-    if let Some(items) = map.get("items") {
-        out.insert("items".into(), strict_node(items, depth + 1, budget)?);
+    match map.get("items") {
+        Some(items) => {
+            out.insert("items".into(), strict_node(items, depth + 1, budget)?);
+        }
+        // An array of anything (or a tuple) cannot be said strictly.
+        None if types.contains(&"array") => return None,
+        None => {}
     }
     if let Some(Value::Array(any)) = map.get("anyOf") {
         let branches: Option<Vec<Value>> = any
