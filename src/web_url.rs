@@ -55,6 +55,7 @@ impl Host {
 
     /// Whether the host is this machine: `localhost`, 127.0.0.0/8, `::1`, or one of them
     /// mapped into IPv6. (Not `*.localhost`: a resolver may ask DNS for those.)
+    #[cfg_attr(not(feature = "oauth"), allow(dead_code))]
     pub(crate) fn is_loopback(&self) -> bool {
         match self {
             Host::Domain(d) => d == "localhost",
@@ -67,6 +68,7 @@ impl Host {
 
     /// Whether the host is the unspecified address (`0.0.0.0`, `::`, or the first mapped):
     /// no machine in particular, which a connect reaches as this one.
+    #[cfg_attr(not(feature = "oauth"), allow(dead_code))]
     pub(crate) fn is_unspecified(&self) -> bool {
         match self {
             Host::Domain(_) => false,

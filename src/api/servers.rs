@@ -7,7 +7,7 @@ use crate::error::ErrorKind;
 use crate::host::config::ServerConfig;
 use crate::host::expand::is_pure_reference;
 use crate::host::gate::PermissionMode;
-use crate::host::model_api::{ModelApi, adapt_tool, map_back, result_item};
+use crate::host::model_api::{ModelApi, map_back, result_item, tool_list};
 use crate::host::{
     Allowlist, CallError, Conversation, DEFAULT_SEARCH_LIMIT, Event, MAX_SEARCH_LIMIT,
     RegisteredTool, SEARCH_TOOL, ToolFilter,
@@ -217,11 +217,7 @@ fn format_param(query: &str) -> Result<Option<ModelApi>, ApiError> {
 
 /// `{"format": F, "tools": [...]}`: `definitions` as the request's tool list for that model API.
 fn in_format(api: ModelApi, definitions: &[crate::host::ToolDefinition]) -> Value {
-    let tools: Vec<Value> = definitions
-        .iter()
-        .map(|d| adapt_tool(api, d).item)
-        .collect();
-    json!({"format": api.name(), "tools": tools})
+    json!({"format": api.name(), "tools": tool_list(api, definitions)})
 }
 
 /// `GET /v1/mcp/tools?format=F`: every registered tool's definition shaped for a model

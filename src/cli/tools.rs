@@ -35,7 +35,7 @@
 //! errors) is shown with its control characters escaped.
 
 use super::{HostArgs, output};
-use agenvoy_mcp::host::model_api::{ModelApi, adapt_tool};
+use agenvoy_mcp::host::model_api::{ModelApi, tool_list};
 use agenvoy_mcp::host::{Manager, ManagerOptions, RegisteredTool};
 use agenvoy_mcp::unstable::escape_controls;
 use serde_json::{Value, json};
@@ -64,11 +64,7 @@ pub async fn run(args: ToolsArgs) -> ExitCode {
         let written = if let Some(query) = &args.search {
             report_search(manager, query, args.limit, args.json)
         } else if let Some(api) = args.format {
-            let tools: Vec<Value> = manager
-                .tool_definitions()
-                .iter()
-                .map(|d| adapt_tool(api, d).item)
-                .collect();
+            let tools = tool_list(api, &manager.tool_definitions());
             output::json(&json!({"format": api.name(), "tools": tools}))
         } else if args.json {
             report_json(manager, &path)

@@ -211,6 +211,18 @@ pub fn adapt_tool(api: ModelApi, tool: &ToolDefinition) -> AdaptedTool {
     AdaptedTool { item, strict }
 }
 
+/// Definitions as `api`'s tool list: what a request's `tools` holds (for Gemini, what one
+/// tool's `functionDeclarations` holds). Give it [`Manager::tool_definitions`] or
+/// [`Manager::offered_tools`](crate::host::Manager::offered_tools).
+///
+/// [`Manager::tool_definitions`]: crate::host::Manager::tool_definitions
+pub fn tool_list(api: ModelApi, definitions: &[ToolDefinition]) -> Vec<Value> {
+    definitions
+        .iter()
+        .map(|d| adapt_tool(api, d).item)
+        .collect()
+}
+
 /// An `inputSchema` as `api`'s parameters, and whether they are OpenAI strict.
 pub fn adapt_schema(api: ModelApi, schema: &Value) -> (Value, bool) {
     let inlined = inlined(schema);

@@ -456,6 +456,7 @@ pub(crate) fn event_params(asked: &Asked) -> Value {
 
 /// A request's params whole, as sent, and for a URL its origin (what `GET
 /// /v1/mcp/requests/{id}` shows).
+#[cfg(feature = "api")]
 pub(crate) fn whole_params(asked: &Asked) -> Value {
     let (raw, origin) = params_of(asked);
     with_origin(raw.clone(), origin)
