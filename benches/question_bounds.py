@@ -35,45 +35,15 @@ import tempfile
 import threading
 import time
 
-ROOT = pathlib.Path(__file__).resolve().parent.parent
+# The daemon's API and /proc readings, as the list bench uses them.
+from list_bounds import Api, default_binary, status
+
 MIB = 1 << 20
 PEAK_TARGET = 64 * MIB
 PAD = 3_900_000
 
 
-def default_binary():
-    for profile in ("release", "debug"):
-        path = ROOT / "target" / profile / "agenvoy-mcp"
-        if path.exists():
-            return str(path)
-    sys.exit("build agenvoy-mcp first (cargo build), or pass its path")
-
-
-def status(pid, key):
-    """A `/proc/PID/status` figure, in bytes."""
-    for line in pathlib.Path(f"/proc/{pid}/status").read_text().splitlines():
-        if line.startswith(key + ":"):
-            return int(line.split()[1]) * 1024
-    raise KeyError(key)
-
-
-class Api:
-    def __init__(self, authority, token):
-        self.authority, self.token = authority, token
-
-    def send(self, method, path, body=None):
-        connection = http.client.HTTPConnection(self.authority, timeout=120)
-        headers = {"Authorization": f"Bearer {self.token}"}
-        data = None
-        if body is not None:
-            data = json.dumps(body).encode()
-            headers["Content-Type"] = "application/json"
-        connection.request(method, path, body=data, headers=headers)
-        response = connection.getresponse()
-        answer = response.read()
-        connection.close()
-        return response.status, answer
-
+class Listening(Api):
     def listen(self, questions):
         """Follows the event stream on a thread, putting each question's id in `questions`."""
         connection = http.client.HTTPConnection(self.authority, timeout=600)
@@ -116,7 +86,7 @@ def main():
     if not line.startswith("listening on http://"):
         daemon.kill()
         sys.exit(f"serve did not say where it listens: {line!r}")
-    api = Api(line.removeprefix("listening on http://"),
+    api = Listening(line.removeprefix("listening on http://"),
               (pathlib.Path(folder.name) / "api-token").read_text().strip())
     questions = []
     api.listen(questions)
