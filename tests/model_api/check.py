@@ -103,9 +103,10 @@ def same_json(a, b):
     return a == b
 
 
-def validator(schema):
+def validator(schema, formats=False):
+    """A validator of the draft `schema` names (else 2020-12); `formats` checks `format` too."""
     cls = validators.validator_for(schema, default=jsonschema.Draft202012Validator)
-    return cls(schema)
+    return cls(schema, format_checker=cls.FORMAT_CHECKER if formats else None)
 
 
 def subschemas(node, path="#"):
