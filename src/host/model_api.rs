@@ -228,10 +228,13 @@ pub fn adapt_schema(api: ModelApi, schema: &Value) -> (Value, bool) {
     let inlined = inlined(schema);
     match api {
         ModelApi::Gemini => (gemini(&inlined), false),
-        ModelApi::OpenAi | ModelApi::OpenAiResponses => match strict(&inlined) {
-            Some(strict) => (strict, true),
-            None => (lenient(&inlined), false),
-        },
+        ModelApi::OpenAi | ModelApi::OpenAiResponses => {
+            let json = lenient(&inlined);
+            match strict(&inlined, &json) {
+                Some(strict) => (strict, true),
+                None => (json, false),
+            }
+        }
         ModelApi::Anthropic | ModelApi::JsonSchema => (lenient(&inlined), false),
     }
 }

@@ -252,7 +252,7 @@ fn within_constraints(schema: &Value, value: &Value) -> Result<(), String> {
                 return broken("maxLength", &max, format!("takes at most {max} characters"));
             }
             if let Some(pattern) = schema.get("pattern").and_then(Value::as_str)
-                && let Some(regex) = compiled(pattern)
+                && let Some(regex) = pattern_regex(pattern)
                 && !regex.is_match(text)
             {
                 let shown = crate::text::escape_controls(pattern);
@@ -302,11 +302,11 @@ fn within_constraints(schema: &Value, value: &Value) -> Result<(), String> {
     Ok(())
 }
 
-/// A field's `pattern` (ECMA-262, as JSON Schema says) as this client can run it, in linear
+/// A schema's `pattern` (ECMA-262, as JSON Schema says) as this client can run it, in linear
 /// time and bounded size; `None` for one it cannot (lookaround, backreferences, too large),
 /// which is left to the server. It matches anywhere in the string unless anchored, as JSON
 /// Schema's `pattern` does; `\d` and `\w` also take non-ASCII digits and letters here.
-fn compiled(pattern: &str) -> Option<regex::Regex> {
+pub(crate) fn pattern_regex(pattern: &str) -> Option<regex::Regex> {
     if pattern.len() > MAX_PATTERN {
         return None;
     }

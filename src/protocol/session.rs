@@ -563,32 +563,34 @@ impl Session {
                 Some("task") if method == methods::TOOLS_CALL => return Ok(reply),
                 Some("input_required") => {
                     // Its questions wait for answers (up to minutes): measured before they
-                    // are parsed and kept, as a server's requests are.
-                    let values = match &reply.outcome {
+                    // are parsed and kept, as a server's requests are (by their bytes when
+                    // they were kept, else by the parsed tree).
+                    let raw_values = match &reply.outcome {
                         Outcome::Read { raw: Some(raw), .. } => jsonrpc::count_values(raw),
                         _ => None,
                     };
-                    let result = if values.is_some_and(|n| n > MAX_REQUEST_VALUES) {
-                        None
-                    } else {
-                        match reply.outcome.parse() {
-                            Ok(Some(Ok(Value::Object(result)))) => Some(result),
-                            _ => {
-                                let why = "the result asking for input is not valid JSON-RPC";
-                                return Err(self
-                                    .error(ErrorKind::Protocol(why.into()))
-                                    .during(method));
-                            }
-                        }
-                    };
-                    let Some(mut result) = result.filter(|r| {
-                        r.get("inputRequests").map_or(0, jsonrpc::count_tree) <= MAX_REQUEST_VALUES
-                    }) else {
+                    let too_many = || {
                         let why = format!(
                             "the result asking for input holds more than {MAX_REQUEST_VALUES} JSON values, the most this client reads of a request"
                         );
-                        return Err(self.error(ErrorKind::Protocol(why)).during(method));
+                        Err(self.error(ErrorKind::Protocol(why)).during(method))
                     };
+                    if raw_values.is_some_and(|n| n > MAX_REQUEST_VALUES) {
+                        return too_many();
+                    }
+                    let mut result = match reply.outcome.parse() {
+                        Ok(Some(Ok(Value::Object(result)))) => result,
+                        _ => {
+                            let why = "the result asking for input is not valid JSON-RPC";
+                            return Err(self.error(ErrorKind::Protocol(why.into())).during(method));
+                        }
+                    };
+                    if raw_values.is_none()
+                        && result.get("inputRequests").map_or(0, jsonrpc::count_tree)
+                            > MAX_REQUEST_VALUES
+                    {
+                        return too_many();
+                    }
                     let mut round = match next.take().or_else(|| params.cloned()) {
                         Some(Value::Object(map)) => map,
                         _ => serde_json::Map::new(),

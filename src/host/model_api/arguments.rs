@@ -3,6 +3,7 @@
 
 use super::MAX_DEPTH;
 use super::schema::{local_target, short_json, types_of};
+use crate::protocol::input::pattern_regex;
 use serde_json::{Map, Value};
 
 // ---- arguments back ---------------------------------------------------------------------
@@ -212,7 +213,7 @@ fn check(
                 let matching: Vec<&Value> = patterns
                     .into_iter()
                     .flatten()
-                    .filter(|(p, _)| regex::Regex::new(p).is_ok_and(|r| r.is_match(name)))
+                    .filter(|(p, _)| pattern_regex(p).is_some_and(|r| r.is_match(name)))
                     .map(|(_, schema)| schema)
                     .collect();
                 for schema in &matching {
@@ -271,7 +272,7 @@ fn check(
                 return fail("is too long (maxLength)".into());
             }
             if let Some(pattern) = map.get("pattern").and_then(Value::as_str)
-                && regex::Regex::new(pattern).is_ok_and(|r| !r.is_match(text))
+                && pattern_regex(pattern).is_some_and(|r| !r.is_match(text))
             {
                 return fail(format!("must match the pattern {pattern}"));
             }

@@ -2,6 +2,7 @@
 //! form every target starts from, then the JSON Schema, OpenAI strict and Gemini forms.
 
 use super::MAX_DEPTH;
+use crate::protocol::input::pattern_regex;
 use serde_json::{Map, Value, json};
 
 /// How many times one `$ref` is expanded along a path before it is cut (recursion).
@@ -374,14 +375,15 @@ const STRICT_FORMATS: &[&str] = &[
     "uuid",
 ];
 
-/// The strict form of a self-contained schema, or `None` when it cannot be made strict (an
-/// open object, a map, past the size limits).
-pub(super) fn strict(schema: &Value) -> Option<Value> {
-    if requires_undescribed(schema, 0) {
+/// The strict form of a self-contained schema (`inlined`, and its JSON Schema form from
+/// [`lenient`]), or `None` when it cannot be made strict (an open object, a map, past the
+/// size limits).
+pub(super) fn strict(inlined: &Value, json_form: &Value) -> Option<Value> {
+    if requires_undescribed(inlined, 0) {
         return None;
     }
     let mut budget = StrictBudget::default();
-    let out = strict_node(&lenient(schema), 0, &mut budget)?;
+    let out = strict_node(json_form, 0, &mut budget)?;
     let within = budget.properties <= STRICT_MAX_PROPERTIES
         && budget.chars <= STRICT_MAX_CHARS
         && budget.enum_values <= STRICT_MAX_ENUM_VALUES;
@@ -447,7 +449,7 @@ fn strict_node(schema: &Value, depth: usize, budget: &mut StrictBudget) -> Optio
             "format" if value.as_str().is_some_and(|f| STRICT_FORMATS.contains(&f)) => {
                 out.insert(key.clone(), value.clone());
             }
-            "pattern" if value.as_str().is_some_and(|p| regex::Regex::new(p).is_ok()) => {
+            "pattern" if value.as_str().and_then(pattern_regex).is_some() => {
                 out.insert(key.clone(), value.clone());
             }
             k if STRICT_KEYWORDS.contains(&k) && k != "format" && k != "pattern" => {
