@@ -6,7 +6,9 @@
 mod common;
 
 use agenvoy_mcp::auth::MemoryStore;
-use agenvoy_mcp::host::{Config, Control, ControlError, Manager, ManagerOptions, ServerConfig};
+use agenvoy_mcp::host::{
+    Config, Control, ControlError, Manager, ManagerOptions, ServerConfig, ToolCall,
+};
 use common::*;
 use serde_json::{Value, json};
 use std::path::Path;
@@ -55,7 +57,7 @@ async fn a_relative_command_is_saved_absolute_and_a_bare_name_as_it_is() {
             "{typed}"
         );
     }
-    control.manager().close().await;
+    control.close().await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -89,7 +91,7 @@ async fn errors_say_their_kind_and_change_nothing() {
     );
     assert_eq!(read_in(dir.path(), "mcp.json"), before);
     assert_eq!(read_in(dir.path(), "allow_tool"), "");
-    control.manager().close().await;
+    control.close().await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -117,7 +119,6 @@ async fn the_panel_toggles_rewrite_only_that_servers_entries() {
     let list = control.toggle_tool("mcp__fx__echo").await.unwrap();
     assert!(!list.allows("mcp__fx__echo", Some("fx")));
     let tools: Vec<String> = control
-        .manager()
         .registry()
         .server_tools("fx")
         .into_iter()
@@ -139,7 +140,7 @@ async fn the_panel_toggles_rewrite_only_that_servers_entries() {
     let list = control.toggle_tool("mcp__fx__add").await.unwrap();
     assert!(list.allows("mcp__fx__add", Some("fx")));
     assert_eq!(read_in(dir.path(), "allow_tool"), "mcp__*\nmcp__fx__add\n");
-    control.manager().close().await;
+    control.close().await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -183,7 +184,7 @@ async fn a_change_waits_for_another_process_holding_the_lock() {
     }
     assert!(read_in(dir.path(), "mcp.json").contains("\"r\""));
     assert_eq!(read_in(dir.path(), "allow_tool"), "mcp__r__*\n");
-    control.manager().close().await;
+    control.close().await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -260,13 +261,12 @@ async fn a_daemon_and_a_panel_at_once_lose_no_change() {
             );
         }
     }
-    control.manager().close().await;
+    control.close().await;
 }
 
 /// The names of the registered tools of `server`, sorted.
 fn registered(control: &Control, server: &str) -> Vec<String> {
     control
-        .manager()
         .registry()
         .server_tools(server)
         .into_iter()
@@ -294,12 +294,11 @@ async fn tool_filters_hide_tools_and_rewrite_only_that_entry() {
         ["add", "add_tool", "echo", "fail"]
     );
     assert_eq!(registered(&control, "other").len(), 9);
-    let status = control.manager().status();
+    let status = control.status();
     assert_eq!((status[0].tool_count, status[0].hidden_tools), (9, 5));
     // A hidden tool cannot be called, whatever the mode.
     let hidden = control
-        .manager()
-        .call("mcp__fx__env", json!({}), PermissionMode::Auto)
+        .call(ToolCall::new("mcp__fx__env", json!({})).mode(PermissionMode::Auto))
         .await
         .unwrap_err();
     assert!(matches!(hidden, CallError::UnknownTool(_)), "{hidden:?}");
@@ -366,7 +365,7 @@ async fn tool_filters_hide_tools_and_rewrite_only_that_entry() {
     assert_eq!(written["x-top"], json!(1));
     assert_eq!(written["servers"]["fx"]["x-mine"], json!({"kept": true}));
     assert!(written["servers"]["other"].get("enabled_tools").is_none());
-    control.manager().close().await;
+    control.close().await;
 }
 
 /// `"enabled": false` keeps a server in the file, unstarted and unregistered; enabling it
@@ -378,11 +377,11 @@ async fn a_disabled_server_stays_in_the_file_unstarted() {
     let mut fx = fixture_entry(&[]);
     fx["enabled"] = json!(false);
     let control = control_in(dir.path(), json!({"servers": {"fx": fx}})).await;
-    let state = |c: &Control| c.manager().status()[0].state;
+    let state = |c: &Control| c.status()[0].state;
     assert_eq!(state(&control), ServerState::Disabled);
-    assert!(control.manager().client("fx").is_none());
+    assert!(control.client("fx").is_none());
     assert!(registered(&control, "fx").is_empty());
-    let refused = control.manager().reconnect_server("fx").await.unwrap_err();
+    let refused = control.reconnect_server("fx").await.unwrap_err();
     assert!(refused.to_string().contains("disabled"), "{refused}");
 
     control.set_enabled("fx", true).await.unwrap();
@@ -402,7 +401,7 @@ async fn a_disabled_server_stays_in_the_file_unstarted() {
     );
     let missing = control.set_enabled("nope", true).await.unwrap_err();
     assert!(matches!(missing, ControlError::NotFound(_)), "{missing:?}");
-    control.manager().close().await;
+    control.close().await;
 }
 
 /// Past the budget the model is offered the search tool and what it found; every visible
@@ -416,11 +415,10 @@ async fn tool_search_offers_the_search_tool_and_what_was_found() {
     let config =
         json!({"servers": {"fx": fixture_entry(&[])}, "tool_search": {"above_tokens": 10}});
     let control = control_in(dir.path(), config).await;
-    let manager = control.manager();
-    assert!(manager.tool_search_active());
-    let conversation = Conversation::new();
+    assert!(control.tool_search_active());
+    let conversation = Arc::new(Conversation::new());
     let names = |c: &Conversation| -> Vec<String> {
-        manager
+        control
             .offered_tools(c)
             .into_iter()
             .map(|d| d.name)
@@ -430,24 +428,118 @@ async fn tool_search_offers_the_search_tool_and_what_was_found() {
     let host_tools = [SEARCH_TOOL, LIST_RESOURCES_TOOL, READ_RESOURCE_TOOL];
     assert_eq!(names(&conversation), host_tools);
     let query = json!({"query": "echo text back", "limit": 2});
-    let out = manager
-        .call_in(&conversation, SEARCH_TOOL, query, PermissionMode::Auto)
+    let in_conversation = |name: &str, arguments: Value| {
+        ToolCall::new(name, arguments)
+            .mode(PermissionMode::Auto)
+            .conversation(conversation.clone())
+    };
+    let out = control
+        .call(in_conversation(SEARCH_TOOL, query))
         .await
-        .unwrap();
+        .unwrap()
+        .output;
     let found: Value = serde_json::from_str(&out.text).unwrap();
     assert_eq!(found["tools"][0]["name"], json!("mcp__fx__echo"), "{found}");
     assert_eq!(names(&conversation)[3..4], ["mcp__fx__echo"]);
-    let add = manager
-        .call_in(
-            &conversation,
-            "mcp__fx__add",
-            json!({"a": 1, "b": 2}),
-            PermissionMode::Auto,
-        )
+    let add = control
+        .call(in_conversation("mcp__fx__add", json!({"a": 1, "b": 2})))
+        .await
+        .unwrap()
+        .output;
+    assert!(add.text.contains('3'), "{}", add.text);
+    let hits = control.search_tools("add two numbers", 5);
+    assert_eq!(hits[0].definition.name, "mcp__fx__add");
+    control.close().await;
+}
+
+/// The rules of a tool call live in the host: the API (`POST /v1/mcp/call`), the panel and
+/// the `call` command all make their calls through `Control::call`, so this one test holds
+/// the rules for the three: a bound on calls in flight to one server, a caller's id taken
+/// once and cancelled by it, progress published with that id, and a model API's call
+/// answered with that API's result item.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn every_front_ends_call_follows_the_hosts_rules() {
+    use agenvoy_mcp::host::model_api::ModelApi;
+    use agenvoy_mcp::host::{CallError, Event, PermissionMode};
+    let dir = tempfile::tempdir().unwrap();
+    let config = json!({"servers": {"fx": fixture_entry(&[])}});
+    let control = control_in(dir.path(), config).await;
+    control.set_max_calls_per_server(2);
+    let mut events = control.events();
+    let slow = |id: &str| {
+        let call = ToolCall::new("mcp__fx__slow", json!({"seconds": 30, "steps": 30}));
+        let control = control.clone();
+        let call = call.mode(PermissionMode::Auto).id(id);
+        tokio::spawn(async move { control.call(call).await })
+    };
+    let first = slow("a");
+    // Its progress comes as events, with the caller's id.
+    let progress = tokio::time::timeout(Duration::from_secs(20), async {
+        loop {
+            if let Ok(Event::Progress { id, tool, .. }) = events.recv().await {
+                return (id, tool);
+            }
+        }
+    })
+    .await
+    .expect("a progress event");
+    assert_eq!(progress, (Some("a".into()), "mcp__fx__slow".into()));
+    // An id is one call's at a time.
+    let taken = slow("a").await.unwrap().unwrap_err();
+    assert!(
+        matches!(&taken, CallError::IdInUse(id) if id == "a"),
+        "{taken:?}"
+    );
+    // Two in flight to fx, the most: a third is refused at once, naming the server.
+    let second = slow("b");
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    let echo = ToolCall::new("mcp__fx__echo", json!({"text": "hi"}));
+    let busy = control
+        .call(echo.clone().mode(PermissionMode::Auto))
+        .await
+        .unwrap_err();
+    assert!(
+        matches!(&busy, CallError::Busy { server, most: 2 } if server == "fx"),
+        "{busy:?}"
+    );
+    assert!(
+        busy.to_string().contains("\"fx\" has 2 calls in flight"),
+        "{busy}"
+    );
+    // Cancelled by its id: the call ends at once, and its place is given back.
+    assert!(control.cancel_call("a"));
+    assert!(control.cancel_call("b"));
+    assert!(!control.cancel_call("nobody"));
+    for call in [first, second] {
+        let cancelled = call.await.unwrap().unwrap_err();
+        assert!(
+            matches!(cancelled, CallError::Cancelled(_)),
+            "{cancelled:?}"
+        );
+    }
+    let echoed = control.call(echo.mode(PermissionMode::Auto)).await.unwrap();
+    assert_eq!(echoed.output.text, "hi");
+    assert!(echoed.item.is_none());
+    // A model's call comes back as its API's result item; arguments that cannot fit the
+    // schema are the model's to mend, never sent.
+    let add = ToolCall::from_model(
+        ModelApi::OpenAi,
+        "call_1",
+        "mcp__fx__add",
+        json!({"a": 1, "b": 2}),
+    );
+    let added = control.call(add.mode(PermissionMode::Auto)).await.unwrap();
+    assert_eq!(
+        added.item,
+        Some(json!({"role": "tool", "tool_call_id": "call_1", "content": added.output.text}))
+    );
+    assert!(added.output.text.contains('3'), "{}", added.output.text);
+    let unfit = ToolCall::from_model(ModelApi::OpenAi, "call_2", "mcp__fx__add", json!([1, 2]));
+    let unfit = control
+        .call(unfit.mode(PermissionMode::Auto))
         .await
         .unwrap();
-    assert!(add.text.contains('3'), "{}", add.text);
-    let hits = manager.search_tools("add two numbers", 5);
-    assert_eq!(hits[0].definition.name, "mcp__fx__add");
-    manager.close().await;
+    assert!(unfit.output.is_error, "{:?}", unfit.output);
+    assert_eq!(unfit.item.unwrap()["tool_call_id"], "call_2");
+    control.close().await;
 }

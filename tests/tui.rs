@@ -9,7 +9,7 @@ mod common;
 use agenvoy_mcp::ClientOptions;
 use agenvoy_mcp::auth::{MemoryStore, TokenStore};
 use agenvoy_mcp::host::{
-    Config, Control, EventBus, Manager, ManagerOptions, PendingRequests, PermissionMode,
+    Config, Control, EventBus, Manager, ManagerOptions, PendingRequests, PermissionMode, ToolCall,
 };
 use agenvoy_mcp::tui::{Flow, Panel};
 use common::*;
@@ -171,7 +171,7 @@ impl Harness {
     }
 
     async fn close(self) {
-        self.panel.control().manager().close().await;
+        self.panel.control().close().await;
     }
 }
 
@@ -1001,13 +1001,16 @@ async fn a_servers_requests_open_over_the_screen_and_are_answered() {
     h.settle().await;
     h.enter();
     h.char('t');
-    let manager = h.panel.control().manager().clone();
+    let control = h.panel.control().clone();
     let ask = |params: Value| {
-        let manager = manager.clone();
+        let control = control.clone();
         tokio::spawn(async move {
             let arguments = json!({"method": params["method"], "params": params["params"]});
-            let call = manager.call("mcp__fx__client_request", arguments, PermissionMode::Auto);
-            call.await.map(|out| out.text).map_err(|e| e.to_string())
+            let call = ToolCall::new("mcp__fx__client_request", arguments);
+            let call = control.call(call.mode(PermissionMode::Auto));
+            call.await
+                .map(|done| done.output.text)
+                .map_err(|e| e.to_string())
         })
     };
     let form = ask(json!({"method": "elicitation/create", "params": {

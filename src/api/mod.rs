@@ -106,9 +106,7 @@ impl Default for Limits {
     fn default() -> Self {
         Limits {
             max_connections: 512,
-            // As many as a gateway's busiest caller runs at once to one server; a hung server
-            // still holds only these.
-            max_calls_per_server: 64,
+            max_calls_per_server: crate::host::DEFAULT_MAX_CALLS_PER_SERVER,
             header_read_timeout: Duration::from_secs(10),
             request_timeout: Duration::from_secs(150),
             login_timeout: crate::auth::callback::LOGIN_TIMEOUT,
@@ -173,13 +171,12 @@ pub async fn serve(
         options.config_path.clone(),
         options.token_store.clone(),
     );
+    control.set_max_calls_per_server(options.limits.max_calls_per_server);
     let state = Arc::new(State {
         control,
         port: address.port(),
         options,
-        calls: servers::CallSlots::default(),
         conversations: servers::Conversations::default(),
-        running: servers::RunningCalls::default(),
         listeners: Arc::new(tokio::sync::Semaphore::new(protocol::MAX_LISTENERS)),
     });
     let mut connections = tokio::task::JoinSet::new();
@@ -266,12 +263,8 @@ pub(crate) struct State {
     control: Control,
     options: ApiOptions,
     port: u16,
-    /// Tool calls in flight, by server.
-    calls: servers::CallSlots,
     /// Tool search state of the conversations callers named.
     conversations: servers::Conversations,
-    /// The calls running under their caller's `id`.
-    running: servers::RunningCalls,
     /// One permit per open event stream.
     listeners: Arc<tokio::sync::Semaphore>,
 }

@@ -69,13 +69,13 @@ fn no_server(name: &str) -> ApiError {
 /// the resources it is followed for.
 pub(super) fn resources(state: &State, query: &str) -> Answer {
     let name = required_param(query, "name")?;
-    let manager = state.control.manager();
-    let catalog = manager.catalog(&name).ok_or_else(|| no_server(&name))?;
+    let control = &state.control;
+    let catalog = control.catalog(&name).ok_or_else(|| no_server(&name))?;
     ok(json!({
         "name": name,
         "resources": catalog.resources,
         "templates": catalog.templates,
-        "subscriptions": manager.subscriptions(&name),
+        "subscriptions": control.subscriptions(&name),
     }))
 }
 
@@ -86,7 +86,6 @@ pub(super) async fn resource(state: &State, query: &str) -> Answer {
     let uri = required_param(query, "uri")?;
     let read = state
         .control
-        .manager()
         .read_resource(&name, &uri)
         .await
         .map_err(server_error)?;
@@ -98,7 +97,6 @@ pub(super) fn prompts(state: &State, query: &str) -> Answer {
     let name = required_param(query, "name")?;
     let catalog = state
         .control
-        .manager()
         .catalog(&name)
         .ok_or_else(|| no_server(&name))?;
     ok(json!({"name": name, "prompts": catalog.prompts}))
@@ -131,7 +129,6 @@ pub(super) async fn prompt(state: &State, body: Value) -> Answer {
     let (name, prompt, arguments) = prompt_request(&body)?;
     let contents = state
         .control
-        .manager()
         .get_prompt(&name, &prompt, arguments)
         .await
         .map_err(server_error)?;
@@ -212,7 +209,6 @@ pub(super) async fn complete(state: &State, body: Value) -> Answer {
     let asked = complete_request(&body)?;
     let completion = state
         .control
-        .manager()
         .complete(
             &asked.name,
             &asked.reference,
@@ -242,10 +238,10 @@ pub(super) fn subscription_request(body: &Value) -> Result<(String, String), Api
 /// come on the event stream as `resource_updated`.
 pub(super) async fn subscription(state: &State, body: Value, follow: bool) -> Answer {
     let (name, uri) = subscription_request(&body)?;
-    let manager = state.control.manager();
+    let control = &state.control;
     let done = match follow {
-        true => manager.subscribe(&name, &uri).await,
-        false => manager.unsubscribe(&name, &uri).await,
+        true => control.subscribe(&name, &uri).await,
+        false => control.unsubscribe(&name, &uri).await,
     };
     done.map_err(server_error)?;
     ok(json!({"name": name, "uri": uri, "subscribed": follow}))
@@ -323,7 +319,7 @@ pub(super) fn cancel_request(body: &Value) -> Result<String, ApiError> {
 /// `POST /v1/mcp/call/cancel`: stops a call made with that `id`; the server is told.
 pub(super) fn cancel(state: &State, body: Value) -> Answer {
     let id = cancel_request(&body)?;
-    if state.running.cancel(&id) {
+    if state.control.cancel_call(&id) {
         ok(json!({"id": id, "cancelled": true}))
     } else {
         Err(ApiError::not_found(format!(
@@ -341,7 +337,7 @@ pub(super) fn events(state: Arc<State>, query: &str) -> Answer {
             .parse::<LogLevel>()
             .map_err(|e| ApiError::bad_request(e.to_string()))?,
     };
-    let bus = state.control.manager().event_bus().clone();
+    let bus = state.control.event_bus().clone();
     let listeners = state.listeners.clone();
     let Ok(permit) = listeners.try_acquire_owned() else {
         return Err(ApiError::busy(

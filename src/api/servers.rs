@@ -7,12 +7,11 @@ use crate::error::ErrorKind;
 use crate::host::config::ServerConfig;
 use crate::host::expand::is_pure_reference;
 use crate::host::gate::PermissionMode;
-use crate::host::model_api::{ModelApi, map_back, result_item, tool_list};
+use crate::host::model_api::{ModelApi, tool_list};
 use crate::host::{
-    Allowlist, CallError, Conversation, DEFAULT_SEARCH_LIMIT, Event, MAX_SEARCH_LIMIT,
-    RegisteredTool, SEARCH_TOOL, ToolFilter,
+    Allowlist, CallError, CallOutcome, Conversation, DEFAULT_SEARCH_LIMIT, MAX_SEARCH_LIMIT,
+    RegisteredTool, ToolCall, ToolFilter,
 };
-use crate::protocol::session::RequestOptions;
 use hyper::{Response, StatusCode};
 use serde_json::{Value, json};
 use std::sync::Arc;
@@ -108,7 +107,6 @@ pub(super) async fn add(state: &State, body: Value) -> Answer {
     let control = &state.control;
     let status = control.add_server(&name, server).await?;
     let collisions: Vec<String> = control
-        .manager()
         .registry()
         .collisions()
         .into_iter()
@@ -138,7 +136,7 @@ pub(super) fn remove_request(body: &Value) -> Result<String, ApiError> {
 
 /// `GET /v1/mcp/status`.
 pub(super) fn status(state: &State) -> Answer {
-    ok(json!({"servers": state.control.manager().status()}))
+    ok(json!({"servers": state.control.status()}))
 }
 
 /// `POST /v1/mcp/reconnect`'s body: one server's name, or none for every server.
@@ -153,18 +151,18 @@ pub(super) fn reconnect_request(body: &Value) -> Result<Option<String>, ApiError
 /// `POST /v1/mcp/reconnect`: every server, or `{"name"}`.
 pub(super) async fn reconnect(state: &State, body: Value) -> Answer {
     let one = reconnect_request(&body)?;
-    let manager = state.control.manager();
+    let control = &state.control;
     let outcomes = match one {
         Some(name) => {
-            if !manager.status().iter().any(|s| s.name == name) {
+            if !control.status().iter().any(|s| s.name == name) {
                 return Err(ApiError::not_found(format!(
                     "no server named {name:?}; GET /v1/mcp/status lists them"
                 )));
             }
-            let outcome = manager.reconnect_server(&name).await;
+            let outcome = control.reconnect_server(&name).await;
             vec![(name, outcome)]
         }
-        None => manager.reconnect().await,
+        None => control.reconnect().await,
     };
     let results: Vec<Value> = outcomes
         .into_iter()
@@ -224,7 +222,7 @@ fn in_format(api: ModelApi, definitions: &[crate::host::ToolDefinition]) -> Valu
 /// API; without `format`, the tools as listed below.
 pub(super) fn tools_in(state: &State, query: &str) -> Answer {
     match format_param(query)? {
-        Some(api) => ok(in_format(api, &state.control.manager().tool_definitions())),
+        Some(api) => ok(in_format(api, &state.control.tool_definitions())),
         None => tools(state),
     }
 }
@@ -242,19 +240,19 @@ pub(super) fn tools(state: &State) -> Answer {
         visible: bool,
     }
     let allowlist = state.control.allowlist()?;
-    let manager = state.control.manager();
-    let registry = manager.registry();
+    let control = &state.control;
+    let registry = control.registry();
     let tools: Vec<Listed> = registry
         .tools()
         .map(|t| Listed::of(t, &allowlist))
         .collect();
-    let hidden: Vec<Hidden> = manager
+    let hidden: Vec<Hidden> = control
         .status()
         .into_iter()
         .filter(|s| s.hidden_tools > 0)
         .flat_map(|s| {
             let allowlist = &allowlist;
-            let tools = manager.server_tools(&s.name).unwrap_or_default();
+            let tools = control.server_tools(&s.name).unwrap_or_default();
             tools
                 .into_iter()
                 .filter(|t| !t.visible)
@@ -334,7 +332,7 @@ pub(super) fn search(state: &State, query: &str) -> Answer {
             })?,
     };
     let allowlist = state.control.allowlist()?;
-    let found = state.control.manager().search_tools(&q, limit);
+    let found = state.control.search_tools(&q, limit);
     let tools: Vec<Listed> = found.iter().map(|t| Listed::of(t, &allowlist)).collect();
     ok(json!({"tools": tools}))
 }
@@ -346,28 +344,19 @@ pub(super) fn offered(state: &State, query: &str) -> Answer {
     let name = query_param(query, "conversation").unwrap_or_default();
     let format = format_param(query)?;
     let conversation = state.conversations.get(&name)?;
-    let manager = state.control.manager();
-    let offered = manager.offered_tools(&conversation);
+    let control = &state.control;
+    let offered = control.offered_tools(&conversation);
     let mut answer = match format {
         Some(api) => in_format(api, &offered),
         None => json!({"tools": offered}),
     };
-    answer["search"] = json!(manager.tool_search_active());
+    answer["search"] = json!(control.tool_search_active());
     ok(answer)
 }
 
-/// `POST /v1/mcp/call`'s body, read.
-pub(super) struct CallRequest {
-    name: String,
-    arguments: Value,
-    mode: PermissionMode,
-    /// The model API the name and arguments come from, and the call's id there.
-    format: Option<(ModelApi, String)>,
-}
-
-/// `POST /v1/mcp/call`'s body: the tool's name, its arguments and the permission mode; with
-/// `format`, the model API's name and arguments and its `call_id`.
-pub(super) fn call_request(body: &Value) -> Result<CallRequest, ApiError> {
+/// `POST /v1/mcp/call`'s body, read as the host's call; `conversation` is the name of the
+/// conversation it is made in, looked up by the caller.
+pub(super) fn call_request(body: &Value) -> Result<(ToolCall, Option<String>), ApiError> {
     only_members(
         body,
         &[
@@ -380,11 +369,15 @@ pub(super) fn call_request(body: &Value) -> Result<CallRequest, ApiError> {
             "call_id",
         ],
     )?;
-    if body.get("conversation").is_some() {
-        required_string(body, "conversation")?;
-    }
-    for key in ["id", "call_id"] {
-        if body.get(key).is_some() && required_string(body, key)?.len() > MAX_CALL_ID {
+    // Each of these, when given, is a non-empty string.
+    let given = |key: &str| match body.get(key) {
+        Some(_) => required_string(body, key).map(Some),
+        None => Ok(None),
+    };
+    let conversation = given("conversation")?;
+    let id = given("id")?;
+    for (key, value) in [("id", &id), ("call_id", &given("call_id")?)] {
+        if value.as_ref().is_some_and(|v| v.len() > MAX_CALL_ID) {
             return Err(ApiError::bad_request(format!(
                 "{key:?} must be at most {MAX_CALL_ID} bytes"
             )));
@@ -402,237 +395,79 @@ pub(super) fn call_request(body: &Value) -> Result<CallRequest, ApiError> {
             .parse()
             .map_err(|e: crate::error::ParseError| ApiError::bad_request(e.to_string()))?,
     };
-    let format = match optional_string(body, "format")? {
+    let call = match optional_string(body, "format")? {
         None if body.get("call_id").is_some() => {
             return Err(ApiError::bad_request(
                 "\"call_id\" goes with \"format\", the model API it comes from",
             ));
         }
-        None => None,
+        None => ToolCall::new(name, arguments),
         Some(f) => {
             let api = f
                 .parse::<ModelApi>()
                 .map_err(|e| ApiError::bad_request(e.to_string()))?;
-            Some((api, required_string(body, "call_id")?))
+            ToolCall::from_model(api, required_string(body, "call_id")?, name, arguments)
         }
     };
-    Ok(CallRequest {
-        name,
-        arguments,
-        mode,
-        format,
-    })
+    let call = call.mode(mode);
+    Ok((
+        match id {
+            Some(id) => call.id(id),
+            None => call,
+        },
+        conversation,
+    ))
 }
 
 /// The longest `id` a caller may give a call.
 const MAX_CALL_ID: usize = 200;
 
-/// The calls running under an `id` of their caller's, each with what cancels it.
-#[derive(Default)]
-pub(crate) struct RunningCalls(
-    std::sync::Mutex<std::collections::HashMap<String, Arc<tokio::sync::Notify>>>,
-);
-
-/// One call's place among the running calls; given back when dropped.
-struct RunningCall<'a> {
-    calls: &'a RunningCalls,
-    id: String,
-    cancelled: Arc<tokio::sync::Notify>,
-}
-
-impl RunningCalls {
-    /// Takes `id` for a call; 409 while another call runs under it.
-    fn start(&self, id: &str) -> Result<RunningCall<'_>, ApiError> {
-        let mut running = self.0.lock().expect("running calls lock");
-        if running.contains_key(id) {
-            return Err(ApiError::conflict(format!(
-                "a call with id {id:?} is running; give each call its own id"
-            )));
-        }
-        let cancelled = Arc::new(tokio::sync::Notify::new());
-        running.insert(id.to_string(), cancelled.clone());
-        Ok(RunningCall {
-            calls: self,
-            id: id.to_string(),
-            cancelled,
-        })
-    }
-
-    /// Cancels the call running under `id`; false if there is none.
-    pub(super) fn cancel(&self, id: &str) -> bool {
-        let running = self.0.lock().expect("running calls lock");
-        match running.get(id) {
-            Some(cancelled) => {
-                cancelled.notify_one();
-                true
-            }
-            None => false,
-        }
-    }
-}
-
-impl Drop for RunningCall<'_> {
-    fn drop(&mut self) {
-        let mut running = self.calls.0.lock().expect("running calls lock");
-        running.remove(&self.id);
-    }
-}
-
-/// Tool calls in flight, by server: each holds a [`CallSlot`] while it runs.
-#[derive(Default)]
-pub(crate) struct CallSlots(std::sync::Mutex<std::collections::HashMap<String, usize>>);
-
-/// One call's place among its server's calls in flight; given back when dropped.
-struct CallSlot<'a> {
-    slots: &'a CallSlots,
-    server: String,
-}
-
-impl CallSlots {
-    /// A place for one more call to `server`, unless it has `most` in flight already.
-    fn take(&self, server: &str, most: usize) -> Option<CallSlot<'_>> {
-        let mut in_flight = self.0.lock().expect("call slots lock");
-        let count = in_flight.entry(server.to_string()).or_default();
-        if *count >= most {
-            return None;
-        }
-        *count += 1;
-        Some(CallSlot {
-            slots: self,
-            server: server.to_string(),
-        })
-    }
-}
-
-impl Drop for CallSlot<'_> {
-    fn drop(&mut self) {
-        let mut in_flight = self.slots.0.lock().expect("call slots lock");
-        if let Some(count) = in_flight.get_mut(&self.server) {
-            *count -= 1;
-            if *count == 0 {
-                in_flight.remove(&self.server);
-            }
-        }
-    }
-}
-
-/// `POST /v1/mcp/call`: through the gate; a call the gate refuses is 403 with the reason. A
-/// server with [`super::Limits::max_calls_per_server`] calls in flight gets no more: 429.
-/// A task-required tool runs as a task. With an `id`, `POST /v1/mcp/call/cancel` stops it
+/// `POST /v1/mcp/call`: the host's call ([`Control::call`](crate::host::Control::call)): a
+/// call the gate refuses is 403 with the reason; a server with
+/// [`super::Limits::max_calls_per_server`] calls in flight gets no more: 429. A
+/// task-required tool runs as a task. With an `id`, `POST /v1/mcp/call/cancel` stops it
 /// (409 `cancelled`; the server is told); while anyone listens on `GET /v1/mcp/events`, its
 /// progress goes there.
 pub(super) async fn call(state: &State, body: Value) -> Answer {
-    let CallRequest {
-        name,
-        mode,
-        format,
-        arguments,
-    } = call_request(&body)?;
-    let manager = state.control.manager();
-    // A model's arguments as the server takes them; ones that cannot fit are the model's
-    // to mend, answered as a tool error and never sent.
-    let arguments = match (&format, manager.tool_definition(&name)) {
-        (Some((api, call_id)), Some(definition)) => {
-            let schema: Value =
-                serde_json::from_str(definition.input_schema.get()).unwrap_or(Value::Null);
-            match map_back(&schema, arguments) {
-                Ok(arguments) => arguments,
-                Err(why) => {
-                    let output = crate::protocol::types::ToolOutput {
-                        total_bytes: why.len() as u64,
-                        text: why,
-                        is_error: true,
-                    };
-                    return ok(json!({
-                        "text": output.text,
-                        "isError": true,
-                        "totalBytes": output.total_bytes,
-                        "item": result_item(*api, call_id, &name, &output),
-                    }));
-                }
-            }
-        }
-        _ => arguments,
-    };
-    let server = manager.resolve(&name).map(|(server, _)| server);
-    let most = state.options.limits.max_calls_per_server;
-    let _slot = match &server {
-        Some(server) => Some(state.calls.take(server, most).ok_or_else(|| {
-            ApiError::busy(
-                format!(
-                    "server {server:?} has {most} calls in flight, the most this API runs at once for one server (it may be hung: see GET /v1/mcp/status); try again later"
-                ),
-                1,
-            )
-        })?),
-        None => None,
-    };
-    let id = optional_string(&body, "id")?;
-    let running = id
-        .as_deref()
-        .map(|id| state.running.start(id))
-        .transpose()?;
-    let mut options = RequestOptions::default();
-    let events = manager.event_bus();
-    if let Some(server) = server.filter(|_| events.listeners() > 0) {
-        let (events, tool, id) = (events.clone(), name.clone(), id.clone());
-        options.on_progress = Some(Arc::new(move |p: crate::protocol::types::Progress| {
-            events.publish(Event::Progress {
-                server: server.clone(),
-                id: id.clone(),
-                tool: tool.clone(),
-                progress: p.progress,
-                total: p.total,
-                message: p.message,
-            });
-        }));
+    let (mut call, conversation) = call_request(&body)?;
+    if let Some(name) = conversation {
+        call = call.conversation(state.conversations.get(&name)?);
     }
-    let conversation = match optional_string(&body, "conversation")? {
-        Some(c) => Some(state.conversations.get(&c)?),
-        None => None,
-    };
-    let work = async {
-        match conversation {
-            Some(c) if name == SEARCH_TOOL => manager.call_in(&c, &name, arguments, mode).await,
-            _ => manager.call_with(&name, arguments, mode, options).await,
+    let CallOutcome { output, item } = state.control.call(call).await.map_err(call_error)?;
+    let mut answer = json!({
+        "text": output.text,
+        "isError": output.is_error,
+        "totalBytes": output.total_bytes,
+    });
+    if let Some(item) = item {
+        answer["item"] = item;
+    }
+    ok(answer)
+}
+
+/// A call's error as the API answers it.
+fn call_error(e: CallError) -> ApiError {
+    match e {
+        CallError::UnknownTool(_) => ApiError::not_found(e.to_string()),
+        CallError::Denied(denied) => {
+            ApiError::new(StatusCode::FORBIDDEN, "denied", denied.to_string())
         }
-    };
-    let outcome = match &running {
-        None => work.await,
-        Some(running) => tokio::select! {
-            outcome = work => outcome,
-            () = running.cancelled.notified() => return Err(ApiError::new(
-                StatusCode::CONFLICT,
-                "cancelled",
-                format!("the call {:?} was cancelled (POST /v1/mcp/call/cancel); the server was told", running.id),
-            )),
-        },
-    };
-    match outcome {
-        Ok(output) => {
-            let mut answer = json!({
-                "text": output.text,
-                "isError": output.is_error,
-                "totalBytes": output.total_bytes,
-            });
-            if let Some((api, call_id)) = &format {
-                answer["item"] = result_item(*api, call_id, &name, &output);
-            }
-            ok(answer)
-        }
-        Err(e @ CallError::UnknownTool(_)) => Err(ApiError::not_found(e.to_string())),
-        Err(CallError::Denied(denied)) => Err(ApiError::new(
-            StatusCode::FORBIDDEN,
-            "denied",
-            denied.to_string(),
-        )),
-        Err(CallError::Server(e)) => {
+        CallError::Server(e) => {
             let status = match e.kind {
                 ErrorKind::Timeout(_) => StatusCode::GATEWAY_TIMEOUT,
                 _ => StatusCode::BAD_GATEWAY,
             };
-            Err(ApiError::new(status, "server_error", e.to_string()))
+            ApiError::new(status, "server_error", e.to_string())
         }
+        CallError::Busy { .. } => ApiError::busy(e.to_string(), 1),
+        CallError::IdInUse(_) => ApiError::conflict(e.to_string()),
+        CallError::Cancelled(id) => ApiError::new(
+            StatusCode::CONFLICT,
+            "cancelled",
+            format!(
+                "the call {id:?} was cancelled (POST /v1/mcp/call/cancel); the server was told"
+            ),
+        ),
     }
 }
 
@@ -653,12 +488,7 @@ pub(super) fn enable_request(body: &Value) -> Result<(String, bool), ApiError> {
 pub(super) async fn enable(state: &State, body: Value) -> Answer {
     let (name, enabled) = enable_request(&body)?;
     state.control.set_enabled(&name, enabled).await?;
-    let status = state
-        .control
-        .manager()
-        .status()
-        .into_iter()
-        .find(|s| s.name == name);
+    let status = state.control.status().into_iter().find(|s| s.name == name);
     ok(json!({"name": name, "enabled": enabled, "status": status}))
 }
 

@@ -14,7 +14,7 @@ use super::HostArgs;
 use agenvoy_mcp::Progress;
 use agenvoy_mcp::RequestOptions;
 use agenvoy_mcp::host::{ConfirmCallback, ConfirmRequest, Decision};
-use agenvoy_mcp::host::{Manager, ManagerOptions, PermissionMode};
+use agenvoy_mcp::host::{Control, ManagerOptions, PermissionMode, ToolCall};
 use agenvoy_mcp::unstable::{escape_controls, escape_controls_keep_lines};
 use serde_json::Value;
 use std::io::{BufRead, IsTerminal, Write};
@@ -123,8 +123,10 @@ pub async fn run(args: CallArgs) -> ExitCode {
         ..options
     };
     let (name, timeout) = (args.name.as_str(), args.host.timeout);
+    let config_path = args.host.config_path();
     super::run_with_servers(&args.host, options, "call", async |manager, _| {
-        call(manager, name, arguments, timeout).await
+        let control = Control::new(manager.clone(), config_path);
+        call(&control, name, arguments, timeout).await
     })
     .await
 }
@@ -132,7 +134,7 @@ pub async fn run(args: CallArgs) -> ExitCode {
 /// Calls tool `name` through the confirm gate and prints what the model would see.
 /// `timeout` is `--timeout`; without it the server's own (its entry's `timeout`, else 60 s).
 async fn call(
-    manager: &Manager,
+    control: &Control,
     name: &str,
     arguments: Value,
     timeout: Option<Duration>,
@@ -144,9 +146,10 @@ async fn call(
         progress_resets_timeout: true,
         ..Default::default()
     };
-    let result = manager
-        .call_with(name, arguments, PermissionMode::Confirm, request)
-        .await;
+    let call = ToolCall::new(name, arguments)
+        .mode(PermissionMode::Confirm)
+        .request(request);
+    let result = control.call(call).await.map(|done| done.output);
     if shown.load(Ordering::Relaxed) && std::io::stderr().is_terminal() {
         eprintln!();
     }

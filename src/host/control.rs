@@ -19,71 +19,32 @@
 //! or a file that could not be read or saved; each says what to do.
 
 use super::config::{Config, ServerConfig, is_valid_server_name};
+use super::events::{Event, EventBus};
 use super::filelock::{self, LOCK_WAIT};
 use super::filter::ToolFilter;
 use super::gate::Allowlist;
-use super::manager::{AddError, Manager, PendingAdd, ServerStatus};
-use super::registry::PREFIX;
-use crate::error::Error;
+#[cfg(feature = "oauth")]
+use super::manager::ServerState;
+use super::manager::{CallError, Catalog, Manager, PendingAdd, ServerStatus, ServerTool};
+use super::registry::{PREFIX, RegisteredTool, Registry, ToolDefinition};
+use super::search::Conversation;
+use crate::client::Client;
+use crate::protocol::items::{Completion, CompletionRef, PromptContents, ResourceOutput};
+use serde_json::Value;
 use std::fmt;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
+use tokio::sync::broadcast;
 
+mod calls;
+mod error;
 #[cfg(feature = "oauth")]
-pub use self::oauth_ops::{Login, LoginEvent, LoginOptions, OAuthClient};
+mod login;
 
-/// Why a management operation did nothing.
-#[derive(Debug, Clone)]
-#[non_exhaustive]
-pub enum ControlError {
-    /// The input is wrong (a name, an entry, an allowlist entry): fix it and try again.
-    Invalid(String),
-    /// It clashes with what is there (a taken name, a login already running).
-    Conflict(String),
-    /// No such server (or no login in progress).
-    NotFound(String),
-    /// The login ended without tokens; the error says why.
-    LoginFailed(Box<Error>),
-    /// A file could not be read or saved, or a lock not taken.
-    Failed(String),
-}
-
-impl ControlError {
-    /// What went wrong and what to do.
-    pub fn message(&self) -> String {
-        self.to_string()
-    }
-}
-
-impl fmt::Display for ControlError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            ControlError::Invalid(m)
-            | ControlError::Conflict(m)
-            | ControlError::NotFound(m)
-            | ControlError::Failed(m) => f.write_str(m),
-            ControlError::LoginFailed(e) => e.fmt(f),
-        }
-    }
-}
-
-impl std::error::Error for ControlError {
-    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
-        match self {
-            ControlError::LoginFailed(e) => Some(e.as_ref()),
-            _ => None,
-        }
-    }
-}
-
-impl From<AddError> for ControlError {
-    fn from(e: AddError) -> Self {
-        match e {
-            AddError::InvalidName(_) => ControlError::Invalid(e.to_string()),
-            _ => ControlError::Conflict(e.to_string()),
-        }
-    }
-}
+pub use calls::{CallOutcome, DEFAULT_MAX_CALLS_PER_SERVER, ToolCall};
+pub use error::ControlError;
+#[cfg(feature = "oauth")]
+pub use login::{Login, LoginEvent, LoginOptions, OAuthClient};
 
 /// `server` with a command typed relative to the current folder (`./server.sh`,
 /// `bin/server`) made absolute, so it still runs when the config is read from another folder;
@@ -140,8 +101,9 @@ struct Inner {
     manager: Manager,
     config: FileGuard,
     allowlist: FileGuard,
+    calls: calls::CallRules,
     #[cfg(feature = "oauth")]
-    oauth: oauth_ops::OAuthState,
+    oauth: login::OAuthState,
 }
 
 /// The management operations over one manager, its config file, allowlist and token store.
@@ -223,14 +185,14 @@ impl Control {
                 manager,
                 config: FileGuard::new(config_path),
                 allowlist: FileGuard::new(allowlist),
+                calls: calls::CallRules::default(),
                 #[cfg(feature = "oauth")]
-                oauth: oauth_ops::OAuthState::new(store),
+                oauth: login::OAuthState::new(store),
             }),
         }
     }
 
-    /// The manager.
-    pub fn manager(&self) -> &Manager {
+    fn manager(&self) -> &Manager {
         &self.inner.manager
     }
 
@@ -576,6 +538,205 @@ impl Control {
     }
 }
 
+/// The servers as the manager has them now, what they offer, and what they are asked: the
+/// one door of every front end to the running servers.
+impl Control {
+    /// Every server's status, in name order.
+    pub fn status(&self) -> Vec<ServerStatus> {
+        self.manager().status()
+    }
+
+    /// Server `name`'s status; `None` if the manager does not run it.
+    pub fn server_status(&self, name: &str) -> Option<ServerStatus> {
+        self.manager().status().into_iter().find(|s| s.name == name)
+    }
+
+    /// Server `name`'s client while it is connected (its details: instructions,
+    /// capabilities, version).
+    pub fn client(&self, name: &str) -> Option<Arc<Client>> {
+        self.manager().client(name)
+    }
+
+    /// The registered tools, and the names that collided.
+    pub fn registry(&self) -> Registry {
+        self.manager().registry()
+    }
+
+    /// Server `name`'s tools, the hidden ones too; `None` if there is no such server.
+    pub fn server_tools(&self, name: &str) -> Option<Vec<ServerTool>> {
+        self.manager().server_tools(name)
+    }
+
+    /// Every visible tool's definition, for the model.
+    pub fn tool_definitions(&self) -> Vec<ToolDefinition> {
+        self.manager().tool_definitions()
+    }
+
+    /// The registered tools that best match `query`, best first, at most `limit`.
+    pub fn search_tools(&self, query: &str, limit: usize) -> Vec<RegisteredTool> {
+        self.manager().search_tools(query, limit)
+    }
+
+    /// The definitions to offer the model in `conversation` (see [`Manager::offered_tools`]).
+    pub fn offered_tools(&self, conversation: &Conversation) -> Vec<ToolDefinition> {
+        self.manager().offered_tools(conversation)
+    }
+
+    /// Whether the model is offered the search tool instead of every definition.
+    pub fn tool_search_active(&self) -> bool {
+        self.manager().tool_search_active()
+    }
+
+    /// Server `name`'s resources, templates and prompts as last listed.
+    pub fn catalog(&self, name: &str) -> Option<Catalog> {
+        self.manager().catalog(name)
+    }
+
+    /// The resources of server `name` followed for updates.
+    pub fn subscriptions(&self, name: &str) -> Vec<String> {
+        self.manager().subscriptions(name)
+    }
+
+    /// A new listener on the manager's events.
+    pub fn events(&self) -> broadcast::Receiver<Event> {
+        self.manager().events()
+    }
+
+    /// The manager's event bus (how many listen; publishing).
+    pub fn event_bus(&self) -> &EventBus {
+        self.manager().event_bus()
+    }
+
+    /// Reconnects server `name` (see [`Manager::reconnect_server`]).
+    pub async fn reconnect_server(&self, name: &str) -> crate::Result<()> {
+        self.manager().reconnect_server(name).await
+    }
+
+    /// Reconnects every enabled server; each one's outcome.
+    pub async fn reconnect(&self) -> Vec<(String, crate::Result<()>)> {
+        self.manager().reconnect().await
+    }
+
+    /// Reads resource `uri` of server `server`, rendered and capped as a tool result is.
+    pub async fn read_resource(&self, server: &str, uri: &str) -> crate::Result<ResourceOutput> {
+        self.manager().read_resource(server, uri).await
+    }
+
+    /// Prompt `prompt` of server `server`, filled in with `arguments` (an object of strings).
+    pub async fn get_prompt(
+        &self,
+        server: &str,
+        prompt: &str,
+        arguments: Value,
+    ) -> crate::Result<PromptContents> {
+        self.manager().get_prompt(server, prompt, arguments).await
+    }
+
+    /// Server `server`'s completions of `argument` (typed so far: `value`) of a prompt or
+    /// resource template.
+    pub async fn complete(
+        &self,
+        server: &str,
+        reference: &CompletionRef,
+        argument: &str,
+        value: &str,
+        context: &[(String, String)],
+    ) -> crate::Result<Completion> {
+        let manager = self.manager();
+        manager
+            .complete(server, reference, argument, value, context)
+            .await
+    }
+
+    /// Follows resource `uri` of server `server`: its updates come as
+    /// [`Event::ResourceUpdated`].
+    pub async fn subscribe(&self, server: &str, uri: &str) -> crate::Result<()> {
+        self.manager().subscribe(server, uri).await
+    }
+
+    /// Stops following resource `uri` of server `server`.
+    pub async fn unsubscribe(&self, server: &str, uri: &str) -> crate::Result<()> {
+        self.manager().unsubscribe(server, uri).await
+    }
+
+    /// Makes a tool call under the rules every front end shares (see [`ToolCall`]): at most
+    /// [`Control::set_max_calls_per_server`] in flight to one server, cancellable by its
+    /// caller's id, progress published while anyone listens on the events.
+    pub async fn call(&self, call: ToolCall) -> Result<CallOutcome, CallError> {
+        self.inner.calls.call(self.manager(), call).await
+    }
+
+    /// Cancels the call running under the caller's id `id` (it fails with
+    /// [`CallError::Cancelled`]; the server is told); false if none runs under it.
+    pub fn cancel_call(&self, id: &str) -> bool {
+        self.inner.calls.cancel(id)
+    }
+
+    /// Sets how many calls [`Control::call`] runs at once to one server (at least 1;
+    /// [`DEFAULT_MAX_CALLS_PER_SERVER`] unless set).
+    pub fn set_max_calls_per_server(&self, most: usize) {
+        self.inner.calls.set_most_per_server(most);
+    }
+
+    /// Closes every server (see [`Manager::close`]).
+    pub async fn close(&self) {
+        self.manager().close().await;
+    }
+}
+
+/// OAuth: a pre-registered client, logout, and logins with paste-back.
+#[cfg(feature = "oauth")]
+impl Control {
+    /// The token store.
+    pub fn token_store(&self) -> &Arc<dyn crate::auth::TokenStore> {
+        &self.inner.oauth.store
+    }
+
+    /// Sets the pre-registered OAuth client of the `"auth": "oauth"` server `name`: the id
+    /// and redirect URI go to its entry, the secret to the token store. Returns the redirect
+    /// URI in force.
+    pub async fn set_oauth_client(
+        &self,
+        name: &str,
+        client: &OAuthClient,
+    ) -> Result<String, ControlError> {
+        let _held = self.inner.config.hold().await?;
+        let mut config = self.config()?;
+        let redirect_uri = self.inner.oauth.set_client(&mut config, name, client)?;
+        self.save_config(&config)?;
+        Ok(redirect_uri)
+    }
+
+    /// Forgets the tokens of the `"auth": "oauth"` server `name` and reconnects it, so it
+    /// shows `needs login`; returns its state (`None` if the manager does not run it).
+    pub async fn logout(&self, name: &str) -> Result<Option<ServerState>, ControlError> {
+        self.inner.oauth.logout(&self.config()?, name).await?;
+        if self.is_running(name)
+            && let Err(e) = self.manager().reconnect_server(name).await
+        {
+            tracing::info!(server = %name, "logged out: {e}");
+        }
+        Ok(self.server_status(name).map(|s| s.state))
+    }
+
+    /// Starts an OAuth login to the `"auth": "oauth"` server `name` on a task of its own: a
+    /// loopback listener (and the browser, if `options` say so) plus paste-back through
+    /// [`Control::complete_login_by_paste`]. Its events come through the [`Login`]; a
+    /// successful login reconnects the server before it says so. One login per server at a
+    /// time; dropping the [`Login`] cancels it. Must be called within a tokio runtime.
+    pub fn begin_login(&self, name: &str, options: LoginOptions) -> Result<Login, ControlError> {
+        let config = self.config()?;
+        let manager = self.manager().clone();
+        self.inner.oauth.begin(config, name, options, manager)
+    }
+
+    /// Completes the login to `name` in progress with the URL the browser ended on (it must
+    /// carry `code=` or `error=`); returns once the login has ended.
+    pub async fn complete_login_by_paste(&self, name: &str, url: &str) -> Result<(), ControlError> {
+        self.inner.oauth.paste(name, url).await
+    }
+}
+
 /// `mcp__<server>__`, for a valid server name.
 fn server_prefix(server: &str) -> Result<String, ControlError> {
     if let Some(problem) = super::config::server_name_problem(server) {
@@ -590,358 +751,4 @@ fn prefix_entries(list: &Allowlist, prefix: &str) -> Vec<String> {
         .filter(|e| crate::host::gate::belongs_to(e, prefix))
         .map(str::to_string)
         .collect()
-}
-
-#[cfg(feature = "oauth")]
-mod oauth_ops {
-    //! OAuth: a pre-registered client, logout, and logins with paste-back.
-
-    use super::{Control, ControlError};
-    use crate::auth::TokenStore;
-    use crate::auth::callback::{
-        CallbackParams, DEFAULT_REDIRECT_URI, LOGIN_TIMEOUT, LoopbackAgent,
-    };
-    use crate::error::{Error, ErrorKind};
-    use crate::host::config::{Config, HttpServer, ServerConfig};
-    use crate::host::manager::ServerState;
-    use crate::host::oauth;
-    use std::collections::HashMap;
-    use std::sync::{Arc, Mutex};
-    use std::time::Duration;
-    use tokio::sync::{mpsc, oneshot, watch};
-
-    /// How a login ended: `Err` carries the reason.
-    type Outcome = Option<Result<(), Error>>;
-
-    /// A login in progress, as the paste-back finds it.
-    struct Pending {
-        paste: mpsc::Sender<String>,
-        done: watch::Receiver<Outcome>,
-        /// The `state` of the authorization URL once the login has shown it: a pasted URL
-        /// that does not carry it is refused at once.
-        state: Arc<Mutex<Option<String>>>,
-    }
-
-    pub(super) struct OAuthState {
-        pub(super) store: Arc<dyn TokenStore>,
-        /// Logins in progress, by server.
-        logins: Mutex<HashMap<String, Pending>>,
-    }
-
-    impl OAuthState {
-        pub(super) fn new(store: Arc<dyn TokenStore>) -> Self {
-            OAuthState {
-                store,
-                logins: Mutex::new(HashMap::new()),
-            }
-        }
-    }
-
-    /// A pre-registered OAuth client (one registered by hand with the authorization server).
-    #[derive(Debug, Clone, Default, PartialEq, Eq)]
-    pub struct OAuthClient {
-        /// Its id.
-        pub client_id: String,
-        /// Its secret, if it has one: kept in the token store, never in the config file.
-        pub client_secret: Option<crate::secret::Secret>,
-        /// Its exact redirect URI; `None` is `http://localhost:17988/callback`.
-        pub redirect_uri: Option<String>,
-    }
-
-    /// How a login runs.
-    #[derive(Debug, Clone)]
-    pub struct LoginOptions {
-        /// Open the system browser on the authorization URL (it is always given as a
-        /// [`LoginEvent::Url`] too).
-        pub open_browser: bool,
-        /// How long to wait for the user.
-        pub timeout: Duration,
-    }
-
-    impl Default for LoginOptions {
-        fn default() -> Self {
-            LoginOptions {
-                open_browser: true,
-                timeout: LOGIN_TIMEOUT,
-            }
-        }
-    }
-
-    /// What a login in progress tells.
-    #[derive(Debug, Clone)]
-    pub enum LoginEvent {
-        /// The authorization URL to open (from the server's metadata: show it escaped).
-        Url(String),
-        /// The login ended (the server was reconnected first): `Err` says why it failed
-        /// ([`Error::auth_error`](crate::Error::auth_error) tells a refused login from a locked
-        /// keychain or a network failure; a login that ran out of time is a timeout).
-        Done(Result<(), Error>),
-    }
-
-    /// A login in progress ([`Control::begin_login`]). Dropping it cancels the login.
-    #[derive(Debug)]
-    pub struct Login {
-        events: mpsc::Receiver<LoginEvent>,
-        _cancel: oneshot::Sender<()>,
-    }
-
-    impl Login {
-        /// The next event; `None` after [`LoginEvent::Done`].
-        pub async fn next(&mut self) -> Option<LoginEvent> {
-            self.events.recv().await
-        }
-    }
-
-    /// The `"auth": "oauth"` entry `name`: not found if there is no such server, invalid if
-    /// it is not one that logs in.
-    fn oauth_server(config: &Config, name: &str) -> Result<HttpServer, ControlError> {
-        if config.server(name).is_none() {
-            return Err(ControlError::NotFound(format!(
-                "no server named {name:?} in the config; add it first"
-            )));
-        }
-        oauth::oauth_entry(config, name).map_err(|e| ControlError::Invalid(e.to_string()))
-    }
-
-    /// Whether a redirect URI is one the loopback listener can serve.
-    pub(crate) fn is_loopback_redirect(uri: &str) -> bool {
-        uri.strip_prefix("http://localhost:")
-            .or_else(|| uri.strip_prefix("http://127.0.0.1:"))
-            .and_then(|rest| {
-                let (port, path) = rest.split_at(rest.find('/')?);
-                Some(port.parse::<u16>().is_ok() && path.starts_with('/'))
-            })
-            .unwrap_or(false)
-    }
-
-    impl Control {
-        /// The token store.
-        pub fn token_store(&self) -> &Arc<dyn TokenStore> {
-            &self.inner.oauth.store
-        }
-
-        /// Sets the pre-registered OAuth client of the `"auth": "oauth"` server `name`: the
-        /// id and redirect URI go to its entry, the secret to the token store. Returns the
-        /// redirect URI in force.
-        pub async fn set_oauth_client(
-            &self,
-            name: &str,
-            client: &OAuthClient,
-        ) -> Result<String, ControlError> {
-            if client.client_id.is_empty() {
-                return Err(ControlError::Invalid(
-                    "the client id is empty; give the id the authorization server issued".into(),
-                ));
-            }
-            let redirect_uri = client
-                .redirect_uri
-                .clone()
-                .unwrap_or_else(|| DEFAULT_REDIRECT_URI.to_string());
-            if !is_loopback_redirect(&redirect_uri) {
-                return Err(ControlError::Invalid(format!(
-                    "redirect_uri {redirect_uri:?} is not http://localhost:PORT/PATH or http://127.0.0.1:PORT/PATH, which the login listener serves"
-                )));
-            }
-            let _held = self.inner.config.hold().await?;
-            let mut config = self.config()?;
-            let mut http = oauth_server(&config, name)?;
-            oauth::save_client_secret(
-                self.token_store().as_ref(),
-                name,
-                &http.url,
-                &client.client_id,
-                client.client_secret.as_ref().map(|s| s.expose()),
-            )
-            .map_err(|e| ControlError::Failed(format!("cannot keep the client secret: {e}")))?;
-            http.oauth_client_id = Some(client.client_id.clone());
-            http.oauth_client_secret = None;
-            http.oauth_redirect_uri = client.redirect_uri.clone();
-            config
-                .set_server(name, &ServerConfig::Http(http))
-                .map_err(|e| ControlError::Invalid(e.to_string()))?;
-            self.save_config(&config)?;
-            Ok(redirect_uri)
-        }
-
-        /// Forgets the tokens of the `"auth": "oauth"` server `name` and reconnects it, so
-        /// it shows `needs login`; returns its state (`None` if the manager does not run it).
-        pub async fn logout(&self, name: &str) -> Result<Option<ServerState>, ControlError> {
-            let http = oauth_server(&self.config()?, name)?;
-            oauth::server_oauth(name, &http, self.token_store().clone())
-                .logout()
-                .await
-                .map_err(|e| ControlError::Failed(e.to_string()))?;
-            let manager = self.manager();
-            if self.is_running(name)
-                && let Err(e) = manager.reconnect_server(name).await
-            {
-                tracing::info!(server = %name, "logged out: {e}");
-            }
-            Ok(manager
-                .status()
-                .into_iter()
-                .find(|s| s.name == name)
-                .map(|s| s.state))
-        }
-
-        /// Starts an OAuth login to the `"auth": "oauth"` server `name` on a task of its own:
-        /// a loopback listener (and the browser, if `options` say so) plus paste-back through
-        /// [`Control::complete_login_by_paste`]. Its events come through the [`Login`]; a
-        /// successful login reconnects the server before it says so. One login per server at
-        /// a time; dropping the [`Login`] cancels it. Must be called within a tokio runtime.
-        pub fn begin_login(
-            &self,
-            name: &str,
-            options: LoginOptions,
-        ) -> Result<Login, ControlError> {
-            let config = self.config()?;
-            oauth_server(&config, name)?;
-            let (paste_tx, paste_rx) = mpsc::channel(4);
-            let (done_tx, done_rx) = watch::channel(None);
-            let login_state = Arc::new(Mutex::new(None));
-            {
-                let mut logins = self.inner.oauth.logins.lock().expect("logins lock");
-                if logins.contains_key(name) {
-                    return Err(ControlError::Conflict(format!(
-                        "a login to {name} is already in progress; finish or cancel it first"
-                    )));
-                }
-                logins.insert(
-                    name.to_string(),
-                    Pending {
-                        paste: paste_tx,
-                        done: done_rx,
-                        state: login_state.clone(),
-                    },
-                );
-            }
-            let (events, events_rx) = mpsc::channel(8);
-            let (cancel_tx, mut cancel_rx) = oneshot::channel::<()>();
-            let shown = events.clone();
-            let mut agent = LoopbackAgent::new().with_paste(paste_rx);
-            agent.open_browser = options.open_browser;
-            agent.timeout = options.timeout;
-            agent.show_url = Arc::new(move |url| {
-                *login_state.lock().expect("login state lock") = CallbackParams::parse(url)
-                    .state
-                    .map(|s| s.expose().to_string());
-                let _ = shown.try_send(LoginEvent::Url(url.to_string()));
-            });
-            let control = self.clone();
-            let name = name.to_string();
-            tokio::spawn(async move {
-                let store = control.token_store().clone();
-                let login = oauth::login(&config, &name, store, &agent);
-                let outcome = tokio::select! {
-                    r = tokio::time::timeout(options.timeout + Duration::from_secs(5), login) => match r {
-                        Ok(Ok(())) => Ok(()),
-                        Ok(Err(e)) => Err(e),
-                        Err(_) => Err(Error::new(&name, ErrorKind::Timeout(options.timeout)).during("login")),
-                    },
-                    _ = &mut cancel_rx => Err(Error::new(&name, ErrorKind::Auth("the login was cancelled before it ended".into()))),
-                };
-                drop(agent);
-                control
-                    .inner
-                    .oauth
-                    .logins
-                    .lock()
-                    .expect("logins lock")
-                    .remove(&name);
-                if outcome.is_ok()
-                    && control.is_running(&name)
-                    && let Err(e) = control.manager().reconnect_server(&name).await
-                {
-                    tracing::warn!(server = %name, "logged in, but the reconnect failed: {e}");
-                }
-                let _ = done_tx.send(Some(outcome.clone()));
-                let _ = tokio::time::timeout(
-                    Duration::from_secs(5),
-                    events.send(LoginEvent::Done(outcome)),
-                )
-                .await;
-            });
-            Ok(Login {
-                events: events_rx,
-                _cancel: cancel_tx,
-            })
-        }
-
-        /// Completes the login to `name` in progress with the URL the browser ended on (it
-        /// must carry `code=` or `error=`); returns once the login has ended.
-        pub async fn complete_login_by_paste(
-            &self,
-            name: &str,
-            url: &str,
-        ) -> Result<(), ControlError> {
-            let params = CallbackParams::parse(url);
-            if params.code.is_none() && params.error.is_none() {
-                return Err(ControlError::Invalid(
-                    "the URL has no code= or error=; paste the whole URL the browser ended on"
-                        .into(),
-                ));
-            }
-            let (paste, mut done) = {
-                let logins = self.inner.oauth.logins.lock().expect("logins lock");
-                let pending = logins.get(name).ok_or_else(|| {
-                    ControlError::NotFound(format!(
-                        "no login to {name} is in progress; start one first (/mcp → {name} → login)"
-                    ))
-                })?;
-                let state = pending.state.lock().expect("login state lock").clone();
-                let Some(state) = state else {
-                    return Err(ControlError::Conflict(format!(
-                        "the login to {name} has not shown its authorization URL yet; paste the URL the browser ends on after that"
-                    )));
-                };
-                // Refused here, at once: the login goes on, waiting for its own redirect.
-                if !params.answers(Some(&state)) {
-                    return Err(ControlError::Invalid(format!(
-                        "that URL is not the redirect of this login to {name} (its state does not match): paste the URL the browser ended on for this login"
-                    )));
-                }
-                (pending.paste.clone(), pending.done.clone())
-            };
-            if paste.send(url.trim().to_string()).await.is_err() {
-                return Err(ControlError::Conflict(format!(
-                    "the login to {name} ended before the URL arrived; start it again"
-                )));
-            }
-            let outcome = done
-                .wait_for(Option::is_some)
-                .await
-                .map_err(|_| ControlError::Failed("the login ended without an outcome".into()))?
-                .clone();
-            match outcome {
-                Some(Ok(())) => Ok(()),
-                Some(Err(e)) => Err(ControlError::LoginFailed(Box::new(e))),
-                None => unreachable!("waited for an outcome"),
-            }
-        }
-    }
-
-    #[cfg(test)]
-    mod tests {
-        use super::*;
-
-        #[test]
-        fn redirect_uris() {
-            for ok in [
-                DEFAULT_REDIRECT_URI,
-                "http://127.0.0.1:9/cb",
-                "http://localhost:1/",
-            ] {
-                assert!(is_loopback_redirect(ok), "{ok}");
-            }
-            for bad in [
-                "https://localhost:1/cb",
-                "http://localhost/cb",
-                "http://localhost:x/cb",
-                "http://evil.test:1/cb",
-                "http://localhost:1",
-            ] {
-                assert!(!is_loopback_redirect(bad), "{bad}");
-            }
-        }
-    }
 }

@@ -224,8 +224,10 @@ fn as_seconds<S: serde::Serializer>(
     to.serialize_f64(value.as_secs_f64())
 }
 
-/// Why [`Manager::call`] did not return an output.
+/// Why a tool call ([`Manager::call`], [`Control::call`](super::Control::call)) did not
+/// return an output.
 #[derive(Debug, Clone)]
+#[non_exhaustive]
 pub enum CallError {
     /// No registered tool has this name.
     UnknownTool(String),
@@ -233,6 +235,19 @@ pub enum CallError {
     Denied(Denied),
     /// The server failed the call (after one reconnect and retry if the session died).
     Server(Error),
+    /// The server has `most` calls in flight already ([`Control::call`](super::Control::call)
+    /// runs no more at once): it may be hung; try again later.
+    Busy {
+        /// The server.
+        server: String,
+        /// Its calls in flight, the most at once.
+        most: usize,
+    },
+    /// Another call is running under this caller's id.
+    IdInUse(String),
+    /// The call under this caller's id was cancelled
+    /// ([`Control::cancel_call`](super::Control::cancel_call)); the server was told.
+    Cancelled(String),
 }
 
 impl fmt::Display for CallError {
@@ -244,11 +259,30 @@ impl fmt::Display for CallError {
             ),
             CallError::Denied(d) => d.fmt(f),
             CallError::Server(e) => e.fmt(f),
+            CallError::Busy { server, most } => write!(
+                f,
+                "server {server:?} has {most} calls in flight, the most run at once for one server (it may be hung: see its status); try again later"
+            ),
+            CallError::IdInUse(id) => write!(
+                f,
+                "a call with id {id:?} is running; give each call its own id"
+            ),
+            CallError::Cancelled(id) => {
+                write!(f, "the call {id:?} was cancelled; the server was told")
+            }
         }
     }
 }
 
-impl std::error::Error for CallError {}
+impl std::error::Error for CallError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        // The server's error is shown as this one (it is transparent): its cause is ours.
+        match self {
+            CallError::Server(e) => e.source(),
+            _ => None,
+        }
+    }
+}
 
 /// Why [`Manager::add`] did not add a server.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -55,7 +55,9 @@ pub use config::{
     Config, ConfigError, HttpServer, MAX_TIMEOUT, ServerConfig, StdioServer, Timeouts, config_dir,
     default_config_path, is_valid_server_name,
 };
-pub use control::{AddingServer, Control, ControlError};
+pub use control::{
+    AddingServer, CallOutcome, Control, ControlError, DEFAULT_MAX_CALLS_PER_SERVER, ToolCall,
+};
 #[cfg(feature = "oauth")]
 pub use control::{Login, LoginEvent, LoginOptions, OAuthClient};
 pub use eras::EraMemory;

@@ -9,7 +9,7 @@ use crate::host::config::ServerConfig;
 use crate::host::control::{Control, ControlError, LoginEvent, LoginOptions};
 use crate::host::gate::Allowlist;
 use crate::host::manager::ServerState;
-use crate::host::{EVENT_QUEUE, PendingRequests, PermissionMode};
+use crate::host::{EVENT_QUEUE, PendingRequests, PermissionMode, ToolCall};
 use crossterm::event::{Event, KeyEvent, KeyEventKind};
 use ratatui::Frame;
 use ratatui::layout::Rect;
@@ -78,12 +78,12 @@ impl std::fmt::Debug for Panel {
 /// What the panel shows, read from the manager and the files now: with the catalog of
 /// `catalog_of`, the server whose screen is open.
 fn snapshot(control: &Control, catalog_of: Option<&str>) -> Snapshot {
-    let manager = control.manager();
-    let servers = manager.status();
+    let control = &control;
+    let servers = control.status();
     let mut tools: Vec<ToolRow> = servers
         .iter()
         .flat_map(|s| {
-            manager
+            control
                 .server_tools(&s.name)
                 .unwrap_or_default()
                 .into_iter()
@@ -101,7 +101,7 @@ fn snapshot(control: &Control, catalog_of: Option<&str>) -> Snapshot {
         .iter()
         .filter(|s| s.has_instructions)
         .filter_map(|s| {
-            let text = manager.client(&s.name)?.details().instructions.clone()?;
+            let text = control.client(&s.name)?.details().instructions.clone()?;
             Some((s.name.clone(), text))
         })
         .collect();
@@ -136,8 +136,8 @@ fn snapshot(control: &Control, catalog_of: Option<&str>) -> Snapshot {
     let catalog = catalog_of.and_then(|server| {
         Some(CatalogView {
             server: server.to_string(),
-            catalog: manager.catalog(server)?,
-            completions: manager
+            catalog: control.catalog(server)?,
+            completions: control
                 .client(server)
                 .is_some_and(|c| c.details().has_capability("completions")),
         })
@@ -214,7 +214,7 @@ impl Panel {
             }
         });
         let app = App::new(snapshot(&control, None));
-        let events = control.manager().events();
+        let events = control.events();
         Panel {
             app,
             control,
@@ -384,7 +384,6 @@ impl Panel {
             && self.allow_pending == 0
             && !self
                 .control
-                .manager()
                 .status()
                 .iter()
                 .any(|s| s.state == ServerState::Connecting)
@@ -468,13 +467,9 @@ impl Panel {
             }
             Effect::Reconnect(name) => {
                 self.spawn_job(async move {
-                    let outcome = match control.manager().reconnect_server(&name).await {
+                    let outcome = match control.reconnect_server(&name).await {
                         Ok(()) => {
-                            let status = control
-                                .manager()
-                                .status()
-                                .into_iter()
-                                .find(|s| s.name == name);
+                            let status = control.status().into_iter().find(|s| s.name == name);
                             let tools = status.map_or(0, |s| s.tool_count);
                             Ok(format!("{name} reconnected: {tools} tools"))
                         }
@@ -546,7 +541,7 @@ impl Panel {
                 uri,
             } => {
                 self.spawn_job(async move {
-                    let outcome = match control.manager().read_resource(&server, &uri).await {
+                    let outcome = match control.read_resource(&server, &uri).await {
                         Ok(read) => Ok(read.text),
                         Err(e) => Err(e.to_string()),
                     };
@@ -560,7 +555,7 @@ impl Panel {
                 arguments,
             } => {
                 self.spawn_job(async move {
-                    let got = control.manager().get_prompt(&server, &prompt, arguments);
+                    let got = control.get_prompt(&server, &prompt, arguments);
                     let outcome = got
                         .await
                         .map(|p| prompt_text(&p))
@@ -575,14 +570,12 @@ impl Panel {
             } => {
                 self.spawn_job(async move {
                     // The user sent it from the panel: that is the approval.
-                    let call = control
-                        .manager()
-                        .call(&name, arguments, PermissionMode::Auto);
-                    let outcome = match call.await {
-                        Ok(out) if out.is_error => {
-                            Ok(format!("The tool reported an error:\n{}", out.text))
+                    let call = ToolCall::new(name, arguments).mode(PermissionMode::Auto);
+                    let outcome = match control.call(call).await {
+                        Ok(done) if done.output.is_error => {
+                            Ok(format!("The tool reported an error:\n{}", done.output.text))
                         }
-                        Ok(out) => Ok(out.text),
+                        Ok(done) => Ok(done.output.text),
                         Err(e) => Err(e.to_string()),
                     };
                     Some(Update::Output { ticket, outcome })
@@ -597,8 +590,8 @@ impl Panel {
                 context,
             } => {
                 self.spawn_job(async move {
-                    let manager = control.manager();
-                    let asked = manager.complete(&server, &reference, &argument, &value, &context);
+                    let control = &control;
+                    let asked = control.complete(&server, &reference, &argument, &value, &context);
                     let outcome = asked.await.map(|c| c.values).map_err(|e| e.to_string());
                     Some(Update::Completed { ticket, outcome })
                 });
