@@ -14,15 +14,13 @@ use std::time::Duration;
 pub(crate) type Cause = Arc<dyn std::error::Error + Send + Sync + 'static>;
 
 /// A failure talking to one MCP server. Its `Display` and `Debug` are safe to show (see the
-/// module docs); its fields hold the text as it came.
+/// module docs); [`Error::server`], [`Error::method`] and [`Error::kind`] give the parts as
+/// they came.
 #[derive(Clone)]
 pub struct Error {
-    /// The server's name as configured (or as given to `probe`).
-    pub server: String,
-    /// The MCP method that failed, if the failure belongs to one.
-    pub method: Option<String>,
-    /// What went wrong.
-    pub kind: ErrorKind,
+    pub(crate) server: String,
+    pub(crate) method: Option<String>,
+    pub(crate) kind: ErrorKind,
     /// The I/O, HTTP or JSON error behind it, if any: [`std::error::Error::source`].
     cause: Option<Cause>,
 }
@@ -95,6 +93,21 @@ impl Error {
     pub(crate) fn with_cause(mut self, cause: Option<Cause>) -> Self {
         self.cause = cause;
         self
+    }
+
+    /// The server's name as configured (or as given to `probe`).
+    pub fn server(&self) -> &str {
+        &self.server
+    }
+
+    /// The MCP method that failed, if the failure belongs to one.
+    pub fn method(&self) -> Option<&str> {
+        self.method.as_deref()
+    }
+
+    /// What went wrong.
+    pub fn kind(&self) -> &ErrorKind {
+        &self.kind
     }
 
     /// The same error, tied to `method`.

@@ -119,10 +119,10 @@ async fn every_feature_works_over_stdio_and_http_in_both_eras() {
         assert_eq!(logo.text, "[blob image/png, 8 bytes]", "{setup:?}");
         let missing = client.read_resource("fixture://nothing").await.unwrap_err();
         assert!(
-            matches!(&missing.kind, ErrorKind::Rpc(e) if e.code == -32602),
+            matches!(&missing.kind(), ErrorKind::Rpc(e) if e.code == -32602),
             "{missing}"
         );
-        assert_eq!(missing.method.as_deref(), Some("resources/read"));
+        assert_eq!(missing.method(), Some("resources/read"));
 
         // A prompt with its arguments, each message's content block.
         let greet = client
@@ -191,7 +191,7 @@ async fn every_feature_works_over_stdio_and_http_in_both_eras() {
             assert_eq!(log.level, Some(LogLevel::Info));
             assert_eq!(log.data, json!("handling prompts/list"), "{setup:?}");
             let refused = client.subscribe("fixture://readme").await.unwrap_err();
-            assert_eq!(refused.method.as_deref(), Some("resources/subscribe"));
+            assert_eq!(refused.method(), Some("resources/subscribe"));
             assert!(
                 refused.to_string().contains("listen_for_changes"),
                 "{refused}"
@@ -316,7 +316,7 @@ async fn one_list_budget_covers_tools_resources_and_prompts() {
     assert_eq!(client.list_resources().await.unwrap().len(), 2);
     assert_eq!(client.list_resource_templates().await.unwrap().len(), 1);
     let err = client.list_prompts().await.unwrap_err();
-    assert_eq!(err.method.as_deref(), Some("prompts/list"));
+    assert_eq!(err.method(), Some("prompts/list"));
     assert!(
         err.to_string().contains("beside 12 entries"),
         "the other lists count: {err}"
@@ -370,7 +370,7 @@ async fn new_requests_keep_deadlines_cancellation_and_progress() {
     let started = std::time::Instant::now();
     let err = client.read_resource("fixture://readme").await.unwrap_err();
     assert!(err.is_timeout(), "{err}");
-    assert_eq!(err.method.as_deref(), Some("resources/read"));
+    assert_eq!(err.method(), Some("resources/read"));
     let err = client.get_prompt("summarize", json!({})).await.unwrap_err();
     assert!(err.is_timeout(), "{err}");
     assert!(started.elapsed() < Duration::from_secs(3));

@@ -158,7 +158,7 @@ async fn a_cut_stream_is_resumed_at_most_5_times() {
         .await
         .expect("the call ends")
         .expect_err("a stream that cannot be resumed fails its call");
-    assert!(matches!(err.kind, ErrorKind::Interrupted(_)), "{err}");
+    assert!(matches!(err.kind(), ErrorKind::Interrupted(_)), "{err}");
     assert!(
         err.to_string()
             .contains("could not be resumed after 5 attempts"),
@@ -337,7 +337,7 @@ async fn http_errors_name_the_status_and_the_server() {
     .unwrap();
     assert!(
         matches!(
-            err.kind,
+            err.kind(),
             ErrorKind::Http {
                 status: Some(404),
                 ..
@@ -359,7 +359,7 @@ async fn http_errors_name_the_status_and_the_server() {
         .err()
         .unwrap();
     assert!(
-        matches!(err.kind, ErrorKind::Http { status: None, .. }),
+        matches!(err.kind(), ErrorKind::Http { status: None, .. }),
         "{err}"
     );
     // The HTTP client's error is kept as the source, down to the refused connection.

@@ -62,7 +62,7 @@ async fn older_versions_are_accepted_and_unknown_ones_refused() {
         message.contains("2099-01-01") && message.contains("2025-11-25"),
         "{message}"
     );
-    assert_eq!(err.method.as_deref(), Some("initialize"));
+    assert_eq!(err.method(), Some("initialize"));
 }
 
 #[tokio::test]
@@ -180,7 +180,7 @@ async fn calls_render_text_and_flag_tool_errors() {
     assert_eq!(failed.text, "the fail tool failed, as asked");
     let err = client.call_tool("nope", json!({})).await.unwrap_err();
     assert!(
-        matches!(&err.kind, ErrorKind::Rpc(e) if e.code == -32602),
+        matches!(&err.kind(), ErrorKind::Rpc(e) if e.code == -32602),
         "{err}"
     );
     assert!(err.to_string().contains("tools/call"), "{err}");
@@ -579,7 +579,7 @@ async fn a_server_that_exits_at_start_names_its_status_and_last_stderr_lines() {
         .await
         .err()
         .expect("the server exits");
-    assert!(matches!(err.kind, ErrorKind::Closed(_)), "{err:?}");
+    assert!(matches!(err.kind(), ErrorKind::Closed(_)), "{err:?}");
     assert!(!err.may_have_run(), "{err}");
     assert_eq!(
         err.to_string(),
@@ -636,7 +636,7 @@ async fn no_initialize_response_times_out_and_leaves_nothing() {
     .err()
     .expect("no answer to initialize");
     assert!(err.is_timeout(), "{err}");
-    assert_eq!(err.method.as_deref(), Some("initialize"));
+    assert_eq!(err.method(), Some("initialize"));
     assert!(started.elapsed() < Duration::from_secs(8));
     assert_eq!(
         processes_with_arg("no-init-response"),
@@ -698,7 +698,7 @@ async fn a_missing_command_is_a_start_error() {
         .await
         .err()
         .unwrap();
-    assert!(matches!(err.kind, ErrorKind::Spawn(_)));
+    assert!(matches!(err.kind(), ErrorKind::Spawn(_)));
     assert!(
         err.to_string()
             .starts_with("mcp server \"ghost\": could not start the server"),
@@ -833,7 +833,7 @@ async fn progress_cannot_extend_a_call_past_its_maximum() {
         .unwrap_err();
     let waited = started.elapsed();
     assert!(
-        matches!(err.kind, ErrorKind::Timeout(d) if d == Duration::from_secs(3)),
+        matches!(err.kind(), ErrorKind::Timeout(d) if *d == Duration::from_secs(3)),
         "{err}"
     );
     assert!(err.to_string().contains("no response after 3.0 s"), "{err}");
@@ -938,7 +938,7 @@ async fn at_most_16_server_requests_are_answered_at_once() {
             .expect("the call ends")
             .unwrap();
         let err = outcome.expect_err("a 17th request is not answered");
-        assert!(matches!(err.kind, ErrorKind::Timeout(_)), "{err}");
+        assert!(matches!(err.kind(), ErrorKind::Timeout(_)), "{err}");
     }
     release.send_replace(true);
     for call in held {

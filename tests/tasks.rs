@@ -69,7 +69,7 @@ async fn a_required_task_runs_with_progress_and_renders_as_any_call() {
     assert_eq!(task.poll_interval(), Some(Duration::from_millis(50)));
     // An ended task cannot be cancelled: the server's error.
     let refused = client.cancel_task(&task.task_id).await.unwrap_err();
-    assert!(matches!(refused.kind, ErrorKind::Rpc(_)), "{refused}");
+    assert!(matches!(refused.kind(), ErrorKind::Rpc(_)), "{refused}");
     // A failed task's result is the tool error it was.
     let args = json!({"seconds": 0.05, "steps": 1, "fail": true});
     let out = client.call_tool("research", args).await.unwrap();
@@ -123,7 +123,7 @@ async fn a_task_past_its_deadline_is_cancelled() {
         .call_tool_with("research", args, options)
         .await
         .unwrap_err();
-    assert!(matches!(e.kind, ErrorKind::Timeout(_)), "{e}");
+    assert!(matches!(e.kind(), ErrorKind::Timeout(_)), "{e}");
     assert!(started.elapsed() < Duration::from_secs(3));
     assert!(task_cancelled(&client, "task-1").await, "tasks/cancel sent");
     let task = client.get_task("task-1").await.unwrap();
@@ -248,7 +248,7 @@ async fn extension_task_runs_with_progress(http: bool) {
     assert_eq!(task.ttl(), Some(Duration::from_secs(60)));
     // No tasks/list in the extension: said, nothing sent.
     let e = client.list_tasks().await.unwrap_err();
-    assert!(matches!(e.kind, ErrorKind::Usage(_)), "{e}");
+    assert!(matches!(e.kind(), ErrorKind::Usage(_)), "{e}");
     // A tool error is a completed task's result.
     let args = json!({"seconds": 0.05, "steps": 1, "fail": true});
     let out = client.call_tool("research", args).await.unwrap();
@@ -293,7 +293,7 @@ async fn extension_server_decides(http: bool) {
         .call_tool_with("research", json!({"seconds": 0.05}), options)
         .await
         .unwrap_err();
-    match &refused.kind {
+    match &refused.kind() {
         ErrorKind::Rpc(e) => assert_eq!(e.code, -32021, "{refused}"),
         _ => panic!("{refused}"),
     }
@@ -357,7 +357,7 @@ async fn extension_task_past_deadline_is_cancelled(http: bool) {
         .call_tool_with("research", args, options)
         .await
         .unwrap_err();
-    assert!(matches!(e.kind, ErrorKind::Timeout(_)), "{e}");
+    assert!(matches!(e.kind(), ErrorKind::Timeout(_)), "{e}");
     assert!(started.elapsed() < Duration::from_secs(3));
     assert!(task_cancelled(&client, "task-1").await, "tasks/cancel sent");
     let task = client.get_task("task-1").await.unwrap();

@@ -229,7 +229,7 @@ async fn exercise(client: &Client, scenario: &str, context: &Value) -> agenvoy_m
 fn tolerate<T>(outcome: agenvoy_mcp::Result<T>) -> agenvoy_mcp::Result<Option<T>> {
     match outcome {
         Ok(value) => Ok(Some(value)),
-        Err(e) if matches!(e.kind, agenvoy_mcp::ErrorKind::Rpc(_)) => {
+        Err(e) if matches!(e.kind(), agenvoy_mcp::ErrorKind::Rpc(_)) => {
             eprintln!("{e}");
             Ok(None)
         }

@@ -108,9 +108,9 @@ fn step_failed(step: &str, error: impl std::fmt::Display) -> ExitCode {
 }
 
 fn step_of(error: &Error) -> String {
-    match &error.kind {
+    match error.kind() {
         agenvoy_mcp::ErrorKind::Spawn(_) => "start".into(),
-        _ => error.method.clone().unwrap_or_else(|| "initialize".into()),
+        _ => error.method().unwrap_or("initialize").to_string(),
     }
 }
 
