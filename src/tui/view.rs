@@ -3,7 +3,8 @@
 //! drawn with control characters escaped; env values, header values and secrets never are,
 //! and the URL the add wizard takes is drawn with its query values and password as `***`.
 
-use super::app::{AUTHS, App, ClientField, LoginState, Screen, Step, TRANSPORTS, ToolRow, Wizard};
+use super::app::{App, ClientField, LoginState, Screen, ToolRow};
+use super::wizard::{AUTHS, Step, TRANSPORTS, Wizard};
 use super::{view_ask, view_catalog};
 use crate::host::manager::{ServerState, ServerStatus};
 use crate::host::registry::PREFIX;
@@ -95,11 +96,7 @@ fn title_and_keys(app: &App) -> (String, &'static str) {
             format!("/mcp · {server} · tools"),
             "↑/↓ move  Enter call  Space approve  A server  v show/hide  V all  Esc back",
         ),
-        Screen::Resources { .. }
-        | Screen::Prompts { .. }
-        | Screen::Arguments(_)
-        | Screen::Call(_)
-        | Screen::Output(_) => view_catalog::title_and_keys(&app.screen),
+        Screen::Catalog(page) => view_catalog::title_and_keys(page),
         Screen::Instructions { server, .. } => (
             format!("/mcp · {server} · instructions"),
             "↑/↓ scroll  PgUp/PgDn page  Esc back",
@@ -166,11 +163,7 @@ pub(crate) fn draw(app: &App, frame: &mut Frame, area: Rect) {
         Screen::Add(wizard) => draw_wizard(app, frame, area, wizard),
         Screen::Client { server, form } => draw_client(app, frame, area, server, form),
         Screen::Login { .. } => draw_login(app, frame, area),
-        Screen::Resources { .. }
-        | Screen::Prompts { .. }
-        | Screen::Arguments(_)
-        | Screen::Call(_)
-        | Screen::Output(_) => view_catalog::draw(app, frame, area),
+        Screen::Catalog(page) => view_catalog::draw(app, page, frame, area),
     }
     draw_status(app, frame, status);
     // A server's question is drawn over the screen, with its own keys.

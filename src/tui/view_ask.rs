@@ -23,7 +23,7 @@ pub(crate) fn draw(app: &App, asking: &Asking, frame: &mut Frame, area: Rect) ->
         width: area.width.saturating_sub(2),
         height: area.height.saturating_sub(1),
     };
-    let more = app.asked.len().saturating_sub(1);
+    let more = app.asked.queue.len().saturating_sub(1);
     let mut title = format!(" {} asks ", clean_line(&asking.server));
     if more > 0 {
         title.push_str(&format!("({more} more waiting) "));
