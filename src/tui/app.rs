@@ -8,10 +8,9 @@ use super::catalog::{CallForm, CatalogView, Fetches, Next, Page, Turn};
 use super::effect::{Effect, Job, MAX_JOBS, Notice, TOO_MUCH};
 use super::form::{Asking, Requests};
 use super::input::{Input, Mask, down, key_is, up};
+use super::oauth::{ClientForm, LoginState};
 use super::wizard::Wizard;
-use crate::auth::callback::DEFAULT_REDIRECT_URI;
 use crate::host::ReplyError;
-use crate::host::control::OAuthClient;
 use crate::host::gate::Allowlist;
 use crate::host::manager::{ServerState, ServerStatus};
 use crossterm::event::{KeyCode, KeyEvent, KeyEventKind, KeyModifiers};
@@ -102,32 +101,6 @@ pub(crate) enum Update {
     },
     /// Something to tell on the status line.
     Told(String),
-}
-
-/// The fields of the client form, in order.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum ClientField {
-    Id,
-    Secret,
-    Redirect,
-}
-
-/// The pre-registered client form.
-#[derive(Debug, Clone)]
-pub(crate) struct ClientForm {
-    pub(crate) field: ClientField,
-    pub(crate) client_id: String,
-    pub(crate) secret: Option<String>,
-    pub(crate) input: Input,
-    pub(crate) error: Option<String>,
-    pub(crate) saving: bool,
-}
-
-/// Where a login is.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) enum LoginState {
-    Waiting,
-    Done(Result<(), String>),
 }
 
 /// A screen.
@@ -336,7 +309,7 @@ impl App {
                 self.turn(turn)
             }
             Screen::Add(wizard) => self.on_wizard(key, wizard),
-            Screen::Client { server, form } => self.on_client(key, server, *form),
+            Screen::Client { server, form } => self.on_client(key, server, form),
             Screen::Login { .. } => self.on_login(key),
         }
     }
@@ -447,17 +420,7 @@ impl App {
                 Some(info) => {
                     self.screen = Screen::Client {
                         server: name,
-                        form: Box::new(ClientForm {
-                            field: ClientField::Id,
-                            client_id: String::new(),
-                            secret: None,
-                            input: Input::with_text(
-                                info.client_id.as_deref().unwrap_or(""),
-                                Mask::None,
-                            ),
-                            error: None,
-                            saving: false,
-                        }),
+                        form: Box::new(ClientForm::new(info.client_id.as_deref())),
                     }
                 }
             },
@@ -535,62 +498,30 @@ impl App {
         effects
     }
 
-    fn on_client(&mut self, key: KeyEvent, server: String, mut form: ClientForm) -> Vec<Effect> {
+    fn on_client(
+        &mut self,
+        key: KeyEvent,
+        server: String,
+        mut form: Box<ClientForm>,
+    ) -> Vec<Effect> {
         if key.code == KeyCode::Esc {
             self.screen = Screen::Server(server);
             self.tell("the client was not changed");
             return Vec::new();
         }
-        if form.saving {
-            self.screen = Screen::Client {
-                server,
-                form: Box::new(form),
-            };
-            return Vec::new();
-        }
-        let mut effects = Vec::new();
-        if key.code == KeyCode::Enter {
-            let text = form.input.text().trim().to_string();
-            form.error = None;
-            match form.field {
-                ClientField::Id if text.is_empty() => {
-                    form.error = Some("give the client id the authorization server issued".into());
-                }
-                ClientField::Id => {
-                    form.client_id = text;
-                    form.field = ClientField::Secret;
-                    form.input = Input::new(Mask::All);
-                }
-                ClientField::Secret => {
-                    form.secret = Some(form.input.text().to_string()).filter(|s| !s.is_empty());
-                    form.field = ClientField::Redirect;
-                    let redirect = self
-                        .data
-                        .oauth
-                        .get(&server)
-                        .and_then(|o| o.redirect_uri.clone())
-                        .unwrap_or_else(|| DEFAULT_REDIRECT_URI.to_string());
-                    form.input = Input::with_text(&redirect, Mask::None);
-                }
-                ClientField::Redirect => {
-                    form.saving = true;
-                    effects.push(Effect::SetClient {
-                        name: server.clone(),
-                        client: OAuthClient {
-                            client_id: form.client_id.clone(),
-                            client_secret: form.secret.clone().map(Into::into),
-                            redirect_uri: Some(text).filter(|t| t != DEFAULT_REDIRECT_URI),
-                        },
-                    });
-                }
-            }
-        } else {
-            form.input.handle(&key);
-        }
-        self.screen = Screen::Client {
-            server,
-            form: Box::new(form),
+        let redirect = self
+            .data
+            .oauth
+            .get(&server)
+            .and_then(|o| o.redirect_uri.as_deref());
+        let effects = match form.handle_key(&key, redirect) {
+            Some(client) => vec![Effect::SetClient {
+                name: server.clone(),
+                client,
+            }],
+            None => Vec::new(),
         };
+        self.screen = Screen::Client { server, form };
         effects
     }
 
@@ -759,6 +690,7 @@ impl App {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::host::control::OAuthClient;
     use crate::tui::wizard::Step;
     use serde_json::json;
 

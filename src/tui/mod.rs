@@ -64,6 +64,7 @@ mod catalog;
 mod effect;
 mod form;
 mod input;
+mod oauth;
 mod panel;
 mod template;
 mod view;

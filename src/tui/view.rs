@@ -3,7 +3,8 @@
 //! drawn with control characters escaped; env values, header values and secrets never are,
 //! and the URL the add wizard takes is drawn with its query values and password as `***`.
 
-use super::app::{App, ClientField, LoginState, Screen, ToolRow};
+use super::app::{App, Screen, ToolRow};
+use super::oauth::{ClientField, ClientForm, LoginState};
 use super::wizard::{AUTHS, Step, TRANSPORTS, Wizard};
 use super::{view_ask, view_catalog};
 use crate::host::manager::{ServerState, ServerStatus};
@@ -581,13 +582,7 @@ fn names(pairs: &[(String, String)]) -> String {
     format!("{} (values hidden)", names.join(", "))
 }
 
-fn draw_client(
-    app: &App,
-    frame: &mut Frame,
-    area: Rect,
-    server: &str,
-    form: &super::app::ClientForm,
-) {
+fn draw_client(app: &App, frame: &mut Frame, area: Rect, server: &str, form: &ClientForm) {
     let mut lines = vec![
         Line::from(format!(
             "A client registered by hand with {}'s authorization server.",
