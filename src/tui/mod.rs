@@ -68,8 +68,6 @@ mod oauth;
 mod panel;
 mod template;
 mod view;
-mod view_ask;
-mod view_catalog;
 mod wizard;
 
 pub use panel::{Flow, Panel};

@@ -2,9 +2,9 @@
 //! sent (names, URIs, descriptions, completions, outputs) goes through `clean_line` or
 //! `clean_text`.
 
-use super::app::App;
-use super::catalog::{ArgsForm, CallForm, Output, Page, Target};
-use super::view::{LABEL, clean_line, clean_text, draw_input, spinner, unicode_width, width};
+use super::parts::{LABEL, clean_line, clean_text, draw_input, spinner, unicode_width, width};
+use crate::tui::app::App;
+use crate::tui::catalog::{ArgsForm, CallForm, Output, Page, Target};
 use ratatui::Frame;
 use ratatui::layout::{Constraint, Layout, Position, Rect};
 use ratatui::style::{Color, Modifier, Style, Stylize};
@@ -272,7 +272,7 @@ fn draw_output(app: &App, frame: &mut Frame, area: Rect, output: &Output) {
     let text = match &output.text {
         None => Text::from(format!(
             "{} waiting for {}…",
-            spinner(app),
+            spinner(app.frame),
             clean_line(&output.server)
         )),
         Some(Ok(text)) if text.is_empty() => Text::from("(nothing)".dark_gray()),
