@@ -1,8 +1,9 @@
 //! The panel's state machine: keys in, [`Effect`]s out, [`Update`]s from the background in;
 //! no I/O and no drawing, so every screen and key can be tested plainly. `App` holds the
-//! list, server, tools, instructions, client and login screens itself, and composes the
-//! states of the others: the catalog's pages ([`Fetches`]), the add [`Wizard`] and the
-//! servers' requests ([`Requests`]), each handing back what App must do.
+//! list, server, tools, instructions and login screens itself, and composes the states of
+//! the others: the catalog's pages ([`Fetches`]), the add [`Wizard`], the OAuth
+//! [`ClientForm`] and the servers' requests ([`Requests`]), each handing back what App must
+//! do rather than reaching into it.
 
 use super::catalog::{CallForm, CatalogView, Fetches, Next, Page, Turn};
 use super::effect::{Effect, Job, MAX_JOBS, Notice, TOO_MUCH};

@@ -274,14 +274,14 @@ impl Fetches {
         }
     }
 
-    /// Starts a read, a prompt or a call (`effect`, given its ticket) and shows its output,
-    /// unless too many run: then the page stays, with a warning.
+    /// Starts a read, a prompt or a call (`effect`, given its ticket and server) and shows
+    /// its output, unless too many run: then the page stays, with a warning.
     fn fetch(
         &mut self,
-        server: &str,
+        server: String,
         title: String,
         back: Back,
-        effect: impl FnOnce(u64) -> Effect,
+        effect: impl FnOnce(u64, String) -> Effect,
     ) -> Turn {
         if self.fetching >= MAX_JOBS {
             return Turn {
@@ -292,14 +292,26 @@ impl Fetches {
         self.fetching += 1;
         self.ticket += 1;
         let output = Output {
-            server: server.to_string(),
+            server: server.clone(),
             title,
             ticket: self.ticket,
             text: None,
             scroll: 0,
             back,
         };
-        Turn::page(Page::Output(Box::new(output)), vec![effect(self.ticket)])
+        let effect = effect(self.ticket, server);
+        Turn::page(Page::Output(Box::new(output)), vec![effect])
+    }
+
+    /// Reads `uri`: a resource, or a template filled in.
+    fn read(&mut self, server: String, uri: String, back: Back) -> Turn {
+        self.fetch(server, uri.clone(), back, |ticket, server| {
+            Effect::ReadResource {
+                ticket,
+                server,
+                uri,
+            }
+        })
     }
 
     fn on_resources(
@@ -317,14 +329,7 @@ impl Fetches {
             KeyCode::Esc => Turn::to(Next::Server(server)),
             KeyCode::Enter if selected < resources.len() => {
                 let uri = resources[selected].uri.clone();
-                let back = Back::Resources(selected);
-                self.fetch(&server.clone(), uri.clone(), back, |ticket| {
-                    Effect::ReadResource {
-                        ticket,
-                        server,
-                        uri,
-                    }
-                })
+                self.read(server, uri, Back::Resources(selected))
             }
             KeyCode::Enter if selected < count => {
                 let template = &templates[selected - resources.len()].uri_template;
@@ -497,14 +502,7 @@ impl Fetches {
         let server = form.server;
         match form.target {
             Target::Template(template) => {
-                let uri = expand_template(&template, &values);
-                self.fetch(&server.clone(), uri.clone(), back, |ticket| {
-                    Effect::ReadResource {
-                        ticket,
-                        server,
-                        uri,
-                    }
-                })
+                self.read(server, expand_template(&template, &values), back)
             }
             Target::Prompt(prompt) => {
                 let arguments: Map<String, Value> = values
@@ -512,7 +510,7 @@ impl Fetches {
                     .filter(|(_, v)| !v.is_empty())
                     .map(|(k, v)| (k, Value::String(v)))
                     .collect();
-                self.fetch(&server.clone(), prompt.clone(), back, |ticket| {
+                self.fetch(server, prompt.clone(), back, |ticket, server| {
                     Effect::GetPrompt {
                         ticket,
                         server,
@@ -531,7 +529,7 @@ impl Fetches {
             KeyCode::Enter => match serde_json::from_str::<Value>(form.input.text()) {
                 Ok(arguments @ Value::Object(_)) => {
                     let CallForm { server, tool, .. } = *form;
-                    return self.fetch(&server, format!("call {tool}"), back, |ticket| {
+                    return self.fetch(server, format!("call {tool}"), back, |ticket, _| {
                         Effect::CallTool {
                             ticket,
                             name: tool,
