@@ -1,22 +1,21 @@
 //! The panel's state machine: keys in, [`Effect`]s out, [`Update`]s from the background in;
-//! no I/O and no drawing, so every screen and key can be tested plainly.
+//! no I/O and no drawing, so every screen and key can be tested plainly. `App` holds the
+//! list, server, tools, instructions and login screens itself, and composes the states of
+//! the others: the catalog's pages ([`Fetches`]), the add [`Wizard`], the OAuth
+//! [`ClientForm`] and the servers' requests ([`Requests`]), each handing back what App must
+//! do rather than reaching into it.
 
-use super::catalog::{ArgsForm, CallForm, CatalogView, Output};
-use super::form::Asking;
-use super::input::{Input, Mask, parse_env, parse_header, split_args};
-use crate::auth::callback::DEFAULT_REDIRECT_URI;
-use crate::host::config::{ServerConfig, Timeouts, server_name_problem};
-use crate::host::control::OAuthClient;
+use super::catalog::{CallForm, CatalogView, Fetches, Next, Page, Turn};
+use super::effect::{Effect, Job, MAX_JOBS, Notice, TOO_MUCH};
+use super::form::{Asking, Requests};
+use super::input::{Input, Mask, down, key_is, up};
+use super::oauth::{ClientForm, LoginState};
+use super::wizard::Wizard;
+use crate::host::ReplyError;
 use crate::host::gate::Allowlist;
 use crate::host::manager::{ServerState, ServerStatus};
-use crate::host::{Reply, ReplyError};
-use crate::protocol::items::CompletionRef;
 use crossterm::event::{KeyCode, KeyEvent, KeyEventKind, KeyModifiers};
-use serde_json::{Map, Value, json};
-use std::collections::{BTreeMap, BTreeSet, VecDeque};
-
-/// How many background jobs (connects, reconnects, removals, logins) run at once at most.
-pub(crate) const MAX_JOBS: usize = 16;
+use std::collections::{BTreeMap, BTreeSet};
 
 /// One registered tool, as the tools screen lists it.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -56,98 +55,6 @@ pub(crate) struct Snapshot {
     pub(crate) catalog: Option<CatalogView>,
     /// A file that could not be read.
     pub(crate) problem: Option<String>,
-}
-
-/// What the panel asks the background to do.
-#[derive(Debug, Clone, PartialEq)]
-pub(crate) enum Effect {
-    Quit,
-    Add {
-        name: String,
-        // Boxed: an entry is larger than every other effect.
-        server: Box<ServerConfig>,
-    },
-    Remove(String),
-    Reconnect(String),
-    /// A registered tool's name.
-    ToggleTool(String),
-    /// A server's name.
-    ToggleServer(String),
-    /// Shows or hides one tool of a server (its name on the server).
-    SetVisible {
-        server: String,
-        tool: Option<String>,
-        visible: bool,
-    },
-    /// Enables or disables a server.
-    SetEnabled(String, bool),
-    SetClient {
-        name: String,
-        client: OAuthClient,
-    },
-    Login(String),
-    CancelLogin(String),
-    Paste {
-        name: String,
-        url: String,
-    },
-    /// Reads a resource; its output comes back under `ticket`.
-    ReadResource {
-        ticket: u64,
-        server: String,
-        uri: String,
-    },
-    /// Gets a prompt filled in.
-    GetPrompt {
-        ticket: u64,
-        server: String,
-        prompt: String,
-        arguments: Value,
-    },
-    /// Calls a registered tool.
-    CallTool {
-        ticket: u64,
-        name: String,
-        arguments: Value,
-    },
-    /// Asks for values of an argument (what is typed so far, the other arguments given).
-    Complete {
-        ticket: u64,
-        server: String,
-        reference: CompletionRef,
-        argument: String,
-        value: String,
-        context: Vec<(String, String)>,
-    },
-    /// Answers a server's request; once taken, opens `open` in the browser.
-    Reply {
-        id: String,
-        reply: Reply,
-        open: Option<String>,
-    },
-}
-
-/// A background job on one server.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Job {
-    Saving,
-    Connecting,
-    Reconnecting,
-    Removing,
-    LoggingIn,
-}
-
-impl Job {
-    /// What the job is doing, as the panel says it.
-    pub(crate) fn doing(self) -> &'static str {
-        match self {
-            Job::Saving => "saving",
-            Job::Connecting => "connecting",
-            Job::Reconnecting => "reconnecting",
-            Job::Removing => "removing",
-            Job::LoggingIn => "logging in",
-        }
-    }
 }
 
 /// What the background tells the panel.
@@ -197,290 +104,6 @@ pub(crate) enum Update {
     Told(String),
 }
 
-/// A line under the screen: what just happened.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) struct Notice {
-    pub(crate) text: String,
-    pub(crate) error: bool,
-}
-
-/// The steps of the add wizard, in order.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
-pub(crate) enum Step {
-    Name,
-    Transport,
-    Command,
-    Args,
-    Env,
-    Url,
-    Headers,
-    Auth,
-    Timeouts,
-    Summary,
-}
-
-/// The transports the wizard offers, in order.
-pub(crate) const TRANSPORTS: [&str; 2] = ["Local stdio", "Remote HTTP"];
-/// The auth choices the wizard offers, in order.
-pub(crate) const AUTHS: [&str; 2] = ["none", "oauth"];
-
-/// The add wizard.
-#[derive(Debug, Clone)]
-pub(crate) struct Wizard {
-    pub(crate) step: Step,
-    pub(crate) name: String,
-    /// Index into [`TRANSPORTS`].
-    pub(crate) transport: usize,
-    pub(crate) command: String,
-    pub(crate) args: Vec<String>,
-    pub(crate) env: Vec<(String, String)>,
-    pub(crate) url: String,
-    pub(crate) headers: Vec<(String, String)>,
-    /// Index into [`AUTHS`].
-    pub(crate) auth: usize,
-    /// `timeout` and `startup_timeout` as typed, each checked (none: the defaults).
-    pub(crate) timeouts: Vec<Value>,
-    /// The text last typed on each one-line step, shown again when the wizard comes back
-    /// to it.
-    typed: BTreeMap<Step, String>,
-    pub(crate) input: Input,
-    pub(crate) error: Option<String>,
-    /// Enter was pressed on the summary; the save is running.
-    pub(crate) saving: bool,
-}
-
-impl Wizard {
-    fn new() -> Wizard {
-        Wizard {
-            step: Step::Name,
-            name: String::new(),
-            transport: 0,
-            command: String::new(),
-            args: Vec::new(),
-            env: Vec::new(),
-            url: String::new(),
-            headers: Vec::new(),
-            auth: 0,
-            timeouts: Vec::new(),
-            typed: BTreeMap::new(),
-            input: Input::new(Mask::None),
-            error: None,
-            saving: false,
-        }
-    }
-
-    pub(crate) fn is_stdio(&self) -> bool {
-        self.transport == 0
-    }
-
-    /// The entry as the config file would hold it.
-    fn entry(&self) -> Value {
-        let mut entry = Map::new();
-        if self.is_stdio() {
-            entry.insert("command".into(), json!(self.command));
-            if !self.args.is_empty() {
-                entry.insert("args".into(), json!(self.args));
-            }
-            if !self.env.is_empty() {
-                let env: Map<String, Value> = self
-                    .env
-                    .iter()
-                    .map(|(k, v)| (k.clone(), json!(v)))
-                    .collect();
-                entry.insert("env".into(), Value::Object(env));
-            }
-        } else {
-            entry.insert("url".into(), json!(self.url));
-            if !self.headers.is_empty() {
-                let headers: Map<String, Value> = self
-                    .headers
-                    .iter()
-                    .map(|(k, v)| (k.clone(), json!(v)))
-                    .collect();
-                entry.insert("headers".into(), Value::Object(headers));
-            }
-            if AUTHS[self.auth] == "oauth" {
-                entry.insert("auth".into(), json!("oauth"));
-            }
-        }
-        for (key, value) in ["timeout", "startup_timeout"].iter().zip(&self.timeouts) {
-            entry.insert(key.to_string(), value.clone());
-        }
-        Value::Object(entry)
-    }
-
-    /// Moves to `step`, its field masked as that step's values are: a one-line step's with
-    /// what was typed there before, the others' empty.
-    fn go(&mut self, step: Step) {
-        let one_line = |step| {
-            matches!(
-                step,
-                Step::Name | Step::Command | Step::Args | Step::Url | Step::Timeouts
-            )
-        };
-        if one_line(self.step) {
-            self.typed.insert(self.step, self.input.text().to_string());
-        }
-        self.step = step;
-        self.error = None;
-        let mask = match step {
-            Step::Env => Mask::After('='),
-            Step::Headers => Mask::After(':'),
-            Step::Url => Mask::Url,
-            _ => Mask::None,
-        };
-        self.input = Input::new(mask);
-        if one_line(step)
-            && let Some(text) = self.typed.get(&step)
-        {
-            self.input.insert(text);
-        }
-    }
-
-    /// Back one step (Shift-Tab, or Backspace on an empty field), keeping what was typed.
-    fn back(&mut self) {
-        let previous = match self.step {
-            Step::Name => return,
-            Step::Transport => Step::Name,
-            Step::Command | Step::Url => Step::Transport,
-            Step::Args => Step::Command,
-            Step::Env => Step::Args,
-            Step::Headers => Step::Url,
-            Step::Auth => Step::Headers,
-            Step::Timeouts if self.is_stdio() => Step::Env,
-            Step::Timeouts => Step::Auth,
-            Step::Summary => Step::Timeouts,
-        };
-        self.go(previous);
-    }
-
-    /// Enter on the current step: the next step, an error on this one, or the server to
-    /// save.
-    fn accept(&mut self, taken: &dyn Fn(&str) -> bool) -> Option<ServerConfig> {
-        let text = self.input.text().trim().to_string();
-        let next = match self.step {
-            Step::Name => {
-                if text.is_empty() {
-                    Err("give the server a name".to_string())
-                } else if let Some(problem) = server_name_problem(&text) {
-                    Err(problem)
-                } else if taken(&text) {
-                    Err(format!(
-                        "a server named {text:?} is already configured; pick another name"
-                    ))
-                } else {
-                    self.name = text;
-                    Ok(Step::Transport)
-                }
-            }
-            Step::Transport => Ok(if self.is_stdio() {
-                Step::Command
-            } else {
-                Step::Url
-            }),
-            Step::Command if text.is_empty() => {
-                Err("give the command that starts the server".to_string())
-            }
-            Step::Command => {
-                self.command = text;
-                Ok(Step::Args)
-            }
-            Step::Args => split_args(self.input.text()).map(|args| {
-                self.args = args;
-                Step::Env
-            }),
-            Step::Env | Step::Headers if text.is_empty() => Ok(if self.step == Step::Env {
-                Step::Timeouts
-            } else {
-                Step::Auth
-            }),
-            Step::Env => parse_env(self.input.text()).map(|pair| {
-                self.env.retain(|(k, _)| *k != pair.0);
-                self.env.push(pair);
-                Step::Env
-            }),
-            Step::Headers => parse_header(self.input.text()).map(|pair| {
-                self.headers
-                    .retain(|(k, _)| !k.eq_ignore_ascii_case(&pair.0));
-                self.headers.push(pair);
-                Step::Headers
-            }),
-            Step::Url if !(text.starts_with("http://") || text.starts_with("https://")) => {
-                Err("the URL must start with http:// or https://".to_string())
-            }
-            Step::Url => {
-                self.url = text;
-                Ok(Step::Headers)
-            }
-            Step::Auth => Ok(Step::Timeouts),
-            Step::Timeouts => parse_timeouts(&text).map(|timeouts| {
-                self.timeouts = timeouts;
-                Step::Summary
-            }),
-            Step::Summary => {
-                return match ServerConfig::from_value(&self.name, &self.entry()) {
-                    Ok(server) => Some(server),
-                    Err(e) => {
-                        self.error = Some(e.message);
-                        None
-                    }
-                };
-            }
-        };
-        match next {
-            Ok(step) => self.go(step),
-            Err(e) => self.error = Some(e),
-        }
-        None
-    }
-}
-
-/// The timeouts step's text: nothing (the defaults), `TIMEOUT`, or `TIMEOUT STARTUP`, each a
-/// number of seconds as the config file takes it.
-fn parse_timeouts(text: &str) -> Result<Vec<Value>, String> {
-    let words: Vec<&str> = text.split_whitespace().collect();
-    if words.len() > 2 {
-        return Err("give at most two numbers: the request timeout, then the startup one".into());
-    }
-    words
-        .iter()
-        .zip(["timeout", "startup_timeout"])
-        .map(|(word, key)| {
-            // As the file would hold it: a number as written, anything else as text.
-            let value = serde_json::from_str::<serde_json::Number>(word)
-                .map_or_else(|_| json!(word), Value::Number);
-            Timeouts::seconds(key, &value)?;
-            Ok(value)
-        })
-        .collect()
-}
-
-/// The fields of the client form, in order.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum ClientField {
-    Id,
-    Secret,
-    Redirect,
-}
-
-/// The pre-registered client form.
-#[derive(Debug, Clone)]
-pub(crate) struct ClientForm {
-    pub(crate) field: ClientField,
-    pub(crate) client_id: String,
-    pub(crate) secret: Option<String>,
-    pub(crate) input: Input,
-    pub(crate) error: Option<String>,
-    pub(crate) saving: bool,
-}
-
-/// Where a login is.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) enum LoginState {
-    Waiting,
-    Done(Result<(), String>),
-}
-
 /// A screen.
 #[derive(Debug, Clone)]
 pub(crate) enum Screen {
@@ -494,17 +117,8 @@ pub(crate) enum Screen {
         server: String,
         scroll: u16,
     },
-    Resources {
-        server: String,
-        selected: usize,
-    },
-    Prompts {
-        server: String,
-        selected: usize,
-    },
-    Arguments(Box<ArgsForm>),
-    Call(Box<CallForm>),
-    Output(Box<Output>),
+    /// Resources, prompts, an arguments form, a call or an output.
+    Catalog(Page),
     Add(Box<Wizard>),
     Client {
         server: String,
@@ -536,26 +150,10 @@ pub(crate) struct App {
     /// Redraws so far (the spinner's frame).
     pub(crate) frame: usize,
     pub(crate) quit: bool,
-    /// What servers ask, oldest first; the first is shown over the screen.
-    pub(crate) asked: VecDeque<Asking>,
-    /// The last ticket given to a read, prompt, call or completion.
-    pub(crate) ticket: u64,
-    /// Reads, prompts and calls running.
-    pub(crate) fetching: usize,
-    /// A completion request is out.
-    pub(crate) completing: bool,
-}
-
-fn key_is(key: &KeyEvent, c: char) -> bool {
-    key.code == KeyCode::Char(c) && !key.modifiers.contains(KeyModifiers::CONTROL)
-}
-
-fn up(key: &KeyEvent) -> bool {
-    key.code == KeyCode::Up || key_is(key, 'k')
-}
-
-fn down(key: &KeyEvent) -> bool {
-    key.code == KeyCode::Down || key_is(key, 'j')
+    /// What servers ask; the first is shown over the screen.
+    pub(crate) asked: Requests,
+    /// The reads, prompts, calls and completions of the catalog's pages.
+    pub(crate) fetches: Fetches,
 }
 
 impl App {
@@ -570,10 +168,8 @@ impl App {
             notice: None,
             frame: 0,
             quit: false,
-            asked: VecDeque::new(),
-            ticket: 0,
-            fetching: 0,
-            completing: false,
+            asked: Requests::default(),
+            fetches: Fetches::default(),
         }
     }
 
@@ -612,17 +208,44 @@ impl App {
     }
 
     pub(crate) fn tell(&mut self, text: impl Into<String>) {
-        self.notice = Some(Notice {
-            text: text.into(),
-            error: false,
-        });
+        self.notice = Some(Notice::tell(text));
     }
 
     pub(crate) fn warn(&mut self, text: impl Into<String>) {
-        self.notice = Some(Notice {
-            text: text.into(),
-            error: true,
-        });
+        self.notice = Some(Notice::warn(text));
+    }
+
+    /// Shows what a part's state had to tell, if anything (else the notice stays).
+    fn notify(&mut self, notice: Option<Notice>) {
+        if notice.is_some() {
+            self.notice = notice;
+        }
+    }
+
+    /// The catalog of `server`, if it is the one the snapshot holds.
+    pub(crate) fn catalog(&self, server: &str) -> Option<&CatalogView> {
+        self.data.catalog.as_ref().filter(|c| c.server == server)
+    }
+
+    /// The server whose catalog the open screen shows, for the next snapshot.
+    pub(crate) fn catalog_server(&self) -> Option<&str> {
+        match &self.screen {
+            Screen::Server(server) => Some(server),
+            Screen::Catalog(page) => page.catalog_server(),
+            _ => None,
+        }
+    }
+
+    /// Goes where a key on a catalog page leads; what to run.
+    fn turn(&mut self, turn: Turn) -> Vec<Effect> {
+        match turn.next {
+            Next::Stay => {}
+            Next::Page(page) => self.screen = Screen::Catalog(page),
+            Next::Server(server) => self.screen = Screen::Server(server),
+            Next::Tools { server, selected } => self.screen = Screen::Tools { server, selected },
+        }
+        self.notify(turn.notice);
+        turn.effects
     }
 
     /// Starts a job on `server` unless one is running there (or too many are).
@@ -635,7 +258,7 @@ impl App {
             return false;
         }
         if self.jobs.len() >= MAX_JOBS {
-            self.warn("too much is in progress; wait a moment");
+            self.warn(TOO_MUCH);
             return false;
         }
         self.jobs.insert(server.to_string(), job);
@@ -658,8 +281,8 @@ impl App {
         }
         self.notice = None;
         // A server's question is over the screen and takes the keys first.
-        if let Some(asking) = self.asked.front_mut() {
-            return asking.handle_key(key);
+        if let Some(effects) = self.asked.handle_key(key) {
+            return effects;
         }
         match self.screen.clone() {
             Screen::List => self.on_list(key),
@@ -680,28 +303,25 @@ impl App {
                 self.screen = Screen::Instructions { server, scroll };
                 Vec::new()
             }
-            Screen::Resources { server, selected } => self.on_resources(key, server, selected),
-            Screen::Prompts { server, selected } => self.on_prompts(key, server, selected),
-            Screen::Arguments(form) => self.on_arguments(key, *form),
-            Screen::Call(form) => self.on_call(key, *form),
-            Screen::Output(output) => {
-                self.on_output(key, *output);
-                Vec::new()
+            Screen::Catalog(page) => {
+                let turn = self
+                    .fetches
+                    .handle_key(page, key, self.data.catalog.as_ref());
+                self.turn(turn)
             }
-            Screen::Add(wizard) => self.on_wizard(key, *wizard),
-            Screen::Client { server, form } => self.on_client(key, server, *form),
+            Screen::Add(wizard) => self.on_wizard(key, wizard),
+            Screen::Client { server, form } => self.on_client(key, server, form),
             Screen::Login { .. } => self.on_login(key),
         }
     }
 
     /// Pasted text (bracketed paste): into the field being edited, if any.
     pub(crate) fn handle_paste(&mut self, text: &str) {
-        if let Some(asking) = self.asked.front_mut() {
-            return asking.handle_paste(text);
+        if self.asked.handle_paste(text) {
+            return;
         }
         match &mut self.screen {
-            Screen::Arguments(form) => form.args[form.field].input.insert(text),
-            Screen::Call(form) => form.input.insert(text),
+            Screen::Catalog(page) => page.handle_paste(text),
             Screen::Add(wizard) if !wizard.saving => wizard.input.insert(text),
             Screen::Client { form, .. } if !form.saving => form.input.insert(text),
             Screen::Login {
@@ -765,16 +385,16 @@ impl App {
                 }
             }
             KeyCode::Char('R') => {
-                self.screen = Screen::Resources {
+                self.screen = Screen::Catalog(Page::Resources {
                     server: name,
                     selected: 0,
-                }
+                })
             }
             KeyCode::Char('P') => {
-                self.screen = Screen::Prompts {
+                self.screen = Screen::Catalog(Page::Prompts {
                     server: name,
                     selected: 0,
-                }
+                })
             }
             KeyCode::Char('e') => {
                 let enable = self
@@ -801,17 +421,7 @@ impl App {
                 Some(info) => {
                     self.screen = Screen::Client {
                         server: name,
-                        form: Box::new(ClientForm {
-                            field: ClientField::Id,
-                            client_id: String::new(),
-                            secret: None,
-                            input: Input::with_text(
-                                info.client_id.as_deref().unwrap_or(""),
-                                Mask::None,
-                            ),
-                            error: None,
-                            saving: false,
-                        }),
+                        form: Box::new(ClientForm::new(info.client_id.as_deref())),
                     }
                 }
             },
@@ -836,7 +446,10 @@ impl App {
             }
             KeyCode::Char('A') => return vec![Effect::ToggleServer(server)],
             KeyCode::Enter => {
-                self.open_call(server, selected);
+                if let Some(tool) = chosen {
+                    let form = CallForm::new(server, tool, selected);
+                    self.screen = Screen::Catalog(Page::Call(Box::new(form)));
+                }
                 return Vec::new();
             }
             KeyCode::Char('v') => {
@@ -864,105 +477,52 @@ impl App {
         Vec::new()
     }
 
-    fn on_wizard(&mut self, key: KeyEvent, mut wizard: Wizard) -> Vec<Effect> {
+    fn on_wizard(&mut self, key: KeyEvent, mut wizard: Box<Wizard>) -> Vec<Effect> {
         if key.code == KeyCode::Esc {
             self.screen = Screen::List;
             self.tell("nothing was added");
             return Vec::new();
         }
-        if wizard.saving {
-            self.screen = Screen::Add(Box::new(wizard));
-            return Vec::new();
-        }
         let mut effects = Vec::new();
-        let choosing = matches!(wizard.step, Step::Transport | Step::Auth | Step::Summary);
-        let empty = choosing || wizard.input.text().is_empty();
-        match (wizard.step, key.code) {
-            (_, KeyCode::BackTab) => wizard.back(),
-            (_, KeyCode::Backspace) if empty => wizard.back(),
-            (Step::Transport, _) if up(&key) => wizard.transport = 0,
-            (Step::Transport, _) if down(&key) => wizard.transport = 1,
-            (Step::Auth, _) if up(&key) => wizard.auth = 0,
-            (Step::Auth, _) if down(&key) => wizard.auth = 1,
-            (_, KeyCode::Enter) => {
-                let taken = |name: &str| self.is_taken(name);
-                if let Some(server) = wizard.accept(&taken) {
-                    if self.start_job(&wizard.name, Job::Saving) {
-                        wizard.saving = true;
-                        effects.push(Effect::Add {
-                            name: wizard.name.clone(),
-                            server: Box::new(server),
-                        });
-                    } else {
-                        wizard.error = self.notice.take().map(|n| n.text);
-                    }
-                }
-            }
-            (Step::Transport | Step::Auth | Step::Summary, _) => {}
-            _ => {
-                wizard.input.handle(&key);
+        if let Some(server) = wizard.handle_key(&key, &|name| self.is_taken(name)) {
+            if self.start_job(&wizard.name, Job::Saving) {
+                wizard.saving = true;
+                effects.push(Effect::Add {
+                    name: wizard.name.clone(),
+                    server: Box::new(server),
+                });
+            } else {
+                wizard.error = self.notice.take().map(|n| n.text);
             }
         }
-        self.screen = Screen::Add(Box::new(wizard));
+        self.screen = Screen::Add(wizard);
         effects
     }
 
-    fn on_client(&mut self, key: KeyEvent, server: String, mut form: ClientForm) -> Vec<Effect> {
+    fn on_client(
+        &mut self,
+        key: KeyEvent,
+        server: String,
+        mut form: Box<ClientForm>,
+    ) -> Vec<Effect> {
         if key.code == KeyCode::Esc {
             self.screen = Screen::Server(server);
             self.tell("the client was not changed");
             return Vec::new();
         }
-        if form.saving {
-            self.screen = Screen::Client {
-                server,
-                form: Box::new(form),
-            };
-            return Vec::new();
-        }
-        let mut effects = Vec::new();
-        if key.code == KeyCode::Enter {
-            let text = form.input.text().trim().to_string();
-            form.error = None;
-            match form.field {
-                ClientField::Id if text.is_empty() => {
-                    form.error = Some("give the client id the authorization server issued".into());
-                }
-                ClientField::Id => {
-                    form.client_id = text;
-                    form.field = ClientField::Secret;
-                    form.input = Input::new(Mask::All);
-                }
-                ClientField::Secret => {
-                    form.secret = Some(form.input.text().to_string()).filter(|s| !s.is_empty());
-                    form.field = ClientField::Redirect;
-                    let redirect = self
-                        .data
-                        .oauth
-                        .get(&server)
-                        .and_then(|o| o.redirect_uri.clone())
-                        .unwrap_or_else(|| DEFAULT_REDIRECT_URI.to_string());
-                    form.input = Input::with_text(&redirect, Mask::None);
-                }
-                ClientField::Redirect => {
-                    form.saving = true;
-                    effects.push(Effect::SetClient {
-                        name: server.clone(),
-                        client: OAuthClient {
-                            client_id: form.client_id.clone(),
-                            client_secret: form.secret.clone().map(Into::into),
-                            redirect_uri: Some(text).filter(|t| t != DEFAULT_REDIRECT_URI),
-                        },
-                    });
-                }
-            }
-        } else {
-            form.input.handle(&key);
-        }
-        self.screen = Screen::Client {
-            server,
-            form: Box::new(form),
+        let redirect = self
+            .data
+            .oauth
+            .get(&server)
+            .and_then(|o| o.redirect_uri.as_deref());
+        let effects = match form.handle_key(&key, redirect) {
+            Some(client) => vec![Effect::SetClient {
+                name: server.clone(),
+                client,
+            }],
+            None => Vec::new(),
         };
+        self.screen = Screen::Client { server, form };
         effects
     }
 
@@ -1009,12 +569,25 @@ impl App {
 
     /// News from the background; what to do about it.
     pub(crate) fn apply(&mut self, update: Update) -> Vec<Effect> {
+        let page = match &mut self.screen {
+            Screen::Catalog(page) => Some(page),
+            _ => None,
+        };
         match update {
-            Update::Output { .. } | Update::Completed { .. } => return self.apply_catalog(update),
-            Update::Asked(_)
-            | Update::Waiting(_)
-            | Update::RequestEnded { .. }
-            | Update::Replied { .. } => self.apply_request(update),
+            Update::Output { ticket, outcome } => self.fetches.output(page, ticket, outcome),
+            Update::Completed { ticket, outcome } => {
+                return self.fetches.completed(page, ticket, outcome);
+            }
+            Update::Asked(asking) => self.asked.asked(*asking),
+            Update::Waiting(all) => self.asked.replace(all),
+            Update::RequestEnded { id, reason } => {
+                let notice = self.asked.ended(&id, &reason);
+                self.notify(notice);
+            }
+            Update::Replied { id, outcome } => {
+                let notice = self.asked.replied(&id, outcome);
+                self.notify(notice);
+            }
             Update::Told(text) => self.tell(text),
             Update::Finished {
                 server,
@@ -1118,6 +691,9 @@ impl App {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::host::control::OAuthClient;
+    use crate::tui::wizard::Step;
+    use serde_json::json;
 
     fn key(code: KeyCode) -> KeyEvent {
         KeyEvent::new(code, KeyModifiers::NONE)
@@ -1426,5 +1002,263 @@ mod tests {
         assert!(
             matches!(&app.screen, Screen::Client { form, .. } if form.error.as_deref() == Some("bad uri") && !form.saving)
         );
+    }
+
+    /// The catalog's pages, through App.
+    mod catalog_pages {
+        use super::*;
+        use crate::host::Catalog;
+        use crate::protocol::items::{CompletionRef, Prompt, Resource, ResourceTemplate};
+
+        fn app_with_catalog() -> App {
+            let mut app = App::new(Snapshot::default());
+            // Read from text, as from a server (their members are kept as text).
+            let resource: Resource =
+                serde_json::from_str(r#"{"uri": "fixture://readme", "name": "readme"}"#).unwrap();
+            let template: ResourceTemplate =
+                serde_json::from_str(r#"{"uriTemplate": "fixture://big/{bytes}", "name": "big"}"#)
+                    .unwrap();
+            let greet: Prompt = serde_json::from_str(
+                r#"{"name": "greet", "arguments": [{"name": "name", "required": true}, {"name": "style"}]}"#,
+            )
+            .unwrap();
+            app.data.catalog = Some(CatalogView {
+                server: "fx".into(),
+                catalog: Catalog {
+                    resources: vec![resource],
+                    templates: vec![template],
+                    prompts: vec![greet],
+                },
+                completions: true,
+            });
+            app.screen = Screen::Server("fx".into());
+            app
+        }
+
+        fn typed(app: &mut App, text: &str) -> Vec<Effect> {
+            let mut effects = Vec::new();
+            for c in text.chars() {
+                effects = app.handle_key(key(KeyCode::Char(c)));
+            }
+            effects
+        }
+
+        #[test]
+        fn a_resource_is_read_and_a_template_asks_for_its_variables() {
+            let mut app = app_with_catalog();
+            app.handle_key(key(KeyCode::Char('R')));
+            let effects = app.handle_key(key(KeyCode::Enter));
+            assert_eq!(
+                effects,
+                [Effect::ReadResource {
+                    ticket: 1,
+                    server: "fx".into(),
+                    uri: "fixture://readme".into()
+                }]
+            );
+            // An output that is not the screen's is dropped; the screen's is shown.
+            app.apply(Update::Output {
+                ticket: 9,
+                outcome: Ok("stale".into()),
+            });
+            app.apply(Update::Output {
+                ticket: 1,
+                outcome: Ok("The readme.".into()),
+            });
+            assert!(matches!(&app.screen, Screen::Catalog(Page::Output(o))
+                if o.text == Some(Ok("The readme.".into())) && o.title == "fixture://readme"));
+            assert_eq!(app.fetches.fetching, 0);
+            app.handle_key(key(KeyCode::Esc));
+            app.handle_key(key(KeyCode::Down));
+            // The template: its one variable, completed as typed; ↓ and Enter take a value.
+            let effects = app.handle_key(key(KeyCode::Enter));
+            assert!(
+                matches!(&effects[..], [Effect::Complete { argument, value, .. }]
+                if argument == "bytes" && value.is_empty())
+            );
+            // Typed while that request is out: asked again once it is answered.
+            assert!(typed(&mut app, "1").is_empty());
+            let effects = app.apply(Update::Completed {
+                ticket: 2,
+                outcome: Ok(vec!["1024".into(), "2048".into()]),
+            });
+            let Effect::Complete { ticket, value, .. } = &effects[0] else {
+                panic!("{effects:?}")
+            };
+            assert_eq!(value, "1");
+            app.apply(Update::Completed {
+                ticket: *ticket,
+                outcome: Ok(vec!["1024".into(), "1048576".into()]),
+            });
+            app.handle_key(key(KeyCode::Down));
+            app.handle_key(key(KeyCode::Down));
+            app.handle_key(key(KeyCode::Down));
+            let Screen::Catalog(Page::Arguments(form)) = &app.screen else {
+                panic!("{:?}", app.screen)
+            };
+            assert_eq!(form.chosen, Some(1));
+            app.handle_key(key(KeyCode::Enter));
+            let Screen::Catalog(Page::Arguments(form)) = &app.screen else {
+                panic!("{:?}", app.screen)
+            };
+            assert_eq!(form.args[0].input.text(), "1048576");
+            app.fetches.completing = false;
+            let effects = app.handle_key(key(KeyCode::Enter));
+            assert!(matches!(&effects[..], [Effect::ReadResource { uri, .. }]
+                if uri == "fixture://big/1048576"));
+        }
+
+        #[test]
+        fn a_prompt_asks_for_its_required_arguments() {
+            let mut app = app_with_catalog();
+            app.handle_key(key(KeyCode::Char('P')));
+            app.handle_key(key(KeyCode::Enter));
+            app.fetches.completing = false;
+            // Tab to style, typed; Enter: the name is required, the focus goes back to it.
+            app.handle_key(key(KeyCode::Tab));
+            app.fetches.completing = false;
+            typed(&mut app, "formal");
+            app.fetches.completing = false;
+            assert!(app.handle_key(key(KeyCode::Enter)).is_empty());
+            let Screen::Catalog(Page::Arguments(form)) = &app.screen else {
+                panic!("{:?}", app.screen)
+            };
+            assert_eq!(form.field, 0);
+            assert_eq!(form.error.as_deref(), Some("give name: it is required"));
+            // The name's completions carry the style as context.
+            let effects = typed(&mut app, "A");
+            assert!(
+                matches!(&effects[..], [Effect::Complete { context, reference, .. }]
+                if context == &[("style".to_string(), "formal".to_string())]
+                    && *reference == CompletionRef::Prompt("greet".into()))
+            );
+            app.fetches.completing = false;
+            assert_eq!(
+                app.handle_key(key(KeyCode::Enter)),
+                [Effect::GetPrompt {
+                    ticket: app.fetches.ticket,
+                    server: "fx".into(),
+                    prompt: "greet".into(),
+                    arguments: serde_json::json!({"name": "A", "style": "formal"}),
+                }]
+            );
+            // Esc on the output goes back to the prompts.
+            app.handle_key(key(KeyCode::Esc));
+            assert!(matches!(
+                &app.screen,
+                Screen::Catalog(Page::Prompts { selected: 0, .. })
+            ));
+        }
+
+        #[test]
+        fn a_call_takes_a_json_object() {
+            let mut app = app_with_catalog();
+            app.data.tools = vec![ToolRow {
+                name: "mcp__fx__echo".into(),
+                server: "fx".into(),
+                tool: "echo".into(),
+                description: String::new(),
+                visible: true,
+            }];
+            app.handle_key(key(KeyCode::Char('t')));
+            app.handle_key(key(KeyCode::Enter));
+            assert!(
+                matches!(&app.screen, Screen::Catalog(Page::Call(f)) if f.input.text() == "{}")
+            );
+            app.handle_key(key(KeyCode::Backspace));
+            app.handle_key(key(KeyCode::Backspace));
+            typed(&mut app, "[1]");
+            assert!(app.handle_key(key(KeyCode::Enter)).is_empty());
+            assert!(matches!(&app.screen, Screen::Catalog(Page::Call(f))
+                if f.error.as_deref() == Some("the arguments must be a JSON object")));
+            app.handle_key(KeyEvent::new(KeyCode::Char('u'), KeyModifiers::CONTROL));
+            typed(&mut app, r#"{"text": "hi"}"#);
+            let effects = app.handle_key(key(KeyCode::Enter));
+            assert_eq!(
+                effects,
+                [Effect::CallTool {
+                    ticket: 1,
+                    name: "mcp__fx__echo".into(),
+                    arguments: serde_json::json!({"text": "hi"}),
+                }]
+            );
+            // At most MAX_JOBS outputs run at once.
+            app.fetches.fetching = MAX_JOBS;
+            app.handle_key(key(KeyCode::Esc));
+            app.handle_key(key(KeyCode::Enter));
+            assert!(app.handle_key(key(KeyCode::Enter)).is_empty());
+            assert!(app.notice.as_ref().unwrap().text.contains("too much"));
+        }
+    }
+
+    /// The servers' requests, over the screens.
+    mod requests {
+        use super::*;
+        use crate::host::Reply;
+        use crate::tui::form::tests::{asking, typed};
+        use crate::tui::form::{Ask, FieldValue};
+        use serde_json::json;
+
+        #[test]
+        fn a_request_opens_over_the_screen_and_takes_the_keys_until_answered() {
+            let mut app = App::new(Snapshot::default());
+            let question = |id: &str| {
+                let mut a = asking(
+                    json!({"message": "Who?", "requestedSchema": {"type": "object",
+                    "properties": {"name": {"type": "string"}}, "required": ["name"]}}),
+                );
+                a.id = id.into();
+                Box::new(a)
+            };
+            app.apply(Update::Asked(question("1")));
+            app.apply(Update::Asked(question("1")));
+            assert_eq!(app.asked.queue.len(), 1);
+            // `q` goes into the form, not to the list under it.
+            assert!(app.handle_key(key(KeyCode::Char('q'))).is_empty());
+            assert!(!app.quit);
+            let effects = app.handle_key(key(KeyCode::Enter));
+            assert_eq!(
+                effects,
+                [Effect::Reply {
+                    id: "1".into(),
+                    reply: Reply::Accept(json!({"name": "q"})),
+                    open: None
+                }]
+            );
+            // A refusal stays on the form; a taken answer closes it.
+            let invalid = crate::host::ReplyError::Invalid("no".into());
+            app.apply(Update::Replied {
+                id: "1".into(),
+                outcome: Err(invalid),
+            });
+            assert_eq!(app.asked.queue[0].error.as_deref(), Some("no"));
+            app.apply(Update::Replied {
+                id: "1".into(),
+                outcome: Ok(()),
+            });
+            assert!(app.asked.queue.is_empty());
+            assert_eq!(app.notice.as_ref().unwrap().text, "answered fx's request");
+            // After a lag, the board's list: gone ones leave, kept ones keep what was typed.
+            app.apply(Update::Asked(question("2")));
+            app.apply(Update::Asked(question("3")));
+            typed(&mut app.asked.queue[1], "Ada");
+            app.apply(Update::Waiting(vec![*question("3")]));
+            assert_eq!(app.asked.queue.len(), 1);
+            let Ask::Form(state) = &app.asked.queue[0].what else {
+                unreachable!()
+            };
+            assert!(matches!(&state.values[0], FieldValue::Text(i) if i.text() == "Ada"));
+            app.apply(Update::RequestEnded {
+                id: "3".into(),
+                reason: "it expired".into(),
+            });
+            assert!(app.asked.queue.is_empty());
+            assert_eq!(
+                app.notice.as_ref().unwrap().text,
+                "fx's request ended: it expired"
+            );
+            app.handle_key(key(KeyCode::Char('q')));
+            assert!(app.quit);
+        }
     }
 }

@@ -1,10 +1,12 @@
-//! The screens of what a server offers besides its tools' marks: its resources and templates
+//! The pages of what a server offers besides its tools' marks: its resources and templates
 //! (`R`), its prompts (`P`), the arguments form of a prompt or template (with the server's
 //! completions), a tool's call (Enter on the tools screen), and the output of each, as the
-//! model would see it. State and keys only; drawn by `view_catalog.rs`.
+//! model would see it. [`Fetches`] takes their keys and hands App a [`Turn`]: the page to
+//! show, what to run, what to tell. State and keys only; drawn by `view/catalog.rs`.
 
-use super::app::{App, Effect, MAX_JOBS, Screen, Update};
-use super::input::{Input, Mask};
+use super::effect::{Effect, MAX_JOBS, Notice, TOO_MUCH};
+use super::input::{Input, Mask, down, up};
+use super::template::{expand_template, template_variables};
 use crate::host::Catalog;
 use crate::protocol::items::CompletionRef;
 use crossterm::event::{KeyCode, KeyEvent};
@@ -83,125 +85,74 @@ pub(crate) struct Output {
     /// `None` while it runs.
     pub(crate) text: Option<Result<String, String>>,
     pub(crate) scroll: u16,
-    pub(crate) back: Screen,
+    back: Back,
 }
 
-/// The variables of an RFC 6570 URI template, in order (`{a,b}`, `{+path}`, `{?q*}`), each
-/// with whether the URI needs it: those of the path do, query and fragment ones
-/// (`{?q}`, `{&q}`, `{#f}`, `{;p}`) may be left out.
-pub(crate) fn template_variables(template: &str) -> Vec<(String, bool)> {
-    let mut names: Vec<(String, bool)> = Vec::new();
-    for expression in expressions(template) {
-        let (op, list) = operator(expression);
-        let needed = !matches!(op, Some('?' | '&' | '#' | ';'));
-        for name in list.split(',').map(variable_name) {
-            match names.iter_mut().find(|(n, _)| n == name) {
-                Some((_, required)) => *required |= needed,
-                None if !name.is_empty() => names.push((name.to_string(), needed)),
-                None => {}
-            }
+/// The list an output or a form goes back to, with its selected row.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Back {
+    Resources(usize),
+    Prompts(usize),
+    Tools(usize),
+}
+
+/// A page of the catalog.
+#[derive(Debug, Clone)]
+pub(crate) enum Page {
+    Resources { server: String, selected: usize },
+    Prompts { server: String, selected: usize },
+    Arguments(Box<ArgsForm>),
+    Call(Box<CallForm>),
+    Output(Box<Output>),
+}
+
+/// Where a key on a page leads.
+#[derive(Debug, Clone)]
+pub(crate) enum Next {
+    /// Nowhere: the page stays as it was.
+    Stay,
+    /// A page: the same one changed, or another.
+    Page(Page),
+    /// The server's screen.
+    Server(String),
+    /// The tools screen, a row selected.
+    Tools { server: String, selected: usize },
+}
+
+/// What a key on a page gives App: where to go, what to run, what to tell.
+#[derive(Debug)]
+pub(crate) struct Turn {
+    pub(crate) next: Next,
+    pub(crate) effects: Vec<Effect>,
+    pub(crate) notice: Option<Notice>,
+}
+
+impl Turn {
+    fn to(next: Next) -> Turn {
+        Turn {
+            next,
+            effects: Vec::new(),
+            notice: None,
         }
     }
-    names
-}
 
-/// The text inside each `{...}` of a template.
-fn expressions(template: &str) -> impl Iterator<Item = &str> {
-    template
-        .split('{')
-        .skip(1)
-        .filter_map(|part| part.split_once('}').map(|(e, _)| e))
-}
-
-fn operator(expression: &str) -> (Option<char>, &str) {
-    match expression.chars().next() {
-        Some(c @ ('+' | '#' | '.' | '/' | ';' | '?' | '&')) => (Some(c), &expression[1..]),
-        _ => (None, expression),
-    }
-}
-
-/// A variable's name without its modifier (`*`, `:3`).
-fn variable_name(spec: &str) -> &str {
-    spec.trim_end_matches('*')
-        .split(':')
-        .next()
-        .unwrap_or("")
-        .trim()
-}
-
-/// `value` percent-encoded: all but the unreserved characters, and with `reserved` the
-/// reserved ones and existing `%XX` kept too.
-fn encode(value: &str, reserved: bool) -> String {
-    let mut out = String::with_capacity(value.len());
-    for c in value.chars() {
-        let keep = c.is_ascii_alphanumeric()
-            || "-._~".contains(c)
-            || (reserved && ":/?#[]@!$&'()*+,;=%".contains(c));
-        if keep {
-            out.push(c);
-        } else {
-            let mut bytes = [0; 4];
-            for b in c.encode_utf8(&mut bytes).bytes() {
-                out.push_str(&format!("%{b:02X}"));
-            }
+    fn page(page: Page, effects: Vec<Effect>) -> Turn {
+        Turn {
+            effects,
+            ..Turn::to(Next::Page(page))
         }
     }
-    out
 }
 
-/// A URI template filled in with `values` (RFC 6570 levels 1 to 3; an empty value counts as
-/// undefined, a `:n` prefix is applied).
-pub(crate) fn expand_template(template: &str, values: &[(String, String)]) -> String {
-    let mut out = String::new();
-    let mut rest = template;
-    while let Some(open) = rest.find('{') {
-        let Some(close) = rest[open..].find('}').map(|c| open + c) else {
-            break;
-        };
-        out.push_str(&rest[..open]);
-        let (op, list) = operator(&rest[open + 1..close]);
-        // First character, separator, named, reserved kept (RFC 6570 appendix A).
-        let (first, sep, named, reserved) = match op {
-            None => ("", ",", false, false),
-            Some('+') => ("", ",", false, true),
-            Some('#') => ("#", ",", false, true),
-            Some('.') => (".", ".", false, false),
-            Some('/') => ("/", "/", false, false),
-            Some(';') => (";", ";", true, false),
-            Some('?') => ("?", "&", true, false),
-            _ => ("&", "&", true, false),
-        };
-        let parts: Vec<String> = list
-            .split(',')
-            .filter_map(|spec| {
-                let name = variable_name(spec);
-                let value = values.iter().find(|(n, _)| n == name)?.1.as_str();
-                if value.is_empty() {
-                    return None;
-                }
-                let prefix = spec
-                    .split_once(':')
-                    .and_then(|(_, n)| n.trim().parse::<usize>().ok());
-                let value: String = match prefix {
-                    Some(n) => value.chars().take(n).collect(),
-                    None => value.to_string(),
-                };
-                let value = encode(&value, reserved);
-                Some(if named {
-                    format!("{name}={value}")
-                } else {
-                    value
-                })
-            })
-            .collect();
-        if !parts.is_empty() {
-            out.push_str(first);
-            out.push_str(&parts.join(sep));
-        }
-        rest = &rest[close + 1..];
-    }
-    out.push_str(rest);
-    out
+/// The reads, prompts, calls and completions the pages started: their tickets and bounds.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct Fetches {
+    /// The last ticket given to a read, prompt, call or completion.
+    pub(crate) ticket: u64,
+    /// Reads, prompts and calls running.
+    pub(crate) fetching: usize,
+    /// A completion request is out.
+    pub(crate) completing: bool,
 }
 
 /// A blob of output as the panel keeps it: at most [`SHOWN_BYTES`], cut on a character.
@@ -235,71 +186,150 @@ impl ArgsForm {
             Target::Template(uri) => CompletionRef::ResourceTemplate(uri.clone()),
         }
     }
+
+    /// The list it was opened from.
+    fn back(&self) -> Back {
+        match self.target {
+            Target::Prompt(_) => Back::Prompts(self.selected),
+            Target::Template(_) => Back::Resources(self.selected),
+        }
+    }
 }
 
-impl App {
-    /// The catalog of `server`, if it is the one the snapshot holds.
-    pub(crate) fn catalog(&self, server: &str) -> Option<&CatalogView> {
-        self.data.catalog.as_ref().filter(|c| c.server == server)
+impl CallForm {
+    /// The call form of `tool`, the tools screen's row `selected`.
+    pub(crate) fn new(server: String, tool: String, selected: usize) -> CallForm {
+        CallForm {
+            server,
+            tool,
+            input: Input::with_text("{}", Mask::None),
+            error: None,
+            selected,
+        }
     }
+}
 
-    /// The server whose catalog the open screen shows, for the next snapshot.
+impl Back {
+    /// The screen it names, on `server`.
+    fn to(self, server: String) -> Next {
+        match self {
+            Back::Resources(selected) => Next::Page(Page::Resources { server, selected }),
+            Back::Prompts(selected) => Next::Page(Page::Prompts { server, selected }),
+            Back::Tools(selected) => Next::Tools { server, selected },
+        }
+    }
+}
+
+impl Page {
+    /// The server whose catalog the page needs (a call's and an output's need none).
     pub(crate) fn catalog_server(&self) -> Option<&str> {
-        match &self.screen {
-            Screen::Server(server)
-            | Screen::Resources { server, .. }
-            | Screen::Prompts { server, .. } => Some(server),
-            Screen::Arguments(form) => Some(&form.server),
-            _ => None,
+        match self {
+            Page::Resources { server, .. } | Page::Prompts { server, .. } => Some(server),
+            Page::Arguments(form) => Some(&form.server),
+            Page::Call(_) | Page::Output(_) => None,
         }
     }
 
-    /// Starts a read, a prompt or a call whose output the screen shows, unless too many
-    /// run; the ticket its output comes back with.
-    fn start_output(&mut self, server: &str, title: String, back: Screen) -> Option<u64> {
+    /// Pasted text: into the field being edited, if any.
+    pub(crate) fn handle_paste(&mut self, text: &str) {
+        match self {
+            Page::Arguments(form) => form.args[form.field].input.insert(text),
+            Page::Call(form) => form.input.insert(text),
+            _ => {}
+        }
+    }
+}
+
+/// The row after ↑ or ↓ in a list of `count`.
+fn moved(key: &KeyEvent, selected: usize, count: usize) -> usize {
+    if up(key) {
+        selected.saturating_sub(1)
+    } else if down(key) {
+        (selected + 1).min(count.saturating_sub(1))
+    } else {
+        selected
+    }
+}
+
+impl Fetches {
+    /// A key on `page`, with the catalog the snapshot holds.
+    pub(crate) fn handle_key(
+        &mut self,
+        page: Page,
+        key: KeyEvent,
+        catalog: Option<&CatalogView>,
+    ) -> Turn {
+        match page {
+            Page::Resources { server, selected } => {
+                let catalog = catalog.filter(|c| c.server == server);
+                self.on_resources(key, server, selected, catalog.cloned().unwrap_or_default())
+            }
+            Page::Prompts { server, selected } => {
+                let catalog = catalog.filter(|c| c.server == server);
+                self.on_prompts(key, server, selected, catalog.cloned().unwrap_or_default())
+            }
+            Page::Arguments(form) => self.on_arguments(key, form),
+            Page::Call(form) => self.on_call(key, form),
+            Page::Output(output) => Turn::to(on_output(key, output)),
+        }
+    }
+
+    /// Starts a read, a prompt or a call (`effect`, given its ticket and server) and shows
+    /// its output, unless too many run: then the page stays, with a warning.
+    fn fetch(
+        &mut self,
+        server: String,
+        title: String,
+        back: Back,
+        effect: impl FnOnce(u64, String) -> Effect,
+    ) -> Turn {
         if self.fetching >= MAX_JOBS {
-            self.warn("too much is in progress; wait a moment");
-            return None;
+            return Turn {
+                notice: Some(Notice::warn(TOO_MUCH)),
+                ..Turn::to(Next::Stay)
+            };
         }
         self.fetching += 1;
         self.ticket += 1;
-        self.screen = Screen::Output(Box::new(Output {
-            server: server.to_string(),
+        let output = Output {
+            server: server.clone(),
             title,
             ticket: self.ticket,
             text: None,
             scroll: 0,
             back,
-        }));
-        Some(self.ticket)
+        };
+        let effect = effect(self.ticket, server);
+        Turn::page(Page::Output(Box::new(output)), vec![effect])
     }
 
-    pub(super) fn on_resources(
+    /// Reads `uri`: a resource, or a template filled in.
+    fn read(&mut self, server: String, uri: String, back: Back) -> Turn {
+        self.fetch(server, uri.clone(), back, |ticket, server| {
+            Effect::ReadResource {
+                ticket,
+                server,
+                uri,
+            }
+        })
+    }
+
+    fn on_resources(
         &mut self,
         key: KeyEvent,
         server: String,
         selected: usize,
-    ) -> Vec<Effect> {
-        let catalog = self.catalog(&server).cloned().unwrap_or_default();
+        catalog: CatalogView,
+    ) -> Turn {
         let resources = &catalog.catalog.resources;
         let templates = &catalog.catalog.templates;
         let count = resources.len() + templates.len();
         let selected = selected.min(count.saturating_sub(1));
-        let back = Screen::Resources {
-            server: server.clone(),
-            selected,
-        };
         match key.code {
-            KeyCode::Esc => self.screen = Screen::Server(server),
+            KeyCode::Esc => Turn::to(Next::Server(server)),
             KeyCode::Enter if selected < resources.len() => {
                 let uri = resources[selected].uri.clone();
-                if let Some(ticket) = self.start_output(&server, uri.clone(), back) {
-                    return vec![Effect::ReadResource {
-                        ticket,
-                        server,
-                        uri,
-                    }];
-                }
+                self.read(server, uri, Back::Resources(selected))
             }
             KeyCode::Enter if selected < count => {
                 let template = &templates[selected - resources.len()].uri_template;
@@ -313,27 +343,26 @@ impl App {
                     })
                     .collect();
                 let target = Target::Template(template.clone());
-                return self.open_form(server, target, args, catalog.completions, selected);
+                self.open_form(server, target, args, catalog.completions, selected)
             }
             _ => {
-                let selected = self.moved(&key, selected, count);
-                self.screen = Screen::Resources { server, selected };
+                let selected = moved(&key, selected, count);
+                Turn::page(Page::Resources { server, selected }, Vec::new())
             }
         }
-        Vec::new()
     }
 
-    pub(super) fn on_prompts(
+    fn on_prompts(
         &mut self,
         key: KeyEvent,
         server: String,
         selected: usize,
-    ) -> Vec<Effect> {
-        let catalog = self.catalog(&server).cloned().unwrap_or_default();
+        catalog: CatalogView,
+    ) -> Turn {
         let prompts = &catalog.catalog.prompts;
         let selected = selected.min(prompts.len().saturating_sub(1));
         match key.code {
-            KeyCode::Esc => self.screen = Screen::Server(server),
+            KeyCode::Esc => Turn::to(Next::Server(server)),
             KeyCode::Enter if selected < prompts.len() => {
                 let prompt = &prompts[selected];
                 let args: Vec<Argument> = prompt
@@ -347,21 +376,12 @@ impl App {
                     })
                     .collect();
                 let target = Target::Prompt(prompt.name.clone());
-                return self.open_form(server, target, args, catalog.completions, selected);
+                self.open_form(server, target, args, catalog.completions, selected)
             }
             _ => {
-                let selected = self.moved(&key, selected, prompts.len());
-                self.screen = Screen::Prompts { server, selected };
+                let selected = moved(&key, selected, prompts.len());
+                Turn::page(Page::Prompts { server, selected }, Vec::new())
             }
-        }
-        Vec::new()
-    }
-
-    fn moved(&self, key: &KeyEvent, selected: usize, count: usize) -> usize {
-        match key.code {
-            KeyCode::Up | KeyCode::Char('k') => selected.saturating_sub(1),
-            KeyCode::Down | KeyCode::Char('j') => (selected + 1).min(count.saturating_sub(1)),
-            _ => selected,
         }
     }
 
@@ -373,8 +393,8 @@ impl App {
         args: Vec<Argument>,
         completes: bool,
         selected: usize,
-    ) -> Vec<Effect> {
-        let mut form = ArgsForm {
+    ) -> Turn {
+        let mut form = Box::new(ArgsForm {
             server,
             target,
             args,
@@ -386,13 +406,12 @@ impl App {
             stale: false,
             error: None,
             selected,
-        };
+        });
         if form.args.is_empty() {
             return self.submit(form);
         }
         let effects = self.complete(&mut form);
-        self.screen = Screen::Arguments(Box::new(form));
-        effects
+        Turn::page(Page::Arguments(form), effects)
     }
 
     /// Asks the server for values of the field with the focus (one request at a time: a
@@ -426,18 +445,11 @@ impl App {
         }]
     }
 
-    pub(super) fn on_arguments(&mut self, key: KeyEvent, mut form: ArgsForm) -> Vec<Effect> {
+    fn on_arguments(&mut self, key: KeyEvent, mut form: Box<ArgsForm>) -> Turn {
         let count = form.args.len();
         let mut effects = Vec::new();
         match key.code {
-            KeyCode::Esc => {
-                let (server, selected) = (form.server, form.selected);
-                self.screen = match form.target {
-                    Target::Prompt(_) => Screen::Prompts { server, selected },
-                    Target::Template(_) => Screen::Resources { server, selected },
-                };
-                return Vec::new();
-            }
+            KeyCode::Esc => return Turn::to(form.back().to(form.server)),
             KeyCode::Tab | KeyCode::BackTab => {
                 form.field = if key.code == KeyCode::Tab {
                     (form.field + 1) % count
@@ -470,13 +482,12 @@ impl App {
                 }
             }
         }
-        self.screen = Screen::Arguments(Box::new(form));
-        effects
+        Turn::page(Page::Arguments(form), effects)
     }
 
     /// Reads the template's resource or gets the prompt, once every required argument is
     /// given.
-    fn submit(&mut self, mut form: ArgsForm) -> Vec<Effect> {
+    fn submit(&mut self, mut form: Box<ArgsForm>) -> Turn {
         if let Some(i) = form
             .args
             .iter()
@@ -484,32 +495,14 @@ impl App {
         {
             form.error = Some(format!("give {}: it is required", form.args[i].name));
             form.field = i;
-            self.screen = Screen::Arguments(Box::new(form));
-            return Vec::new();
+            return Turn::page(Page::Arguments(form), Vec::new());
         }
         let values = form.values();
-        let server = form.server.clone();
-        let back = match &form.target {
-            Target::Prompt(_) => Screen::Prompts {
-                server: server.clone(),
-                selected: form.selected,
-            },
-            Target::Template(_) => Screen::Resources {
-                server: server.clone(),
-                selected: form.selected,
-            },
-        };
+        let back = form.back();
+        let server = form.server;
         match form.target {
             Target::Template(template) => {
-                let uri = expand_template(&template, &values);
-                match self.start_output(&server, uri.clone(), back) {
-                    Some(ticket) => vec![Effect::ReadResource {
-                        ticket,
-                        server,
-                        uri,
-                    }],
-                    None => Vec::new(),
-                }
+                self.read(server, expand_template(&template, &values), back)
             }
             Target::Prompt(prompt) => {
                 let arguments: Map<String, Value> = values
@@ -517,54 +510,32 @@ impl App {
                     .filter(|(_, v)| !v.is_empty())
                     .map(|(k, v)| (k, Value::String(v)))
                     .collect();
-                match self.start_output(&server, prompt.clone(), back) {
-                    Some(ticket) => vec![Effect::GetPrompt {
+                self.fetch(server, prompt.clone(), back, |ticket, server| {
+                    Effect::GetPrompt {
                         ticket,
                         server,
                         prompt,
                         arguments: Value::Object(arguments),
-                    }],
-                    None => Vec::new(),
-                }
+                    }
+                })
             }
         }
     }
 
-    /// Enter on the tools screen: the call form of the selected tool.
-    pub(super) fn open_call(&mut self, server: String, selected: usize) {
-        let Some(tool) = self.tools_of(&server).get(selected).map(|t| t.name.clone()) else {
-            return;
-        };
-        self.screen = Screen::Call(Box::new(CallForm {
-            server,
-            tool,
-            input: Input::with_text("{}", Mask::None),
-            error: None,
-            selected,
-        }));
-    }
-
-    pub(super) fn on_call(&mut self, key: KeyEvent, mut form: CallForm) -> Vec<Effect> {
-        let back = Screen::Tools {
-            server: form.server.clone(),
-            selected: form.selected,
-        };
+    fn on_call(&mut self, key: KeyEvent, mut form: Box<CallForm>) -> Turn {
+        let back = Back::Tools(form.selected);
         match key.code {
-            KeyCode::Esc => {
-                self.screen = back;
-                return Vec::new();
-            }
+            KeyCode::Esc => return Turn::to(back.to(form.server)),
             KeyCode::Enter => match serde_json::from_str::<Value>(form.input.text()) {
                 Ok(arguments @ Value::Object(_)) => {
-                    let title = format!("call {}", form.tool);
-                    let Some(ticket) = self.start_output(&form.server, title, back) else {
-                        return Vec::new();
-                    };
-                    return vec![Effect::CallTool {
-                        ticket,
-                        name: form.tool,
-                        arguments,
-                    }];
+                    let CallForm { server, tool, .. } = *form;
+                    return self.fetch(server, format!("call {tool}"), back, |ticket, _| {
+                        Effect::CallTool {
+                            ticket,
+                            name: tool,
+                            arguments,
+                        }
+                    });
                 }
                 Ok(_) => form.error = Some("the arguments must be a JSON object".into()),
                 Err(e) => form.error = Some(format!("not JSON: {e}")),
@@ -574,287 +545,56 @@ impl App {
                 form.error = None;
             }
         }
-        self.screen = Screen::Call(Box::new(form));
-        Vec::new()
+        Turn::page(Page::Call(form), Vec::new())
     }
 
-    pub(super) fn on_output(&mut self, key: KeyEvent, mut output: Output) {
-        output.scroll = match key.code {
-            KeyCode::Esc => {
-                self.screen = output.back;
-                return;
-            }
-            KeyCode::PageDown => output.scroll.saturating_add(10),
-            KeyCode::PageUp => output.scroll.saturating_sub(10),
-            KeyCode::Down | KeyCode::Char('j') => output.scroll.saturating_add(1),
-            KeyCode::Up | KeyCode::Char('k') => output.scroll.saturating_sub(1),
-            _ => output.scroll,
-        };
-        self.screen = Screen::Output(Box::new(output));
-    }
-
-    /// A read, prompt or call that ended, or completions that came.
-    pub(super) fn apply_catalog(&mut self, update: Update) -> Vec<Effect> {
-        match update {
-            Update::Output { ticket, outcome } => {
-                self.fetching = self.fetching.saturating_sub(1);
-                if let Screen::Output(output) = &mut self.screen
-                    && output.ticket == ticket
-                {
-                    output.text = Some(outcome.map(kept).map_err(kept));
-                }
-            }
-            Update::Completed { ticket, outcome } => {
-                self.completing = false;
-                let Screen::Arguments(form) = &mut self.screen else {
-                    return Vec::new();
-                };
-                let mut form = form.clone();
-                if form.asked == Some(ticket) && !form.stale {
-                    // A server that cannot complete is only quiet.
-                    form.completions = outcome.unwrap_or_default();
-                    form.completions.truncate(100);
-                    form.asked = None;
-                    self.screen = Screen::Arguments(form);
-                    return Vec::new();
-                }
-                let effects = self.complete(&mut form);
-                self.screen = Screen::Arguments(form);
-                return effects;
-            }
-            _ => {}
+    /// A read, prompt or call ended: shown if `page` is its output.
+    pub(crate) fn output(
+        &mut self,
+        page: Option<&mut Page>,
+        ticket: u64,
+        outcome: Result<String, String>,
+    ) {
+        self.fetching = self.fetching.saturating_sub(1);
+        if let Some(Page::Output(output)) = page
+            && output.ticket == ticket
+        {
+            output.text = Some(outcome.map(kept).map_err(kept));
         }
-        Vec::new()
+    }
+
+    /// Values came for a field: shown if `page` is the form that asked and the field did not
+    /// change since; else asked again.
+    pub(crate) fn completed(
+        &mut self,
+        page: Option<&mut Page>,
+        ticket: u64,
+        outcome: Result<Vec<String>, String>,
+    ) -> Vec<Effect> {
+        self.completing = false;
+        let Some(Page::Arguments(form)) = page else {
+            return Vec::new();
+        };
+        if form.asked == Some(ticket) && !form.stale {
+            // A server that cannot complete is only quiet.
+            form.completions = outcome.unwrap_or_default();
+            form.completions.truncate(100);
+            form.asked = None;
+            return Vec::new();
+        }
+        self.complete(form)
     }
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::protocol::items::{Prompt, Resource, ResourceTemplate};
-    use crossterm::event::KeyModifiers;
-
-    fn key(code: KeyCode) -> KeyEvent {
-        KeyEvent::new(code, KeyModifiers::NONE)
-    }
-
-    #[test]
-    fn templates_are_expanded_as_rfc_6570_says() {
-        let names = template_variables("fixture://big/{bytes}{?q,lang*}{+path:3}{#q}{bytes}");
-        let want = [
-            ("bytes", true),
-            ("q", false),
-            ("lang", false),
-            ("path", true),
-        ];
-        let want: Vec<(String, bool)> = want.iter().map(|(n, r)| (n.to_string(), *r)).collect();
-        assert_eq!(names, want);
-        let values = |pairs: &[(&str, &str)]| -> Vec<(String, String)> {
-            pairs
-                .iter()
-                .map(|(k, v)| (k.to_string(), v.to_string()))
-                .collect()
-        };
-        let v = values(&[
-            ("var", "value"),
-            ("hello", "Hello World!"),
-            ("path", "/foo/bar"),
-            ("x", "1024"),
-            ("y", "768"),
-            ("empty", ""),
-        ]);
-        for (template, want) in [
-            ("{var}", "value"),
-            ("{hello}", "Hello%20World%21"),
-            ("{+hello}", "Hello%20World!"),
-            ("{+path}/here", "/foo/bar/here"),
-            ("{#path}", "#/foo/bar"),
-            ("X{.var}", "X.value"),
-            ("{/var,x}/here", "/value/1024/here"),
-            ("{;x,y,empty}", ";x=1024;y=768"),
-            ("{?x,y}", "?x=1024&y=768"),
-            ("?fixed=yes{&x}", "?fixed=yes&x=1024"),
-            ("{var:3}", "val"),
-            ("note://topics/{empty}", "note://topics/"),
-            ("a{unclosed", "a{unclosed"),
-            ("{x}é{y}", "1024é768"),
-        ] {
-            assert_eq!(expand_template(template, &v), want, "{template}");
-        }
-    }
-
-    fn app_with_catalog() -> App {
-        let mut app = App::new(super::super::app::Snapshot::default());
-        // Read from text, as from a server (their members are kept as text).
-        let resource: Resource =
-            serde_json::from_str(r#"{"uri": "fixture://readme", "name": "readme"}"#).unwrap();
-        let template: ResourceTemplate =
-            serde_json::from_str(r#"{"uriTemplate": "fixture://big/{bytes}", "name": "big"}"#)
-                .unwrap();
-        let greet: Prompt = serde_json::from_str(
-            r#"{"name": "greet", "arguments": [{"name": "name", "required": true}, {"name": "style"}]}"#,
-        )
-        .unwrap();
-        app.data.catalog = Some(CatalogView {
-            server: "fx".into(),
-            catalog: Catalog {
-                resources: vec![resource],
-                templates: vec![template],
-                prompts: vec![greet],
-            },
-            completions: true,
-        });
-        app.screen = Screen::Server("fx".into());
-        app
-    }
-
-    fn typed(app: &mut App, text: &str) -> Vec<Effect> {
-        let mut effects = Vec::new();
-        for c in text.chars() {
-            effects = app.handle_key(key(KeyCode::Char(c)));
-        }
-        effects
-    }
-
-    #[test]
-    fn a_resource_is_read_and_a_template_asks_for_its_variables() {
-        let mut app = app_with_catalog();
-        app.handle_key(key(KeyCode::Char('R')));
-        let effects = app.handle_key(key(KeyCode::Enter));
-        assert_eq!(
-            effects,
-            [Effect::ReadResource {
-                ticket: 1,
-                server: "fx".into(),
-                uri: "fixture://readme".into()
-            }]
-        );
-        // An output that is not the screen's is dropped; the screen's is shown.
-        app.apply(Update::Output {
-            ticket: 9,
-            outcome: Ok("stale".into()),
-        });
-        app.apply(Update::Output {
-            ticket: 1,
-            outcome: Ok("The readme.".into()),
-        });
-        assert!(matches!(&app.screen, Screen::Output(o)
-            if o.text == Some(Ok("The readme.".into())) && o.title == "fixture://readme"));
-        assert_eq!(app.fetching, 0);
-        app.handle_key(key(KeyCode::Esc));
-        app.handle_key(key(KeyCode::Down));
-        // The template: its one variable, completed as typed; ↓ and Enter take a value.
-        let effects = app.handle_key(key(KeyCode::Enter));
-        assert!(
-            matches!(&effects[..], [Effect::Complete { argument, value, .. }]
-            if argument == "bytes" && value.is_empty())
-        );
-        // Typed while that request is out: asked again once it is answered.
-        assert!(typed(&mut app, "1").is_empty());
-        let effects = app.apply_catalog(Update::Completed {
-            ticket: 2,
-            outcome: Ok(vec!["1024".into(), "2048".into()]),
-        });
-        let Effect::Complete { ticket, value, .. } = &effects[0] else {
-            panic!("{effects:?}")
-        };
-        assert_eq!(value, "1");
-        app.apply(Update::Completed {
-            ticket: *ticket,
-            outcome: Ok(vec!["1024".into(), "1048576".into()]),
-        });
-        app.handle_key(key(KeyCode::Down));
-        app.handle_key(key(KeyCode::Down));
-        app.handle_key(key(KeyCode::Down));
-        let Screen::Arguments(form) = &app.screen else {
-            panic!("{:?}", app.screen)
-        };
-        assert_eq!(form.chosen, Some(1));
-        app.handle_key(key(KeyCode::Enter));
-        let Screen::Arguments(form) = &app.screen else {
-            panic!("{:?}", app.screen)
-        };
-        assert_eq!(form.args[0].input.text(), "1048576");
-        app.completing = false;
-        let effects = app.handle_key(key(KeyCode::Enter));
-        assert!(matches!(&effects[..], [Effect::ReadResource { uri, .. }]
-            if uri == "fixture://big/1048576"));
-    }
-
-    #[test]
-    fn a_prompt_asks_for_its_required_arguments() {
-        let mut app = app_with_catalog();
-        app.handle_key(key(KeyCode::Char('P')));
-        app.handle_key(key(KeyCode::Enter));
-        app.completing = false;
-        // Tab to style, typed; Enter: the name is required, the focus goes back to it.
-        app.handle_key(key(KeyCode::Tab));
-        app.completing = false;
-        typed(&mut app, "formal");
-        app.completing = false;
-        assert!(app.handle_key(key(KeyCode::Enter)).is_empty());
-        let Screen::Arguments(form) = &app.screen else {
-            panic!("{:?}", app.screen)
-        };
-        assert_eq!(form.field, 0);
-        assert_eq!(form.error.as_deref(), Some("give name: it is required"));
-        // The name's completions carry the style as context.
-        let effects = typed(&mut app, "A");
-        assert!(
-            matches!(&effects[..], [Effect::Complete { context, reference, .. }]
-            if context == &[("style".to_string(), "formal".to_string())]
-                && *reference == CompletionRef::Prompt("greet".into()))
-        );
-        app.completing = false;
-        assert_eq!(
-            app.handle_key(key(KeyCode::Enter)),
-            [Effect::GetPrompt {
-                ticket: app.ticket,
-                server: "fx".into(),
-                prompt: "greet".into(),
-                arguments: serde_json::json!({"name": "A", "style": "formal"}),
-            }]
-        );
-        // Esc on the output goes back to the prompts.
-        app.handle_key(key(KeyCode::Esc));
-        assert!(matches!(&app.screen, Screen::Prompts { selected: 0, .. }));
-    }
-
-    #[test]
-    fn a_call_takes_a_json_object() {
-        let mut app = app_with_catalog();
-        app.data.tools = vec![super::super::app::ToolRow {
-            name: "mcp__fx__echo".into(),
-            server: "fx".into(),
-            tool: "echo".into(),
-            description: String::new(),
-            visible: true,
-        }];
-        app.handle_key(key(KeyCode::Char('t')));
-        app.handle_key(key(KeyCode::Enter));
-        assert!(matches!(&app.screen, Screen::Call(f) if f.input.text() == "{}"));
-        app.handle_key(key(KeyCode::Backspace));
-        app.handle_key(key(KeyCode::Backspace));
-        typed(&mut app, "[1]");
-        assert!(app.handle_key(key(KeyCode::Enter)).is_empty());
-        assert!(matches!(&app.screen, Screen::Call(f)
-            if f.error.as_deref() == Some("the arguments must be a JSON object")));
-        app.handle_key(KeyEvent::new(KeyCode::Char('u'), KeyModifiers::CONTROL));
-        typed(&mut app, r#"{"text": "hi"}"#);
-        let effects = app.handle_key(key(KeyCode::Enter));
-        assert_eq!(
-            effects,
-            [Effect::CallTool {
-                ticket: 1,
-                name: "mcp__fx__echo".into(),
-                arguments: serde_json::json!({"text": "hi"}),
-            }]
-        );
-        // At most MAX_JOBS outputs run at once.
-        app.fetching = MAX_JOBS;
-        app.handle_key(key(KeyCode::Esc));
-        app.handle_key(key(KeyCode::Enter));
-        assert!(app.handle_key(key(KeyCode::Enter)).is_empty());
-        assert!(app.notice.as_ref().unwrap().text.contains("too much"));
-    }
+/// An output scrolled, or left for the list it came from.
+fn on_output(key: KeyEvent, mut output: Box<Output>) -> Next {
+    output.scroll = match key.code {
+        KeyCode::Esc => return output.back.to(output.server),
+        KeyCode::PageDown => output.scroll.saturating_add(10),
+        KeyCode::PageUp => output.scroll.saturating_sub(10),
+        _ if down(&key) => output.scroll.saturating_add(1),
+        _ if up(&key) => output.scroll.saturating_sub(1),
+        _ => output.scroll,
+    };
+    Next::Page(Page::Output(output))
 }

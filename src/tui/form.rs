@@ -1,13 +1,13 @@
 //! What servers ask of the user, shown over whatever screen is open: an elicitation's form
 //! (one field per property of its schema), a URL to visit, or a sampling request to review
-//! and decline (the panel has no model). Keys in, [`Effect::Reply`] out; drawn by
-//! `view_ask.rs`.
+//! and decline (the panel has no model). [`Requests`] holds them; keys in,
+//! [`Effect::Reply`] out; drawn by `view/ask.rs`.
 
-use super::app::{App, Effect, Update};
-use super::input::{Input, Mask};
+use super::effect::{Effect, Notice};
+use super::input::{Input, Mask, key_is};
 use crate::host::{Asked, MAX_WAITING, Reply, ReplyError, WaitingRequest};
 use crate::protocol::input::{ElicitationKind, FieldKind, FormField, FormRequest};
-use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
+use crossterm::event::{KeyCode, KeyEvent};
 use serde_json::{Map, Value};
 use std::collections::VecDeque;
 
@@ -114,8 +114,8 @@ impl Asking {
                 reply(Reply::Decline, None)
             }
             Ask::Sampling(_) if key.code == KeyCode::Enter => reply(Reply::Decline, None),
-            Ask::Url { .. } if is_char(&key, 'n') => reply(Reply::Decline, None),
-            Ask::Url { url, .. } if is_char(&key, 'y') => {
+            Ask::Url { .. } if key_is(&key, 'n') => reply(Reply::Decline, None),
+            Ask::Url { url, .. } if key_is(&key, 'y') => {
                 let url = url.clone();
                 reply(Reply::Accept(Value::Object(Map::new())), Some(url))
             }
@@ -148,55 +148,86 @@ impl Asking {
     }
 }
 
-impl App {
-    /// A request that came, ended or was answered (the queue holds what the board holds,
-    /// which bounds it: [`MAX_WAITING`], and a slot for each server with nothing waiting).
-    pub(super) fn apply_request(&mut self, update: Update) {
-        let find = |asked: &VecDeque<Asking>, id: &str| asked.iter().position(|a| a.id == id);
-        match update {
-            Update::Asked(asking) if find(&self.asked, &asking.id).is_none() => {
-                self.asked.push_back(*asking);
-            }
-            Update::Waiting(all) => {
-                // Those still waiting keep what was typed into them.
-                let kept = all
-                    .into_iter()
-                    .take(MAX_WAITING)
-                    .map(|fresh| match find(&self.asked, &fresh.id) {
-                        Some(i) => self.asked[i].clone(),
-                        None => fresh,
-                    })
-                    .collect();
-                self.asked = kept;
-            }
-            Update::RequestEnded { id, reason } => {
-                if let Some(gone) = find(&self.asked, &id).and_then(|i| self.asked.remove(i)) {
-                    self.warn(format!("{}'s request ended: {reason}", gone.server));
-                }
-            }
-            Update::Replied { id, outcome } => {
-                let Some(i) = find(&self.asked, &id) else {
-                    return;
-                };
-                match outcome {
-                    Err(ReplyError::Invalid(why)) => self.asked[i].error = Some(why),
-                    Err(e @ ReplyError::Unknown(_)) => {
-                        self.asked.remove(i);
-                        self.warn(e.to_string());
-                    }
-                    Ok(()) => {
-                        let done = self.asked.remove(i).expect("found");
-                        self.tell(format!("answered {}'s request", done.server));
-                    }
-                }
-            }
-            _ => {}
-        }
-    }
+/// What servers ask, oldest first; the first is shown over the screen and takes the keys.
+/// It holds what the board holds, which bounds it: [`MAX_WAITING`], and a slot for each
+/// server with nothing waiting.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct Requests {
+    pub(crate) queue: VecDeque<Asking>,
 }
 
-fn is_char(key: &KeyEvent, c: char) -> bool {
-    key.code == KeyCode::Char(c) && !key.modifiers.contains(KeyModifiers::CONTROL)
+impl Requests {
+    /// The request shown over the screen.
+    pub(crate) fn front(&self) -> Option<&Asking> {
+        self.queue.front()
+    }
+
+    /// A key for the request shown: the answer to send, if the key gives one; `None` when
+    /// nothing is asked (the screen takes the key).
+    pub(crate) fn handle_key(&mut self, key: KeyEvent) -> Option<Vec<Effect>> {
+        self.queue.front_mut().map(|asking| asking.handle_key(key))
+    }
+
+    /// Pasted text for the request shown; whether one is shown (and took it).
+    pub(crate) fn handle_paste(&mut self, text: &str) -> bool {
+        let Some(asking) = self.queue.front_mut() else {
+            return false;
+        };
+        asking.handle_paste(text);
+        true
+    }
+
+    fn find(&self, id: &str) -> Option<usize> {
+        self.queue.iter().position(|a| a.id == id)
+    }
+
+    /// A request that came (once, however often it is told).
+    pub(crate) fn asked(&mut self, asking: Asking) {
+        if self.find(&asking.id).is_none() {
+            self.queue.push_back(asking);
+        }
+    }
+
+    /// Every request waiting now (after the panel fell behind the event stream): those
+    /// still waiting keep what was typed into them.
+    pub(crate) fn replace(&mut self, all: Vec<Asking>) {
+        self.queue = all
+            .into_iter()
+            .take(MAX_WAITING)
+            .map(|fresh| match self.find(&fresh.id) {
+                Some(i) => self.queue[i].clone(),
+                None => fresh,
+            })
+            .collect();
+    }
+
+    /// A request that ended unanswered: what to tell.
+    pub(crate) fn ended(&mut self, id: &str, reason: &str) -> Option<Notice> {
+        let gone = self.find(id).and_then(|i| self.queue.remove(i))?;
+        Some(Notice::warn(format!(
+            "{}'s request ended: {reason}",
+            gone.server
+        )))
+    }
+
+    /// An answer taken (the request closes) or refused (its form says why): what to tell.
+    pub(crate) fn replied(&mut self, id: &str, outcome: Result<(), ReplyError>) -> Option<Notice> {
+        let i = self.find(id)?;
+        match outcome {
+            Err(ReplyError::Invalid(why)) => {
+                self.queue[i].error = Some(why);
+                None
+            }
+            Err(e @ ReplyError::Unknown(_)) => {
+                self.queue.remove(i);
+                Some(Notice::warn(e.to_string()))
+            }
+            Ok(()) => {
+                let done = self.queue.remove(i).expect("found");
+                Some(Notice::tell(format!("answered {}'s request", done.server)))
+            }
+        }
+    }
 }
 
 /// What a model would see of a content block (given as sent).
@@ -269,7 +300,7 @@ impl FormState {
             FieldValue::Text(input) => {
                 input.handle(key);
             }
-            FieldValue::Flag(flag) if is_char(key, ' ') => *flag = Some(*flag != Some(true)),
+            FieldValue::Flag(flag) if key_is(key, ' ') => *flag = Some(*flag != Some(true)),
             FieldValue::Flag(flag) if clear => *flag = None,
             FieldValue::Choice(choice) if choices > 0 => match key.code {
                 KeyCode::Right | KeyCode::Char(' ') => {
@@ -396,16 +427,17 @@ fn value_of(field: &FormField, value: &FieldValue) -> Result<Option<Value>, Stri
 }
 
 #[cfg(test)]
-mod tests {
+pub(super) mod tests {
     use super::*;
     use crate::protocol::input::ElicitationRequest;
+    use crossterm::event::KeyModifiers;
     use serde_json::json;
 
     fn key(code: KeyCode) -> KeyEvent {
         KeyEvent::new(code, KeyModifiers::NONE)
     }
 
-    fn asking(params: Value) -> Asking {
+    pub(crate) fn asking(params: Value) -> Asking {
         let request = ElicitationRequest::from_params(params).unwrap();
         Asking::new(&WaitingRequest {
             id: "7".into(),
@@ -414,7 +446,7 @@ mod tests {
         })
     }
 
-    fn typed(asking: &mut Asking, text: &str) {
+    pub(crate) fn typed(asking: &mut Asking, text: &str) {
         for c in text.chars() {
             assert!(asking.handle_key(key(KeyCode::Char(c))).is_empty());
         }
@@ -590,69 +622,6 @@ mod tests {
                 ..
             }]
         ));
-    }
-
-    #[test]
-    fn a_request_opens_over_the_screen_and_takes_the_keys_until_answered() {
-        use super::super::app::{App, Snapshot, Update};
-        let mut app = App::new(Snapshot::default());
-        let question = |id: &str| {
-            let mut a = asking(
-                json!({"message": "Who?", "requestedSchema": {"type": "object",
-                "properties": {"name": {"type": "string"}}, "required": ["name"]}}),
-            );
-            a.id = id.into();
-            Box::new(a)
-        };
-        app.apply(Update::Asked(question("1")));
-        app.apply(Update::Asked(question("1")));
-        assert_eq!(app.asked.len(), 1);
-        // `q` goes into the form, not to the list under it.
-        assert!(app.handle_key(key(KeyCode::Char('q'))).is_empty());
-        assert!(!app.quit);
-        let effects = app.handle_key(key(KeyCode::Enter));
-        assert_eq!(
-            effects,
-            [Effect::Reply {
-                id: "1".into(),
-                reply: Reply::Accept(json!({"name": "q"})),
-                open: None
-            }]
-        );
-        // A refusal stays on the form; a taken answer closes it.
-        let invalid = crate::host::ReplyError::Invalid("no".into());
-        app.apply(Update::Replied {
-            id: "1".into(),
-            outcome: Err(invalid),
-        });
-        assert_eq!(app.asked[0].error.as_deref(), Some("no"));
-        app.apply(Update::Replied {
-            id: "1".into(),
-            outcome: Ok(()),
-        });
-        assert!(app.asked.is_empty());
-        assert_eq!(app.notice.as_ref().unwrap().text, "answered fx's request");
-        // After a lag, the board's list: gone ones leave, kept ones keep what was typed.
-        app.apply(Update::Asked(question("2")));
-        app.apply(Update::Asked(question("3")));
-        typed(&mut app.asked[1], "Ada");
-        app.apply(Update::Waiting(vec![*question("3")]));
-        assert_eq!(app.asked.len(), 1);
-        let Ask::Form(state) = &app.asked[0].what else {
-            unreachable!()
-        };
-        assert!(matches!(&state.values[0], FieldValue::Text(i) if i.text() == "Ada"));
-        app.apply(Update::RequestEnded {
-            id: "3".into(),
-            reason: "it expired".into(),
-        });
-        assert!(app.asked.is_empty());
-        assert_eq!(
-            app.notice.as_ref().unwrap().text,
-            "fx's request ended: it expired"
-        );
-        app.handle_key(key(KeyCode::Char('q')));
-        assert!(app.quit);
     }
 
     #[test]

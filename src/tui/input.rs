@@ -1,9 +1,24 @@
-//! The panel's text fields: a one-line editor, how a field is masked when drawn, and the
-//! parsers of what the add wizard takes (arguments split as a shell would, `KEY=VALUE`,
-//! `Name: value`).
+//! The panel's keys and text fields: which key moves up or down, a one-line editor, how a
+//! field is masked when drawn, and the parsers of what the add wizard takes (arguments split
+//! as a shell would, `KEY=VALUE`, `Name: value`).
 
 use crate::text::redact_url;
 use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
+
+/// Whether `key` is the character `c` typed plainly (Ctrl-`c` is an editing key).
+pub(crate) fn key_is(key: &KeyEvent, c: char) -> bool {
+    key.code == KeyCode::Char(c) && !key.modifiers.contains(KeyModifiers::CONTROL)
+}
+
+/// ↑ or `k`.
+pub(crate) fn up(key: &KeyEvent) -> bool {
+    key.code == KeyCode::Up || key_is(key, 'k')
+}
+
+/// ↓ or `j`.
+pub(crate) fn down(key: &KeyEvent) -> bool {
+    key.code == KeyCode::Down || key_is(key, 'j')
+}
 
 /// How a field's text is drawn.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]

@@ -61,11 +61,13 @@
 
 mod app;
 mod catalog;
+mod effect;
 mod form;
 mod input;
+mod oauth;
 mod panel;
+mod template;
 mod view;
-mod view_ask;
-mod view_catalog;
+mod wizard;
 
 pub use panel::{Flow, Panel};

@@ -1,8 +1,9 @@
 //! [`Panel`]: the state machine wired to a [`Control`]: keys become background jobs, whose
 //! results come back over a channel and are applied at the next [`Panel::tick`].
 
-use super::app::{App, Effect, Job, OAuthInfo, Snapshot, ToolRow, Update};
+use super::app::{App, OAuthInfo, Snapshot, ToolRow, Update};
 use super::catalog::CatalogView;
+use super::effect::{Effect, Job};
 use super::form::Asking;
 use super::view;
 use crate::host::config::ServerConfig;
@@ -379,8 +380,8 @@ impl Panel {
     /// Whether no background work is in flight (see [`Panel::settle`]).
     pub fn is_idle(&self) -> bool {
         self.app.jobs.is_empty()
-            && self.app.fetching == 0
-            && !self.app.completing
+            && self.app.fetches.fetching == 0
+            && !self.app.fetches.completing
             && self.allow_pending == 0
             && !self
                 .control

@@ -3,52 +3,22 @@
 //! drawn with control characters escaped; env values, header values and secrets never are,
 //! and the URL the add wizard takes is drawn with its query values and password as `***`.
 
-use super::app::{AUTHS, App, ClientField, LoginState, Screen, Step, TRANSPORTS, ToolRow, Wizard};
-use super::{view_ask, view_catalog};
+mod ask;
+mod catalog;
+mod parts;
+
+use super::app::{App, Screen, ToolRow};
+use super::oauth::{ClientField, ClientForm, LoginState};
+use super::wizard::{AUTHS, Step, TRANSPORTS, Wizard};
 use crate::host::manager::{ServerState, ServerStatus};
 use crate::host::registry::PREFIX;
 use crate::text::redact_url;
+use parts::{LABEL, clean_line, clean_text, draw_input, field, spinner, unicode_width, width};
 use ratatui::Frame;
-use ratatui::layout::{Constraint, Layout, Position, Rect};
+use ratatui::layout::{Constraint, Layout, Rect};
 use ratatui::style::{Color, Modifier, Style, Stylize};
 use ratatui::text::{Line, Span, Text};
 use ratatui::widgets::{Block, Borders, Cell, Padding, Paragraph, Row, Table, TableState, Wrap};
-
-const SPINNER: [&str; 10] = ["⠋", "⠙", "⠹", "⠸", "⠼", "⠴", "⠦", "⠧", "⠇", "⠏"];
-
-/// One line of server text: line breaks and tabs become spaces, other control characters
-/// are shown escaped (`\u{1b}`), as [`crate::text`] does.
-pub(crate) fn clean_line(text: &str) -> String {
-    let mut out = String::with_capacity(text.len());
-    for c in text.chars() {
-        match c {
-            '\n' | '\r' | '\t' => out.push(' '),
-            c if crate::text::drives_terminal(c) => out.extend(c.escape_default()),
-            c => out.push(c),
-        }
-    }
-    out
-}
-
-/// Server text of several lines: line breaks kept, tabs as four spaces, other control
-/// characters shown escaped.
-pub(crate) fn clean_text(text: &str) -> String {
-    let mut out = String::with_capacity(text.len());
-    for c in text.chars() {
-        match c {
-            '\n' => out.push('\n'),
-            '\t' => out.push_str("    "),
-            '\r' => {}
-            c if crate::text::drives_terminal(c) => out.extend(c.escape_default()),
-            c => out.push(c),
-        }
-    }
-    out
-}
-
-pub(crate) fn spinner(app: &App) -> &'static str {
-    SPINNER[app.frame % SPINNER.len()]
-}
 
 fn state_style(state: ServerState) -> Style {
     match state {
@@ -69,7 +39,7 @@ fn state_text(app: &App, status: &ServerStatus) -> String {
         .jobs
         .get(&status.name)
         .map_or(status.state.name(), |job| job.doing());
-    format!("{} {doing}", spinner(app))
+    format!("{} {doing}", spinner(app.frame))
 }
 
 /// The title of the screen and the keys its footer shows.
@@ -95,11 +65,7 @@ fn title_and_keys(app: &App) -> (String, &'static str) {
             format!("/mcp · {server} · tools"),
             "↑/↓ move  Enter call  Space approve  A server  v show/hide  V all  Esc back",
         ),
-        Screen::Resources { .. }
-        | Screen::Prompts { .. }
-        | Screen::Arguments(_)
-        | Screen::Call(_)
-        | Screen::Output(_) => view_catalog::title_and_keys(&app.screen),
+        Screen::Catalog(page) => catalog::title_and_keys(page),
         Screen::Instructions { server, .. } => (
             format!("/mcp · {server} · instructions"),
             "↑/↓ scroll  PgUp/PgDn page  Esc back",
@@ -166,16 +132,12 @@ pub(crate) fn draw(app: &App, frame: &mut Frame, area: Rect) {
         Screen::Add(wizard) => draw_wizard(app, frame, area, wizard),
         Screen::Client { server, form } => draw_client(app, frame, area, server, form),
         Screen::Login { .. } => draw_login(app, frame, area),
-        Screen::Resources { .. }
-        | Screen::Prompts { .. }
-        | Screen::Arguments(_)
-        | Screen::Call(_)
-        | Screen::Output(_) => view_catalog::draw(app, frame, area),
+        Screen::Catalog(page) => catalog::draw(app, page, frame, area),
     }
     draw_status(app, frame, status);
     // A server's question is drawn over the screen, with its own keys.
     let keys = match app.asked.front() {
-        Some(asking) => view_ask::draw(app, asking, frame, body),
+        Some(asking) => ask::draw(app, asking, frame, body),
         None => keys,
     };
     frame.render_widget(
@@ -252,16 +214,6 @@ fn draw_list(app: &App, frame: &mut Frame, area: Rect) {
         .highlight_symbol("› ");
     let mut state = TableState::default().with_selected(Some(app.selected));
     frame.render_stateful_widget(table, area, &mut state);
-}
-
-/// How wide the labels of [`field`] are.
-pub(crate) const LABEL: usize = 13;
-
-pub(crate) fn field(name: &str, value: impl Into<String>) -> Line<'static> {
-    Line::from(vec![
-        Span::styled(format!("{name:<LABEL$}"), Style::new().bold()),
-        Span::raw(value.into()),
-    ])
 }
 
 fn draw_server(app: &App, frame: &mut Frame, area: Rect, name: &str) {
@@ -428,44 +380,6 @@ fn draw_instructions(app: &App, frame: &mut Frame, area: Rect, server: &str, scr
     );
 }
 
-/// A field being edited: its prompt, the (masked) text with the cursor, and an error.
-pub(crate) fn draw_input(
-    frame: &mut Frame,
-    area: Rect,
-    lines: &mut Vec<Line<'static>>,
-    input: &super::input::Input,
-    error: Option<&str>,
-) {
-    let (shown, cursor) = input.shown();
-    lines.push(Line::from(vec![
-        Span::styled("> ", Style::new().fg(Color::Cyan)),
-        Span::raw(shown.clone()),
-    ]));
-    let row = lines.len() as u16 - 1;
-    if let Some(e) = error {
-        lines.push(Line::from(clean_line(e)).style(Style::new().fg(Color::Red)));
-    }
-    frame.render_widget(
-        Paragraph::new(std::mem::take(lines)).wrap(Wrap { trim: false }),
-        area,
-    );
-    let column: usize = shown.chars().take(cursor).map(unicode_width).sum();
-    let x = area.x + 2 + column as u16;
-    let y = area.y + row;
-    if x < area.right() && y < area.bottom() {
-        frame.set_cursor_position(Position::new(x, y));
-    }
-}
-
-pub(crate) fn unicode_width(c: char) -> usize {
-    Span::raw(c.to_string()).width()
-}
-
-/// How many columns `text` takes, for a table column's width.
-pub(crate) fn width(text: &str) -> u16 {
-    u16::try_from(Span::raw(text).width()).unwrap_or(u16::MAX)
-}
-
 fn choices(lines: &mut Vec<Line<'static>>, options: &[&str], chosen: usize) {
     for (i, option) in options.iter().enumerate() {
         let line = if i == chosen {
@@ -537,7 +451,7 @@ fn draw_wizard(app: &App, frame: &mut Frame, area: Rect, wizard: &Wizard) {
         Step::Auth => choices(&mut lines, &AUTHS, wizard.auth),
         Step::Summary => {
             if wizard.saving {
-                lines.push(Line::from(format!("{} saving…", spinner(app))));
+                lines.push(Line::from(format!("{} saving…", spinner(app.frame))));
             }
             if let Some(e) = &wizard.error {
                 lines.push(Line::from(clean_line(e)).style(Style::new().fg(Color::Red)));
@@ -588,13 +502,7 @@ fn names(pairs: &[(String, String)]) -> String {
     format!("{} (values hidden)", names.join(", "))
 }
 
-fn draw_client(
-    app: &App,
-    frame: &mut Frame,
-    area: Rect,
-    server: &str,
-    form: &super::app::ClientForm,
-) {
+fn draw_client(app: &App, frame: &mut Frame, area: Rect, server: &str, form: &ClientForm) {
     let mut lines = vec![
         Line::from(format!(
             "A client registered by hand with {}'s authorization server.",
@@ -622,7 +530,7 @@ fn draw_client(
     };
     lines.push(Line::from(prompt).bold());
     if form.saving {
-        lines.push(Line::from(format!("{} saving…", spinner(app))));
+        lines.push(Line::from(format!("{} saving…", spinner(app.frame))));
     }
     draw_input(frame, area, &mut lines, &form.input, form.error.as_deref());
 }
@@ -642,7 +550,7 @@ fn draw_login(app: &App, frame: &mut Frame, area: Rect) {
     let mut lines = vec![match state {
         LoginState::Waiting => Line::from(format!(
             "{} Logging in to {server}: waiting for the browser…",
-            spinner(app)
+            spinner(app.frame)
         )),
         LoginState::Done(Ok(())) => {
             Line::from(format!("Logged in to {server}.")).style(Style::new().fg(Color::Green))
@@ -678,20 +586,6 @@ fn draw_login(app: &App, frame: &mut Frame, area: Rect) {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn server_text_reaches_no_cell_raw() {
-        let hostile = "a\x1b[2J\x07b\u{9b}c\u{202e}d\te\nf\r";
-        assert_eq!(
-            clean_line(hostile),
-            "a\\u{1b}[2J\\u{7}b\\u{9b}c\\u{202e}d e f "
-        );
-        assert_eq!(
-            clean_text(hostile),
-            "a\\u{1b}[2J\\u{7}b\\u{9b}c\\u{202e}d    e\nf"
-        );
-        assert_eq!(clean_line("plain – ünïcode 漢字"), "plain – ünïcode 漢字");
-    }
 
     #[test]
     fn arguments_are_shown_as_a_shell_takes_them() {

@@ -2,9 +2,9 @@
 //! sent (names, URIs, descriptions, completions, outputs) goes through `clean_line` or
 //! `clean_text`.
 
-use super::app::{App, Screen};
-use super::catalog::{ArgsForm, CallForm, Output, Target};
-use super::view::{LABEL, clean_line, clean_text, draw_input, spinner, unicode_width, width};
+use super::parts::{LABEL, clean_line, clean_text, draw_input, spinner, unicode_width, width};
+use crate::tui::app::App;
+use crate::tui::catalog::{ArgsForm, CallForm, Output, Page, Target};
 use ratatui::Frame;
 use ratatui::layout::{Constraint, Layout, Position, Rect};
 use ratatui::style::{Color, Modifier, Style, Stylize};
@@ -15,45 +15,42 @@ use ratatui::widgets::{Cell, Paragraph, Row, Table, TableState, Wrap};
 const SHOWN_COMPLETIONS: usize = 8;
 
 /// The title and footer keys of these screens.
-pub(crate) fn title_and_keys(screen: &Screen) -> (String, &'static str) {
-    match screen {
-        Screen::Resources { server, .. } => (
+pub(crate) fn title_and_keys(page: &Page) -> (String, &'static str) {
+    match page {
+        Page::Resources { server, .. } => (
             format!("/mcp · {server} · resources"),
             "↑/↓ move  Enter read it (a template asks for its variables)  Esc back",
         ),
-        Screen::Prompts { server, .. } => (
+        Page::Prompts { server, .. } => (
             format!("/mcp · {server} · prompts"),
             "↑/↓ move  Enter fill it in and get its messages  Esc back",
         ),
-        Screen::Arguments(form) => (
+        Page::Arguments(form) => (
             match &form.target {
                 Target::Prompt(name) => format!("/mcp · {} · prompt {name}", form.server),
                 Target::Template(uri) => format!("/mcp · {} · {uri}", form.server),
             },
             "Tab/Shift-Tab field  ↑/↓ choose a value  Enter take it / send  Esc back",
         ),
-        Screen::Call(form) => (
+        Page::Call(form) => (
             format!("/mcp · {} · call", form.server),
             "Enter call with these arguments  Esc back",
         ),
-        Screen::Output(output) => (
+        Page::Output(output) => (
             format!("/mcp · {} · {}", output.server, output.title),
             "↑/↓ scroll  PgUp/PgDn page  Esc back",
         ),
-        _ => (String::new(), ""),
     }
 }
 
-pub(crate) fn draw(app: &App, frame: &mut Frame, area: Rect) {
-    match &app.screen {
-        Screen::Resources { server, selected } => {
-            draw_resources(app, frame, area, server, *selected)
-        }
-        Screen::Prompts { server, selected } => draw_prompts(app, frame, area, server, *selected),
-        Screen::Arguments(form) => draw_arguments(frame, area, form),
-        Screen::Call(form) => draw_call(frame, area, form),
-        Screen::Output(output) => draw_output(app, frame, area, output),
-        _ => {}
+/// Draws `page` into `area`.
+pub(crate) fn draw(app: &App, page: &Page, frame: &mut Frame, area: Rect) {
+    match page {
+        Page::Resources { server, selected } => draw_resources(app, frame, area, server, *selected),
+        Page::Prompts { server, selected } => draw_prompts(app, frame, area, server, *selected),
+        Page::Arguments(form) => draw_arguments(frame, area, form),
+        Page::Call(form) => draw_call(frame, area, form),
+        Page::Output(output) => draw_output(app, frame, area, output),
     }
 }
 
@@ -275,7 +272,7 @@ fn draw_output(app: &App, frame: &mut Frame, area: Rect, output: &Output) {
     let text = match &output.text {
         None => Text::from(format!(
             "{} waiting for {}…",
-            spinner(app),
+            spinner(app.frame),
             clean_line(&output.server)
         )),
         Some(Ok(text)) if text.is_empty() => Text::from("(nothing)".dark_gray()),

@@ -2,10 +2,10 @@
 //! sampling request under review. The server's text (its name, message, titles,
 //! descriptions, choices, URL, messages) goes through `clean_line` or `clean_text`.
 
-use super::app::App;
-use super::form::{Ask, Asking, FieldValue, FormState, Review, choice_labels, label};
-use super::view::{clean_line, unicode_width, width};
+use super::parts::{clean_line, unicode_width, width};
 use crate::protocol::input::{FieldKind, FormField, format_example};
+use crate::tui::app::App;
+use crate::tui::form::{Ask, Asking, FieldValue, FormState, Review, choice_labels, label};
 use ratatui::Frame;
 use ratatui::layout::{Position, Rect};
 use ratatui::style::{Color, Modifier, Style, Stylize};
@@ -23,7 +23,7 @@ pub(crate) fn draw(app: &App, asking: &Asking, frame: &mut Frame, area: Rect) ->
         width: area.width.saturating_sub(2),
         height: area.height.saturating_sub(1),
     };
-    let more = app.asked.len().saturating_sub(1);
+    let more = app.asked.queue.len().saturating_sub(1);
     let mut title = format!(" {} asks ", clean_line(&asking.server));
     if more > 0 {
         title.push_str(&format!("({more} more waiting) "));
