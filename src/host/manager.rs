@@ -65,7 +65,7 @@ use catalog::{error_output, listing, no_such_server, text_argument};
 use registered::{search_arguments, search_output};
 use serde_json::Value;
 use servers::Servers;
-use slot::{Slot, not_connected};
+use slot::not_connected;
 use std::fmt;
 use std::sync::Arc;
 use tokio::sync::broadcast;
@@ -397,11 +397,9 @@ impl Manager {
             .of(name)
             .try_lock_owned()
             .map_err(|_| AddError::Busy(name.to_string()))?;
-        let mut slots = self.servers.slots();
-        if slots.contains_key(name) {
+        if !self.servers.insert(name, config.clone()) {
             return Err(AddError::Taken(name.to_string()));
         }
-        slots.insert(name.to_string(), Slot::new(Ok(config.clone())));
         Ok(PendingAdd {
             manager: self.clone(),
             name: name.to_string(),
@@ -507,7 +505,7 @@ impl Manager {
             None => Err(no_such_server(server)),
         };
         let added = added.map_err(|e| e.during(method))?;
-        if (client.details().era != Era::Stateless)
+        if client.details().era != Era::Stateless
             && let Err(e) = client.subscribe(uri).await
         {
             if added && let Some(slot) = self.servers.slots().get_mut(server) {
@@ -526,7 +524,7 @@ impl Manager {
             Some(slot) => slot.catalog.unfollow(uri),
             None => return Err(no_such_server(server).during(method)),
         };
-        if followed && (client.details().era != Era::Stateless) {
+        if followed && client.details().era != Era::Stateless {
             client.unsubscribe(uri).await?;
         }
         Ok(())

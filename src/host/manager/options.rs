@@ -32,10 +32,12 @@ pub struct ManagerOptions {
     /// Where the servers found of the initialize era are remembered, so their next start
     /// skips the `server/discover` probe (see [`EraMemory`]); `None`: every start probes.
     pub eras: Option<Arc<EraMemory>>,
-    /// When tool search replaces the definitions ([`Manager::offered_tools`](crate::host::Manager::offered_tools)); `None`: the
+    /// When tool search replaces the definitions
+    /// ([`Manager::offered_tools`](crate::host::Manager::offered_tools)); `None`: the
     /// config's top-level `"tool_search"`, else off.
     pub tool_search: Option<ToolSearch>,
-    /// Where the manager tells what happens ([`Manager::events`](crate::host::Manager::events)): state changes, list
+    /// Where the manager tells what happens
+    /// ([`Manager::events`](crate::host::Manager::events)): state changes, list
     /// changes, updated resources, servers' log messages.
     pub events: EventBus,
     /// Answers the servers' elicitation requests, told which server asks (a

@@ -101,14 +101,24 @@ impl Servers {
         self.settle(name, result).await
     }
 
+    /// Takes `name` for a new server of `config`, `connecting`; false if the name is taken.
+    pub(super) fn insert(&self, name: &str, config: ServerConfig) -> bool {
+        let mut slots = self.slots();
+        if slots.contains_key(name) {
+            return false;
+        }
+        slots.insert(name.to_string(), Slot::new(Ok(config)));
+        true
+    }
+
     pub(super) fn slots(&self) -> MutexGuard<'_, BTreeMap<String, Slot>> {
         self.slots.lock().expect("slots lock")
     }
 
-    /// Records the outcome of connecting `name`, registers its tools (unless the manager is
-    /// still in [`Manager::new`](crate::host::Manager::new), which registers all at the end) and starts its watcher
-    /// (once [`Manager::watch`](crate::host::Manager::watch) has run).
-    pub(super) fn apply_connect(self: &Arc<Self>, name: &str, result: Result<Connected>) {
+    /// Records the outcome of connecting `name`, registers its tools (once registering is on:
+    /// [`Manager::new`](crate::host::Manager::new) registers all at the end) and starts its
+    /// watcher (once watching is on).
+    fn apply_connect(self: &Arc<Self>, name: &str, result: Result<Connected>) {
         let mut slots = self.slots();
         let Some(slot) = slots.get_mut(name) else {
             return;
@@ -145,10 +155,8 @@ impl Servers {
             .register(name, slot.registrable().as_deref())
     }
 
-    /// Registers every connected server's tools again as `mcp__<server>__<tool>`, servers in
-    /// name order, and returns the name collisions found (each also logged). [`Manager::new`](crate::host::Manager::new)
-    /// and [`Manager::start`](crate::host::Manager::start) register already; refreshes and reconnects re-register their
-    /// server.
+    /// Registers every connected server's tools again, in name order (see
+    /// [`Manager::register_all`](crate::host::Manager::register_all)).
     pub(super) fn register_all(&self) -> Vec<Collision> {
         self.registered.turn_on();
         let slots = self.slots();
@@ -159,10 +167,8 @@ impl Servers {
             .collect()
     }
 
-    /// Starts following every connected server's tool list: on
-    /// `notifications/tools/list_changed` (debounced) or, for servers that do not declare
-    /// `tools.listChanged`, every poll interval, the server's tools are listed again and
-    /// re-registered. Idempotent.
+    /// Follows every connected server from now on (see
+    /// [`Manager::watch`](crate::host::Manager::watch)).
     pub(super) fn watch(self: &Arc<Self>) {
         self.watching.store(true, Ordering::SeqCst);
         let mut slots = self.slots();
@@ -171,21 +177,21 @@ impl Servers {
         }
     }
 
-    pub(super) fn start_watcher(self: &Arc<Self>, name: &str, slot: &mut Slot) {
+    fn start_watcher(self: &Arc<Self>, name: &str, slot: &mut Slot) {
         let options = &self.options;
         let follow = Following {
             debounce: options.debounce,
-            poll: None,
+            poll: Some(options.poll_interval),
             events: options.events.clone(),
             subscriptions: slot.catalog.listening(),
             reread: self.reread(),
         };
-        slot.watch(name, options.poll_interval, follow);
+        slot.watch(name, follow);
     }
 
     /// What a watcher calls on a change: holds the manager weakly, so that a watcher never
     /// keeps it alive.
-    pub(super) fn reread(self: &Arc<Self>) -> Reread {
+    fn reread(self: &Arc<Self>) -> Reread {
         let servers = Arc::downgrade(self);
         Arc::new(move |name, client, changes| {
             let servers = servers.clone();
@@ -200,23 +206,11 @@ impl Servers {
     }
 
     /// Lists what changed of server `name` again and records it, telling the event stream.
-    pub(super) async fn reread_lists(
-        self: &Arc<Self>,
-        name: &str,
-        client: &Arc<Client>,
-        changes: Changes,
-    ) {
+    async fn reread_lists(self: &Arc<Self>, name: &str, client: &Arc<Client>, changes: Changes) {
         if changes.tools {
             let result = client.list_tools().await;
             if let Ok(count) = self.apply_refresh(name, client, result) {
-                let list = "tools";
-                let server = name.to_string();
-                let event = Event::ListChanged {
-                    server,
-                    list,
-                    count,
-                };
-                self.options.events.publish(event);
+                self.publish_list(name, "tools", count);
             }
         }
         if changes.resources {
@@ -229,7 +223,7 @@ impl Servers {
 
     /// Records a fresh tool list of `client` (if it is still the server's client).
     pub(super) fn apply_refresh(
-        self: &Arc<Self>,
+        &self,
         name: &str,
         client: &Arc<Client>,
         result: Result<Vec<Tool>>,
@@ -245,12 +239,7 @@ impl Servers {
 
     /// Lists a server's resources or prompts again and records them (what the watcher does
     /// on a `list_changed`), telling the event stream.
-    pub(super) async fn refresh_list(
-        self: &Arc<Self>,
-        name: &str,
-        client: &Arc<Client>,
-        list: List,
-    ) {
+    async fn refresh_list(self: &Arc<Self>, name: &str, client: &Arc<Client>, list: List) {
         let fresh = list_of(name, client, list).await;
         let (label, count) = {
             let mut slots = self.slots();
@@ -260,16 +249,20 @@ impl Servers {
             }
         };
         tracing::info!(server = %name, count, "{label} list refreshed");
-        self.options.events.publish(Event::ListChanged {
-            server: name.to_string(),
-            list: label,
-            count,
-        });
+        self.publish_list(name, label, count);
     }
 
-    /// Closes every client, stops every watcher and empties the registry. Servers end as
-    /// `disconnected`. A server still starting is stopped too (its process ended), and no
-    /// server starts again: the manager is done.
+    fn publish_list(&self, name: &str, list: &'static str, count: usize) {
+        let server = name.to_string();
+        let event = Event::ListChanged {
+            server,
+            list,
+            count,
+        };
+        self.options.events.publish(event);
+    }
+
+    /// Closes every server for good (see [`Manager::close`](crate::host::Manager::close)).
     pub(super) async fn close(&self) {
         self.closing.send_replace(true);
         let clients: Vec<Arc<Client>> = self.slots().values_mut().filter_map(Slot::close).collect();
@@ -315,9 +308,8 @@ impl Servers {
         catalog::resource_tool_definitions(servers)
     }
 
-    /// The first, immediate half of [`Manager::remove`](crate::host::Manager::remove): the server leaves the slots and the
-    /// registry. `None` if there is no such server; else its client, for
-    /// [`Manager::close_detached`](crate::host::Manager::close_detached).
+    /// Takes server `name` out of the slots and the registry; its client, to close; `None`
+    /// if there is no such server.
     pub(super) fn detach(&self, name: &str) -> Option<Option<Arc<Client>>> {
         let mut slots = self.slots();
         let slot = slots.remove(name)?;
@@ -341,8 +333,8 @@ impl Servers {
         Some(slot.into_client())
     }
 
-    /// The second half of [`Manager::remove`](crate::host::Manager::remove): closes the client and waits out a connect of
-    /// this name in flight (which closes what it made, finding its slot gone).
+    /// Closes a detached server's client and waits out a connect of its name in flight
+    /// (which closes what it made, finding its slot gone).
     pub(super) async fn close_detached(&self, name: &str, client: Option<Arc<Client>>) {
         if let Some(client) = client {
             client.close().await;
@@ -350,8 +342,7 @@ impl Servers {
         let lock = self.locks.of(name);
         drop(lock.lock().await);
         drop(lock);
-        let locks = &self.locks;
-        locks.forget(name, || !self.slots().contains_key(name));
+        self.locks.forget(name, || !self.slots().contains_key(name));
         give_back_freed_memory();
     }
 
@@ -370,7 +361,8 @@ impl Servers {
         }
     }
 
-    /// [`Manager::reconnect_server`](crate::host::Manager::reconnect_server) with the server's lock held.
+    /// Reconnects server `name`, its lock held by the caller: the old client closed, a new
+    /// one connected and its tools registered.
     pub(super) async fn reconnect_locked(self: &Arc<Self>, name: &str) -> Result<Arc<Client>> {
         let (config, old) = match self.slots().get_mut(name) {
             Some(slot) => slot.begin_reconnect(name)?,
@@ -391,7 +383,7 @@ impl Servers {
     /// Records the outcome of connecting `name` ([`Servers::apply_connect`]). A client made
     /// while the server was removed or the manager closed is not kept: it is closed here,
     /// before the server's lock is let go.
-    pub(super) async fn settle(
+    async fn settle(
         self: &Arc<Self>,
         name: &str,
         result: Result<Connected>,
@@ -425,8 +417,7 @@ impl Servers {
         self.reconnect_locked(server).await
     }
 
-    /// The search index of the visible (registered) tools now, built again after each
-    /// change of the registry.
+    /// The search index of the registered tools now.
     pub(super) fn tool_index(&self) -> Arc<ToolIndex> {
         let registered = &self.registered;
         registered.index(|| {

@@ -14,7 +14,6 @@ use crate::host::status::{ServerState, ServerStatus};
 use crate::protocol::types::Tool;
 use std::borrow::Cow;
 use std::sync::Arc;
-use std::time::Duration;
 
 /// One server, as the manager keeps it (under the manager's one lock of all servers).
 pub(super) struct Slot {
@@ -162,9 +161,9 @@ impl Slot {
     }
 
     /// Starts its watcher unless one runs (or there is nothing to follow).
-    pub(super) fn watch(&mut self, name: &str, poll: Duration, follow: Following) {
+    pub(super) fn watch(&mut self, name: &str, follow: Following) {
         if let (false, Some(client)) = (self.watcher.is_running(), self.client.as_ref()) {
-            self.watcher.start(name, client, poll, follow);
+            self.watcher.start(name, client, follow);
         }
     }
 

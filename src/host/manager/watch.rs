@@ -1,5 +1,6 @@
-//! Following a server's tools: the watcher task (`tools/list_changed`, polling, the
-//! stateless `subscriptions/listen`), and a fresh list recorded and registered.
+//! Following a server's lists: the watcher task (`tools/list_changed` and the other
+//! `list_changed`, polling, the stateless `subscriptions/listen`) and its handle in the
+//! server's slot ([`Watcher`]). What changed is read again by the manager's [`Reread`].
 
 use crate::client::Client;
 use crate::error::{Error, ErrorKind};
@@ -39,14 +40,8 @@ impl Watcher {
     }
 
     /// Starts following server `name` on `client`, if it kept a subscription to follow with.
-    /// A server that does not declare `tools.listChanged` is polled every `poll` instead.
-    pub(super) fn start(
-        &mut self,
-        name: &str,
-        client: &Arc<Client>,
-        poll: Duration,
-        follow: Following,
-    ) {
+    /// A server that declares `tools.listChanged` is not polled.
+    pub(super) fn start(&mut self, name: &str, client: &Arc<Client>, follow: Following) {
         let Some(notifications) = self.notifications.take() else {
             return;
         };
@@ -57,7 +52,7 @@ impl Watcher {
             .and_then(Value::as_bool)
             .unwrap_or(false);
         let follow = Following {
-            poll: (!notifies).then_some(poll),
+            poll: follow.poll.filter(|_| !notifies),
             ..follow
         };
         let task = watch_server(name.to_string(), client.clone(), notifications, follow);
@@ -229,7 +224,8 @@ async fn watch_server(
 /// How a watcher follows its server.
 pub(super) struct Following {
     pub(super) debounce: Duration,
-    /// How often to list the tools of a server that does not say when they change.
+    /// How often to list the tools of a server that does not say when they change
+    /// (`tools.listChanged`).
     pub(super) poll: Option<Duration>,
     pub(super) events: EventBus,
     /// The resources followed ([`crate::host::Manager::subscribe`]).
