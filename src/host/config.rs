@@ -27,6 +27,7 @@
 //! The document is kept as read: members this crate does not know survive a save. Saves are
 //! atomic (a temporary file renamed over the old one) and the file is mode 0600.
 
+use super::config_error::ConfigError;
 use super::expand::expand_env;
 use super::filter::ToolFilter;
 use serde_json::{Map, Value, json};
@@ -91,57 +92,6 @@ pub fn server_name_problem(name: &str) -> Option<String> {
         None
     }
 }
-
-/// A problem with the config file or with one of its servers.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct ConfigError {
-    /// The file, if the problem is in one.
-    pub path: Option<PathBuf>,
-    /// The server entry at fault, if the problem is in one.
-    pub server: Option<String>,
-    /// Line and column (1-based) of a syntax error.
-    pub position: Option<(usize, usize)>,
-    /// What is wrong and what to do.
-    pub message: String,
-}
-
-impl ConfigError {
-    fn file(path: Option<&Path>, message: impl Into<String>) -> Self {
-        ConfigError {
-            path: path.map(Path::to_path_buf),
-            server: None,
-            position: None,
-            message: message.into(),
-        }
-    }
-
-    pub(crate) fn server(name: &str, message: impl Into<String>) -> Self {
-        ConfigError {
-            path: None,
-            server: Some(name.to_string()),
-            position: None,
-            message: message.into(),
-        }
-    }
-}
-
-impl fmt::Display for ConfigError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str("config")?;
-        if let Some(path) = &self.path {
-            write!(f, " {}", path.display())?;
-        }
-        if let Some((line, column)) = self.position {
-            write!(f, ", line {line}, column {column}")?;
-        }
-        if let Some(server) = &self.server {
-            write!(f, ", server \"{server}\"")?;
-        }
-        write!(f, ": {}", self.message)
-    }
-}
-
-impl std::error::Error for ConfigError {}
 
 /// One server's entry, as this crate understands it. Its `Debug` shows no value that may be a
 /// secret (arguments, variable and header values, the client secret, URL query values).
@@ -704,8 +654,8 @@ impl Config {
 
     /// The top-level `"tool_search"` (`{"above_tokens": N}`): when tool search is on. `None`
     /// when it is absent; a malformed one is an error.
-    pub fn tool_search(&self) -> Result<Option<super::search::ToolSearch>, ConfigError> {
-        super::search::ToolSearch::from_member(self.doc.get("tool_search"))
+    pub fn tool_search(&self) -> Result<Option<super::tool_search::ToolSearch>, ConfigError> {
+        super::tool_search::ToolSearch::from_member(self.doc.get("tool_search"))
             .map_err(|why| ConfigError::file(self.path.as_deref(), why))
     }
 

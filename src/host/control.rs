@@ -27,7 +27,7 @@ use super::gate::Allowlist;
 use super::manager::ServerState;
 use super::manager::{CallError, Catalog, Manager, PendingAdd, ServerStatus, ServerTool};
 use super::registry::{PREFIX, RegisteredTool, Registry, ToolDefinition};
-use super::search::Conversation;
+use super::tool_search::Conversation;
 use crate::client::Client;
 use crate::protocol::items::{Completion, CompletionRef, PromptContents, ResourceOutput};
 use serde_json::Value;

@@ -5,7 +5,7 @@
 //! slows a server. A listener that falls more than [`EVENT_QUEUE`] events behind loses the
 //! oldest ones and is told so by its next receive (`Lagged`).
 
-use super::manager::ServerState;
+use super::status::ServerState;
 use crate::protocol::items::LogLevel;
 use serde::Serialize;
 use serde_json::Value;

@@ -14,7 +14,7 @@
 //! that covers an include pattern whole (include `get_issue`, exclude `get_*`), which would
 //! make the include mean nothing. At most [`MAX_PATTERNS`] patterns a list.
 
-use super::config::ConfigError;
+use super::config_error::ConfigError;
 use super::registry::PREFIX;
 use serde_json::{Map, Value, json};
 

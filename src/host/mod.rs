@@ -35,6 +35,7 @@
 //! ```
 
 pub(crate) mod config;
+pub(crate) mod config_error;
 pub(crate) mod control;
 pub(crate) mod eras;
 pub(crate) mod events;
@@ -49,12 +50,14 @@ pub mod model_api;
 pub(crate) mod oauth;
 pub(crate) mod registry;
 pub(crate) mod requests;
-pub(crate) mod search;
+pub(crate) mod status;
+pub(crate) mod tool_search;
 
 pub use config::{
-    Config, ConfigError, HttpServer, MAX_TIMEOUT, ServerConfig, StdioServer, Timeouts, config_dir,
+    Config, HttpServer, MAX_TIMEOUT, ServerConfig, StdioServer, Timeouts, config_dir,
     default_config_path, is_valid_server_name,
 };
+pub use config_error::ConfigError;
 pub use control::{
     AddingServer, CallOutcome, Control, ControlError, DEFAULT_MAX_CALLS_PER_SERVER, ToolCall,
 };
@@ -72,7 +75,7 @@ pub use gate::{
 pub use manager::connect_server_with_store;
 pub use manager::{
     AddError, CallError, Catalog, LIST_RESOURCES_TOOL, MAX_SUBSCRIPTIONS, Manager, ManagerOptions,
-    READ_RESOURCE_TOOL, ServerState, ServerStatus, ServerTool, connect_server,
+    READ_RESOURCE_TOOL, ServerTool, connect_server,
 };
 #[cfg(feature = "oauth")]
 pub use oauth::{login, token_store};
@@ -82,7 +85,8 @@ pub use requests::{
     MAX_WAITING_BYTES, MAX_WAITING_PER_SERVER, PendingRequests, Reply, ReplyError, SamplingHandler,
     WaitingRequest,
 };
-pub use search::{
+pub use status::{ServerState, ServerStatus};
+pub use tool_search::{
     Conversation, DEFAULT_SEARCH_LIMIT, MAX_FOUND, MAX_SEARCH_LIMIT, SEARCH_TOOL, ToolIndex,
     ToolSearch, search_tool_definition,
 };

@@ -18,7 +18,7 @@ use crate::host::events::{Event, EventBus};
 use crate::host::gate::PermissionMode;
 use crate::host::manager::{CallError, Manager};
 use crate::host::model_api::{ModelApi, map_back, result_item};
-use crate::host::search::{Conversation, SEARCH_TOOL};
+use crate::host::tool_search::{Conversation, SEARCH_TOOL};
 use crate::protocol::session::RequestOptions;
 use crate::protocol::types::{Progress, ToolOutput};
 use serde_json::Value;

@@ -1,14 +1,18 @@
-//! What a server offers besides tools, in the Manager: its resources, resource templates and
-//! prompts, listed at connect and again on their `list_changed`; reading, prompting,
-//! completing and subscribing by server name; and the two host tools that let the model list
-//! and read resources.
+//! What a server offers besides tools: its resources, resource templates and prompts,
+//! listed at connect and again on their `list_changed` ([`ServerCatalog`] keeps them with the
+//! resources followed), and the two host tools that let the model list and read resources.
 
-use super::*;
-use crate::host::events::Event;
-use crate::protocol::items::{
-    Completion, CompletionRef, Prompt, PromptContents, Resource, ResourceOutput, ResourceTemplate,
-};
+use crate::client::Client;
+use crate::error::{Error, ErrorKind, Result};
+use crate::host::registry::ToolDefinition;
+use crate::protocol::items::{Prompt, Resource, ResourceTemplate};
+use crate::protocol::types::ToolOutput;
 use crate::wire::truncate::Truncator;
+use serde::Serialize;
+use serde_json::Value;
+use std::collections::BTreeSet;
+use std::sync::Arc;
+use tokio::sync::watch;
 
 /// The host tool that lists a server's resources and templates (no server's tool can take
 /// the name: those are `mcp__<server>__<tool>`).
@@ -51,7 +55,7 @@ pub(super) async fn list_catalog(name: &str, client: &Client) -> Catalog {
     catalog
 }
 
-async fn list_of(name: &str, client: &Client, list: List) -> Catalog {
+pub(super) async fn list_of(name: &str, client: &Client, list: List) -> Catalog {
     let mut catalog = Catalog::default();
     match list {
         List::Resources if client.details().has_capability("resources") => {
@@ -78,258 +82,130 @@ async fn list_of(name: &str, client: &Client, list: List) -> Catalog {
     catalog
 }
 
-impl Manager {
-    /// A server's resources, templates and prompts as last listed (empty while it is not
-    /// connected); `None` when there is no server of this name.
-    pub fn catalog(&self, server: &str) -> Option<Catalog> {
-        self.slots().get(server).map(|slot| slot.catalog.clone())
-    }
+/// A server's catalog as the manager keeps it: the lists as last read, and the resources it
+/// is followed for ([`crate::host::Manager::subscribe`]).
+pub(super) struct ServerCatalog {
+    lists: Catalog,
+    subscriptions: BTreeSet<String>,
+    /// The same, for a stateless server's `subscriptions/listen` (opened anew on a change).
+    listening: watch::Sender<Vec<String>>,
+}
 
-    /// The resources a server is followed for ([`Manager::subscribe`]).
-    pub fn subscriptions(&self, server: &str) -> Vec<String> {
-        self.slots()
-            .get(server)
-            .map(|slot| slot.subscriptions.iter().cloned().collect())
-            .unwrap_or_default()
-    }
-
-    /// Lists a server's resources or prompts again and records them (what the watcher does
-    /// on a `list_changed`), telling the event stream.
-    pub(super) async fn refresh_list(&self, name: &str, client: &Arc<Client>, list: List) {
-        let fresh = list_of(name, client, list).await;
-        let mut slots = self.slots();
-        let Some(slot) = slots.get_mut(name) else {
-            return;
-        };
-        if !slot.client.as_ref().is_some_and(|c| Arc::ptr_eq(c, client)) {
-            return;
+impl ServerCatalog {
+    pub(super) fn new() -> ServerCatalog {
+        ServerCatalog {
+            lists: Catalog::default(),
+            subscriptions: BTreeSet::new(),
+            listening: watch::Sender::new(Vec::new()),
         }
-        let (label, count) = match list {
+    }
+
+    pub(super) fn lists(&self) -> &Catalog {
+        &self.lists
+    }
+
+    /// Puts fresh lists in place (empty ones when the server is gone); what is followed stays.
+    pub(super) fn replace(&mut self, lists: Catalog) {
+        self.lists = lists;
+    }
+
+    /// Records one list read again; returns its label and how many entries it has now.
+    pub(super) fn refresh(&mut self, list: List, fresh: Catalog) -> (&'static str, usize) {
+        match list {
             List::Resources => {
-                slot.catalog.resources = fresh.resources;
-                slot.catalog.templates = fresh.templates;
-                let count = slot.catalog.resources.len() + slot.catalog.templates.len();
+                self.lists.resources = fresh.resources;
+                self.lists.templates = fresh.templates;
+                let count = self.lists.resources.len() + self.lists.templates.len();
                 ("resources", count)
             }
             List::Prompts => {
-                slot.catalog.prompts = fresh.prompts;
-                ("prompts", slot.catalog.prompts.len())
+                self.lists.prompts = fresh.prompts;
+                ("prompts", self.lists.prompts.len())
             }
-        };
-        drop(slots);
-        tracing::info!(server = %name, count, "{label} list refreshed");
-        self.inner.options.events.publish(Event::ListChanged {
-            server: name.to_string(),
-            list: label,
-            count,
-        });
-    }
-
-    /// The server's live client, reconnecting once if its session ended.
-    async fn live_client(&self, server: &str, method: &str) -> Result<Arc<Client>> {
-        if !self.slots().contains_key(server) {
-            return Err(no_such_server(server).during(method));
-        }
-        match self.client(server) {
-            Some(c) if !c.is_closed() => Ok(c),
-            stale => self.reconnect_after(server, stale.as_ref()).await,
         }
     }
 
-    /// Reads a resource of a server: what the model sees of it, rendered and capped as a
-    /// tool result is (the client's output cap, the truncation marker).
-    pub async fn read_resource(&self, server: &str, uri: &str) -> Result<ResourceOutput> {
-        let client = self.live_client(server, methods::RESOURCES_READ).await?;
-        client.read_resource(uri).await
+    /// Whether it has resources or templates for the host tools to list and read.
+    pub(super) fn has_resources(&self) -> bool {
+        !(self.lists.resources.is_empty() && self.lists.templates.is_empty())
     }
 
-    /// Fills in a prompt of a server with its arguments (`prompts/get`).
-    pub async fn get_prompt(
-        &self,
-        server: &str,
-        prompt: &str,
-        arguments: Value,
-    ) -> Result<PromptContents> {
-        let client = self.live_client(server, methods::PROMPTS_GET).await?;
-        client.get_prompt(prompt, arguments).await
+    pub(super) fn subscriptions(&self) -> Vec<String> {
+        self.subscriptions.iter().cloned().collect()
     }
 
-    /// Asks a server for values of an argument of one of its prompts or resource templates
-    /// (`completion/complete`): `value` is what is typed so far, `context` the arguments
-    /// already chosen.
-    pub async fn complete(
-        &self,
-        server: &str,
-        reference: &CompletionRef,
-        argument: &str,
-        value: &str,
-        context: &[(String, String)],
-    ) -> Result<Completion> {
-        let client = self
-            .live_client(server, methods::COMPLETION_COMPLETE)
-            .await?;
-        client.complete(reference, argument, value, context).await
+    /// The resources followed, as they change: what a watcher listens with.
+    pub(super) fn listening(&self) -> watch::Receiver<Vec<String>> {
+        self.listening.subscribe()
     }
 
-    /// Follows a resource of a server: its changes come as [`Event::ResourceUpdated`] on
-    /// [`Manager::events`] (once [`Manager::watch`] runs). Kept across reconnects; at most
-    /// [`MAX_SUBSCRIPTIONS`] a server. A stateless (2026-07-28) server is followed on its
-    /// `subscriptions/listen` stream, an initialize-era one with `resources/subscribe`.
-    pub async fn subscribe(&self, server: &str, uri: &str) -> Result<()> {
-        let method = methods::RESOURCES_SUBSCRIBE;
-        let client = self.live_client(server, method).await?;
-        // Followed before the server is asked: the update it may send at once is announced
-        // (only followed resources are).
-        let added = {
-            let mut slots = self.slots();
-            let slot = slots
-                .get_mut(server)
-                .ok_or_else(|| no_such_server(server).during(method))?;
-            if slot.subscriptions.len() >= MAX_SUBSCRIPTIONS && !slot.subscriptions.contains(uri) {
-                let why = format!(
-                    "{MAX_SUBSCRIPTIONS} resources of this server are followed already, the most at once; unsubscribe from one first"
-                );
-                return Err(Error::new(server, ErrorKind::Limit(why)).during(method));
-            }
-            let added = slot.subscriptions.insert(uri.to_string());
-            slot.listening
-                .send_replace(slot.subscriptions.iter().cloned().collect());
-            added
-        };
-        if client.details().era != crate::protocol::types::Era::Stateless
-            && let Err(e) = client.subscribe(uri).await
-        {
-            if added && let Some(slot) = self.slots().get_mut(server) {
-                slot.subscriptions.remove(uri);
-                slot.listening
-                    .send_replace(slot.subscriptions.iter().cloned().collect());
-            }
-            return Err(e);
+    /// Follows `uri` of server `server`, at most [`MAX_SUBSCRIPTIONS`]; true if it was not
+    /// followed yet.
+    pub(super) fn follow(&mut self, server: &str, uri: &str) -> Result<bool> {
+        if self.subscriptions.len() >= MAX_SUBSCRIPTIONS && !self.subscriptions.contains(uri) {
+            let why = format!(
+                "{MAX_SUBSCRIPTIONS} resources of this server are followed already, the most at once; unsubscribe from one first"
+            );
+            return Err(Error::new(server, ErrorKind::Limit(why)));
         }
-        Ok(())
+        let added = self.subscriptions.insert(uri.to_string());
+        self.listening.send_replace(self.subscriptions());
+        Ok(added)
     }
 
-    /// Stops following a resource ([`Manager::subscribe`]).
-    pub async fn unsubscribe(&self, server: &str, uri: &str) -> Result<()> {
-        let method = methods::RESOURCES_UNSUBSCRIBE;
-        let client = self.live_client(server, method).await?;
-        let followed = {
-            let mut slots = self.slots();
-            let slot = slots
-                .get_mut(server)
-                .ok_or_else(|| no_such_server(server).during(method))?;
-            let followed = slot.subscriptions.remove(uri);
-            slot.listening
-                .send_replace(slot.subscriptions.iter().cloned().collect());
-            followed
-        };
-        if followed && client.details().era != crate::protocol::types::Era::Stateless {
-            client.unsubscribe(uri).await?;
-        }
-        Ok(())
+    /// Stops following `uri`; true if it was followed.
+    pub(super) fn unfollow(&mut self, uri: &str) -> bool {
+        let followed = self.subscriptions.remove(uri);
+        self.listening.send_replace(self.subscriptions());
+        followed
     }
+}
 
-    /// The host tools' definitions, when any connected server has resources or templates.
-    pub(super) fn resource_tool_definitions(&self) -> Vec<ToolDefinition> {
-        let servers: Vec<String> = self
-            .slots()
-            .iter()
-            .filter(|(_, s)| {
-                s.state == ServerState::Connected
-                    && !(s.catalog.resources.is_empty() && s.catalog.templates.is_empty())
-            })
-            .map(|(name, _)| name.clone())
-            .collect();
-        if servers.is_empty() {
-            return Vec::new();
-        }
-        let names = servers.join(", ");
-        let server = serde_json::json!({"type": "string", "enum": servers, "description": "The MCP server."});
-        let definition = |name: &str, description: String, schema: Value| ToolDefinition {
-            name: name.into(),
-            description: Arc::from(description),
-            input_schema: serde_json::value::RawValue::from_string(schema.to_string())
-                .expect("valid JSON")
-                .into(),
-        };
-        vec![
-            definition(
-                LIST_RESOURCES_TOOL,
-                format!(
-                    "Lists the resources (data such as files, records, documents) and resource templates an MCP server offers, one JSON object a line. Servers with resources: {names}."
-                ),
-                serde_json::json!({"type": "object", "properties": {"server": server}, "required": ["server"]}),
+/// The host tools' definitions, for the servers (connected) that have resources; none when
+/// there are no such servers.
+pub(super) fn resource_tool_definitions(servers: Vec<String>) -> Vec<ToolDefinition> {
+    if servers.is_empty() {
+        return Vec::new();
+    }
+    let names = servers.join(", ");
+    let server =
+        serde_json::json!({"type": "string", "enum": servers, "description": "The MCP server."});
+    let definition = |name: &str, description: String, schema: Value| ToolDefinition {
+        name: name.into(),
+        description: Arc::from(description),
+        input_schema: serde_json::value::RawValue::from_string(schema.to_string())
+            .expect("valid JSON")
+            .into(),
+    };
+    vec![
+        definition(
+            LIST_RESOURCES_TOOL,
+            format!(
+                "Lists the resources (data such as files, records, documents) and resource templates an MCP server offers, one JSON object a line. Servers with resources: {names}."
             ),
-            definition(
-                READ_RESOURCE_TOOL,
-                format!(
-                    "Reads one resource of an MCP server by its URI (from {LIST_RESOURCES_TOOL}, or a template with its variables filled in). Servers with resources: {names}."
-                ),
-                serde_json::json!({"type": "object", "properties": {
-                    "server": server,
-                    "uri": {"type": "string", "description": "The resource's URI."}
-                }, "required": ["server", "uri"]}),
+            serde_json::json!({"type": "object", "properties": {"server": server}, "required": ["server"]}),
+        ),
+        definition(
+            READ_RESOURCE_TOOL,
+            format!(
+                "Reads one resource of an MCP server by its URI (from {LIST_RESOURCES_TOOL}, or a template with its variables filled in). Servers with resources: {names}."
             ),
-        ]
-    }
+            serde_json::json!({"type": "object", "properties": {
+                "server": server,
+                "uri": {"type": "string", "description": "The resource's URI."}
+            }, "required": ["server", "uri"]}),
+        ),
+    ]
+}
 
-    /// Runs a host tool ([`LIST_RESOURCES_TOOL`], [`READ_RESOURCE_TOOL`]) through the gate;
-    /// `None` when `name` is not one.
-    pub(super) async fn call_resource_tool(
-        &self,
-        name: &str,
-        arguments: &Value,
-        mode: PermissionMode,
-    ) -> Option<Result<ToolOutput, CallError>> {
-        if name != LIST_RESOURCES_TOOL && name != READ_RESOURCE_TOOL {
-            return None;
-        }
-        let text_argument = |key: &str| arguments.get(key).and_then(Value::as_str);
-        let Some(server) = text_argument("server") else {
-            return Some(Ok(error_output(format!(
-                "{name} needs \"server\": one of the servers its description names"
-            ))));
-        };
-        if let Err(denied) = self
-            .inner
-            .gate
-            .check(name, Some(server), arguments, mode)
-            .await
-        {
-            return Some(Err(CallError::Denied(denied)));
-        }
-        if name == LIST_RESOURCES_TOOL {
-            let Some(catalog) = self.catalog(server) else {
-                return Some(Ok(error_output(format!(
-                    "there is no MCP server {:?}",
-                    crate::text::escape_controls(server)
-                ))));
-            };
-            return Some(Ok(listing(
-                server,
-                &catalog,
-                self.inner.options.client.output_cap,
-            )));
-        }
-        let Some(uri) = text_argument("uri") else {
-            return Some(Ok(error_output(format!(
-                "{name} needs \"uri\": a resource's URI from {LIST_RESOURCES_TOOL}"
-            ))));
-        };
-        Some(match self.read_resource(server, uri).await {
-            Ok(read) => Ok(ToolOutput {
-                text: read.text,
-                total_bytes: read.total_bytes,
-                is_error: false,
-            }),
-            Err(e) => Err(CallError::Server(e)),
-        })
-    }
+/// A text argument of a host tool's call.
+pub(super) fn text_argument<'a>(arguments: &'a Value, key: &str) -> Option<&'a str> {
+    arguments.get(key).and_then(Value::as_str)
 }
 
 /// What the model sees of a server's resources: a heading, then one JSON object a line,
 /// through the truncator.
-fn listing(server: &str, catalog: &Catalog, cap: usize) -> ToolOutput {
+pub(super) fn listing(server: &str, catalog: &Catalog, cap: usize) -> ToolOutput {
     let mut out = Truncator::new(cap);
     let heading = format!(
         "{} resources and {} resource templates of {}:\n",
@@ -355,7 +231,7 @@ fn listing(server: &str, catalog: &Catalog, cap: usize) -> ToolOutput {
     }
 }
 
-fn error_output(text: String) -> ToolOutput {
+pub(super) fn error_output(text: String) -> ToolOutput {
     ToolOutput {
         total_bytes: text.len() as u64,
         text,
@@ -363,7 +239,7 @@ fn error_output(text: String) -> ToolOutput {
     }
 }
 
-fn no_such_server(name: &str) -> Error {
+pub(super) fn no_such_server(name: &str) -> Error {
     Error::new(
         name,
         ErrorKind::Usage(

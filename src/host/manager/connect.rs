@@ -1,8 +1,15 @@
 //! From a config entry to a connected client, and its first tool list.
 
-use super::*;
+use super::catalog::{Catalog, list_catalog};
+use super::options::ManagerOptions;
+use crate::client::{Client, ClientOptions};
+use crate::error::{Error, ErrorKind, Result};
+use crate::host::config::ServerConfig;
+use crate::protocol::types::Tool;
 use crate::transport::{Inbound, Transport};
-use tokio::sync::{mpsc, watch};
+use crate::wire::jsonrpc::Notification;
+use std::sync::Arc;
+use tokio::sync::{broadcast, mpsc, watch};
 
 /// Connects one configured server. The one place that turns a config entry into a client:
 /// stdio entries start their command (with `$VAR` expanded); `url` entries connect over
@@ -126,7 +133,7 @@ pub(super) struct Connected {
     pub(super) client: Arc<Client>,
     pub(super) notifications: broadcast::Receiver<Notification>,
     pub(super) tools: Vec<Tool>,
-    pub(super) catalog: super::Catalog,
+    pub(super) catalog: Catalog,
 }
 
 /// Connects server `name` and lists its tools, unless `closing` turns true first: then the
@@ -174,7 +181,7 @@ pub(super) async fn connect_and_list(
     };
     // Resources and prompts are listed beside the tools, so they add no round trip.
     let listed = tokio::select! {
-        (tools, catalog) = async { tokio::join!(tools, super::catalog::list_catalog(&name, &client)) } => tools.map(|t| (t, catalog)),
+        (tools, catalog) = async { tokio::join!(tools, list_catalog(&name, &client)) } => tools.map(|t| (t, catalog)),
         () = closed_signal(&mut closing) => Err(closed()),
     };
     match listed {

@@ -1,50 +1,76 @@
-//! Following a server's tools: the watcher task (`tools/list_changed`, polling, the
-//! stateless `subscriptions/listen`), and a fresh list recorded and registered.
+//! Following a server's lists: the watcher task (`tools/list_changed` and the other
+//! `list_changed`, polling, the stateless `subscriptions/listen`) and its handle in the
+//! server's slot ([`Watcher`]). What changed is read again by the manager's [`Reread`].
 
-use super::*;
-use crate::host::events::{Event, EventBus};
+use crate::client::Client;
+use crate::error::{Error, ErrorKind};
+use crate::host::events::{Event, EventBus, bounded};
+use crate::host::status::ServerState;
+use crate::transport::BoxFuture;
+use crate::wire::jsonrpc::Notification;
+use serde_json::Value;
+use std::sync::Arc;
+use std::time::Duration;
+use tokio::sync::broadcast;
+use tokio::task::JoinHandle;
 
-/// Records a fresh tool list of `client` (if it is still the server's client).
-pub(super) fn apply_refresh(
-    inner: &Arc<Inner>,
-    name: &str,
-    client: &Arc<Client>,
-    result: Result<Vec<Tool>>,
-) -> Result<usize> {
-    let manager = Manager {
-        inner: inner.clone(),
-    };
-    let mut slots = manager.slots();
-    let Some(slot) = slots.get_mut(name) else {
-        return Err(not_connected(name));
-    };
-    if !slot.client.as_ref().is_some_and(|c| Arc::ptr_eq(c, client)) {
-        return Err(not_connected(name));
+/// A server's watcher, as the manager keeps it: the subscription made before the tools were
+/// listed, until the watcher task takes it, and the task.
+#[derive(Default)]
+pub(super) struct Watcher {
+    notifications: Option<broadcast::Receiver<Notification>>,
+    task: Option<AbortOnDrop>,
+}
+
+impl Watcher {
+    /// Keeps the subscription of a new connection for the watcher to come.
+    pub(super) fn wait_on(&mut self, notifications: broadcast::Receiver<Notification>) {
+        self.task = None;
+        self.notifications = Some(notifications);
     }
-    match result {
-        Ok(tools) => {
-            let count = tools.len();
-            slot.tools = tools;
-            if inner.registered.load(Ordering::SeqCst) {
-                manager.register_slot(name, slot);
-            }
-            tracing::info!(server = %name, tools = count, "tool list refreshed");
-            Ok(count)
-        }
-        Err(e) => {
-            tracing::warn!(server = %name, "listing the tools again failed, keeping the old list: {e}");
-            slot.last_error = Some(e.to_string());
-            Err(e)
-        }
+
+    /// Stops the task and drops the subscription.
+    pub(super) fn stop(&mut self) {
+        self.task = None;
+        self.notifications = None;
+    }
+
+    pub(super) fn is_running(&self) -> bool {
+        self.task.is_some()
+    }
+
+    /// Starts following server `name` on `client`, if it kept a subscription to follow with.
+    /// A server that declares `tools.listChanged` is not polled.
+    pub(super) fn start(&mut self, name: &str, client: &Arc<Client>, follow: Following) {
+        let Some(notifications) = self.notifications.take() else {
+            return;
+        };
+        let notifies = client
+            .details()
+            .capabilities
+            .pointer("/tools/listChanged")
+            .and_then(Value::as_bool)
+            .unwrap_or(false);
+        let follow = Following {
+            poll: follow.poll.filter(|_| !notifies),
+            ..follow
+        };
+        let task = watch_server(name.to_string(), client.clone(), notifications, follow);
+        self.task = Some(AbortOnDrop(tokio::spawn(task)));
     }
 }
 
+/// Reads a server's changed lists again and records them: the manager's, held weakly, so it
+/// answers false once the manager is gone, and the watcher ends.
+pub(super) type Reread =
+    Arc<dyn Fn(String, Arc<Client>, Changes) -> BoxFuture<'static, bool> + Send + Sync>;
+
 /// The lists a burst of notifications asks to read again.
 #[derive(Debug, Clone, Copy, Default)]
-struct Changes {
-    tools: bool,
-    resources: bool,
-    prompts: bool,
+pub(super) struct Changes {
+    pub(super) tools: bool,
+    pub(super) resources: bool,
+    pub(super) prompts: bool,
 }
 
 impl Changes {
@@ -97,7 +123,7 @@ fn note(
                     server: name.to_string(),
                     level,
                     logger: log.logger.map(|l| l.chars().take(200).collect()),
-                    data: crate::host::events::bounded(log.data),
+                    data: bounded(log.data),
                 });
             }
         }
@@ -109,8 +135,7 @@ fn note(
 /// Follows one server's lists until its connection ends or the manager goes away: tools,
 /// resources and prompts read again on their `list_changed` (debounced together), updated
 /// resources and log messages passed on to the event stream.
-pub(super) async fn watch_server(
-    inner: Weak<Inner>,
+async fn watch_server(
     name: String,
     client: Arc<Client>,
     mut notifications: broadcast::Receiver<Notification>,
@@ -122,6 +147,7 @@ pub(super) async fn watch_server(
         poll,
         events,
         subscriptions,
+        reread,
     } = follow;
     let stateless = client.details().era == crate::protocol::types::Era::Stateless;
     // A stateless server tells of changes only to a client that listens for them.
@@ -189,28 +215,8 @@ pub(super) async fn watch_server(
         if client.is_closed() {
             return ended(&events, &name, &client);
         }
-        let Some(manager) = inner.upgrade().map(|inner| Manager { inner }) else {
+        if !reread(name.clone(), client.clone(), changes).await {
             return;
-        };
-        if changes.tools {
-            let result = client.list_tools().await;
-            if let Ok(count) = apply_refresh(&manager.inner, &name, &client, result) {
-                events.publish(Event::ListChanged {
-                    server: name.clone(),
-                    list: "tools",
-                    count,
-                });
-            }
-        }
-        if changes.resources {
-            manager
-                .refresh_list(&name, &client, catalog::List::Resources)
-                .await;
-        }
-        if changes.prompts {
-            manager
-                .refresh_list(&name, &client, catalog::List::Prompts)
-                .await;
         }
     }
 }
@@ -218,11 +224,13 @@ pub(super) async fn watch_server(
 /// How a watcher follows its server.
 pub(super) struct Following {
     pub(super) debounce: Duration,
-    /// How often to list the tools of a server that does not say when they change.
+    /// How often to list the tools of a server that does not say when they change
+    /// (`tools.listChanged`).
     pub(super) poll: Option<Duration>,
     pub(super) events: EventBus,
-    /// The resources followed ([`Manager::subscribe`]).
+    /// The resources followed ([`crate::host::Manager::subscribe`]).
     pub(super) subscriptions: tokio::sync::watch::Receiver<Vec<String>>,
+    pub(super) reread: Reread,
 }
 
 /// Tells the event stream that the server's connection ended.
@@ -238,7 +246,7 @@ fn ended(events: &EventBus, name: &str, client: &Client) {
 }
 
 /// Ends a task when dropped.
-pub(super) struct AbortOnDrop(JoinHandle<()>);
+struct AbortOnDrop(JoinHandle<()>);
 
 impl Drop for AbortOnDrop {
     fn drop(&mut self) {
@@ -249,7 +257,7 @@ impl Drop for AbortOnDrop {
 /// Keeps `subscriptions/listen` open for a stateless server, with the resources followed,
 /// opening it anew when they change, or (after a pause) whenever the server or the network
 /// ends it, while the session lives.
-pub(super) async fn listen(
+async fn listen(
     name: String,
     client: Arc<Client>,
     mut subscriptions: tokio::sync::watch::Receiver<Vec<String>>,
@@ -277,12 +285,12 @@ pub(super) async fn listen(
 }
 
 /// The longest a burst of list changes holds a refresh back.
-pub(super) const MAX_DEBOUNCE: Duration = Duration::from_secs(2);
+const MAX_DEBOUNCE: Duration = Duration::from_secs(2);
 
 /// How often a watcher checks that its session is still alive.
-pub(super) const LIVENESS_CHECK: Duration = Duration::from_secs(5);
+const LIVENESS_CHECK: Duration = Duration::from_secs(5);
 
-pub(super) async fn sleep_until_or_never(deadline: Option<tokio::time::Instant>) {
+async fn sleep_until_or_never(deadline: Option<tokio::time::Instant>) {
     match deadline {
         Some(d) => tokio::time::sleep_until(d).await,
         None => std::future::pending().await,

@@ -1,0 +1,439 @@
+//! The manager's servers ([`Servers`]): every server's [`Slot`] under one lock, the registry
+//! of their tools, the per-server connect locks, and what changes them: a connect's outcome,
+//! a refresh, a reconnect, a removal, the close. [`crate::host::Manager`] is the face the
+//! embedder calls; this is what it runs on.
+
+use super::catalog::{self, List, list_of, no_such_server};
+use super::connect::{Connected, connect_and_list};
+use super::locks::ServerLocks;
+use super::options::ManagerOptions;
+use super::registered::Registered;
+use super::slot::{Slot, not_connected};
+use super::watch::{Changes, Following, Reread};
+use crate::client::Client;
+use crate::error::{Error, ErrorKind, Result};
+use crate::host::config::{Config, ServerConfig};
+use crate::host::events::Event;
+use crate::host::gate::Gate;
+use crate::host::registry::{Collision, Registry, ToolDefinition};
+use crate::host::status::{ServerState, ServerStatus};
+use crate::host::tool_search::ToolIndex;
+use crate::protocol::types::Tool;
+use std::collections::{BTreeMap, BTreeSet};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard};
+
+/// Every server of a manager, and what they share. A manager's clones share one.
+pub(super) struct Servers {
+    pub(super) options: ManagerOptions,
+    pub(super) gate: Gate,
+    /// The config the manager was made from.
+    pub(super) config: Config,
+    /// Every server, under one lock (taken before the registry's, never after).
+    slots: Mutex<BTreeMap<String, Slot>>,
+    pub(super) registered: Registered,
+    /// Whether new connections are followed ([`Manager::watch`](crate::host::Manager::watch)
+    /// has run).
+    watching: AtomicBool,
+    pub(super) locks: ServerLocks,
+    /// Turns true when [`Servers::close`] starts: connects in flight stop and close their
+    /// transport, and no new one starts.
+    closing: tokio::sync::watch::Sender<bool>,
+}
+
+impl Servers {
+    /// The servers of `config`, each with its slot (an invalid entry failed, a disabled one
+    /// unstarted), and the entries to connect.
+    pub(super) fn new(
+        config: Config,
+        options: ManagerOptions,
+    ) -> (Servers, Vec<(String, ServerConfig)>) {
+        let gate = Gate::new(options.allowlist_path.clone(), options.confirm.clone());
+        let mut slots = BTreeMap::new();
+        let mut to_connect = Vec::new();
+        for (name, entry) in config.servers() {
+            let enabled = config
+                .is_enabled(&name)
+                .and_then(Result::ok)
+                .unwrap_or(true);
+            match &entry {
+                Ok(_) if !enabled => tracing::info!(server = %name, "disabled in the config"),
+                Ok(server) => to_connect.push((name.clone(), server.clone())),
+                Err(e) => tracing::warn!(server = %name, "skipping the server: {e}"),
+            }
+            let mut slot = Slot::new(entry);
+            if let Some(Ok(filter)) = config.tool_filter(&name) {
+                slot.tools.set_filter(filter);
+            }
+            if !enabled {
+                slot = slot.disabled();
+            }
+            slots.insert(name, slot);
+        }
+        let tool_search = options.tool_search.or_else(|| {
+            config.tool_search().unwrap_or_else(|e| {
+                tracing::warn!("tool search stays off: {e}");
+                None
+            })
+        });
+        let servers = Servers {
+            registered: Registered::new(tool_search),
+            options,
+            gate,
+            config,
+            slots: Mutex::new(slots),
+            watching: AtomicBool::new(false),
+            locks: ServerLocks::default(),
+            closing: tokio::sync::watch::Sender::new(false),
+        };
+        (servers, to_connect)
+    }
+
+    /// Connects server `name` (its lock held by the caller), lists its tools and records the
+    /// outcome ([`Servers::settle`]).
+    pub(super) async fn connect(
+        self: &Arc<Self>,
+        name: &str,
+        config: ServerConfig,
+    ) -> Result<Arc<Client>> {
+        let closing = self.closing.subscribe();
+        let result = connect_and_list(name.to_string(), config, &self.options, closing).await;
+        self.settle(name, result).await
+    }
+
+    /// Takes `name` for a new server of `config`, `connecting`; false if the name is taken.
+    pub(super) fn insert(&self, name: &str, config: ServerConfig) -> bool {
+        let mut slots = self.slots();
+        if slots.contains_key(name) {
+            return false;
+        }
+        slots.insert(name.to_string(), Slot::new(Ok(config)));
+        true
+    }
+
+    pub(super) fn slots(&self) -> MutexGuard<'_, BTreeMap<String, Slot>> {
+        self.slots.lock().expect("slots lock")
+    }
+
+    /// Records the outcome of connecting `name`, registers its tools (once registering is on:
+    /// [`Manager::new`](crate::host::Manager::new) registers all at the end) and starts its
+    /// watcher (once watching is on).
+    fn apply_connect(self: &Arc<Self>, name: &str, result: Result<Connected>) {
+        let mut slots = self.slots();
+        let Some(slot) = slots.get_mut(name) else {
+            return;
+        };
+        if !slot.connected(name, result, *self.closing.borrow()) {
+            return;
+        }
+        self.publish_state(name, Some(slot.state()), slot.last_error());
+        if self.registered.is_on() {
+            self.register_slot(name, slot);
+        }
+        if self.watching.load(Ordering::SeqCst) {
+            self.start_watcher(name, slot);
+        }
+    }
+
+    pub(super) fn publish_state(
+        &self,
+        name: &str,
+        state: Option<ServerState>,
+        error: Option<String>,
+    ) {
+        let server = name.to_string();
+        let event = Event::State {
+            server,
+            state,
+            error,
+        };
+        self.options.events.publish(event);
+    }
+
+    pub(super) fn register_slot(&self, name: &str, slot: &Slot) -> Vec<Collision> {
+        self.registered
+            .register(name, slot.registrable().as_deref())
+    }
+
+    /// Registers every connected server's tools again, in name order (see
+    /// [`Manager::register_all`](crate::host::Manager::register_all)).
+    pub(super) fn register_all(&self) -> Vec<Collision> {
+        self.registered.turn_on();
+        let slots = self.slots();
+        *self.registered.write() = Registry::new();
+        slots
+            .iter()
+            .flat_map(|(name, slot)| self.register_slot(name, slot))
+            .collect()
+    }
+
+    /// Follows every connected server from now on (see
+    /// [`Manager::watch`](crate::host::Manager::watch)).
+    pub(super) fn watch(self: &Arc<Self>) {
+        self.watching.store(true, Ordering::SeqCst);
+        let mut slots = self.slots();
+        for (name, slot) in slots.iter_mut() {
+            self.start_watcher(name, slot);
+        }
+    }
+
+    fn start_watcher(self: &Arc<Self>, name: &str, slot: &mut Slot) {
+        let options = &self.options;
+        let follow = Following {
+            debounce: options.debounce,
+            poll: Some(options.poll_interval),
+            events: options.events.clone(),
+            subscriptions: slot.catalog.listening(),
+            reread: self.reread(),
+        };
+        slot.watch(name, follow);
+    }
+
+    /// What a watcher calls on a change: holds the manager weakly, so that a watcher never
+    /// keeps it alive.
+    fn reread(self: &Arc<Self>) -> Reread {
+        let servers = Arc::downgrade(self);
+        Arc::new(move |name, client, changes| {
+            let servers = servers.clone();
+            Box::pin(async move {
+                let Some(servers) = servers.upgrade() else {
+                    return false;
+                };
+                servers.reread_lists(&name, &client, changes).await;
+                true
+            })
+        })
+    }
+
+    /// Lists what changed of server `name` again and records it, telling the event stream.
+    async fn reread_lists(self: &Arc<Self>, name: &str, client: &Arc<Client>, changes: Changes) {
+        if changes.tools {
+            let result = client.list_tools().await;
+            if let Ok(count) = self.apply_refresh(name, client, result) {
+                self.publish_list(name, "tools", count);
+            }
+        }
+        if changes.resources {
+            self.refresh_list(name, client, List::Resources).await;
+        }
+        if changes.prompts {
+            self.refresh_list(name, client, List::Prompts).await;
+        }
+    }
+
+    /// Records a fresh tool list of `client` (if it is still the server's client).
+    pub(super) fn apply_refresh(
+        &self,
+        name: &str,
+        client: &Arc<Client>,
+        result: Result<Vec<Tool>>,
+    ) -> Result<usize> {
+        let mut slots = self.slots();
+        let slot = slots.get_mut(name).ok_or_else(|| not_connected(name))?;
+        let count = slot.refresh_tools(name, client, result)?;
+        if self.registered.is_on() {
+            self.register_slot(name, slot);
+        }
+        Ok(count)
+    }
+
+    /// Lists a server's resources or prompts again and records them (what the watcher does
+    /// on a `list_changed`), telling the event stream.
+    async fn refresh_list(self: &Arc<Self>, name: &str, client: &Arc<Client>, list: List) {
+        let fresh = list_of(name, client, list).await;
+        let (label, count) = {
+            let mut slots = self.slots();
+            match slots.get_mut(name) {
+                Some(slot) if slot.is_current(client) => slot.catalog.refresh(list, fresh),
+                _ => return,
+            }
+        };
+        tracing::info!(server = %name, count, "{label} list refreshed");
+        self.publish_list(name, label, count);
+    }
+
+    fn publish_list(&self, name: &str, list: &'static str, count: usize) {
+        let server = name.to_string();
+        let event = Event::ListChanged {
+            server,
+            list,
+            count,
+        };
+        self.options.events.publish(event);
+    }
+
+    /// Closes every server for good (see [`Manager::close`](crate::host::Manager::close)).
+    pub(super) async fn close(&self) {
+        self.closing.send_replace(true);
+        let clients: Vec<Arc<Client>> = self.slots().values_mut().filter_map(Slot::close).collect();
+        *self.registered.write() = Registry::new();
+        let mut closing = tokio::task::JoinSet::new();
+        for client in clients {
+            closing.spawn(async move { client.close().await });
+        }
+        // Connects in flight hold their server's lock until their transport is closed.
+        for lock in self.locks.all() {
+            closing.spawn(async move {
+                let _ = lock.lock().await;
+            });
+        }
+        while closing.join_next().await.is_some() {}
+    }
+
+    /// The client of a server, if it is connected.
+    pub(super) fn client(&self, name: &str) -> Option<Arc<Client>> {
+        self.slots().get(name).and_then(|s| s.client().cloned())
+    }
+
+    /// Every server's status, sorted by name.
+    pub(super) fn status(&self) -> Vec<ServerStatus> {
+        let defaults = &self.options.client;
+        let slots = self.slots();
+        slots.iter().map(|(n, s)| s.status(n, defaults)).collect()
+    }
+
+    pub(super) fn server_status(&self, name: &str) -> Option<ServerStatus> {
+        let defaults = &self.options.client;
+        self.slots().get(name).map(|s| s.status(name, defaults))
+    }
+
+    /// The host tools' definitions, when any connected server has resources or templates.
+    pub(super) fn resource_tool_definitions(&self) -> Vec<ToolDefinition> {
+        let servers: Vec<String> = self
+            .slots()
+            .iter()
+            .filter(|(_, s)| s.state() == ServerState::Connected && s.catalog.has_resources())
+            .map(|(name, _)| name.clone())
+            .collect();
+        catalog::resource_tool_definitions(servers)
+    }
+
+    /// Takes server `name` out of the slots and the registry; its client, to close; `None`
+    /// if there is no such server.
+    pub(super) fn detach(&self, name: &str) -> Option<Option<Arc<Client>>> {
+        let mut slots = self.slots();
+        let slot = slots.remove(name)?;
+        // Servers whose tools lost a name to this one get it now.
+        let blocked: BTreeSet<String> = {
+            let mut registry = self.registered.write();
+            registry.remove_server(name);
+            let collisions = registry.collisions().into_iter();
+            let lost = collisions.filter(|c| c.kept.0 == name);
+            lost.map(|c| c.dropped.0).collect()
+        };
+        if self.registered.is_on() {
+            for other in &blocked {
+                if let Some(other_slot) = slots.get(other) {
+                    self.register_slot(other, other_slot);
+                }
+            }
+        }
+        tracing::info!(server = %name, "removed");
+        self.publish_state(name, None, None);
+        Some(slot.into_client())
+    }
+
+    /// Closes a detached server's client and waits out a connect of its name in flight
+    /// (which closes what it made, finding its slot gone).
+    pub(super) async fn close_detached(&self, name: &str, client: Option<Arc<Client>>) {
+        if let Some(client) = client {
+            client.close().await;
+        }
+        let lock = self.locks.of(name);
+        drop(lock.lock().await);
+        drop(lock);
+        self.locks.forget(name, || !self.slots().contains_key(name));
+        give_back_freed_memory();
+    }
+
+    /// The server's live client, reconnecting once if its session ended.
+    pub(super) async fn live_client(
+        self: &Arc<Self>,
+        server: &str,
+        method: &str,
+    ) -> Result<Arc<Client>> {
+        if !self.slots().contains_key(server) {
+            return Err(no_such_server(server).during(method));
+        }
+        match self.client(server) {
+            Some(c) if !c.is_closed() => Ok(c),
+            stale => self.reconnect_after(server, stale.as_ref()).await,
+        }
+    }
+
+    /// Reconnects server `name`, its lock held by the caller: the old client closed, a new
+    /// one connected and its tools registered.
+    pub(super) async fn reconnect_locked(self: &Arc<Self>, name: &str) -> Result<Arc<Client>> {
+        let (config, old) = match self.slots().get_mut(name) {
+            Some(slot) => slot.begin_reconnect(name)?,
+            None => {
+                let why = "there is no server by this name in the config; see `agenvoy-mcp tools`";
+                return Err(Error::new(name, ErrorKind::Usage(why.into())));
+            }
+        };
+        if let Some(old) = old {
+            old.close().await;
+        }
+        let settled = self.connect(name, config).await;
+        // The old client's lists are gone now.
+        give_back_freed_memory();
+        settled
+    }
+
+    /// Records the outcome of connecting `name` ([`Servers::apply_connect`]). A client made
+    /// while the server was removed or the manager closed is not kept: it is closed here,
+    /// before the server's lock is let go.
+    async fn settle(
+        self: &Arc<Self>,
+        name: &str,
+        result: Result<Connected>,
+    ) -> Result<Arc<Client>> {
+        let made = result.as_ref().map(|c| c.client.clone());
+        let made = made.map_err(Clone::clone);
+        self.apply_connect(name, result);
+        let made = made?;
+        if self.client(name).is_some_and(|c| Arc::ptr_eq(&c, &made)) {
+            return Ok(made);
+        }
+        made.close().await;
+        let why = "it was removed, or the manager closed, while it connected";
+        Err(Error::new(name, ErrorKind::Closed(why.into())))
+    }
+
+    /// Reconnects `server` unless someone else already replaced `stale` with a live client.
+    pub(super) async fn reconnect_after(
+        self: &Arc<Self>,
+        server: &str,
+        stale: Option<&Arc<Client>>,
+    ) -> Result<Arc<Client>> {
+        let lock = self.locks.of(server);
+        let _held = lock.lock().await;
+        if let Some(current) = self.client(server) {
+            let replaced = stale.is_none_or(|s| !Arc::ptr_eq(s, &current));
+            if replaced && !current.is_closed() {
+                return Ok(current);
+            }
+        }
+        self.reconnect_locked(server).await
+    }
+
+    /// The search index of the registered tools now.
+    pub(super) fn tool_index(&self) -> Arc<ToolIndex> {
+        let registered = &self.registered;
+        registered.index(|| {
+            let slots = self.slots();
+            registered.of(slots.iter().map(|(name, slot)| (name, slot.tools.all())))
+        })
+    }
+}
+
+/// Hands the memory a removed server's lists took back to the OS. glibc's allocator keeps
+/// what many small blocks freed in its arenas (a server's tools are thousands of them), so the
+/// process's resident memory would stay at its peak; `malloc_trim` releases the free pages.
+fn give_back_freed_memory() {
+    #[cfg(all(target_os = "linux", target_env = "gnu"))]
+    // SAFETY: malloc_trim only returns free memory to the OS; it is safe at any time.
+    unsafe {
+        libc::malloc_trim(0);
+    }
+}

@@ -1,0 +1,82 @@
+//! Which of a server's tools the model sees: its tools as last listed, hidden ones included,
+//! with its tool filter ([`ToolList`]), and each as [`crate::host::Manager::server_tools`] shows it.
+
+use crate::host::filter::ToolFilter;
+use crate::host::registry::llm_tool_name;
+use crate::protocol::types::Tool;
+use serde::Serialize;
+use std::borrow::Cow;
+
+/// One of a server's tools as [`Manager::server_tools`](crate::host::Manager::server_tools)
+/// lists it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct ServerTool {
+    /// Its registered name, `mcp__<server>__<tool>` (what it is or would be registered as).
+    pub name: String,
+    /// Its name on its server.
+    pub tool: String,
+    /// Its description (trimmed; empty when it has none), the server's text.
+    pub description: String,
+    /// Whether the server's filter shows it to the model (registered, callable).
+    pub visible: bool,
+}
+
+/// A server's tools as it last listed them, and the filter that says which the model sees.
+pub(super) struct ToolList {
+    tools: Vec<Tool>,
+    filter: ToolFilter,
+}
+
+impl ToolList {
+    pub(super) fn new() -> ToolList {
+        ToolList {
+            tools: Vec::new(),
+            filter: ToolFilter::all(),
+        }
+    }
+
+    /// Every tool, hidden ones included.
+    pub(super) fn all(&self) -> &[Tool] {
+        &self.tools
+    }
+
+    pub(super) fn set(&mut self, tools: Vec<Tool>) {
+        self.tools = tools;
+    }
+
+    pub(super) fn filter(&self) -> &ToolFilter {
+        &self.filter
+    }
+
+    pub(super) fn set_filter(&mut self, filter: ToolFilter) {
+        self.filter = filter;
+    }
+
+    /// The tools the filter shows (no copy when it shows all).
+    pub(super) fn visible(&self) -> Cow<'_, [Tool]> {
+        if self.filter.shows_all() {
+            return Cow::Borrowed(&self.tools);
+        }
+        let shown = self.tools.iter().filter(|t| self.filter.allows(&t.name));
+        Cow::Owned(shown.cloned().collect())
+    }
+
+    /// How many tools the filter hides.
+    pub(super) fn hidden(&self) -> usize {
+        let hidden = self.tools.iter().filter(|t| !self.filter.allows(&t.name));
+        hidden.count()
+    }
+
+    /// Every tool of server `server` with its registered name and whether the model sees it.
+    pub(super) fn server_tools(&self, server: &str) -> Vec<ServerTool> {
+        self.tools
+            .iter()
+            .map(|t| ServerTool {
+                name: llm_tool_name(server, &t.name),
+                tool: t.name.clone(),
+                description: t.description.as_deref().unwrap_or("").trim().to_string(),
+                visible: self.filter.allows(&t.name),
+            })
+            .collect()
+    }
+}
