@@ -56,6 +56,12 @@ pub enum ErrorKind {
     /// A bound of this client was reached (as many resources followed as it follows at once):
     /// the request may succeed once something is let go.
     Limit(String),
+    /// There is no server by this name (in the manager, or in the config).
+    UnknownServer,
+    /// The server's entry says `"enabled": false`: it must be enabled before it is used.
+    Disabled,
+    /// This build leaves out the feature that is needed (`"stdio"`, `"http"`, `"oauth"`).
+    FeatureMissing(&'static str),
     /// The server needs an OAuth login (no usable token, and no way to get one here).
     LoginRequired,
     /// OAuth failed: discovery, registration, the authorization or token request.
@@ -259,6 +265,18 @@ impl fmt::Display for KindText<'_> {
             } => write!(f, "HTTP request failed: {detail}"),
             ErrorKind::Protocol(why) => write!(f, "protocol error: {why}"),
             ErrorKind::Usage(why) | ErrorKind::Limit(why) => write!(f, "{why}"),
+            ErrorKind::UnknownServer => write!(
+                f,
+                "there is no server by this name; see `agenvoy-mcp tools` for the servers"
+            ),
+            ErrorKind::Disabled => write!(
+                f,
+                "the server is disabled; enable it first (POST /v1/mcp/enable, or the panel's `e`)"
+            ),
+            ErrorKind::FeatureMissing(feature) => write!(
+                f,
+                "this build has no {feature:?} feature, which this needs; build with it"
+            ),
             ErrorKind::LoginRequired => write!(
                 f,
                 "oauth login required, run /mcp → {} → login",

@@ -50,8 +50,10 @@ fn required_param(query: &str, key: &str) -> Result<String, ApiError> {
 /// timeout, else 502, with the error's text (which names the server and the method).
 fn server_error(e: crate::Error) -> ApiError {
     use crate::error::ErrorKind;
-    let (status, kind) = match e.kind {
-        ErrorKind::Usage(_) => (StatusCode::NOT_FOUND, "not_found"),
+    let (status, kind) = match e.kind() {
+        ErrorKind::Usage(_) | ErrorKind::UnknownServer | ErrorKind::Disabled => {
+            (StatusCode::NOT_FOUND, "not_found")
+        }
         ErrorKind::Limit(_) => (StatusCode::TOO_MANY_REQUESTS, "limit"),
         ErrorKind::Timeout(_) => (StatusCode::GATEWAY_TIMEOUT, "server_error"),
         _ => (StatusCode::BAD_GATEWAY, "server_error"),

@@ -240,10 +240,5 @@ pub(super) fn error_output(text: String) -> ToolOutput {
 }
 
 pub(super) fn no_such_server(name: &str) -> Error {
-    Error::new(
-        name,
-        ErrorKind::Usage(
-            "there is no server by this name; see `agenvoy-mcp tools` for the servers".into(),
-        ),
-    )
+    Error::new(name, ErrorKind::UnknownServer)
 }

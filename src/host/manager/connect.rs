@@ -74,19 +74,11 @@ fn open(
             Ok((Arc::new(transport), inbound))
         }
         #[cfg(not(feature = "stdio"))]
-        ServerConfig::Stdio(_) => Err(Error::new(
-            name,
-            ErrorKind::Usage(
-                "this build has no stdio transport; build with the \"stdio\" feature".into(),
-            ),
-        )),
+        ServerConfig::Stdio(_) => Err(Error::new(name, ErrorKind::FeatureMissing("stdio"))),
         #[cfg(not(feature = "oauth"))]
-        ServerConfig::Http(http) if http.auth.as_deref() == Some("oauth") => Err(Error::new(
-            name,
-            ErrorKind::Usage(
-                "this build has no OAuth; build with the \"oauth\" feature to log in".into(),
-            ),
-        )),
+        ServerConfig::Http(http) if http.auth.as_deref() == Some("oauth") => {
+            Err(Error::new(name, ErrorKind::FeatureMissing("oauth")))
+        }
         #[cfg(feature = "http")]
         ServerConfig::Http(http) => {
             let config = http.http_config();
@@ -97,12 +89,7 @@ fn open(
             Ok((Arc::new(transport), inbound))
         }
         #[cfg(not(feature = "http"))]
-        ServerConfig::Http(_) => Err(Error::new(
-            name,
-            ErrorKind::Usage(
-                "this build has no HTTP transport; build with the \"http\" feature".into(),
-            ),
-        )),
+        ServerConfig::Http(_) => Err(Error::new(name, ErrorKind::FeatureMissing("http"))),
     }
 }
 

@@ -366,10 +366,7 @@ impl Servers {
     pub(super) async fn reconnect_locked(self: &Arc<Self>, name: &str) -> Result<Arc<Client>> {
         let (config, old) = match self.slots().get_mut(name) {
             Some(slot) => slot.begin_reconnect(name)?,
-            None => {
-                let why = "there is no server by this name in the config; see `agenvoy-mcp tools`";
-                return Err(Error::new(name, ErrorKind::Usage(why.into())));
-            }
+            None => return Err(Error::new(name, ErrorKind::UnknownServer)),
         };
         if let Some(old) = old {
             old.close().await;

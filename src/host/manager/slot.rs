@@ -178,13 +178,7 @@ impl Slot {
             .clone()
             .map_err(|e| Error::new(name, ErrorKind::Usage(format!("{e}; fix the config file"))))?;
         if !self.enabled {
-            return Err(Error::new(
-                name,
-                ErrorKind::Usage(
-                    "the server is disabled; enable it first (POST /v1/mcp/enable, or the panel's `e`)"
-                        .into(),
-                ),
-            ));
+            return Err(Error::new(name, ErrorKind::Disabled));
         }
         self.watcher.stop();
         self.state = ServerState::Connecting;
