@@ -243,6 +243,7 @@ fn handlers(args: &ProbeArgs) -> Result<Handlers, String> {
                         values.clear();
                     }
                 }
+                other => eprintln!("elicitation of a kind this probe does not know: {other:?}"),
             }
             if let Err(e) = request.check(&answer) {
                 eprintln!(

@@ -57,6 +57,7 @@ pub const MAX_WAITING_BYTES: usize = 48 << 20;
 
 /// A request on the board.
 #[derive(Debug, Clone)]
+#[non_exhaustive]
 pub enum Asked {
     /// An elicitation: a form to fill in, or a URL to visit.
     Elicitation(ElicitationRequest),
@@ -134,6 +135,7 @@ pub enum Reply {
 
 /// Why an answer was not taken.
 #[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum ReplyError {
     /// No request waits under this id: unknown, answered already, or expired.
     Unknown(String),

@@ -9,6 +9,7 @@ use std::time::Duration;
 
 /// Where a server is.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[non_exhaustive]
 pub enum ServerState {
     /// Starting, or reconnecting.
     #[serde(rename = "connecting")]

@@ -85,6 +85,7 @@ pub struct UrlRequest {
 
 /// What a server asks in an `elicitation/create`.
 #[derive(Debug, Clone, PartialEq)]
+#[non_exhaustive]
 pub enum ElicitationKind {
     /// Fill in a form.
     Form(FormRequest),

@@ -393,6 +393,7 @@ pub struct LogMessage {
 /// The state of a task ([`Task::status`]), as the 2025-11-25 revision names them; a status
 /// this client does not know is kept as the server's text.
 #[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum TaskStatus {
     /// The request is being carried out.
     Working,

@@ -63,6 +63,7 @@ impl Default for LoginOptions {
 
 /// What a login in progress tells.
 #[derive(Debug, Clone)]
+#[non_exhaustive]
 pub enum LoginEvent {
     /// The authorization URL to open (from the server's metadata: show it escaped).
     Url(String),
