@@ -1,11 +1,10 @@
-//! Content blocks: a block's members that might be shown (held up to the room under the cap
+//! The rendered text of a result ([`Rendering`]): what its `content` was so far, the
+//! compacted `structuredContent` standing in for it, and content blocks: a block's members that might be shown (held up to the room under the cap
 //! until its `type` says which one is shown, or streamed straight out when `type` came
 //! first), and the block's line in the rendering when it closes. A resource of a
 //! `resources/read` result's `contents` is a block known from its start: an embedded
 //! resource's members, at the top of the block, with its own line for a blob.
 
-use super::MessageDecoder;
-use super::roles::Fail;
 use crate::wire::truncate::Truncator;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -107,6 +106,7 @@ pub(super) struct BlockState {
     room: usize,
 }
 
+/// What the result's `content` was so far.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(super) enum Content {
     Missing,
@@ -115,7 +115,51 @@ pub(super) enum Content {
     NonEmpty,
 }
 
-impl MessageDecoder {
+/// The rendering of a result, as its bytes arrive.
+#[derive(Debug)]
+pub(super) struct Rendering {
+    /// The rendered text, capped.
+    pub(super) out: Truncator,
+    content: Content,
+    /// `out` holds the compacted `structuredContent` (dropped when a block shows up).
+    structured_in_out: bool,
+    pub(super) is_error: bool,
+    block: BlockState,
+}
+
+impl Rendering {
+    pub(super) fn new(cap: usize) -> Self {
+        Rendering {
+            out: Truncator::new(cap),
+            content: Content::Missing,
+            structured_in_out: false,
+            is_error: false,
+            block: BlockState::default(),
+        }
+    }
+
+    /// `structuredContent` starts: whether it is rendered (compacted into `out`), which it is
+    /// unless a content block came first.
+    pub(super) fn structured_start(&mut self) -> bool {
+        let shown = self.content != Content::NonEmpty;
+        self.structured_in_out |= shown;
+        shown
+    }
+
+    /// The `content` array starts (after `contents` lines it is already non-empty).
+    pub(super) fn content_start(&mut self) {
+        if self.content != Content::NonEmpty {
+            self.content = Content::Empty;
+        }
+    }
+
+    /// `content` is `null`: the same as missing, unless blocks were rendered already.
+    pub(super) fn content_null(&mut self) {
+        if self.content != Content::NonEmpty {
+            self.content = Content::Null;
+        }
+    }
+
     pub(super) fn block_start(&mut self) {
         if self.content != Content::NonEmpty {
             self.content = Content::NonEmpty;
@@ -140,17 +184,63 @@ impl MessageDecoder {
         self.block.resource = Some(ResourceState::default());
     }
 
+    /// Starts a block's embedded `resource`.
+    pub(super) fn resource_start(&mut self) {
+        self.block.resource = Some(ResourceState::default());
+    }
+
     /// A field buffer for a member that might be shown: room left at the block's start, plus
     /// slack for the character boundary and for matching type names.
-    pub(super) fn field(&self, wanted: bool) -> FieldBuf {
+    fn field(&self, wanted: bool) -> FieldBuf {
         FieldBuf::new(if wanted { self.block.room + 20 } else { 0 })
     }
 
-    pub(super) fn kind_is(&self, kinds: &[Kind]) -> bool {
+    fn kind_is(&self, kinds: &[Kind]) -> bool {
         match self.block.known {
             None => true,
             Some(k) => kinds.contains(&k),
         }
+    }
+
+    /// Starts the string of the member read into `slot`; returns whether it flows straight
+    /// into `out` (the block's kind, known already, shows it) rather than into its field.
+    pub(super) fn member_start(&mut self, slot: Slot) -> bool {
+        let b = &mut self.block;
+        let wanted = match slot {
+            Slot::Type => true,
+            Slot::Text if b.known == Some(Kind::Text) => {
+                b.text_streamed = true;
+                b.text = Some(FieldBuf::new(0));
+                return true;
+            }
+            Slot::Text => self.kind_is(&[Kind::Text]),
+            Slot::Mime => self.kind_is(&[Kind::Image, Kind::Audio]),
+            Slot::Uri => self.kind_is(&[Kind::ResourceLink]),
+            Slot::RUri | Slot::RMime | Slot::RText => self.kind_is(&[Kind::Resource, Kind::Item]),
+        };
+        let f = Some(self.field(wanted));
+        let b = &mut self.block;
+        match slot {
+            Slot::Type => b.kind = f,
+            Slot::Text => b.text = f,
+            Slot::Mime => b.mime = f,
+            Slot::Uri => b.uri = f,
+            Slot::RUri | Slot::RMime | Slot::RText => {
+                let direct =
+                    slot == Slot::RText && matches!(b.known, Some(Kind::Resource | Kind::Item));
+                let r = b.resource.as_mut().expect("inside a resource");
+                match slot {
+                    Slot::RUri => r.uri = f,
+                    Slot::RMime => r.mime = f,
+                    _ => r.text = f,
+                }
+                if direct {
+                    r.text_streamed = true;
+                    return true;
+                }
+            }
+        }
+        false
     }
 
     /// The member being read into `slot`.
@@ -168,11 +258,55 @@ impl MessageDecoder {
         f.expect("the field is being read")
     }
 
-    pub(super) fn block_end(&mut self) {
+    /// Starts counting the base64 payload read into `slot`.
+    pub(super) fn payload_start(&mut self, slot: B64Slot) {
+        *self.payload_slot(slot) = Some(0);
+    }
+
+    /// The count of the payload being read into `slot`.
+    pub(super) fn payload_mut(&mut self, slot: B64Slot) -> &mut u64 {
+        self.payload_slot(slot)
+            .as_mut()
+            .expect("the payload is being read")
+    }
+
+    fn payload_slot(&mut self, slot: B64Slot) -> &mut Option<u64> {
+        match slot {
+            B64Slot::Data => &mut self.block.data,
+            B64Slot::Blob => {
+                &mut self
+                    .block
+                    .resource
+                    .as_mut()
+                    .expect("inside a resource")
+                    .blob
+            }
+        }
+    }
+
+    /// The block's `type` was read: its kind. A second `type` is a fault already (the
+    /// duplicate rule); the first one's kind stands, as the members read since were kept or
+    /// dropped by it.
+    pub(super) fn type_done(&mut self) {
+        let kind = self.block.kind.as_ref().expect("type is being read");
+        let known = [
+            (&b"text"[..], Kind::Text),
+            (b"image", Kind::Image),
+            (b"audio", Kind::Audio),
+            (b"resource_link", Kind::ResourceLink),
+            (b"resource", Kind::Resource),
+        ]
+        .iter()
+        .find(|(name, _)| kind.is(name))
+        .map_or(Kind::Other, |&(_, k)| k);
+        self.block.known.get_or_insert(known);
+    }
+
+    /// The block closed: its line goes to `out`; `Err` says what makes the result invalid.
+    pub(super) fn block_end(&mut self) -> Result<(), &'static str> {
         let b = std::mem::take(&mut self.block);
         let Some(known) = b.known else {
-            self.bad(Fail::Res, "missing field `type`");
-            return;
+            return Err("missing field `type`");
         };
         let out = &mut self.out;
         let field_or = |f: &Option<FieldBuf>, dflt: &[u8], out: &mut Truncator| match f {
@@ -230,5 +364,6 @@ impl MessageDecoder {
                 out.push(b"]");
             }
         }
+        Ok(())
     }
 }
