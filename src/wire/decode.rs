@@ -2,12 +2,12 @@
 //!
 //! [`MessageDecoder`] reads one message (a stdio line, an HTTP body, an SSE event's data) and
 //! renders its `result` (a tool result's `content`, a resource read's `contents`: see
-//! [`render`](super::render)) straight into a [`Truncator`] while the bytes arrive,
+//! `render`) straight into a [`Truncator`] while the bytes arrive,
 //! never holding the message: strings are unescaped on the fly and, past the cap, only counted;
 //! base64 payloads are only counted; `structuredContent` is compacted into the same bounded
 //! buffer (and dropped as soon as a content block shows up, since it is then not rendered).
 //!
-//! The result is exactly [`render_reference`](super::render::render_reference) of the whole
+//! The result is exactly `render::render_reference` (parse whole, render, cut) of the whole
 //! message, for every input and every split into chunks, including which inputs are rejected:
 //! the decoder applies serde_json's rules (syntax, control characters, escapes, UTF-8 and
 //! surrogate checks exactly where serde_json makes them, serde derive's duplicate-field rule)
@@ -22,8 +22,8 @@
 //! its `id`.
 //!
 //! Memory for one message: the cap, `raw_limit`,
-//! [`ERROR_MESSAGE_LIMIT`](super::render::ERROR_MESSAGE_LIMIT) and
-//! [`ERROR_DATA_LIMIT`](super::render::ERROR_DATA_LIMIT) plus a
+//! [`ERROR_MESSAGE_LIMIT`](super::ERROR_MESSAGE_LIMIT) and
+//! [`ERROR_DATA_LIMIT`](super::ERROR_DATA_LIMIT) plus a
 //! small constant. One exception: when a content block's `type` comes after its other members,
 //! the members that might be shown (`text`, `mimeType`, `uri`, the resource's `uri`,
 //! `mimeType`, `text`) are each held up to the room left under the cap until `type` tells which
@@ -56,6 +56,7 @@ use std::fmt;
 
 mod capture;
 mod containers;
+#[cfg(any(test, fuzzing))]
 mod equiv;
 mod escape;
 mod faults;
@@ -77,7 +78,7 @@ use roles::Role;
 use sink::Sink;
 use string::Str;
 
-#[doc(hidden)]
+#[cfg(any(test, fuzzing))]
 pub use equiv::assert_matches_reference;
 
 pub use super::render::MAX_DEPTH;
@@ -142,8 +143,8 @@ pub struct Decoded {
     pub id: Option<Id>,
     /// The top-level `method` when it is a string (the last one if given twice).
     pub method: Option<String>,
-    /// `Some` when the message has a non-null `result` or `error`: what
-    /// [`render_reference`](super::render::render_reference) says of the whole message.
+    /// `Some` when the message has a non-null `result` or `error`: its rendering, or why it has
+    /// none (the same as a parse of the whole message would give).
     pub render: Option<Result<Rendered, RenderError>>,
     /// `Some` when the message is a plain response with a result: `"jsonrpc": "2.0"`, a
     /// non-null `result`, no `error` or `method` member, and no fault the decoder found. It

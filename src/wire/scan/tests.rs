@@ -1,5 +1,4 @@
 use super::escapes::{Dense, all_escapes, ascii_escapes, escaping};
-use super::utf8::utf8_lead;
 use super::window::Classes;
 use super::*;
 
