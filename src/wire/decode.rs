@@ -361,12 +361,7 @@ impl MessageDecoder {
             } else if let Some(why) = self.faults.res.take() {
                 Err(RenderError::Invalid(why))
             } else {
-                let total = self.render.out.total();
-                Ok(Rendered {
-                    text: self.render.out.finish(),
-                    is_error: self.render.is_error,
-                    total,
-                })
+                Ok(self.render.finish())
             })
         } else {
             None

@@ -33,39 +33,38 @@ impl Capture {
     }
 
     /// A new chunk starts.
+    #[inline]
     pub(super) fn chunk_start(&mut self) {
         self.from = 0;
     }
 
     /// The chunk was read: what it held of the value is kept.
+    #[inline]
     pub(super) fn chunk_end(&mut self, chunk: &[u8]) {
         if self.what.is_some() {
             self.keep(&chunk[self.from..]);
         }
     }
 
-    /// A value nested `depth` deep ended before `chunk[end]`: when it is the captured one, what
-    /// it was and its bytes (or, over the limit, only their count).
-    pub(super) fn end(
-        &mut self,
-        depth: usize,
-        chunk: &[u8],
-        end: usize,
-    ) -> Option<(Captured, Result<Vec<u8>, u64>)> {
-        let (what, at) = self.what?;
-        if at != depth {
-            return None;
-        }
+    /// Whether the value being captured is the one nested `depth` deep (every value's end asks:
+    /// inlined, so that asking costs a compare).
+    #[inline]
+    pub(super) fn ends_at(&self, depth: usize) -> bool {
+        matches!(self.what, Some((_, at)) if at == depth)
+    }
+
+    /// The captured value ended before `chunk[end]`: what it was, and its bytes (or, over the
+    /// limit, only their count).
+    pub(super) fn end(&mut self, chunk: &[u8], end: usize) -> (Captured, Result<Vec<u8>, u64>) {
+        let (what, _) = self.what.expect("a value is being captured");
         self.keep(&chunk[self.from..end]);
         self.what = None;
         self.from = end;
         let raw = std::mem::take(&mut self.raw);
-        Some((
-            what,
-            (self.len <= ERROR_DATA_LIMIT as u64)
-                .then_some(raw)
-                .ok_or(self.len),
-        ))
+        let raw = (self.len <= ERROR_DATA_LIMIT as u64)
+            .then_some(raw)
+            .ok_or(self.len);
+        (what, raw)
     }
 
     fn keep(&mut self, bytes: &[u8]) {

@@ -215,13 +215,14 @@ impl MessageDecoder {
         if self.compact && depth == self.compact_at {
             self.compact = false;
         }
-        match self.capture.end(depth, chunk, end) {
-            Some((Captured::Meta, raw)) => {
-                self.result_meta = raw.ok().and_then(|r| serde_json::from_slice(&r).ok());
-                self.head_unread |= self.result_meta.is_none();
+        if self.capture.ends_at(depth) {
+            match self.capture.end(chunk, end) {
+                (Captured::Meta, raw) => {
+                    self.result_meta = raw.ok().and_then(|r| serde_json::from_slice(&r).ok());
+                    self.head_unread |= self.result_meta.is_none();
+                }
+                (Captured::ErrData, raw) => self.data = Some(self.error_data(raw)),
             }
-            Some((Captured::ErrData, raw)) => self.data = Some(self.error_data(raw)),
-            None => {}
         }
         self.lex = if depth == 0 { Lex::Done } else { Lex::After };
     }

@@ -5,6 +5,7 @@
 //! `resources/read` result's `contents` is a block known from its start: an embedded
 //! resource's members, at the top of the block, with its own line for a blob.
 
+use crate::wire::render::Rendered;
 use crate::wire::truncate::Truncator;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -33,7 +34,7 @@ pub(super) struct FieldBuf {
 }
 
 impl FieldBuf {
-    pub(super) fn new(limit: usize) -> Self {
+    fn new(limit: usize) -> Self {
         FieldBuf {
             buf: Vec::new(),
             len: 0,
@@ -66,13 +67,13 @@ impl FieldBuf {
         out.skip(self.len - self.buf.len() as u64);
     }
 
-    pub(super) fn is(&self, name: &[u8]) -> bool {
+    fn is(&self, name: &[u8]) -> bool {
         self.len == name.len() as u64 && self.buf == name
     }
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(super) enum Kind {
+enum Kind {
     Text,
     Image,
     Audio,
@@ -84,31 +85,31 @@ pub(super) enum Kind {
 }
 
 #[derive(Debug, Default)]
-pub(super) struct ResourceState {
-    pub(super) uri: Option<FieldBuf>,
-    pub(super) mime: Option<FieldBuf>,
-    pub(super) text: Option<FieldBuf>,
-    pub(super) text_streamed: bool,
-    pub(super) blob: Option<u64>,
+struct ResourceState {
+    uri: Option<FieldBuf>,
+    mime: Option<FieldBuf>,
+    text: Option<FieldBuf>,
+    text_streamed: bool,
+    blob: Option<u64>,
 }
 
 #[derive(Debug, Default)]
-pub(super) struct BlockState {
-    pub(super) kind: Option<FieldBuf>,
-    pub(super) known: Option<Kind>,
-    pub(super) text: Option<FieldBuf>,
-    pub(super) text_streamed: bool,
-    pub(super) data: Option<u64>,
-    pub(super) mime: Option<FieldBuf>,
-    pub(super) uri: Option<FieldBuf>,
-    pub(super) resource: Option<ResourceState>,
+struct BlockState {
+    kind: Option<FieldBuf>,
+    known: Option<Kind>,
+    text: Option<FieldBuf>,
+    text_streamed: bool,
+    data: Option<u64>,
+    mime: Option<FieldBuf>,
+    uri: Option<FieldBuf>,
+    resource: Option<ResourceState>,
     /// Room left under the cap when the block started.
     room: usize,
 }
 
 /// What the result's `content` was so far.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(super) enum Content {
+enum Content {
     Missing,
     Null,
     Empty,
@@ -123,7 +124,7 @@ pub(super) struct Rendering {
     content: Content,
     /// `out` holds the compacted `structuredContent` (dropped when a block shows up).
     structured_in_out: bool,
-    pub(super) is_error: bool,
+    is_error: bool,
     block: BlockState,
 }
 
@@ -138,8 +139,24 @@ impl Rendering {
         }
     }
 
+    /// The result's `isError` (the last one given).
+    #[inline]
+    pub(super) fn set_is_error(&mut self, is_error: bool) {
+        self.is_error = is_error;
+    }
+
+    /// The rendering, once the message ended.
+    pub(super) fn finish(self) -> Rendered {
+        Rendered {
+            total: self.out.total(),
+            text: self.out.finish(),
+            is_error: self.is_error,
+        }
+    }
+
     /// `structuredContent` starts: whether it is rendered (compacted into `out`), which it is
     /// unless a content block came first.
+    #[inline]
     pub(super) fn structured_start(&mut self) -> bool {
         let shown = self.content != Content::NonEmpty;
         self.structured_in_out |= shown;
@@ -147,6 +164,7 @@ impl Rendering {
     }
 
     /// The `content` array starts (after `contents` lines it is already non-empty).
+    #[inline]
     pub(super) fn content_start(&mut self) {
         if self.content != Content::NonEmpty {
             self.content = Content::Empty;
@@ -154,6 +172,7 @@ impl Rendering {
     }
 
     /// `content` is `null`: the same as missing, unless blocks were rendered already.
+    #[inline]
     pub(super) fn content_null(&mut self) {
         if self.content != Content::NonEmpty {
             self.content = Content::Null;
@@ -185,16 +204,19 @@ impl Rendering {
     }
 
     /// Starts a block's embedded `resource`.
+    #[inline]
     pub(super) fn resource_start(&mut self) {
         self.block.resource = Some(ResourceState::default());
     }
 
     /// A field buffer for a member that might be shown: room left at the block's start, plus
     /// slack for the character boundary and for matching type names.
+    #[inline]
     fn field(&self, wanted: bool) -> FieldBuf {
         FieldBuf::new(if wanted { self.block.room + 20 } else { 0 })
     }
 
+    #[inline]
     fn kind_is(&self, kinds: &[Kind]) -> bool {
         match self.block.known {
             None => true,
@@ -204,6 +226,7 @@ impl Rendering {
 
     /// Starts the string of the member read into `slot`; returns whether it flows straight
     /// into `out` (the block's kind, known already, shows it) rather than into its field.
+    #[inline]
     pub(super) fn member_start(&mut self, slot: Slot) -> bool {
         let b = &mut self.block;
         let wanted = match slot {
@@ -244,6 +267,7 @@ impl Rendering {
     }
 
     /// The member being read into `slot`.
+    #[inline]
     pub(super) fn field_mut(&mut self, slot: Slot) -> &mut FieldBuf {
         let b = &mut self.block;
         let f = match slot {
@@ -259,17 +283,20 @@ impl Rendering {
     }
 
     /// Starts counting the base64 payload read into `slot`.
+    #[inline]
     pub(super) fn payload_start(&mut self, slot: B64Slot) {
         *self.payload_slot(slot) = Some(0);
     }
 
     /// The count of the payload being read into `slot`.
+    #[inline]
     pub(super) fn payload_mut(&mut self, slot: B64Slot) -> &mut u64 {
         self.payload_slot(slot)
             .as_mut()
             .expect("the payload is being read")
     }
 
+    #[inline]
     fn payload_slot(&mut self, slot: B64Slot) -> &mut Option<u64> {
         match slot {
             B64Slot::Data => &mut self.block.data,

@@ -457,8 +457,8 @@ impl MessageDecoder {
         let role = self.role;
         match (role, word) {
             (role, _) if role.takes_any() => {}
-            (Role::IsError, 0) => self.render.is_error = true,
-            (Role::IsError, 1) => self.render.is_error = false,
+            (Role::IsError, 0) => self.render.set_is_error(true),
+            (Role::IsError, 1) => self.render.set_is_error(false),
             (Role::Id | Role::Method, _) => {}
             // `null` is the same as missing for the optional members.
             (
