@@ -3,8 +3,8 @@
 //! same bytes in the same run: `serde_json::from_slice::<Value>` (what parsing the whole message
 //! costs any SDK) and a plain memchr2 scan for `"` and `\` (the least a JSON string scanner can
 //! do).
-use agenvoy_mcp::unstable::wire::DEFAULT_CAP;
-use agenvoy_mcp::unstable::wire::MessageDecoder;
+use agenvoy_mcp::wire::DEFAULT_CAP;
+use agenvoy_mcp::wire::MessageDecoder;
 use criterion::{Criterion, Throughput, criterion_group, criterion_main};
 use std::hint::black_box;
 use std::time::Duration;

@@ -3,8 +3,8 @@
 //! `serde_json::from_slice::<Value>` of the same bytes in the same run. Two messages: an echo
 //! tool's result (nine short strings) and a `tools/list`-like result of fifty tools whose
 //! names and descriptions are 60 bytes (strings too long for the decoder's short path).
-use agenvoy_mcp::unstable::wire::DEFAULT_CAP;
-use agenvoy_mcp::unstable::wire::MessageDecoder;
+use agenvoy_mcp::wire::DEFAULT_CAP;
+use agenvoy_mcp::wire::MessageDecoder;
 use criterion::{Criterion, Throughput, criterion_group, criterion_main};
 use std::hint::black_box;
 

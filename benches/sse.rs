@@ -5,9 +5,9 @@
 //!   `common`), read as the HTTP transport reads it (the SSE decoder handing its data to the
 //!   message decoder), beside `serde_json::from_slice::<Value>` of the message and a memchr2
 //!   scan of the stream for `"` and `\`.
-use agenvoy_mcp::unstable::wire::DEFAULT_CAP;
-use agenvoy_mcp::unstable::wire::MessageDecoder;
-use agenvoy_mcp::unstable::wire::{SseDecoder, SsePiece};
+use agenvoy_mcp::wire::DEFAULT_CAP;
+use agenvoy_mcp::wire::MessageDecoder;
+use agenvoy_mcp::wire::{SseDecoder, SsePiece};
 use criterion::{Criterion, Throughput, criterion_group, criterion_main};
 use futures::StreamExt;
 use std::hint::black_box;

@@ -1,7 +1,7 @@
 //! The Truncator alone over 1 GiB of text in 64 KiB pieces (the default 1 MiB cap), beside a
 //! baseline that only sums the piece lengths (the least any counter can do).
-use agenvoy_mcp::unstable::wire::DEFAULT_CAP;
-use agenvoy_mcp::unstable::wire::Truncator;
+use agenvoy_mcp::wire::DEFAULT_CAP;
+use agenvoy_mcp::wire::Truncator;
 use criterion::{Criterion, Throughput, criterion_group, criterion_main};
 use std::hint::black_box;
 use std::time::Duration;

@@ -7,16 +7,17 @@
 //!   server, its tools registered for the model), the confirm gate, [`host::Control`];
 //! - [`auth`] (feature `oauth`): OAuth 2.1 for HTTP servers, and the token stores;
 //! - [`api`] (feature `api`): the management API of `agenvoy-mcp serve`;
-//! - [`tui`] (feature `tui`): the `/mcp` terminal panel.
+//! - [`tui`] (feature `tui`): the `/mcp` terminal panel;
+//! - [`wire`]: the layer under it all, bytes in and values out: JSON-RPC messages, line
+//!   framing, SSE, and the streaming decoder and truncator behind every tool result.
 //!
-//! Inside, the layers build on each other: `wire` (JSON-RPC messages, framing, rendering
-//! and the output cap; no I/O), `transport` (stdio child processes and streamable HTTP with
+//! Inside, the layers build on each other: `wire` (no I/O), `transport` (stdio child processes and streamable HTTP with
 //! its HTTP+SSE fallback), `protocol` (the session, the two eras, the MCP constants),
 //! `client`; `auth` needs the HTTP transport and sits beside the protocol layer, not above
 //! it; `host` uses the client and auth; `api` and `tui` drive the host. Those inner layers
 //! are private: what they offer an embedder is exported here. `docs/ARCHITECTURE.md` maps
 //! each behaviour to its file. [`unstable`] holds the few internals the `agenvoy-mcp`
-//! binary, the benches and the fuzz targets reach into: not part of the API.
+//! binary and the fuzz targets reach into: not part of the API.
 //!
 //! ```no_run
 //! # async fn demo() -> agenvoy_mcp::Result<()> {
@@ -48,7 +49,7 @@ mod transport;
 pub mod tui;
 pub mod unstable;
 mod web_url;
-mod wire;
+pub mod wire;
 
 pub use client::{Client, ClientOptions, ListLimits, ServerNotifications};
 pub use error::{Error, ErrorKind, ParseError, Result};

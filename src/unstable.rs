@@ -1,7 +1,7 @@
-//! Unstable: the internals the `agenvoy-mcp` binary, the benches and the fuzz targets reach
-//! into, and nothing else. Not part of the API: anything here may change or go in any
-//! release, without notice. Embedders use what the crate root, [`crate::host`], `auth`,
-//! `api` and `tui` export.
+//! Unstable: the internals the `agenvoy-mcp` binary and the fuzz targets reach into, and
+//! nothing else. Not part of the API: anything here may change or go in any
+//! release, without notice. Embedders use what the crate root, [`crate::host`],
+//! [`crate::wire`], `auth`, `api` and `tui` export.
 
 pub use crate::client::MAX_TOOL_PAGES;
 pub use crate::text::{
@@ -39,20 +39,10 @@ pub mod transport {
     }
 }
 
-/// The wire layer: JSON-RPC messages, line framing, SSE, and the streaming renderer and
-/// truncator behind every tool result (what the benches measure and the fuzz targets check).
-pub mod wire {
-    pub use crate::wire::decode::{
-        DecodeError, Decoded, MessageDecoder, ResultHead, assert_matches_reference,
-    };
-    pub use crate::wire::framing::{LineFramer, Piece, split_lines};
-    pub use crate::wire::jsonrpc;
-    pub use crate::wire::render::{
-        DEFAULT_CAP, RenderError, Rendered, marker, render_reference, truncate,
-    };
-    pub use crate::wire::sse::{SseDecoder, SseEvent, SsePiece};
-    pub use crate::wire::truncate::Truncator;
-}
+/// The non-streaming renderer (parse the whole message, render, cut): what
+/// [`wire::MessageDecoder`](crate::wire::MessageDecoder) must equal, for the fixture server's
+/// tests.
+pub use crate::wire::render::render_reference;
 
 /// Entry points for the fuzz targets (`fuzz/`) into checks that are private elsewhere.
 pub mod fuzz {
@@ -65,6 +55,14 @@ pub mod fuzz {
     use crate::auth::{discovery, fetch};
     pub use crate::host::expand::is_pure_reference;
     pub use crate::host::gate::{belongs_to, check_entry, whole_server};
+    /// The streaming decoder against the reference, for any split (`render_equiv`); a test
+    /// oracle, built only when fuzzing.
+    #[cfg(fuzzing)]
+    pub use crate::wire::decode::assert_matches_reference;
+    /// A whole stream split into lines, the framer's reference (`framer`); built only when
+    /// fuzzing.
+    #[cfg(fuzzing)]
+    pub use crate::wire::framing::split_lines;
 
     /// `fetch::check_url`: https, or http on a loopback host.
     #[cfg(feature = "oauth")]

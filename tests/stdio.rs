@@ -3,7 +3,7 @@
 
 mod common;
 
-use agenvoy_mcp::unstable::wire::jsonrpc::ErrorObject;
+use agenvoy_mcp::wire::jsonrpc::ErrorObject;
 use agenvoy_mcp::{Client, ClientOptions, ErrorKind};
 use agenvoy_mcp::{Handlers, RequestOptions};
 use agenvoy_mcp::{Progress, Root};

@@ -2,7 +2,8 @@
 //! whole input, and never yields an empty line or a line holding `\n`.
 //! Input: byte 0 picks the chunk size (1..=16), the rest is the stream.
 #![no_main]
-use agenvoy_mcp::unstable::wire::{LineFramer, Piece, split_lines};
+use agenvoy_mcp::unstable::fuzz::split_lines;
+use agenvoy_mcp::wire::{LineFramer, Piece};
 use libfuzzer_sys::fuzz_target;
 
 fuzz_target!(|input: &[u8]| {

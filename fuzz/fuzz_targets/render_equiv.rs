@@ -5,7 +5,7 @@
 //! Input: byte 0 picks the cap (0..=63), byte 1 how many split points follow (0..=7), then one
 //! byte per split point (a position scaled into the message), then the message.
 #![no_main]
-use agenvoy_mcp::unstable::wire::assert_matches_reference;
+use agenvoy_mcp::unstable::fuzz::assert_matches_reference;
 use libfuzzer_sys::fuzz_target;
 
 fuzz_target!(|input: &[u8]| {

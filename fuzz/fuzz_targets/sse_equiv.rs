@@ -10,7 +10,7 @@
 //! A `retry` value with a sign is skipped too: eventsource-stream reads `retry:+5` as 5 (Rust's
 //! integer parsing takes a `+`), the specification (and ours) only digits.
 #![no_main]
-use agenvoy_mcp::unstable::wire::{SseDecoder, SseEvent, SsePiece};
+use agenvoy_mcp::wire::{SseDecoder, SseEvent, SsePiece};
 use futures::StreamExt;
 use libfuzzer_sys::fuzz_target;
 

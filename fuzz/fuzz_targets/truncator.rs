@@ -4,8 +4,8 @@
 //! Input: byte 0 picks the cap (0..=255), byte 1 the piece size (1..=32), then the text (made
 //! UTF-8 lossily).
 #![no_main]
-use agenvoy_mcp::unstable::wire::Truncator;
-use agenvoy_mcp::unstable::wire::{marker, truncate};
+use agenvoy_mcp::wire::Truncator;
+use agenvoy_mcp::wire::{marker, truncate};
 use libfuzzer_sys::fuzz_target;
 
 fuzz_target!(|input: &[u8]| {

@@ -39,7 +39,7 @@
 //! every name, description and text carries [`HOSTILE`].
 
 use super::fixture_server::{HOSTILE, Mode, Output, Server, repeat_units, reply, send};
-use agenvoy_mcp::unstable::wire::jsonrpc::{self, ErrorObject, Id, Message, Notification};
+use agenvoy_mcp::wire::jsonrpc::{self, ErrorObject, Id, Message, Notification};
 use serde_json::{Value, json};
 use std::sync::{Arc, Condvar, Mutex};
 use std::time::Duration;

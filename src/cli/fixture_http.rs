@@ -40,7 +40,7 @@
 
 use super::fixture_server::{Output, Server};
 use agenvoy_mcp::api::ChannelBody;
-use agenvoy_mcp::unstable::wire::jsonrpc::{Id, Message};
+use agenvoy_mcp::wire::jsonrpc::{Id, Message};
 use bytes::Bytes;
 use http_body_util::{BodyExt, Full, combinators::BoxBody};
 use hyper::body::Incoming;

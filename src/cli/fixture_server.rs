@@ -40,9 +40,7 @@
 //! first (so a test can count how often a call reached the server); with
 //! `FIXTURE_METHOD_LOG`, every request appends its method.
 
-use agenvoy_mcp::unstable::wire::jsonrpc::{
-    self, ErrorObject, Id, Message, Notification, Request, Response,
-};
+use agenvoy_mcp::wire::jsonrpc::{self, ErrorObject, Id, Message, Notification, Request, Response};
 use agenvoy_mcp::{HANDSHAKE_VERSIONS, LATEST_HANDSHAKE_VERSION, STATELESS_VERSIONS};
 use serde_json::{Value, json};
 use std::collections::HashMap;
@@ -1077,7 +1075,7 @@ pub(super) fn repeat_units(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use agenvoy_mcp::unstable::wire::render_reference;
+    use agenvoy_mcp::unstable::render_reference;
 
     /// What the client renders of `big`'s answer for `bytes` and `class`.
     fn rendered(bytes: u64, class: BigClass) -> String {

@@ -2,12 +2,12 @@
 //!
 //! [`MessageDecoder`] reads one message (a stdio line, an HTTP body, an SSE event's data) and
 //! renders its `result` (a tool result's `content`, a resource read's `contents`: see
-//! [`render`](super::render)) straight into a [`Truncator`] while the bytes arrive,
+//! `render`) straight into a [`Truncator`] while the bytes arrive,
 //! never holding the message: strings are unescaped on the fly and, past the cap, only counted;
 //! base64 payloads are only counted; `structuredContent` is compacted into the same bounded
 //! buffer (and dropped as soon as a content block shows up, since it is then not rendered).
 //!
-//! The result is exactly [`render_reference`](super::render::render_reference) of the whole
+//! The result is exactly `render::render_reference` (parse whole, render, cut) of the whole
 //! message, for every input and every split into chunks, including which inputs are rejected:
 //! the decoder applies serde_json's rules (syntax, control characters, escapes, UTF-8 and
 //! surrogate checks exactly where serde_json makes them, serde derive's duplicate-field rule)
@@ -22,51 +22,63 @@
 //! its `id`.
 //!
 //! Memory for one message: the cap, `raw_limit`,
-//! [`ERROR_MESSAGE_LIMIT`](super::render::ERROR_MESSAGE_LIMIT) and [`ERROR_DATA_LIMIT`] plus a
+//! [`ERROR_MESSAGE_LIMIT`](super::ERROR_MESSAGE_LIMIT) and
+//! [`ERROR_DATA_LIMIT`](super::ERROR_DATA_LIMIT) plus a
 //! small constant. One exception: when a content block's `type` comes after its other members,
 //! the members that might be shown (`text`, `mimeType`, `uri`, the resource's `uri`,
 //! `mimeType`, `text`) are each held up to the room left under the cap until `type` tells which
 //! one is shown; with `type` first (every server seen) only the shown one flows, straight into
 //! the truncator. A read's resource needs no `type`: its `text` always flows straight in.
 //!
-//! The decoder is one state machine over [`MessageDecoder`]'s fields, in files by role:
+//! The decoder is one state machine; [`MessageDecoder`] holds the parts that have a state of
+//! their own, each in its file, and steers them. From the bottom up:
 //!
-//! - `lex`: the JSON grammar byte by byte (which token comes next, numbers, literals,
-//!   brackets and the nesting depth);
-//! - `roles`: what each value is for the rendering (the known keys of each object, the role of
-//!   each member and element, and what a value of each role does);
-//! - `block`: content blocks and a read's resources (the members that might be shown, and
-//!   the block's line);
-//! - `string`: string contents, read a 64-byte window at a time with the scanner `scan`;
+//! - `faults`: who a failed check makes invalid, and the first fault of each (`Faults`);
+//! - `containers`: what each open object or array is for, and what was seen in it;
+//! - `capture`: the raw bytes of an error's `data` or a result's `_meta` (`Capture`);
+//! - `rendering`: the result's rendered text, content blocks and a read's resources (the
+//!   members that might be shown, and each block's line) (`Rendering`);
 //! - `escape`: escapes, whole ones at once and the rest (cut by a chunk's end, invalid, lone
 //!   surrogates) byte by byte;
 //! - `sink`: where a string's decoded bytes go, and the counting past the cap;
+//! - `lex`: the JSON grammar byte by byte (which token comes next, numbers, literals,
+//!   brackets and the nesting depth);
+//! - `string`: string contents, read a 64-byte window at a time with the scanner `scan`;
+//! - `roles`: what each value is for the rendering (the known keys of each object, the role of
+//!   each member and element, and what a value of each role does);
 //! - `equiv`: the invariant against the reference, stated once for the tests and the fuzz
 //!   target.
 
 use super::jsonrpc::{ErrorObject, Id};
-use super::render::{ERROR_DATA_LIMIT, RenderError, Rendered};
+use super::render::{RenderError, Rendered};
 use super::truncate::Truncator;
 use std::fmt;
 
-mod block;
+mod capture;
+mod containers;
+#[cfg(any(test, fuzzing))]
 mod equiv;
 mod escape;
+mod faults;
 mod lex;
+mod rendering;
 mod roles;
 mod sink;
 mod string;
 #[cfg(test)]
 mod tests;
 
-use block::{BlockState, Content};
+use capture::Capture;
+use containers::Frame;
 use escape::Esc;
+use faults::Faults;
 use lex::Lex;
-use roles::{Fail, Frame, Role};
+use rendering::Rendering;
+use roles::Role;
 use sink::Sink;
 use string::Str;
 
-#[doc(hidden)]
+#[cfg(any(test, fuzzing))]
 pub use equiv::assert_matches_reference;
 
 pub use super::render::MAX_DEPTH;
@@ -131,8 +143,8 @@ pub struct Decoded {
     pub id: Option<Id>,
     /// The top-level `method` when it is a string (the last one if given twice).
     pub method: Option<String>,
-    /// `Some` when the message has a non-null `result` or `error`: what
-    /// [`render_reference`](super::render::render_reference) says of the whole message.
+    /// `Some` when the message has a non-null `result` or `error`: its rendering, or why it has
+    /// none (the same as a parse of the whole message would give).
     pub render: Option<Result<Rendered, RenderError>>,
     /// `Some` when the message is a plain response with a result: `"jsonrpc": "2.0"`, a
     /// non-null `result`, no `error` or `method` member, and no fault the decoder found. It
@@ -176,14 +188,8 @@ pub struct MessageDecoder {
     /// Inside `structuredContent` being rendered: every byte outside whitespace goes to `out`.
     compact: bool,
     compact_at: usize,
-    /// Inside an error's `data` or a result's `_meta`: its raw bytes are captured.
-    capturing: bool,
-    /// What is captured: the result's `_meta` (else the error's `data`).
-    capturing_meta: bool,
-    capture_at: usize,
-    cap_from: usize,
-    data_raw: Vec<u8>,
-    data_len: u64,
+    /// An error's `data` or a result's `_meta` being captured.
+    capture: Capture,
     // The message.
     /// The known members of the top-level object, bit per key of `TOP_KEYS`, once it closed.
     top_seen: u8,
@@ -195,8 +201,7 @@ pub struct MessageDecoder {
     head_unread: bool,
     /// The string being read into `strbuf` went past [`WORD_LIMIT`].
     word_over: bool,
-    msg_bad: Option<String>,
-    res_bad: Option<String>,
+    faults: Faults,
     result_nonnull: bool,
     error_nonnull: bool,
     id: Option<Id>,
@@ -207,11 +212,7 @@ pub struct MessageDecoder {
     scratch: Vec<u8>,
     held: usize,
     // The result.
-    out: Truncator,
-    content: Content,
-    structured_in_out: bool,
-    is_error: bool,
-    block: BlockState,
+    render: Rendering,
     // The error.
     code: Option<i64>,
     message: Option<Truncator>,
@@ -250,12 +251,7 @@ impl MessageDecoder {
             num_len: 0,
             compact: false,
             compact_at: 0,
-            capturing: false,
-            capturing_meta: false,
-            capture_at: 0,
-            cap_from: 0,
-            data_raw: Vec::new(),
-            data_len: 0,
+            capture: Capture::default(),
             top_seen: 0,
             has_method: false,
             version_ok: false,
@@ -263,8 +259,7 @@ impl MessageDecoder {
             result_meta: None,
             head_unread: false,
             word_over: false,
-            msg_bad: None,
-            res_bad: None,
+            faults: Faults::default(),
             result_nonnull: false,
             error_nonnull: false,
             id: None,
@@ -272,11 +267,7 @@ impl MessageDecoder {
             strbuf: Vec::new(),
             scratch: Vec::new(),
             held: 0,
-            out: Truncator::new(cap),
-            content: Content::Missing,
-            structured_in_out: false,
-            is_error: false,
-            block: BlockState::default(),
+            render: Rendering::new(cap),
             code: None,
             message: None,
             data: None,
@@ -311,12 +302,9 @@ impl MessageDecoder {
                 self.raw = None;
             }
         }
-        self.cap_from = 0;
+        self.capture.chunk_start();
         let r = self.run(chunk);
-        if self.capturing {
-            let from = self.cap_from;
-            self.capture(&chunk[from..]);
-        }
+        self.capture.chunk_end(chunk);
         self.len += chunk.len() as u64;
         if let Err(e) = r {
             self.fatal = Some(e.clone());
@@ -328,7 +316,7 @@ impl MessageDecoder {
     /// Whether the result's rendering has passed the cap: the message is a tool result or a
     /// read too large to show whole.
     pub fn rendered_past_cap(&self) -> bool {
-        self.out.is_over()
+        self.render.out.is_over()
     }
 
     /// Stops keeping the message's bytes: [`Decoded::raw`] will be `None`.
@@ -351,14 +339,14 @@ impl MessageDecoder {
             && !self.has_method
             && self.top_seen & 0b11 == 0b01
             && self.result_nonnull
-            && self.msg_bad.is_none()
+            && self.faults.msg.is_none()
             && !self.head_unread)
             .then(|| ResultHead {
                 result_type: self.result_type.take(),
                 meta: self.result_meta.take(),
             });
         let render = if self.result_nonnull || self.error_nonnull {
-            Some(if let Some(why) = self.msg_bad.take() {
+            Some(if let Some(why) = self.faults.msg.take() {
                 Err(RenderError::Invalid(why))
             } else if self.error_nonnull {
                 Err(RenderError::Rpc(ErrorObject {
@@ -370,15 +358,10 @@ impl MessageDecoder {
                         .unwrap_or_default(),
                     data: self.data.take(),
                 }))
-            } else if let Some(why) = self.res_bad.take() {
+            } else if let Some(why) = self.faults.res.take() {
                 Err(RenderError::Invalid(why))
             } else {
-                let total = self.out.total();
-                Ok(Rendered {
-                    text: self.out.finish(),
-                    is_error: self.is_error,
-                    total,
-                })
+                Ok(self.render.finish())
             })
         } else {
             None
@@ -404,23 +387,6 @@ impl MessageDecoder {
         DecodeError::Syntax {
             offset: self.len + i as u64,
             reason,
-        }
-    }
-
-    fn bad(&mut self, who: Fail, why: &str) {
-        let slot = match who {
-            Fail::Msg => &mut self.msg_bad,
-            Fail::Res => &mut self.res_bad,
-        };
-        if slot.is_none() {
-            *slot = Some(why.to_string());
-        }
-    }
-
-    fn capture(&mut self, bytes: &[u8]) {
-        self.data_len += bytes.len() as u64;
-        if self.data_len <= ERROR_DATA_LIMIT as u64 {
-            self.data_raw.extend_from_slice(bytes);
         }
     }
 }

@@ -208,13 +208,13 @@ impl Message {
 /// `None` when it is not JSON. A parsed value costs tens of bytes a value whatever its text
 /// (`[0,0,...]` is two bytes a value on the wire and about 40 in memory), so this is what a
 /// message is measured by before it is parsed and kept.
-pub fn count_values(bytes: &[u8]) -> Option<usize> {
+pub(crate) fn count_values(bytes: &[u8]) -> Option<usize> {
     serde_json::from_slice::<Counted>(bytes).ok().map(|c| c.0)
 }
 
 /// How many JSON values (object keys included) a parsed value holds, as [`count_values`]
 /// counts them in text.
-pub fn count_tree(value: &Value) -> usize {
+pub(crate) fn count_tree(value: &Value) -> usize {
     match value {
         Value::Array(items) => items.iter().fold(1, |n, v| n.saturating_add(count_tree(v))),
         Value::Object(map) => map
@@ -278,7 +278,7 @@ impl<'de> serde::de::Visitor<'de> for CountVisitor {
 /// A request as compact JSON, serialized from its borrowed parts (see [`Message::to_bytes`]):
 /// the bytes serde_json writes, by a writer of its own because every call goes through it and
 /// serde_json's costs a tenth of a small call's whole cost in the client.
-pub fn request_bytes(id: &Id, method: &str, params: Option<&Value>) -> Vec<u8> {
+pub(crate) fn request_bytes(id: &Id, method: &str, params: Option<&Value>) -> Vec<u8> {
     let mut out = Vec::with_capacity(128);
     out.extend_from_slice(br#"{"jsonrpc":"2.0","id":"#);
     match id {

@@ -10,7 +10,7 @@
 //! stream an event not yet dispatched is dropped.
 //!
 //! The `data` of an event is handed out in pieces as it arrives (with the `\n` joiners), so a
-//! huge event can flow straight into a [`MessageDecoder`](super::decode::MessageDecoder); only
+//! huge event can flow straight into a [`MessageDecoder`](super::MessageDecoder); only
 //! `event` and `id` values are held, and those are truncated to [`VALUE_LIMIT`] bytes (on a
 //! character boundary). Memory is bounded by that, whatever the stream holds; time is linear.
 

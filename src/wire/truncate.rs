@@ -1,8 +1,8 @@
 //! The streaming truncator: keeps the first `cap` bytes of a text that arrives in pieces and
 //! counts the rest.
 //!
-//! It is the streaming twin of [`render::truncate`](super::render::truncate): for any text and
-//! any split into pieces, `finish` returns exactly what `render::truncate` returns for the whole
+//! It is the streaming twin of [`truncate`](super::truncate()): for any text and any split
+//! into pieces, `finish` returns exactly what `truncate` returns for the whole
 //! text (a test and the `truncator` fuzz target pin this). Memory is bounded by the cap: past it,
 //! pieces are only counted.
 

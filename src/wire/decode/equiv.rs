@@ -1,5 +1,6 @@
 //! The decoder's invariant, stated once: the unit tests (`tests`) and the `render_equiv` fuzz
-//! target both call [`assert_matches_reference`].
+//! target both call [`assert_matches_reference`]. A test oracle: built for tests and fuzzing
+//! only.
 
 use super::{DecodeError, Decoded, MessageDecoder, ResultHead};
 use crate::wire::jsonrpc::{Message, Response};
@@ -25,7 +26,6 @@ const SHOWN: usize = 300;
 ///   reference says (it does not look at them);
 /// - what it read of a result ([`Decoded::result`]) is what the whole message, parsed as a
 ///   JSON-RPC message, says of it.
-#[doc(hidden)]
 pub fn assert_matches_reference(msg: &[u8], cap: usize, cuts: &[usize]) {
     let mut ends: Vec<usize> = cuts.iter().map(|&c| c.min(msg.len())).collect();
     ends.sort_unstable();

@@ -208,7 +208,7 @@ impl MessageDecoder {
     /// A surrogate without its pair: an error where serde_json validates, else kept as WTF-8.
     fn lone(&mut self, u: u16) -> Result<(), DecodeError> {
         if let Some(who) = self.s.surrogates {
-            self.bad(who, "lone surrogate in a string");
+            self.faults.bad(who, "lone surrogate in a string");
         }
         let mut buf = [0; 4];
         let k = push_code_point(u as u32, &mut buf);

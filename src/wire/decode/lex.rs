@@ -2,9 +2,11 @@
 //! brackets and the nesting limit. It hands each value to `roles` as it starts and ends, and
 //! string contents to `string`.
 
-use super::roles::{Ctx, Fail, Frame};
+use super::capture::Captured;
+use super::containers::{Ctx, Frame};
+use super::faults::Fail;
 use super::{DecodeError, MAX_DEPTH, MessageDecoder};
-use crate::wire::render::{ERROR_DATA_LIMIT, error_data_omitted};
+use crate::wire::render::error_data_omitted;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(super) enum Num {
@@ -81,7 +83,7 @@ impl MessageDecoder {
                             }
                             self.num_len += 1;
                             if self.compact {
-                                self.out.push(&[b]);
+                                self.render.out.push(&[b]);
                             }
                             self.lex = Lex::Num(st);
                             i += 1;
@@ -99,7 +101,7 @@ impl MessageDecoder {
                         return Err(self.syntax(i, "invalid literal"));
                     }
                     if self.compact {
-                        self.out.push(&chunk[i..i + 1]);
+                        self.render.out.push(&chunk[i..i + 1]);
                     }
                     i += 1;
                     if at as usize + 1 == w.len() {
@@ -135,7 +137,7 @@ impl MessageDecoder {
                     match b {
                         b',' => {
                             if self.compact {
-                                self.out.push(b",");
+                                self.render.out.push(b",");
                             }
                             if top.is_obj {
                                 self.lex = Lex::Key { close: false };
@@ -171,7 +173,7 @@ impl MessageDecoder {
                         return Err(self.syntax(i - 1, "expected `:`"));
                     }
                     if self.compact {
-                        self.out.push(b":");
+                        self.render.out.push(b":");
                     }
                     self.member();
                     self.lex = Lex::Value { close: false };
@@ -213,36 +215,29 @@ impl MessageDecoder {
         if self.compact && depth == self.compact_at {
             self.compact = false;
         }
-        if self.capturing && depth == self.capture_at {
-            let from = self.cap_from;
-            self.capture(&chunk[from..end]);
-            self.capturing = false;
-            self.cap_from = end;
-            if self.capturing_meta {
-                self.result_meta = if self.data_len <= ERROR_DATA_LIMIT as u64 {
-                    serde_json::from_slice(&self.data_raw).ok()
-                } else {
-                    None
-                };
-                self.head_unread |= self.result_meta.is_none();
-            } else {
-                self.data = Some(self.captured_data());
+        if self.capture.ends_at(depth) {
+            match self.capture.end(chunk, end) {
+                (Captured::Meta, raw) => {
+                    self.result_meta = raw.ok().and_then(|r| serde_json::from_slice(&r).ok());
+                    self.head_unread |= self.result_meta.is_none();
+                }
+                (Captured::ErrData, raw) => self.data = Some(self.error_data(raw)),
             }
-            self.data_raw = Vec::new();
         }
         self.lex = if depth == 0 { Lex::Done } else { Lex::After };
     }
 
-    /// The error's `data` just captured: its value, or what stands for it when it is too
-    /// large or not JSON serde_json reads.
-    fn captured_data(&mut self) -> serde_json::Value {
-        if self.data_len > ERROR_DATA_LIMIT as u64 {
-            return error_data_omitted(self.data_len);
-        }
-        match serde_json::from_slice(&self.data_raw) {
+    /// The error's `data` from its captured bytes (or their count, over the limit): its value,
+    /// or what stands for it when it is too large or not JSON serde_json reads.
+    fn error_data(&mut self, raw: Result<Vec<u8>, u64>) -> serde_json::Value {
+        let raw = match raw {
+            Ok(raw) => raw,
+            Err(len) => return error_data_omitted(len),
+        };
+        match serde_json::from_slice(&raw) {
             Ok(v) => v,
             Err(e) => {
-                self.bad(Fail::Msg, &e.to_string());
+                self.faults.bad(Fail::Msg, &e.to_string());
                 serde_json::Value::Null
             }
         }
@@ -251,17 +246,21 @@ impl MessageDecoder {
     /// Closes the innermost container on byte `b` (already consumed; `i` is after it).
     fn close(&mut self, chunk: &[u8], i: usize, b: u8) -> Result<(), DecodeError> {
         if self.compact {
-            self.out.push(&[b]);
+            self.render.out.push(&[b]);
         }
         let frame = self.stack.pop().expect("a container is open");
         match frame.ctx {
             Ctx::Top => self.top_seen = frame.seen,
-            Ctx::Block | Ctx::Item => self.block_end(),
+            Ctx::Block | Ctx::Item => {
+                if let Err(why) = self.render.block_end() {
+                    self.faults.bad(Fail::Res, why);
+                }
+            }
             Ctx::ErrObj if frame.seen & 0b11 != 0b11 => {
-                self.bad(Fail::Msg, "missing field in the error");
+                self.faults.bad(Fail::Msg, "missing field in the error");
             }
             Ctx::ErrSeq if frame.index < 2 => {
-                self.bad(Fail::Msg, "the error has too few elements");
+                self.faults.bad(Fail::Msg, "the error has too few elements");
             }
             _ => {}
         }

@@ -4,31 +4,16 @@
 //! when it ends (a literal, a number, a string). Who a failed check makes invalid follows
 //! serde_json's two passes: the message, then the result.
 
-use super::block::{B64Slot, Content, FieldBuf, Kind, ResourceState, Slot};
+use super::capture::Captured;
+use super::containers::{Ctx, Mode};
+use super::faults::Fail;
 use super::lex::{Lex, Num};
+use super::rendering::{B64Slot, Slot};
 use super::sink::Sink;
 use super::{DecodeError, MessageDecoder};
 use crate::wire::jsonrpc::Id;
 use crate::wire::render::ERROR_MESSAGE_LIMIT;
 use crate::wire::truncate::Truncator;
-
-/// How strictly a string is checked, following what serde_json checks where.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(super) enum Mode {
-    /// Only syntax (escapes, control characters): serde_json's `ignore_str`.
-    Loose,
-    /// Also UTF-8 of the raw bytes (inside a `RawValue`); a failure makes the message invalid.
-    Utf8,
-}
-
-/// Who a failed check makes invalid.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(super) enum Fail {
-    /// The whole message (serde_json's first pass).
-    Msg,
-    /// The result (the second pass over the result's text).
-    Res,
-}
 
 /// What a JSON value is, for the rendering.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -89,31 +74,6 @@ impl Role {
     fn skips_containers(self) -> bool {
         self.takes_any() || matches!(self, Role::Id | Role::Method)
     }
-}
-
-/// What a container is.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(super) enum Ctx {
-    Top,
-    Result,
-    Content,
-    Block,
-    Resource,
-    Contents,
-    Item,
-    ErrObj,
-    ErrSeq,
-    Ignore(Mode),
-}
-
-#[derive(Debug, Clone, Copy)]
-pub(super) struct Frame {
-    pub(super) ctx: Ctx,
-    pub(super) is_obj: bool,
-    /// Known keys seen so far (bit per key), for the duplicate rule.
-    pub(super) seen: u8,
-    /// Elements seen so far (arrays).
-    pub(super) index: u32,
 }
 
 /// The i64 of a JSON number's text, as serde_json's `i64` reads it: integers only, no `-0`.
@@ -187,7 +147,8 @@ impl MessageDecoder {
                 1 => Role::Message,
                 2 => Role::ErrData,
                 _ => {
-                    self.bad(Fail::Msg, "trailing characters in the error");
+                    self.faults
+                        .bad(Fail::Msg, "trailing characters in the error");
                     Role::Ignore(Mode::Loose)
                 }
             },
@@ -222,7 +183,7 @@ impl MessageDecoder {
             let bit = 1u8 << k;
             if top.seen & bit != 0 {
                 let why = format!("duplicate field `{}`", String::from_utf8_lossy(keys[k]));
-                self.bad(who, &why);
+                self.faults.bad(who, &why);
             }
             self.stack.last_mut().expect("inside an object").seen |= bit;
         }
@@ -262,7 +223,7 @@ impl MessageDecoder {
 
     pub(super) fn key_start(&mut self) {
         if self.compact {
-            self.out.push(b"\"");
+            self.render.out.push(b"\"");
         }
         let top = *self.stack.last().expect("inside an object");
         self.key_len = 0;
@@ -305,18 +266,17 @@ impl MessageDecoder {
             _ => {}
         }
         match role {
-            Role::Structured if b != b'n' && self.content != Content::NonEmpty => {
+            Role::Structured if b != b'n' && self.render.structured_start() => {
                 self.compact = true;
                 self.compact_at = self.stack.len();
-                self.structured_in_out = true;
             }
             Role::ErrData | Role::ResultMeta if b != b'n' => {
-                self.capturing = true;
-                self.capturing_meta = role == Role::ResultMeta;
-                self.capture_at = self.stack.len();
-                self.cap_from = i;
-                self.data_raw.clear();
-                self.data_len = 0;
+                let what = if role == Role::ResultMeta {
+                    Captured::Meta
+                } else {
+                    Captured::ErrData
+                };
+                self.capture.start(what, self.stack.len(), i);
             }
             Role::Result if b != b'n' => self.result_nonnull = true,
             Role::Error if b != b'n' => {
@@ -328,7 +288,7 @@ impl MessageDecoder {
             _ => {}
         }
         if self.compact {
-            self.out.push(&chunk[i..i + 1]);
+            self.render.out.push(&chunk[i..i + 1]);
         }
         match b {
             b'{' => {
@@ -336,15 +296,15 @@ impl MessageDecoder {
                     Role::Top => Ctx::Top,
                     Role::Result => Ctx::Result,
                     Role::Block => {
-                        self.block_start();
+                        self.render.block_start();
                         Ctx::Block
                     }
                     Role::Resource => {
-                        self.block.resource = Some(ResourceState::default());
+                        self.render.resource_start();
                         Ctx::Resource
                     }
                     Role::Item => {
-                        self.item_start();
+                        self.render.item_start();
                         Ctx::Item
                     }
                     Role::Error => Ctx::ErrObj,
@@ -361,10 +321,7 @@ impl MessageDecoder {
                 let ctx = match role {
                     Role::Top => return Err(self.syntax(i, "the message is not an object")),
                     Role::Content => {
-                        // After `contents` lines, the content is already non-empty.
-                        if self.content != Content::NonEmpty {
-                            self.content = Content::Empty;
-                        }
+                        self.render.content_start();
                         Ctx::Content
                     }
                     Role::Contents => Ctx::Contents,
@@ -413,76 +370,47 @@ impl MessageDecoder {
 
     fn wrong_type(&mut self, role: Role) {
         let who = Self::owner(role);
-        self.bad(who, "a member has the wrong type");
+        self.faults.bad(who, "a member has the wrong type");
         if matches!(role, Role::Block | Role::Item) {
             // Still a block: it makes the content non-empty.
-            self.block_start();
+            self.render.block_start();
         }
     }
 
     fn string_start(&mut self, role: Role) {
         let strict_res = (Some(Fail::Msg), Some(Fail::Res));
         let (sink, utf8, sur) = match role {
-            Role::Type => {
-                self.block.kind = Some(self.field(true));
-                (Sink::Field(Slot::Type), strict_res.0, strict_res.1)
-            }
-            Role::Text => {
-                if self.block.known == Some(Kind::Text) {
-                    self.block.text_streamed = true;
-                    self.block.text = Some(FieldBuf::new(0));
-                    (Sink::Out, strict_res.0, strict_res.1)
-                } else {
-                    self.block.text = Some(self.field(self.kind_is(&[Kind::Text])));
-                    (Sink::Field(Slot::Text), strict_res.0, strict_res.1)
-                }
-            }
-            Role::Mime => {
-                self.block.mime = Some(self.field(self.kind_is(&[Kind::Image, Kind::Audio])));
-                (Sink::Field(Slot::Mime), strict_res.0, strict_res.1)
-            }
-            Role::Uri => {
-                self.block.uri = Some(self.field(self.kind_is(&[Kind::ResourceLink])));
-                (Sink::Field(Slot::Uri), strict_res.0, strict_res.1)
-            }
-            Role::RUri | Role::RMime | Role::RText => {
-                let wanted = self.kind_is(&[Kind::Resource, Kind::Item]);
-                let f = self.field(wanted);
-                let direct = role == Role::RText
-                    && matches!(self.block.known, Some(Kind::Resource | Kind::Item));
-                let r = self.block.resource.as_mut().expect("inside a resource");
+            Role::Type
+            | Role::Text
+            | Role::Mime
+            | Role::Uri
+            | Role::RUri
+            | Role::RMime
+            | Role::RText => {
                 let slot = match role {
-                    Role::RUri => {
-                        r.uri = Some(f);
-                        Slot::RUri
-                    }
-                    Role::RMime => {
-                        r.mime = Some(f);
-                        Slot::RMime
-                    }
-                    _ => {
-                        r.text = Some(f);
-                        Slot::RText
-                    }
+                    Role::Type => Slot::Type,
+                    Role::Text => Slot::Text,
+                    Role::Mime => Slot::Mime,
+                    Role::Uri => Slot::Uri,
+                    Role::RUri => Slot::RUri,
+                    Role::RMime => Slot::RMime,
+                    _ => Slot::RText,
                 };
-                if direct {
-                    r.text_streamed = true;
-                    (Sink::Out, strict_res.0, strict_res.1)
+                let sink = if self.render.member_start(slot) {
+                    Sink::Out
                 } else {
-                    (Sink::Field(slot), strict_res.0, strict_res.1)
-                }
+                    Sink::Field(slot)
+                };
+                (sink, strict_res.0, strict_res.1)
             }
-            Role::Data => {
-                self.block.data = Some(0);
-                (Sink::B64(B64Slot::Data), strict_res.0, strict_res.1)
-            }
-            Role::RBlob => {
-                self.block
-                    .resource
-                    .as_mut()
-                    .expect("inside a resource")
-                    .blob = Some(0);
-                (Sink::B64(B64Slot::Blob), strict_res.0, strict_res.1)
+            Role::Data | Role::RBlob => {
+                let slot = if role == Role::Data {
+                    B64Slot::Data
+                } else {
+                    B64Slot::Blob
+                };
+                self.render.payload_start(slot);
+                (Sink::B64(slot), strict_res.0, strict_res.1)
             }
             Role::Message => {
                 self.message = Some(Truncator::new(ERROR_MESSAGE_LIMIT));
@@ -529,8 +457,8 @@ impl MessageDecoder {
         let role = self.role;
         match (role, word) {
             (role, _) if role.takes_any() => {}
-            (Role::IsError, 0) => self.is_error = true,
-            (Role::IsError, 1) => self.is_error = false,
+            (Role::IsError, 0) => self.render.set_is_error(true),
+            (Role::IsError, 1) => self.render.set_is_error(false),
             (Role::Id | Role::Method, _) => {}
             // `null` is the same as missing for the optional members.
             (
@@ -550,8 +478,8 @@ impl MessageDecoder {
                 | Role::RBlob,
                 2,
             ) => {
-                if role == Role::Content && self.content != Content::NonEmpty {
-                    self.content = Content::Null;
+                if role == Role::Content {
+                    self.render.content_null();
                 }
             }
             _ => self.wrong_type(role),
@@ -573,7 +501,7 @@ impl MessageDecoder {
             }
             Role::Code => match parse_i64(text).filter(|_| fits) {
                 Some(code) => self.code = Some(code),
-                None => self.bad(Fail::Msg, "the error code is not an i64"),
+                None => self.faults.bad(Fail::Msg, "the error code is not an i64"),
             },
             role => self.wrong_type(role),
         }
@@ -600,22 +528,7 @@ impl MessageDecoder {
                 self.head_unread |= self.word_over;
                 self.result_type = String::from_utf8(std::mem::take(&mut self.strbuf)).ok();
             }
-            Sink::Field(Slot::Type) => {
-                let kind = self.block.kind.as_ref().expect("type is being read");
-                let known = [
-                    (&b"text"[..], Kind::Text),
-                    (b"image", Kind::Image),
-                    (b"audio", Kind::Audio),
-                    (b"resource_link", Kind::ResourceLink),
-                    (b"resource", Kind::Resource),
-                ]
-                .iter()
-                .find(|(name, _)| kind.is(name))
-                .map_or(Kind::Other, |&(_, k)| k);
-                // A second `type` is a fault already (the duplicate rule); the first one's kind
-                // stands, as the members read since were kept or dropped by it.
-                self.block.known.get_or_insert(known);
-            }
+            Sink::Field(Slot::Type) => self.render.type_done(),
             _ => {}
         }
     }

@@ -2,7 +2,7 @@
 //! key, the `id`, the `method`, the error's message), how much more each keeps, and the bytes
 //! only counted once it keeps nothing more.
 
-use super::block::{B64Slot, Slot};
+use super::rendering::{B64Slot, Slot};
 use super::{DecodeError, ID_LIMIT, METHOD_LIMIT, MessageDecoder, WORD_LIMIT};
 use crate::wire::truncate::Truncator;
 
@@ -26,9 +26,9 @@ impl MessageDecoder {
     pub(super) fn counts(&mut self) -> bool {
         match self.s.sink {
             Sink::None | Sink::B64(_) => true,
-            Sink::Out => self.out.is_over(),
+            Sink::Out => self.render.out.is_over(),
             Sink::ErrMsg => self.message.as_ref().is_some_and(Truncator::is_over),
-            Sink::Field(slot) => self.field_mut(slot).is_full(),
+            Sink::Field(slot) => self.render.field_mut(slot).is_full(),
             Sink::Key | Sink::Id | Sink::Method | Sink::Word => false,
         }
     }
@@ -37,9 +37,9 @@ impl MessageDecoder {
     pub(super) fn room(&mut self) -> usize {
         match self.s.sink {
             Sink::None | Sink::B64(_) => 0,
-            Sink::Out => self.out.room(),
+            Sink::Out => self.render.out.room(),
             Sink::ErrMsg => self.message.as_ref().map_or(0, Truncator::room),
-            Sink::Field(slot) => self.field_mut(slot).room(),
+            Sink::Field(slot) => self.render.field_mut(slot).room(),
             Sink::Key | Sink::Id | Sink::Method | Sink::Word => usize::MAX,
         }
     }
@@ -59,16 +59,10 @@ impl MessageDecoder {
         }
         match self.s.sink {
             Sink::None => {}
-            Sink::Out => self.out.skip(counted),
+            Sink::Out => self.render.out.skip(counted),
             Sink::ErrMsg => self.message.as_mut().expect("reading it").skip(counted),
-            Sink::Field(slot) => self.field_mut(slot).skip(counted),
-            Sink::B64(slot) => {
-                let count = match slot {
-                    B64Slot::Data => self.block.data.as_mut(),
-                    B64Slot::Blob => self.block.resource.as_mut().and_then(|r| r.blob.as_mut()),
-                };
-                *count.expect("the payload is being read") += counted - equals;
-            }
+            Sink::Field(slot) => self.render.field_mut(slot).skip(counted),
+            Sink::B64(slot) => *self.render.payload_mut(slot) += counted - equals,
             Sink::Key | Sink::Id | Sink::Method | Sink::Word => {
                 unreachable!("these sinks never count")
             }
@@ -80,8 +74,8 @@ impl MessageDecoder {
     pub(super) fn sink(&mut self, bytes: &[u8]) -> Result<(), DecodeError> {
         match self.s.sink {
             Sink::None => {}
-            Sink::Out => self.out.push(bytes),
-            Sink::Field(slot) => self.field_mut(slot).push(bytes),
+            Sink::Out => self.render.out.push(bytes),
+            Sink::Field(slot) => self.render.field_mut(slot).push(bytes),
             Sink::B64(_) => {
                 self.s.counted += bytes.len() as u64;
             }

@@ -3,8 +3,8 @@
 //! for a sink that keeps bytes; and the UTF-8 check of a character a chunk's end cuts.
 
 use super::escape::{Esc, HEX, unescape};
+use super::faults::Fail;
 use super::lex::Lex;
-use super::roles::Fail;
 use super::sink::Sink;
 use super::{DecodeError, MessageDecoder};
 use crate::wire::scan::{self, ESCAPES, Utf8, utf8_char};
@@ -211,7 +211,7 @@ impl MessageDecoder {
 
     fn utf8_fail(&mut self) {
         if let Some(who) = self.s.utf8 {
-            self.bad(who, "invalid UTF-8 in a string");
+            self.faults.bad(who, "invalid UTF-8 in a string");
         }
         self.s.utf8 = None;
         self.s.plen = 0;
@@ -226,7 +226,7 @@ impl MessageDecoder {
         self.flush()?;
         let next = if closed { end + 1 } else { end };
         if self.s.raw {
-            self.out.push(&chunk[i..next]);
+            self.render.out.push(&chunk[i..next]);
         }
         if closed {
             self.string_done();
