@@ -614,7 +614,7 @@ fn python_sdk_resources_and_prompts_through_the_api_in_both_eras() {
     // for the entry; run as the Python server, the same entry then starts with `initialize`,
     // and the dual-era server answers in that era.
     let launcher = dir.path().join("old.sh");
-    std::fs::write(&launcher, format!("exec '{}' fixture-server", binary())).unwrap();
+    std::fs::write(&launcher, format!("exec '{}'", fixture_binary())).unwrap();
     let servers = json!({"servers": {
         "py": {"command": python, "args": [script, "stdio"]},
         "old": {"command": "sh", "args": [launcher]},
