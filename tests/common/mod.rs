@@ -341,6 +341,23 @@ pub fn fixture_entry(flags: &[&str]) -> serde_json::Value {
     serde_json::json!({"command": fixture_binary(), "args": flags})
 }
 
+/// Config entries of both eras of the fixture: `init` speaks 2025-11-25, `modern` 2026-07-28.
+pub fn two_fixtures() -> serde_json::Value {
+    serde_json::json!({"init": fixture_entry(&[]), "modern": fixture_entry(&["--mode", "modern"])})
+}
+
+/// server-everything over stdio, if it is installed (see [`installed`]); the test process
+/// adopts orphans, as for the fixture.
+pub fn everything() -> Option<StdioConfig> {
+    let program = installed("node_modules/.bin/mcp-server-everything")?;
+    agenvoy_mcp::unstable::become_subreaper();
+    Some(StdioConfig {
+        command: program.display().to_string(),
+        args: vec!["stdio".into()],
+        ..Default::default()
+    })
+}
+
 /// The pid of the one running process whose command line has `marker`.
 pub fn pid_with(marker: &str) -> u32 {
     let pids = processes_with_arg(marker);
