@@ -786,7 +786,7 @@ fn press(tmux: &Tmux, keys: &[&str]) {
 
 /// Types `text` as it is.
 fn typed(tmux: &Tmux, text: &str) {
-    tmux.run(&["send-keys", "-l", text]);
+    tmux.run(&["send-keys", "-l", "--", text]);
 }
 
 /// The names of the servers in the config.

@@ -3,8 +3,9 @@
 //! connected server with no network and no config.
 //!
 //! It offers the tools `echo`, `add`, `slow` (sleeps, reporting progress) and `fail`
-//! (`isError`); the resources `fixture://readme` and `fixture://logo`; the prompt `greet`, with
-//! completions of its `name` and `style`; and logging. It speaks the initialize era (a
+//! (`isError`); the resources `fixture://readme` and `fixture://logo` (which may be followed,
+//! and never change); the prompt `greet`, with completions of its `name` and `style`; and
+//! logging. It speaks the initialize era (a
 //! `server/discover` is not found, so the client falls back). The fault modes and HTTP that
 //! tests need belong to the test fixture, `agenvoy-mcp-fixture`, not to the product.
 
@@ -97,7 +98,7 @@ fn outcome(out: &Out, method: &str, params: &Value) -> Result<Value, ErrorObject
             };
             Ok(json!({
                 "protocolVersion": version,
-                "capabilities": {"tools": {}, "resources": {}, "prompts": {},
+                "capabilities": {"tools": {}, "resources": {"subscribe": true}, "prompts": {},
                                  "completions": {}, "logging": {}},
                 "serverInfo": {"name": "agenvoy-demo", "version": env!("CARGO_PKG_VERSION")},
                 "instructions": "The agenvoy demo server: use echo to repeat text, add to sum two numbers.",
@@ -139,9 +140,12 @@ fn outcome(out: &Out, method: &str, params: &Value) -> Result<Value, ErrorObject
                 "mimeType": "image/png", "blob": "iVBORw0KGgo="}]})),
             uri => Err(invalid(format!("unknown resource {uri:?}"))),
         },
+        // Followed, never changed: a subscription is only acknowledged.
+        "resources/subscribe" | "resources/unsubscribe" => Ok(json!({})),
         "prompts/list" => Ok(
             json!({"prompts": [{"name": "greet", "description": "Greets someone.",
-            "arguments": [{"name": "name", "required": true}, {"name": "style"}]}]}),
+            "arguments": [{"name": "name", "description": "Who", "required": true},
+                          {"name": "style", "description": "How"}]}]}),
         ),
         "prompts/get" => match (str_at("/name"), str_at("/arguments/name")) {
             (Some("greet"), Some(name)) => {
