@@ -10,7 +10,7 @@
 //! tests need belong to the test fixture, `agenvoy-mcp-fixture`, not to the product.
 
 use agenvoy_mcp::unstable::wire::jsonrpc::{
-    self, ErrorObject, Id, Message, Notification, Request, Response,
+    self, ErrorObject, Message, Notification, Request, Response,
 };
 use agenvoy_mcp::{HANDSHAKE_VERSIONS, LATEST_HANDSHAKE_VERSION};
 use serde_json::{Value, json};
@@ -69,14 +69,8 @@ fn notify(out: &Out, method: &str, params: Value) {
 fn answer(out: &Out, request: Request) {
     let params = request.params.unwrap_or(Value::Null);
     let outcome = outcome(out, &request.method, &params);
-    let id: Id = request.id;
-    send(
-        out,
-        Message::Response(Response {
-            id: Some(id),
-            outcome,
-        }),
-    );
+    let id = Some(request.id);
+    send(out, Message::Response(Response { id, outcome }));
 }
 
 fn text(text: &str) -> Value {
