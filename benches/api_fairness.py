@@ -72,11 +72,12 @@ def main():
     parser.add_argument("binary", nargs="?", default=None)
     args = parser.parse_args()
     binary = args.binary or default_binary()
+    fixture = str(pathlib.Path(binary).with_name("agenvoy-mcp-fixture"))  # the test fixture
     folder = tempfile.TemporaryDirectory()
     config = pathlib.Path(folder.name) / "mcp.json"
     config.write_text(json.dumps({"servers": {
-        "hung": {"command": binary, "args": ["fixture-server", "--mode", "hang"]},
-        "ok": {"command": binary, "args": ["fixture-server"]},
+        "hung": {"command": fixture, "args": ["--mode", "hang"]},
+        "ok": {"command": fixture},
     }}))
     daemon = subprocess.Popen(
         [binary, "serve", "--listen", "127.0.0.1:0", "--timeout", "60", "--config", str(config),

@@ -32,6 +32,7 @@ SMALL=1024
 CAP=1048576
 RUNS="${E2E_RUNS:-5}"
 bin="${CARGO_TARGET_DIR:-$PWD/target}/release/agenvoy-mcp"
+fixture="$bin-fixture"  # the test fixture, agenvoy-mcp-fixture
 tmp="$(mktemp -d)"
 servers=()
 cleanup() {
@@ -170,7 +171,7 @@ check() {
 # answers are out (a call is answered on a thread of its own).
 step "the message of the big call, for the serde_json baseline"
 mkfifo "$tmp/stdin"
-"$bin" fixture-server < "$tmp/stdin" > "$tmp/answers" &
+"$fixture" < "$tmp/stdin" > "$tmp/answers" &
 servers+=("$!")
 exec 3> "$tmp/stdin"
 printf '%s\n' >&3 \
@@ -193,7 +194,7 @@ echo "    $(stat -c %s "$tmp/message.json") bytes"
 # start_http MODE: starts the HTTP fixture server; sets URL.
 start_http() {
   local log="$tmp/http-$1.log"
-  "$bin" fixture-server --http 127.0.0.1:0 --mode "$1" > "$log" 2>&1 &
+  "$fixture" --http 127.0.0.1:0 --mode "$1" > "$log" 2>&1 &
   servers+=("$!")
   for _ in $(seq 100); do
     URL=$(sed -n '1s|^listening on \(http://.*\)$|\1|p' "$log")
@@ -234,7 +235,7 @@ run_case() {
   results+=("$label $RSS_big $RSS_small $WALL_big $WALL_cat $CPU_big $CPU_small $CPU_serde $CPU_read ${CPU_old:-0} ${CPU_oldsmall:-0}")
 }
 
-run_case stdio -- "$bin" fixture-server
+run_case stdio -- "$fixture"
 
 start_http json
 run_case http-json "$URL"

@@ -258,13 +258,7 @@ mod linux {
             let mut command = Command::new(executable);
             command
                 .args(["--host", "127.0.0.1", "--port", &port.to_string()])
-                .args([
-                    "--log-level",
-                    "WARNING",
-                    "--",
-                    daemon::binary(),
-                    "fixture-server",
-                ])
+                .args(["--log-level", "WARNING", "--", daemon::fixture_binary()])
                 .stdin(Stdio::null())
                 .stdout(Stdio::null())
                 .stderr(Stdio::null())

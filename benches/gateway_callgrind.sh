@@ -12,6 +12,8 @@ cd "$(dirname "$0")/.."
 N1=500
 N2=2500
 bin="${1:-${CARGO_TARGET_DIR:-$PWD/target}/release/agenvoy-mcp}"
+# The server: the test fixture built beside BINARY, for BEFORE's daemon too.
+fixture="$(dirname "$bin")/agenvoy-mcp-fixture"
 tmp="$(mktemp -d)"
 trap 'rm -rf "$tmp"' EXIT
 
@@ -19,7 +21,7 @@ trap 'rm -rf "$tmp"' EXIT
 count() {
   local binary="$1" n="$2" dir
   dir="$(mktemp -d -p "$tmp")"
-  printf '{"servers":{"fixture":{"command":"%s","args":["fixture-server"]}}}' "$binary" > "$dir/mcp.json"
+  printf '{"servers":{"fixture":{"command":"%s"}}}' "$fixture" > "$dir/mcp.json"
   coproc DAEMON {
     AGENVOY_CONFIG_DIR="$dir" exec valgrind --tool=callgrind --callgrind-out-file="$dir/out" \
       "$binary" serve --listen 127.0.0.1:0 --config "$dir/mcp.json" --token-file "$dir/tokens.json" 2> "$dir/log"

@@ -43,6 +43,11 @@ def default_binary():
     sys.exit("build agenvoy-mcp first (cargo build), or pass its path")
 
 
+def fixture_beside(binary):
+    """The test fixture server `cargo build` makes beside BINARY, agenvoy-mcp-fixture."""
+    return str(pathlib.Path(binary).with_name("agenvoy-mcp-fixture"))
+
+
 def status(pid, key):
     """A `/proc/PID/status` figure, in bytes."""
     for line in pathlib.Path(f"/proc/{pid}/status").read_text().splitlines():
@@ -85,7 +90,7 @@ def main():
     binary = sys.argv[1] if len(sys.argv) > 1 else default_binary()
     folder = tempfile.TemporaryDirectory()
     config = pathlib.Path(folder.name) / "mcp.json"
-    fixture = {"command": binary, "args": ["fixture-server"]}
+    fixture = {"command": fixture_beside(binary)}
     config.write_text(json.dumps({"servers": {"fixture": fixture}}))
     daemon = subprocess.Popen(
         [binary, "serve", "--listen", "127.0.0.1:0", "--config", str(config),
@@ -110,8 +115,8 @@ def main():
                            ("large", "list-flood=2x1000")):
             before = settled_rss(daemon.pid)
             pathlib.Path(f"/proc/{daemon.pid}/clear_refs").write_text("5")
-            code, answer = api.send("POST", "/v1/mcp", {"name": name, "command": binary,
-                                                        "args": ["fixture-server", "--mode", mode]})
+            code, answer = api.send("POST", "/v1/mcp", {"name": name, "command": fixture_beside(binary),
+                                                        "args": ["--mode", mode]})
             state = json.loads(answer)["server"]["state"] if code == 201 else f"HTTP {code}"
             api.send("GET", "/v1/mcp/tools")
             peak = status(daemon.pid, "VmHWM") - before

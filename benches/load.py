@@ -54,6 +54,11 @@ def default_binary():
     sys.exit("build agenvoy-mcp first (cargo build), or pass its path")
 
 
+def fixture_beside(binary):
+    """The test fixture server `cargo build` makes beside BINARY, agenvoy-mcp-fixture."""
+    return str(pathlib.Path(binary).with_name("agenvoy-mcp-fixture"))
+
+
 def start_listening(command):
     """Starts a process that prints `listening on URL` first; returns (process, URL)."""
     process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
@@ -173,14 +178,15 @@ class Listener(threading.Thread):
 def run(binary, seconds, servers, http_servers, callers):
     with tempfile.TemporaryDirectory() as folder:
         folder = pathlib.Path(folder)
-        remote = [start_listening([binary, "fixture-server", "--http", "127.0.0.1:0"])
+        fixture = fixture_beside(binary)
+        remote = [start_listening([fixture, "--http", "127.0.0.1:0"])
                   for _ in range(http_servers)]
         entries = {}
         for i in range(servers):
             if i < http_servers:
                 entries[f"s{i}"] = {"url": remote[i][1]}
             else:
-                entries[f"s{i}"] = {"command": binary, "args": ["fixture-server"]}
+                entries[f"s{i}"] = {"command": fixture}
         (folder / "mcp.json").write_text(json.dumps({"servers": entries}))
         daemon, url = start_listening([binary, "serve", "--listen", "127.0.0.1:0",
                                        "--config", str(folder / "mcp.json"),
@@ -289,11 +295,12 @@ def faults(binary, seconds, callers):
     """Healthy and faulty servers under load, one HTTP server restarted halfway."""
     with tempfile.TemporaryDirectory() as folder:
         folder = pathlib.Path(folder)
-        entries = {f"h{i}": {"command": binary, "args": ["fixture-server"]} for i in range(8)}
+        fixture = fixture_beside(binary)
+        entries = {f"h{i}": {"command": fixture} for i in range(8)}
         for name, mode in FAULTS.items():
-            entries[name] = {"command": binary, "args": ["fixture-server", "--mode", mode]}
-        web, web_url = start_listening([binary, "fixture-server", "--http", "127.0.0.1:0"])
-        cut, cut_url = start_listening([binary, "fixture-server", "--http", "127.0.0.1:0",
+            entries[name] = {"command": fixture, "args": ["--mode", mode]}
+        web, web_url = start_listening([fixture, "--http", "127.0.0.1:0"])
+        cut, cut_url = start_listening([fixture, "--http", "127.0.0.1:0",
                                         "--mode", "cut-stream"])
         entries["web"], entries["cut"] = {"url": web_url}, {"url": cut_url}
         (folder / "mcp.json").write_text(json.dumps({"servers": entries}))
@@ -314,7 +321,7 @@ def faults(binary, seconds, callers):
             web.wait()
             restarted_at = time.monotonic()
             port = web_url.rsplit(":", 1)[1].split("/")[0]
-            web, _ = start_listening([binary, "fixture-server", "--http", f"127.0.0.1:{port}"])
+            web, _ = start_listening([fixture, "--http", f"127.0.0.1:{port}"])
             time.sleep(seconds / 2)
             stop.set()
             for thread in threads:

@@ -21,8 +21,8 @@ target is missed.
     benches/question_bounds.py [BINARY [FIXTURE]]
 
 BINARY (the daemon) defaults to target/release/agenvoy-mcp, else target/debug/agenvoy-mcp;
-FIXTURE (whose `fixture-server` asks) to BINARY: an older daemon is measured beside this one
-with this one's fixture. Linux only (it reads /proc). Standard library only.
+FIXTURE (the server that asks) to the agenvoy-mcp-fixture beside BINARY: an older daemon is
+measured beside this one with this one's fixture. Linux only (it reads /proc). Standard library only.
 """
 
 import concurrent.futures
@@ -36,7 +36,7 @@ import threading
 import time
 
 # The daemon's API and /proc readings, as the list bench uses them.
-from list_bounds import Api, default_binary, status
+from list_bounds import Api, default_binary, fixture_beside, status
 
 MIB = 1 << 20
 PEAK_TARGET = 64 * MIB
@@ -71,10 +71,10 @@ def ask(api, pad):
 
 def main():
     binary = sys.argv[1] if len(sys.argv) > 1 else default_binary()
-    fixture_binary = sys.argv[2] if len(sys.argv) > 2 else binary
+    fixture_binary = sys.argv[2] if len(sys.argv) > 2 else fixture_beside(binary)
     folder = tempfile.TemporaryDirectory()
     config = pathlib.Path(folder.name) / "mcp.json"
-    fixture = {"command": fixture_binary, "args": ["fixture-server"]}
+    fixture = {"command": fixture_binary}
     config.write_text(json.dumps({"servers": {"q": fixture}}))
     daemon = subprocess.Popen(
         [binary, "serve", "--listen", "127.0.0.1:0", "--config", str(config),

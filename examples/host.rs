@@ -6,8 +6,8 @@
 //! cargo build && cargo run --example host -- target/debug/agenvoy-mcp
 //! ```
 //!
-//! The argument is the `agenvoy-mcp` binary, whose `fixture-server` is the one server of the
-//! embedded default config; the allowlist goes to a temporary folder.
+//! The argument is the `agenvoy-mcp` binary, whose `fixture-server` (a small demo server) is
+//! the one server of the embedded default config; the allowlist goes to a temporary folder.
 
 use agenvoy_mcp::host::{Config, Manager, ManagerOptions, PermissionMode};
 use serde_json::json;

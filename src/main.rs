@@ -1,5 +1,5 @@
 //! The `agenvoy-mcp` binary: the daemon and its management API, the `/mcp` panel, list and call the tools of
-//! the configured MCP servers, probe one server, and run the bundled fixture server.
+//! the configured MCP servers, probe one server, and run the small demo server of the embedded default config.
 
 mod cli;
 
@@ -190,26 +190,16 @@ enum Command {
         /// The test server's URL (the suite appends it).
         url: String,
     },
-    /// The bundled MCP server for tests and the demo.
+    /// The demo MCP server over stdio that the embedded default config runs. The test
+    /// fixture, with --http and fault modes, is the separate `agenvoy-mcp-fixture`.
     #[command(hide = true)]
     FixtureServer {
-        /// Fault mode. Over stdio: normal, crash-mid-call, hang, junk-stdout,
-        /// no-init-response, version=<v>, spawn-grandchild, ignore-sigterm, cursor-repeat,
-        /// cursor-empty, endless-pages, crash-at-start, slow-start=<secs>, no-list-changed,
-        /// stop-reading, flood, hostile, batch.
-        /// Over HTTP: json, sse, stateless, cut-stream, expire-session, expire-mid-stream, rate-limit,
-        /// slow-headers, junk-sse, legacy, redirect, retry-zero.
+        /// Only `normal` here; the fault modes are `agenvoy-mcp-fixture`'s.
         #[arg(long, default_value = "normal")]
         mode: String,
-        /// Serve streamable HTTP on this address (e.g. 127.0.0.1:0) instead of stdio.
+        /// Refused here, saying so; `agenvoy-mcp-fixture --http ADDR` serves HTTP.
         #[arg(long, value_name = "ADDR")]
         http: Option<std::net::SocketAddr>,
-        /// Where `--mode redirect` sends every request.
-        #[arg(long, value_name = "URL", requires = "http")]
-        redirect_to: Option<String>,
-        /// Tools per tools/list page.
-        #[arg(long, value_name = "N")]
-        page_size: Option<usize>,
     },
 }
 
@@ -358,23 +348,7 @@ fn main() -> ExitCode {
             init_logging();
             runtime().block_on(cli::conformance::run(&url))
         }
-        Command::FixtureServer {
-            mode,
-            http,
-            redirect_to,
-            page_size,
-        } => {
-            let outcome = match http {
-                Some(addr) => mode
-                    .parse()
-                    .map(|m| cli::fixture_http::run(addr, m, page_size, redirect_to)),
-                None => mode.parse().map(|m| cli::fixture_server::run(m, page_size)),
-            };
-            outcome.unwrap_or_else(|why| {
-                eprintln!("fixture-server: {why}");
-                ExitCode::from(2)
-            })
-        }
+        Command::FixtureServer { mode, http } => cli::demo_server::run(&mode, http),
         Command::Probe {
             json,
             call,

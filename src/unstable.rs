@@ -39,11 +39,6 @@ pub mod transport {
     }
 }
 
-/// The non-streaming renderer (parse the whole message, render, cut): what
-/// [`wire::MessageDecoder`](crate::wire::MessageDecoder) must equal, for the fixture server's
-/// tests.
-pub use crate::wire::render::render_reference;
-
 /// Entry points for the fuzz targets (`fuzz/`) into checks that are private elsewhere.
 pub mod fuzz {
     #[cfg(feature = "oauth")]

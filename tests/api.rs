@@ -19,20 +19,6 @@ use std::process::{Command, Stdio};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-/// A config entry that runs the fixture server with `flags`.
-fn fixture_entry(flags: &[&str]) -> Value {
-    let mut args = vec!["fixture-server".to_string()];
-    args.extend(flags.iter().map(|f| f.to_string()));
-    json!({"command": binary(), "args": args})
-}
-
-/// The pid of the one running server whose command line has `marker`.
-fn pid_with(marker: &str) -> u32 {
-    let pids = processes_with_arg(marker);
-    assert_eq!(pids.len(), 1, "one process with {marker}: {pids:?}");
-    pids[0]
-}
-
 #[test]
 fn serve_with_no_config_file_serves_the_embedded_default() {
     let daemon = Daemon::start(None);
@@ -54,7 +40,7 @@ fn serve_with_no_config_file_serves_the_embedded_default() {
     assert_eq!(fixture["transport"], "stdio");
     assert_eq!(fixture["era"], "handshake");
     assert_eq!(fixture["protocolVersion"], "2025-11-25");
-    assert_eq!(fixture["toolCount"], 9);
+    assert_eq!(fixture["toolCount"], 4, "the demo server's tools");
     assert_eq!(fixture["lastError"], Value::Null);
 
     let listed = api.get("/v1/mcp");
@@ -497,7 +483,7 @@ fn servers_are_added_and_removed_through_the_api() {
     let marker = "4711";
     let added = api.post(
         "/v1/mcp",
-        json!({"name": "fx", "command": binary(), "args": ["fixture-server", "--page-size", marker], "env": {"A": "b"}}),
+        json!({"name": "fx", "command": fixture_binary(), "args": ["--page-size", marker], "env": {"A": "b"}}),
     );
     assert_eq!(added.status, 201, "{added:?}");
     let server = &added.json()["server"];
@@ -508,7 +494,7 @@ fn servers_are_added_and_removed_through_the_api() {
     let config = daemon.config();
     assert_eq!(config["theme"], "dark");
     assert_eq!(config["servers"]["keep"]["note"], "kept");
-    assert_eq!(config["servers"]["fx"]["args"][2], marker);
+    assert_eq!(config["servers"]["fx"]["args"][1], marker);
 
     // Every refusal leaves the file as it was.
     let before = daemon.read("mcp.json");

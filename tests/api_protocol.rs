@@ -12,12 +12,9 @@ use common::*;
 use serde_json::{Value, json};
 use std::time::{Duration, Instant};
 
-/// Both eras of the fixture: `init` speaks 2025-11-25, `modern` 2026-07-28.
-fn two_fixtures() -> Value {
-    json!({"servers": {
-        "init": fixture_entry(&[]),
-        "modern": fixture_entry(&["--mode", "modern"]),
-    }})
+/// A config of both eras of the fixture ([`two_fixtures`]).
+fn two_fixtures_config() -> Value {
+    json!({"servers": two_fixtures()})
 }
 
 /// Reads events until one satisfies `wanted` (or panics after `limit`), returning it.
@@ -55,7 +52,7 @@ fn ask_form(server: &str) -> Value {
 
 #[test]
 fn resources_prompts_and_completion_in_both_eras() {
-    let daemon = Daemon::start(Some(two_fixtures()));
+    let daemon = Daemon::start(Some(two_fixtures_config()));
     let api = &daemon.api;
     for server in ["init", "modern"] {
         let status = api.status_of(server);
@@ -155,7 +152,7 @@ fn resources_prompts_and_completion_in_both_eras() {
 
 #[test]
 fn subscriptions_and_state_changes_reach_the_event_stream() {
-    let daemon = Daemon::start(Some(two_fixtures()));
+    let daemon = Daemon::start(Some(two_fixtures_config()));
     let api = &daemon.api;
     let mut events = api.stream("/v1/mcp/events");
     assert!(events.head.contains("text/event-stream"), "{}", events.head);
@@ -192,7 +189,7 @@ fn subscriptions_and_state_changes_reach_the_event_stream() {
 
 #[test]
 fn elicitation_is_answered_through_the_event_stream_in_both_eras() {
-    let daemon = Daemon::start(Some(two_fixtures()));
+    let daemon = Daemon::start(Some(two_fixtures_config()));
     let api = &daemon.api;
     let mut events = api.stream("/v1/mcp/events");
     for server in ["init", "modern"] {
@@ -305,7 +302,7 @@ fn elicitation_is_answered_through_the_event_stream_in_both_eras() {
 
 #[test]
 fn with_no_listener_a_question_is_declined_at_once_and_unanswered_ones_expire() {
-    let daemon = Daemon::start_with(Some(two_fixtures()), &["--ask-timeout", "1"]);
+    let daemon = Daemon::start_with(Some(two_fixtures_config()), &["--ask-timeout", "1"]);
     let api = &daemon.api;
     let started = Instant::now();
     let reply = api.post("/v1/mcp/call", ask_form("init"));
@@ -342,7 +339,7 @@ fn with_no_listener_a_question_is_declined_at_once_and_unanswered_ones_expire() 
 
 #[test]
 fn sampling_is_answered_by_a_listener() {
-    let daemon = Daemon::start(Some(two_fixtures()));
+    let daemon = Daemon::start(Some(two_fixtures_config()));
     let api = &daemon.api;
     let mut events = api.stream("/v1/mcp/events");
     let ask = json!({"name": "mcp__init__client_request", "mode": "auto", "arguments": {
@@ -614,7 +611,7 @@ fn python_sdk_resources_and_prompts_through_the_api_in_both_eras() {
     // for the entry; run as the Python server, the same entry then starts with `initialize`,
     // and the dual-era server answers in that era.
     let launcher = dir.path().join("old.sh");
-    std::fs::write(&launcher, format!("exec '{}' fixture-server", binary())).unwrap();
+    std::fs::write(&launcher, format!("exec '{}'", fixture_binary())).unwrap();
     let servers = json!({"servers": {
         "py": {"command": python, "args": [script, "stdio"]},
         "old": {"command": "sh", "args": [launcher]},

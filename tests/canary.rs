@@ -91,7 +91,7 @@ const IN_CONFIG: &[&str] = &[
 ];
 
 /// The commands `--help` lists that this test runs (`help` itself aside; the hidden
-/// `fixture-server` runs as the servers).
+/// `fixture-server` is the demo server; the servers here are `agenvoy-mcp-fixture`).
 const COMMANDS: &[&str] = &[
     "serve",
     "tui",
@@ -456,7 +456,7 @@ static LOGIN: Mutex<()> = Mutex::new(());
 fn run_commands(home: &Home, shared: &Shared, seen: &mut Seen) {
     let config = home.config_path();
     let config = config.to_str().unwrap();
-    let fixture = binary();
+    let fixture = fixture_binary();
     let remote = format!("{}?api_key={QUERY}", shared.http.url);
     let down = format!("{}?api_key={QUERY_DOWN}&x=1", shared.closed);
     let broken = format!("{}?key={QUERY_500}", shared.broken);
@@ -522,7 +522,6 @@ fn run_commands(home: &Home, shared: &Shared, seen: &mut Seen) {
                 r#"{"text":"hi","stderr":true}"#.into(),
                 "--".into(),
                 fixture,
-                "fixture-server".into(),
             ],
         ),
     ];
@@ -719,10 +718,8 @@ fn run_panel(home: &Home, _shared: &Shared, seen: &mut Seen) {
     press(&tmux, &["a"]);
     typed(&tmux, "zz-local");
     press(&tmux, &["Enter", "Enter"]);
-    typed(&tmux, &binary());
-    press(&tmux, &["Enter"]);
-    typed(&tmux, "fixture-server");
-    press(&tmux, &["Enter"]);
+    typed(&tmux, &fixture_binary());
+    press(&tmux, &["Enter", "Enter"]);
     typed(&tmux, &format!("TOKEN={PANEL_ENV}"));
     press(&tmux, &["Enter", "Enter", "Enter"]);
     screens.push_str(&tmux.wait_for("Enter saves"));
@@ -789,7 +786,7 @@ fn press(tmux: &Tmux, keys: &[&str]) {
 
 /// Types `text` as it is.
 fn typed(tmux: &Tmux, text: &str) {
-    tmux.run(&["send-keys", "-l", text]);
+    tmux.run(&["send-keys", "-l", "--", text]);
 }
 
 /// The names of the servers in the config.

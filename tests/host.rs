@@ -19,13 +19,6 @@ use std::process::{Command, Output, Stdio};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-/// A config entry that runs the fixture server with `flags`.
-fn fixture_entry(flags: &[&str]) -> Value {
-    let mut args = vec!["fixture-server".to_string()];
-    args.extend(flags.iter().map(|f| f.to_string()));
-    json!({"command": binary(), "args": args})
-}
-
 fn config(servers: Value) -> Config {
     Config::parse(&json!({ "servers": servers }).to_string()).expect("a valid config")
 }
@@ -154,7 +147,7 @@ async fn a_crashing_a_hanging_and_an_invalid_server_never_block_the_others() {
     let e = crash.last_error.unwrap();
     assert_eq!(
         e,
-        "mcp server \"crash\", server/discover: connection closed: the server exited (exit status: 3); its last stderr lines: fixture-server: crashing at start, as asked; reconnect the server"
+        "mcp server \"crash\", server/discover: connection closed: the server exited (exit status: 3); its last stderr lines: agenvoy-mcp-fixture: crashing at start, as asked; reconnect the server"
     );
     let hang = status_of(&manager, "hang");
     assert_eq!(hang.state, ServerState::Failed);
@@ -934,7 +927,7 @@ fn tools_with_no_config_file_uses_the_embedded_default() {
     );
     assert!(stdout.contains("  fixture  connected"), "{stdout}");
     assert!(
-        stdout.contains("tools (9):") && stdout.contains("  mcp__fixture__echo "),
+        stdout.contains("tools (4):") && stdout.contains("  mcp__fixture__echo "),
         "{stdout}"
     );
     // With --json: the path alone, and whether the file is there in a member of its own.
@@ -965,7 +958,7 @@ fn tools_shows_every_server_state() {
         "  invalid  failed     ?",
         "  ok       connected  stdio  2025-11-25  9 tools  instructions",
         "no response after 2.0 s",
-        "the server exited (exit status: 3); its last stderr lines: fixture-server: crashing at start, as asked",
+        "the server exited (exit status: 3); its last stderr lines: agenvoy-mcp-fixture: crashing at start, as asked",
         "both \"command\" and \"url\"",
         "tools (9):",
     ] {
@@ -1253,7 +1246,7 @@ fn a_server_of_the_initialize_era_starts_without_the_probe_the_next_time() {
     let dir = tempfile::tempdir().unwrap();
     let log = dir.path().join("methods.log");
     let script = dir.path().join("server.sh");
-    let server = format!("exec '{}' fixture-server", binary());
+    let server = format!("exec '{}'", fixture_binary());
     std::fs::write(&script, &server).unwrap();
     let path = write_config(
         dir.path(),
@@ -1279,7 +1272,7 @@ fn a_server_of_the_initialize_era_starts_without_the_probe_the_next_time() {
     );
     let eras = std::fs::read_to_string(dir.path().join("server-eras.json")).unwrap();
     assert!(eras.contains("\"s\""), "{eras}");
-    assert!(!eras.contains("fixture-server"), "hashes only: {eras}");
+    assert!(!eras.contains("server.sh"), "hashes only: {eras}");
     assert_eq!(methods_of_a_start(), "initialize\ntools/list\n", "no probe");
 
     // The same entry, now a modern-only server.
@@ -1417,15 +1410,8 @@ fn a_stopped_command_closes_its_servers() {
     let called = || std::fs::read_to_string(&calls).is_ok_and(|log| log.contains("slow"));
     assert_eq!(stop(&args, "TERM", "4906", &called), Some(143));
 
-    let fixture = binary();
-    let args = [
-        "probe",
-        "--",
-        &fixture,
-        "fixture-server",
-        "--page-size",
-        "4907",
-    ];
+    let fixture = fixture_binary();
+    let args = ["probe", "--", &fixture, "--page-size", "4907"];
     let args = [&args[..], &["--mode", "slow-start=30"]].concat();
     assert_eq!(stop(&args, "HUP", "4907", &|| true), Some(129));
 }

@@ -34,11 +34,6 @@ async fn start(servers: Value, options: ManagerOptions) -> Manager {
     Manager::new(config, options).await
 }
 
-/// Both eras of the fixture.
-fn two_fixtures() -> Value {
-    json!({"init": fixture_entry(&[]), "modern": fixture_entry(&["--mode", "modern"])})
-}
-
 async fn text_of(manager: &Manager, name: &str, arguments: Value) -> String {
     let output = manager
         .call(name, arguments, PermissionMode::Auto)

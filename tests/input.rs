@@ -6,7 +6,6 @@
 
 mod common;
 
-use agenvoy_mcp::StdioConfig;
 use agenvoy_mcp::{Client, ClientOptions, Handlers, Root};
 use agenvoy_mcp::{
     ElicitationAnswer, ElicitationFn, ElicitationKind, FieldKind, SamplingAnswer, SamplingFn,
@@ -241,16 +240,6 @@ async fn the_stateless_revision_asks_in_results_and_the_same_handlers_answer() {
         assert_eq!(asked.lock().unwrap().len(), 1);
         client.close().await;
     }
-}
-
-fn everything() -> Option<StdioConfig> {
-    let program = installed("node_modules/.bin/mcp-server-everything")?;
-    agenvoy_mcp::unstable::become_subreaper();
-    Some(StdioConfig {
-        command: program.display().to_string(),
-        args: vec!["stdio".into()],
-        ..Default::default()
-    })
 }
 
 #[tokio::test]

@@ -15,15 +15,6 @@ use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-fn everything() -> Option<StdioConfig> {
-    let program = installed("node_modules/.bin/mcp-server-everything")?;
-    Some(StdioConfig {
-        command: program.display().to_string(),
-        args: vec!["stdio".into()],
-        ..Default::default()
-    })
-}
-
 async fn connect_real(name: &str, config: &StdioConfig, options: ClientOptions) -> Client {
     agenvoy_mcp::unstable::become_subreaper();
     Client::connect_stdio(name, config, options)

@@ -73,13 +73,13 @@ fn tools_and_call_end_quietly_and_close_their_servers() {
 #[test]
 fn probe_ends_quietly_and_closes_its_server() {
     let dir = tempfile::tempdir().unwrap();
-    let binary = binary();
+    let fixture = fixture_binary();
     for json in [false, true] {
         let mut args = vec!["probe", "--call", "echo", "--args", r#"{"text":"hi"}"#];
         if json {
             args.push("--json");
         }
-        args.extend(["--", &binary, "fixture-server", "--page-size", "8102"]);
+        args.extend(["--", &fixture, "--page-size", "8102"]);
         let (status, stderr) = into_closed_pipe(dir.path(), &args);
         assert_quiet_end(&args, status, &stderr);
         assert_eq!(processes_with_arg("8102"), [] as [u32; 0], "{args:?}");

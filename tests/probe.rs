@@ -3,7 +3,7 @@
 
 mod common;
 
-use common::binary;
+use common::{binary, fixture_command};
 use serde_json::Value;
 use std::process::{Command, Output};
 use std::time::{Duration, Instant};
@@ -14,14 +14,8 @@ fn probe(flags: &[&str], server: &[&str]) -> Output {
     cmd.output().unwrap()
 }
 
-fn fixture(extra: &[&str]) -> Vec<String> {
-    let mut v = vec![binary(), "fixture-server".into()];
-    v.extend(extra.iter().map(|s| s.to_string()));
-    v
-}
-
 fn run(flags: &[&str], extra: &[&str]) -> (Output, String, String) {
-    let server = fixture(extra);
+    let server = fixture_command(extra);
     let server: Vec<&str> = server.iter().map(String::as_str).collect();
     capture(probe(flags, &server))
 }
@@ -175,7 +169,7 @@ fn each_failure_names_its_step() {
 fn server_stderr_reaches_the_log_with_the_server_name_and_long_lines_cut() {
     let long = "e".repeat(5000);
     let args = serde_json::json!({"text": long, "stderr": true}).to_string();
-    let server = fixture(&[]);
+    let server = fixture_command(&[]);
     let mut cmd = Command::new(binary());
     cmd.args(["probe", "--call", "echo", "--args", &args, "--"])
         .args(&server)
@@ -343,7 +337,7 @@ fn server_text_of_resources_and_prompts_is_escaped() {
 
 #[test]
 fn server_log_messages_reach_tracing_at_their_level() {
-    let server = fixture(&[]);
+    let server = fixture_command(&[]);
     let mut cmd = Command::new(binary());
     cmd.args(["probe", "--log-level", "debug", "--"])
         .args(&server)

@@ -6,7 +6,7 @@
 
 mod common;
 
-use common::{binary, installed};
+use common::{binary, fixture_command, installed};
 use serde_json::{Value, json};
 use std::process::Command;
 
@@ -27,12 +27,7 @@ fn probe(flags: &[&str], server: &[String]) -> (bool, String, String) {
 }
 
 fn fixture(mode: &str) -> Vec<String> {
-    vec![
-        binary(),
-        "fixture-server".into(),
-        "--mode".into(),
-        mode.into(),
-    ]
+    fixture_command(&["--mode", mode])
 }
 
 /// The answer the fixture got to its request `method`, through `probe --json --call

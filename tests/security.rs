@@ -14,13 +14,6 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
 use std::time::Duration;
 
-/// A config entry that runs the fixture server with `flags`.
-fn fixture_entry(flags: &[&str]) -> Value {
-    let mut args = vec!["fixture-server".to_string()];
-    args.extend(flags.iter().map(|f| f.to_string()));
-    json!({"command": binary(), "args": args})
-}
-
 fn write_config(dir: &Path, servers: Value) -> PathBuf {
     let path = dir.join("mcp.json");
     std::fs::write(&path, json!({ "servers": servers }).to_string()).unwrap();
@@ -102,11 +95,11 @@ fn stdio_servers_get_a_small_environment_unless_their_entry_inherits() {
     );
 
     // probe: the same default; --inherit-env passes everything.
-    let fixture = binary();
+    let fixture = fixture_binary();
     let probe = |flags: &[&str]| {
         let mut args = vec!["probe", "--json", "--call", "env"];
         args.extend(flags);
-        args.extend(["--", &fixture, "fixture-server"]);
+        args.extend(["--", &fixture]);
         let out = run(dir.path(), &args, &host);
         assert!(out.status.success(), "{out:?}");
         let report: Value = serde_json::from_slice(&out.stdout).unwrap();
@@ -147,7 +140,7 @@ fn a_hostile_servers_text_never_reaches_the_terminal_raw() {
                "web": {"url": hostile_http, "auth": "oauth"}}),
     );
     let config = config.to_str().unwrap();
-    let fixture = binary();
+    let fixture = fixture_binary();
     let listed = run(dir.path(), &["tools", "--json", "--config", config], &[]);
     let report: Value = serde_json::from_slice(&listed.stdout).unwrap();
     let trap = report["tools"]
@@ -166,7 +159,6 @@ fn a_hostile_servers_text_never_reaches_the_terminal_raw() {
         args.extend([
             "--".into(),
             fixture.clone(),
-            "fixture-server".into(),
             "--mode".into(),
             "hostile".into(),
         ]);

@@ -799,8 +799,8 @@ fn run_measured(mut command: std::process::Command) -> (std::process::Output, i6
 fn a_server_flooding_requests_cannot_grow_the_client() {
     let mut probe = std::process::Command::new(binary());
     probe
-        .args(["probe", "--timeout", "3", "--", &binary()])
-        .args(["fixture-server", "--mode", "flood"]);
+        .args(["probe", "--timeout", "3", "--", &fixture_binary()])
+        .args(["--mode", "flood"]);
     let (output, peak_kib) = run_measured(probe);
     let stderr = String::from_utf8_lossy(&output.stderr);
     assert!(!output.status.success());
@@ -993,7 +993,7 @@ fn a_huge_resource_read_is_never_held_whole_over_stdio_or_http() {
     const BYTES: u64 = 64 << 20;
     let uri = format!("fixture://big/{BYTES}");
     let http = HttpFixture::start("json", &[]);
-    let stdio = ["--", &binary(), "fixture-server"];
+    let stdio = ["--", &fixture_binary()];
     for (transport, server) in [("stdio", &stdio[..]), ("http", &[http.url.as_str()][..])] {
         let mut probe = std::process::Command::new(binary());
         probe
@@ -1029,7 +1029,7 @@ fn a_huge_result_is_never_held_whole_over_stdio_or_http() {
     const BYTES: u64 = 96 << 20;
     let args = format!(r#"{{"bytes": {BYTES}}}"#);
     let http = HttpFixture::start("json", &[]);
-    let stdio = ["--", &binary(), "fixture-server"];
+    let stdio = ["--", &fixture_binary()];
     for (transport, server) in [("stdio", &stdio[..]), ("http", &[http.url.as_str()][..])] {
         let mut probe = std::process::Command::new(binary());
         probe

@@ -424,9 +424,9 @@ async fn the_add_wizard_saves_connects_and_refuses_bad_input() {
     h.enter();
     h.enter();
     assert!(h.screen().contains("give the command"), "an empty command");
-    h.text(&binary());
+    h.text(&fixture_binary());
     h.enter();
-    h.text("fixture-server --page-size '6202");
+    h.text("--page-size '6202");
     h.enter();
     assert!(h.screen().contains("quote is not closed"));
     h.text("'");
@@ -466,7 +466,7 @@ async fn the_add_wizard_saves_connects_and_refuses_bad_input() {
     for shown in [
         "two",
         "Local stdio",
-        "fixture-server --page-size 6202",
+        "--page-size 6202",
         "90 s a request, 15 s to start",
         "Enter save and connect",
     ] {
@@ -481,7 +481,7 @@ async fn the_add_wizard_saves_connects_and_refuses_bad_input() {
     assert_eq!(config["theme"], "dark");
     assert_eq!(
         config["servers"]["two"]["args"],
-        json!(["fixture-server", "--page-size", "6202"])
+        json!(["--page-size", "6202"])
     );
     assert_eq!(
         config["servers"]["two"]["env"],
@@ -605,9 +605,8 @@ async fn columns_follow_their_content_and_an_error_wraps_under_its_label() {
     h.text(long);
     h.enter();
     h.enter();
-    h.text(&binary());
+    h.text(&fixture_binary());
     h.enter();
-    h.text("fixture-server");
     h.enter();
     h.enter();
     h.enter();
@@ -709,20 +708,16 @@ async fn the_wizard_goes_back_keeping_what_was_typed_and_hides_url_secrets() {
     h.text("loc");
     h.enter();
     h.enter();
-    h.text(&binary());
+    h.text(&fixture_binary());
     h.enter();
-    h.text("fixture-server --page-size 6401");
+    h.text("--page-size 6401");
     h.enter();
     h.text("A=1");
     h.enter();
     h.key(KeyCode::Backspace);
-    assert!(
-        h.row("> ").contains("> fixture-server --page-size 6401"),
-        "{}",
-        h.screen()
-    );
+    assert!(h.row("> ").contains("> --page-size 6401"), "{}", h.screen());
     h.key(KeyCode::BackTab);
-    assert!(h.row("> ").contains(&format!("> {}", binary())));
+    assert!(h.row("> ").contains(&format!("> {}", fixture_binary())));
     h.enter();
     h.enter();
     h.enter();
@@ -733,7 +728,7 @@ async fn the_wizard_goes_back_keeping_what_was_typed_and_hides_url_secrets() {
     h.wait_for("loc connected: 9 tools");
     assert_eq!(
         h.config()["servers"]["loc"],
-        json!({"command": binary(), "args": ["fixture-server", "--page-size", "6401"], "env": {"A": "1"}})
+        json!({"command": fixture_binary(), "args": ["--page-size", "6401"], "env": {"A": "1"}})
     );
     h.close().await;
 }

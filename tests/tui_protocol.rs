@@ -400,7 +400,7 @@ fn the_python_sdk_server_in_both_eras() {
     // era memory then remembers for the entry; run as the Python server, the same entry
     // starts with `initialize`, and the dual-era server answers in that era.
     let launcher = dir.join("old.sh");
-    std::fs::write(&launcher, format!("exec '{}' fixture-server", binary())).unwrap();
+    std::fs::write(&launcher, format!("exec '{}'", fixture_binary())).unwrap();
     let servers = json!({"servers": {
         "py": {"command": python, "args": [script, "stdio"]},
         "old": {"command": "sh", "args": [launcher]},

@@ -70,16 +70,19 @@ fn the_panel_in_a_real_terminal() {
     tmux.wait_for("› Local stdio");
     tmux.keys(&["Enter"]);
     tmux.wait_for("Command (");
-    tmux.type_text(&binary());
+    tmux.type_text(&fixture_binary());
     tmux.keys(&["Enter"]);
     tmux.wait_for("Arguments (");
     // Backspace on the empty field goes back a step, the command kept; Enter comes back.
     tmux.keys(&["BSpace"]);
     let screen = tmux.wait_for("Command (");
-    assert!(screen.contains(&format!("> {}", binary())), "{screen}");
+    assert!(
+        screen.contains(&format!("> {}", fixture_binary())),
+        "{screen}"
+    );
     tmux.keys(&["Enter"]);
     tmux.wait_for("Arguments (");
-    tmux.type_text("fixture-server --page-size 7102");
+    tmux.type_text("--page-size 7102");
     tmux.keys(&["Enter"]);
     tmux.wait_for("Environment");
     tmux.type_text("TOKEN=never-drawn");
@@ -114,7 +117,7 @@ fn the_panel_in_a_real_terminal() {
     assert_eq!(saved["theme"], "dark");
     assert_eq!(
         saved["servers"]["two"],
-        json!({"command": binary(), "args": ["fixture-server", "--page-size", "7102"], "env": {"TOKEN": "never-drawn"}, "timeout": 45})
+        json!({"command": fixture_binary(), "args": ["--page-size", "7102"], "env": {"TOKEN": "never-drawn"}, "timeout": 45})
     );
     assert_eq!(processes_with_arg("7102").len(), 1);
 

@@ -20,16 +20,20 @@ pub fn binary() -> &'static str {
     env!("CARGO_BIN_EXE_agenvoy-mcp")
 }
 
+/// The test fixture server cargo built beside it, `agenvoy-mcp-fixture`.
+pub fn fixture_binary() -> &'static str {
+    env!("CARGO_BIN_EXE_agenvoy-mcp-fixture")
+}
+
 /// A config entry for one stdio fixture server.
 pub fn fixture_entry() -> Value {
-    serde_json::json!({"command": binary(), "args": ["fixture-server"]})
+    serde_json::json!({"command": fixture_binary(), "args": []})
 }
 
 /// The same server, for the library's direct calls.
 pub fn fixture_config() -> agenvoy_mcp::StdioConfig {
     agenvoy_mcp::StdioConfig {
-        command: binary().to_string(),
-        args: vec!["fixture-server".to_string()],
+        command: fixture_binary().to_string(),
         ..Default::default()
     }
 }

@@ -5,9 +5,7 @@ pub mod output;
 
 pub mod call;
 pub mod conformance;
-pub mod fixture_features;
-pub mod fixture_http;
-pub mod fixture_server;
+pub mod demo_server;
 pub mod login;
 pub mod probe;
 pub mod serve;

@@ -9,20 +9,32 @@ use agenvoy_mcp::StdioConfig;
 use agenvoy_mcp::{Client, ClientOptions};
 use std::time::{Duration, Instant};
 
-/// The built binary, which also serves as the fixture server.
+/// The built binary. Its hidden `fixture-server` is the small demo server of the embedded
+/// default config; the tests' server is [`fixture_binary`].
 pub fn binary() -> String {
     env!("CARGO_BIN_EXE_agenvoy-mcp").to_string()
 }
 
+/// The test fixture, `agenvoy-mcp-fixture` (fixtures/server/): the MCP server with a fault
+/// mode for each way a server misbehaves.
+pub fn fixture_binary() -> String {
+    env!("CARGO_BIN_EXE_agenvoy-mcp-fixture").to_string()
+}
+
 /// The config of a fixture server with extra flags.
 pub fn fixture(flags: &[&str]) -> StdioConfig {
-    let mut args = vec!["fixture-server".to_string()];
-    args.extend(flags.iter().map(|s| s.to_string()));
     StdioConfig {
-        command: binary(),
-        args,
+        command: fixture_binary(),
+        args: flags.iter().map(|s| s.to_string()).collect(),
         ..Default::default()
     }
+}
+
+/// The command line of a fixture server with `flags`, as `probe -- CMD ARGS...` takes it.
+pub fn fixture_command(flags: &[&str]) -> Vec<String> {
+    let mut command = vec![fixture_binary()];
+    command.extend(flags.iter().map(|f| f.to_string()));
+    command
 }
 
 /// Connects a fixture server; the test process adopts orphans so none is left as a zombie.
@@ -185,11 +197,11 @@ pub struct HttpFixture {
 }
 
 impl HttpFixture {
-    /// Starts `fixture-server --http 127.0.0.1:0 --mode MODE` plus `extra` flags.
+    /// Starts `agenvoy-mcp-fixture --http 127.0.0.1:0 --mode MODE` plus `extra` flags.
     pub fn start(mode: &str, extra: &[&str]) -> HttpFixture {
-        let mut command = std::process::Command::new(binary());
+        let mut command = std::process::Command::new(fixture_binary());
         command
-            .args(["fixture-server", "--http", "127.0.0.1:0", "--mode", mode])
+            .args(["--http", "127.0.0.1:0", "--mode", mode])
             .args(extra);
         let server = Listening::start(command);
         HttpFixture {
@@ -326,9 +338,24 @@ pub fn redirect_of(authorization_url: &str) -> String {
 
 /// A config entry that runs the fixture server with `flags`.
 pub fn fixture_entry(flags: &[&str]) -> serde_json::Value {
-    let mut args = vec!["fixture-server".to_string()];
-    args.extend(flags.iter().map(|f| f.to_string()));
-    serde_json::json!({"command": binary(), "args": args})
+    serde_json::json!({"command": fixture_binary(), "args": flags})
+}
+
+/// Config entries of both eras of the fixture: `init` speaks 2025-11-25, `modern` 2026-07-28.
+pub fn two_fixtures() -> serde_json::Value {
+    serde_json::json!({"init": fixture_entry(&[]), "modern": fixture_entry(&["--mode", "modern"])})
+}
+
+/// server-everything over stdio, if it is installed (see [`installed`]); the test process
+/// adopts orphans, as for the fixture.
+pub fn everything() -> Option<StdioConfig> {
+    let program = installed("node_modules/.bin/mcp-server-everything")?;
+    agenvoy_mcp::unstable::become_subreaper();
+    Some(StdioConfig {
+        command: program.display().to_string(),
+        args: vec!["stdio".into()],
+        ..Default::default()
+    })
 }
 
 /// The pid of the one running process whose command line has `marker`.

@@ -56,7 +56,8 @@ impl Tmux {
     /// Types `text` as it is.
     pub fn type_text(&self, text: &str) {
         std::thread::sleep(Duration::from_millis(150));
-        self.run(&["send-keys", "-l", text]);
+        // `--`: a text that starts with `-` (a server's flags) is typed, not read as an option.
+        self.run(&["send-keys", "-l", "--", text]);
     }
 
     /// Waits until the screen shows `needle`; the screen then.
