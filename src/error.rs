@@ -3,7 +3,7 @@
 //! Each error names the server and, where there is one, the method, and says what to do next.
 //! Its text is safe to show and to log: what the server sent is shown with its control
 //! characters escaped, and URLs without their query values or password
-//! (see [`crate::text`]).
+//! (see [`crate::safe_text`]).
 
 use crate::wire::jsonrpc::ErrorObject;
 use std::fmt;
@@ -181,7 +181,7 @@ impl fmt::Display for Error {
 
 /// `text` with its control characters escaped and the secrets of its URLs hidden.
 fn safe(text: &str) -> String {
-    crate::text::escape_controls(&crate::text::redact_urls(text)).into_owned()
+    crate::safe_text::escape_controls(&crate::safe_text::redact_urls(text)).into_owned()
 }
 
 /// The text of `error` and of each of its sources, joined by `": "`: for a library error
@@ -204,7 +204,10 @@ impl fmt::Debug for Error {
         f.debug_struct("Error")
             .field("server", &self.server)
             .field("method", &self.method)
-            .field("kind", &format_args!("{}", crate::text::redact_urls(&kind)))
+            .field(
+                "kind",
+                &format_args!("{}", crate::safe_text::redact_urls(&kind)),
+            )
             .field(
                 "cause",
                 &self
@@ -316,7 +319,7 @@ impl ParseError {
 
 impl fmt::Display for ParseError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(&crate::text::escape_controls(&self.message))
+        f.write_str(&crate::safe_text::escape_controls(&self.message))
     }
 }
 

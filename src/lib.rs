@@ -38,12 +38,12 @@ pub mod api;
 pub mod auth;
 mod client;
 mod error;
-mod files;
 pub mod host;
 mod methods;
 mod protocol;
+pub mod safe_text;
 mod secret;
-mod text;
+mod secret_files;
 mod transport;
 #[cfg(feature = "tui")]
 pub mod tui;
@@ -54,15 +54,15 @@ pub mod wire;
 pub use client::{Client, ClientOptions, ListLimits, ServerNotifications};
 pub use error::{Error, ErrorKind, ParseError, Result};
 pub use protocol::era::{ClientInfo, EraPreference};
-pub use protocol::input::{
-    ElicitationAnswer, ElicitationFn, ElicitationKind, ElicitationRequest, FieldKind, FormError,
-    FormField, FormRequest, SamplingAnswer, SamplingFn, SamplingMessage, SamplingRequest,
-    UrlRequest, elicitation_handler, sampling_handler,
-};
 pub use protocol::items::{
     Completion, CompletionRef, LogLevel, LogMessage, Prompt, PromptArgument, PromptContents,
     PromptMessage, Resource, ResourceOutput, ResourceTemplate, ServerNotification, Task,
     TaskStatus,
+};
+pub use protocol::server_requests::{
+    ElicitationAnswer, ElicitationFn, ElicitationKind, ElicitationRequest, FieldKind, FormError,
+    FormField, FormRequest, SamplingAnswer, SamplingFn, SamplingMessage, SamplingRequest,
+    UrlRequest, elicitation_handler, sampling_handler,
 };
 pub use protocol::session::{
     DEFAULT_MAX_DURATION, DEFAULT_TIMEOUT, Handlers, ProgressCallback, RequestHandler,

@@ -54,13 +54,13 @@ impl Secret {
 
 impl fmt::Debug for Secret {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(crate::text::REDACTED)
+        f.write_str(crate::safe_text::REDACTED)
     }
 }
 
 impl fmt::Display for Secret {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(crate::text::REDACTED)
+        f.write_str(crate::safe_text::REDACTED)
     }
 }
 

@@ -4,7 +4,7 @@
 //! [`crate::wire`], `auth`, `api` and `tui` export.
 
 pub use crate::client::MAX_TOOL_PAGES;
-pub use crate::text::{
+pub use crate::safe_text::{
     drives_terminal, escape_controls, escape_controls_keep_lines, redact_urls, wrap,
 };
 #[cfg(feature = "stdio")]

@@ -130,7 +130,7 @@ impl Origin {
             "https" => "https",
             "http" => "http",
             _ => {
-                let shown = crate::text::escape_controls(scheme);
+                let shown = crate::safe_text::escape_controls(scheme);
                 return Err(format!("the URL's scheme is {shown:?}, not https or http"));
             }
         };
@@ -192,7 +192,7 @@ fn split_port(authority: &str) -> Result<(&str, Option<u16>), String> {
             Some(port.ok_or_else(|| format!("the port {p} is larger than 65535"))?)
         }
         Some(p) => {
-            let shown = crate::text::escape_controls(p);
+            let shown = crate::safe_text::escape_controls(p);
             return Err(format!("the port {shown:?} is not a number"));
         }
     };
@@ -236,7 +236,7 @@ fn domain_to_ascii(input: &str) -> Result<String, String> {
         if let Some(c) = lower.chars().find(|&c| !c.is_ascii() && !plain_letter(c)) {
             return Err(format!(
                 "the host has the character {:?} (U+{:04X}), whose reading by browsers this client does not reproduce",
-                crate::text::escape_controls(&c.to_string()),
+                crate::safe_text::escape_controls(&c.to_string()),
                 c as u32
             ));
         }

@@ -204,10 +204,10 @@ fn create_new_private(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
         .parent()
         .filter(|p| !p.as_os_str().is_empty())
         .unwrap_or(Path::new("."));
-    crate::files::create_private_dir(dir)?;
+    crate::secret_files::create_private_dir(dir)?;
     let tmp = dir.join(format!(".{TOKEN_FILE}.{}.tmp", std::process::id()));
     let result = (|| {
-        let mut file = crate::files::create_new_private(&tmp)?;
+        let mut file = crate::secret_files::create_new_private(&tmp)?;
         file.write_all(bytes)?;
         file.sync_all()?;
         std::fs::hard_link(&tmp, path)

@@ -54,7 +54,7 @@
 
 mod guard;
 mod login;
-mod protocol;
+mod server_features;
 mod servers;
 
 pub(crate) use guard::admit;
@@ -177,7 +177,7 @@ pub async fn serve(
         port: address.port(),
         options,
         conversations: servers::Conversations::default(),
-        listeners: Arc::new(tokio::sync::Semaphore::new(protocol::MAX_LISTENERS)),
+        listeners: Arc::new(tokio::sync::Semaphore::new(server_features::MAX_LISTENERS)),
     });
     let mut connections = tokio::task::JoinSet::new();
     // The open connections, oldest first, each with whether it has shown the token.
@@ -550,7 +550,7 @@ async fn respond(
     }
     if route == Route::Events {
         // A stream that lasts while its listener reads it.
-        return protocol::events(state, &query);
+        return server_features::events(state, &query);
     }
     let id = request_id(parts.uri.path()).unwrap_or("").to_string();
     let body = if parts.method == Method::POST {
@@ -608,17 +608,17 @@ async fn dispatch(
         Route::Logout => login::logout(&state, &query).await,
         Route::SetClient => login::set_client(&state, body).await,
         Route::Callback => login::callback(&state, body).await,
-        Route::CancelCall => protocol::cancel(&state, body),
-        Route::Resources => protocol::resources(&state, &query),
-        Route::Resource => protocol::resource(&state, &query).await,
-        Route::Prompts => protocol::prompts(&state, &query),
-        Route::Prompt => protocol::prompt(&state, body).await,
-        Route::Complete => protocol::complete(&state, body).await,
-        Route::Subscribe => protocol::subscription(&state, body, true).await,
-        Route::Unsubscribe => protocol::subscription(&state, body, false).await,
-        Route::Requests => protocol::waiting(&state),
-        Route::Request => protocol::one_waiting(&state, &id),
-        Route::Reply => protocol::reply(&state, &id, body),
+        Route::CancelCall => server_features::cancel(&state, body),
+        Route::Resources => server_features::resources(&state, &query),
+        Route::Resource => server_features::resource(&state, &query).await,
+        Route::Prompts => server_features::prompts(&state, &query),
+        Route::Prompt => server_features::prompt(&state, body).await,
+        Route::Complete => server_features::complete(&state, body).await,
+        Route::Subscribe => server_features::subscription(&state, body, true).await,
+        Route::Unsubscribe => server_features::subscription(&state, body, false).await,
+        Route::Requests => server_features::waiting(&state),
+        Route::Request => server_features::one_waiting(&state, &id),
+        Route::Reply => server_features::reply(&state, &id, body),
         Route::Login | Route::Events => {
             unreachable!("a stream is started before dispatch")
         }
@@ -652,11 +652,13 @@ pub(crate) fn read_request(
         Route::SetAllowlist => servers::set_allowlist_request(&body).map(drop),
         Route::SetClient => login::set_client_request(&body).map(drop),
         Route::Callback => login::callback_request(&body).map(drop),
-        Route::CancelCall => protocol::cancel_request(&body).map(drop),
-        Route::Prompt => protocol::prompt_request(&body).map(drop),
-        Route::Complete => protocol::complete_request(&body).map(drop),
-        Route::Subscribe | Route::Unsubscribe => protocol::subscription_request(&body).map(drop),
-        Route::Reply => protocol::reply_request(&body).map(drop),
+        Route::CancelCall => server_features::cancel_request(&body).map(drop),
+        Route::Prompt => server_features::prompt_request(&body).map(drop),
+        Route::Complete => server_features::complete_request(&body).map(drop),
+        Route::Subscribe | Route::Unsubscribe => {
+            server_features::subscription_request(&body).map(drop)
+        }
+        Route::Reply => server_features::reply_request(&body).map(drop),
         _ => Ok(()),
     }
 }

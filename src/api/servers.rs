@@ -53,7 +53,7 @@ fn redact(entry: &Value) -> Value {
         }
     }
     if let Some(Value::String(url)) = members.get_mut("url") {
-        *url = crate::text::redact_url(url).into_owned();
+        *url = crate::safe_text::redact_url(url).into_owned();
     }
     Value::Object(members)
 }

@@ -19,8 +19,8 @@
 
 use super::pkce::parse_query;
 use super::{AuthError, AuthErrorKind, fetch};
+use crate::safe_text::escape_controls;
 use crate::secret::Secret;
-use crate::text::escape_controls;
 use crate::transport::BoxFuture;
 use crate::transport::http::HttpsClient;
 use std::net::{Ipv4Addr, Ipv6Addr};

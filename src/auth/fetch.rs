@@ -5,7 +5,7 @@
 //! or registration answer carries secrets, so errors say what was wrong with it instead.
 
 use super::{AuthError, AuthErrorKind};
-use crate::text::escape_controls;
+use crate::safe_text::escape_controls;
 use crate::transport::http::HttpsClient;
 use crate::web_url::Host;
 use base64::Engine;
@@ -44,7 +44,7 @@ impl std::fmt::Debug for Answer {
             .field("status", &self.status)
             .field(
                 "location",
-                &self.location.as_deref().map(crate::text::redact_url),
+                &self.location.as_deref().map(crate::safe_text::redact_url),
             )
             .field("www_authenticate", &self.www_authenticate.is_some())
             .field("dpop_nonce", &self.dpop_nonce.is_some())

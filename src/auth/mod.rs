@@ -72,8 +72,8 @@ pub use store::{
 
 use crate::error::{Error, ErrorKind, Result};
 use crate::methods;
+use crate::safe_text::escape_controls;
 use crate::secret::Secret;
-use crate::text::escape_controls;
 use crate::transport::BoxFuture;
 use crate::transport::http::{Authorizer, HttpsClient, https_client};
 pub use crate::transport::http::{Credentials, Refusal};

@@ -197,7 +197,7 @@ impl FileStore {
 
     fn write(&self, map: &BTreeMap<String, String>) -> Result<(), StoreError> {
         let text = serde_json::to_vec_pretty(map).expect("a map of strings serializes");
-        crate::files::write_private(&self.path, &text).map_err(|e| {
+        crate::secret_files::write_private(&self.path, &text).map_err(|e| {
             StoreError::new(
                 StoreErrorKind::Unavailable,
                 format!("writing {}: {e}", self.path.display()),

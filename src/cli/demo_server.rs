@@ -9,9 +9,7 @@
 //! `server/discover` is not found, so the client falls back). The fault modes and HTTP that
 //! tests need belong to the test fixture, `agenvoy-mcp-fixture`, not to the product.
 
-use agenvoy_mcp::wire::jsonrpc::{
-    self, ErrorObject, Message, Notification, Request, Response,
-};
+use agenvoy_mcp::wire::jsonrpc::{self, ErrorObject, Message, Notification, Request, Response};
 use agenvoy_mcp::{HANDSHAKE_VERSIONS, LATEST_HANDSHAKE_VERSION};
 use serde_json::{Value, json};
 use std::io::{BufRead, Write};

@@ -233,9 +233,9 @@ pub struct HttpServer {
 
 impl fmt::Debug for HttpServer {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let hidden = |v: &Option<String>| v.as_ref().map(|_| crate::text::REDACTED);
+        let hidden = |v: &Option<String>| v.as_ref().map(|_| crate::safe_text::REDACTED);
         f.debug_struct("HttpServer")
-            .field("url", &crate::text::redact_url(&self.url))
+            .field("url", &crate::safe_text::redact_url(&self.url))
             .field("headers", &self.headers.keys().collect::<Vec<_>>())
             .field("auth", &self.auth)
             .field("oauth_client_name", &self.oauth_client_name)
@@ -837,7 +837,7 @@ impl Config {
 
     /// Writes the config to `path` atomically, mode 0600, creating the folder if needed.
     pub fn save(&self, path: &Path) -> Result<(), ConfigError> {
-        crate::files::write_private(path, self.to_text().as_bytes())
+        crate::secret_files::write_private(path, self.to_text().as_bytes())
             .map_err(|e| ConfigError::file(Some(path), format!("cannot save it: {e}")))
     }
 }

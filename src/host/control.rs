@@ -394,7 +394,7 @@ impl Control {
                     .ok_or_else(|| {
                         ControlError::NotFound(format!(
                             "server {server:?} has no tool registered as {:?}; give the tool's own name",
-                            crate::text::escape_controls(t)
+                            crate::safe_text::escape_controls(t)
                         ))
                     })?,
             ),

@@ -49,7 +49,7 @@ pub(crate) async fn lock(path: &Path, limit: Duration) -> std::io::Result<FileLo
     use std::os::unix::io::AsRawFd;
     let lock_file = lock_path(path);
     if let Some(dir) = lock_file.parent().filter(|d| !d.as_os_str().is_empty()) {
-        crate::files::create_private_dir(dir)?;
+        crate::secret_files::create_private_dir(dir)?;
     }
     let file = std::fs::OpenOptions::new()
         .read(true)

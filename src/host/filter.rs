@@ -184,7 +184,8 @@ impl ToolFilter {
 
 /// What is wrong with one pattern of server `server`'s lists.
 fn pattern_problem(server: &str, pattern: &str) -> Option<String> {
-    let shown = crate::text::escape_controls(pattern.get(..64).unwrap_or(pattern)).into_owned();
+    let shown =
+        crate::safe_text::escape_controls(pattern.get(..64).unwrap_or(pattern)).into_owned();
     if pattern.is_empty() {
         return Some("a pattern is empty; give a tool name, or a prefix and *".into());
     }
@@ -212,7 +213,7 @@ fn pattern_problem(server: &str, pattern: &str) -> Option<String> {
         } else {
             format!(
                 "the pattern {shown:?} reaches beyond server {server:?} (it names server {:?}); a server's lists hold only its own tool names",
-                crate::text::escape_controls(other)
+                crate::safe_text::escape_controls(other)
             )
         });
     }

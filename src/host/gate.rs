@@ -289,7 +289,7 @@ impl Allowlist {
 
     /// Writes the file atomically, mode 0600.
     pub fn save(&self, path: &Path) -> std::io::Result<()> {
-        crate::files::write_private(path, self.to_text().as_bytes())
+        crate::secret_files::write_private(path, self.to_text().as_bytes())
     }
 }
 

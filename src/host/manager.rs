@@ -555,7 +555,7 @@ impl Manager {
                 Some(catalog) => listing(server, &catalog, cap),
                 None => error_output(format!(
                     "there is no MCP server {:?}",
-                    crate::text::escape_controls(server)
+                    crate::safe_text::escape_controls(server)
                 )),
             }));
         }

@@ -37,7 +37,7 @@
 pub(crate) mod config;
 pub(crate) mod config_error;
 pub(crate) mod control;
-pub(crate) mod eras;
+pub(crate) mod era_memory;
 pub(crate) mod events;
 pub(crate) mod expand;
 mod filelock;
@@ -48,8 +48,8 @@ pub(crate) mod manager;
 pub mod model_api;
 #[cfg(feature = "oauth")]
 pub(crate) mod oauth;
+pub(crate) mod pending_requests;
 pub(crate) mod registry;
-pub(crate) mod requests;
 pub(crate) mod status;
 pub(crate) mod tool_search;
 
@@ -63,7 +63,7 @@ pub use control::{
 };
 #[cfg(feature = "oauth")]
 pub use control::{Login, LoginEvent, LoginOptions, OAuthClient};
-pub use eras::EraMemory;
+pub use era_memory::EraMemory;
 pub use events::{EVENT_QUEUE, Event, EventBus, MAX_EVENT_BYTES};
 pub use expand::expand;
 pub use filter::{MAX_PATTERN, MAX_PATTERNS, ToolFilter};
@@ -79,12 +79,12 @@ pub use manager::{
 };
 #[cfg(feature = "oauth")]
 pub use oauth::{login, token_store};
-pub use registry::{Collision, PREFIX, RegisteredTool, Registry, ToolDefinition, llm_tool_name};
-pub use requests::{
+pub use pending_requests::{
     Asked, DECLINED, DEFAULT_EXPIRY, ElicitationHandler, MAX_SERVER_WAITING_BYTES, MAX_WAITING,
     MAX_WAITING_BYTES, MAX_WAITING_PER_SERVER, PendingRequests, Reply, ReplyError, SamplingHandler,
     WaitingRequest,
 };
+pub use registry::{Collision, PREFIX, RegisteredTool, Registry, ToolDefinition, llm_tool_name};
 pub use status::{ServerState, ServerStatus};
 pub use tool_search::{
     Conversation, DEFAULT_SEARCH_LIMIT, MAX_FOUND, MAX_SEARCH_LIMIT, SEARCH_TOOL, ToolIndex,

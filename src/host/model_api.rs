@@ -161,7 +161,7 @@ impl fmt::Display for UnknownModelApi {
         write!(
             f,
             "unknown format {:?}; the formats are {}",
-            crate::text::escape_controls(&self.0),
+            crate::safe_text::escape_controls(&self.0),
             known.join(", ")
         )
     }

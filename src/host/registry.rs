@@ -138,7 +138,7 @@ pub struct Collision {
 impl fmt::Display for Collision {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         // The tool names are the servers' own text.
-        let tool = |t: &str| crate::text::escape_controls(t).into_owned();
+        let tool = |t: &str| crate::safe_text::escape_controls(t).into_owned();
         write!(
             f,
             "tool name collision: {} is tool \"{}\" of server \"{}\"; tool \"{}\" of server \"{}\" would have the same name and is left out (rename one of the servers)",

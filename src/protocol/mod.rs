@@ -13,8 +13,8 @@
 use crate::methods;
 
 pub mod era;
-pub mod input;
 pub mod items;
+pub mod server_requests;
 pub mod session;
 pub mod stateless;
 pub mod types;

@@ -74,8 +74,8 @@ pub type ProgressCallback = Arc<dyn Fn(Progress) + Send + Sync>;
 
 /// What the embedder offers servers. Capabilities announce exactly what is set here.
 ///
-/// The handlers take and give raw JSON; [`super::input::elicitation_handler`] and
-/// [`super::input::sampling_handler`] make one from a typed handler, which gets its request read and
+/// The handlers take and give raw JSON; [`super::server_requests::elicitation_handler`] and
+/// [`super::server_requests::sampling_handler`] make one from a typed handler, which gets its request read and
 /// its answer checked.
 #[derive(Clone, Default)]
 pub struct Handlers {

@@ -163,7 +163,7 @@ impl std::fmt::Debug for HttpConfig {
         // Header values are secrets more often than not: names only; so are query values.
         let names: Vec<&str> = self.headers.iter().map(|(k, _)| k.as_str()).collect();
         f.debug_struct("HttpConfig")
-            .field("url", &crate::text::redact_url(&self.url))
+            .field("url", &crate::safe_text::redact_url(&self.url))
             .field("headers", &names)
             .field("connect_timeout", &self.connect_timeout)
             .field("header_timeout", &self.header_timeout)

@@ -317,7 +317,7 @@ impl Assembler {
                 tracing::warn!(
                     server = %server,
                     "skipping a message that is not JSON-RPC ({e}): {}",
-                    crate::text::escape_controls(text.trim())
+                    crate::safe_text::escape_controls(text.trim())
                 );
                 None
             }

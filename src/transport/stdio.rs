@@ -813,10 +813,10 @@ async fn forward_stderr(
         // A server that prints a value of its `env` (a token) does not get it logged or shown.
         for secret in &secrets {
             if text.contains(secret.as_str()) {
-                text = text.replace(secret.as_str(), crate::text::REDACTED);
+                text = text.replace(secret.as_str(), crate::safe_text::REDACTED);
             }
         }
-        let text = crate::text::escape_controls(text.trim_end());
+        let text = crate::safe_text::escape_controls(text.trim_end());
         if !text.is_empty() {
             let mut tail = tail.lock().expect("tail lock");
             if tail.len() == STDERR_TAIL_LINES {

@@ -6,7 +6,7 @@
 use super::effect::{Effect, Notice};
 use super::input::{Input, Mask, key_is};
 use crate::host::{Asked, MAX_WAITING, Reply, ReplyError, WaitingRequest};
-use crate::protocol::input::{ElicitationKind, FieldKind, FormField, FormRequest};
+use crate::protocol::server_requests::{ElicitationKind, FieldKind, FormField, FormRequest};
 use crossterm::event::{KeyCode, KeyEvent};
 use serde_json::{Map, Value};
 use std::collections::VecDeque;
@@ -429,7 +429,7 @@ fn value_of(field: &FormField, value: &FieldValue) -> Result<Option<Value>, Stri
 #[cfg(test)]
 pub(super) mod tests {
     use super::*;
-    use crate::protocol::input::ElicitationRequest;
+    use crate::protocol::server_requests::ElicitationRequest;
     use crossterm::event::KeyModifiers;
     use serde_json::json;
 
@@ -626,7 +626,7 @@ pub(super) mod tests {
 
     #[test]
     fn sampling_is_shown_and_declined() {
-        let request = crate::protocol::input::SamplingRequest::from_params(json!({
+        let request = crate::protocol::server_requests::SamplingRequest::from_params(json!({
             "messages": [{"role": "user", "content": {"type": "text", "text": "hi"}},
                          {"role": "user", "content": [{"type": "image", "data": "AAAA", "mimeType": "image/png"}]}],
             "systemPrompt": "Be brief.", "maxTokens": 10}))

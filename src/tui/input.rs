@@ -2,7 +2,7 @@
 //! field is masked when drawn, and the parsers of what the add wizard takes (arguments split
 //! as a shell would, `KEY=VALUE`, `Name: value`).
 
-use crate::text::redact_url;
+use crate::safe_text::redact_url;
 use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
 
 /// Whether `key` is the character `c` typed plainly (Ctrl-`c` is an editing key).
@@ -30,7 +30,7 @@ pub(crate) enum Mask {
     All,
     /// As typed up to the first `sep`, then `•` (an env or header value).
     After(char),
-    /// A URL: its query values and password as `***` ([`crate::text::redact_url`]).
+    /// A URL: its query values and password as `***` ([`crate::safe_text::redact_url`]).
     Url,
 }
 

@@ -12,7 +12,7 @@ use super::oauth::{ClientField, ClientForm, LoginState};
 use super::wizard::{AUTHS, Step, TRANSPORTS, Wizard};
 use crate::host::manager::{ServerState, ServerStatus};
 use crate::host::registry::PREFIX;
-use crate::text::redact_url;
+use crate::safe_text::redact_url;
 use parts::{LABEL, clean_line, clean_text, draw_input, field, spinner, unicode_width, width};
 use ratatui::Frame;
 use ratatui::layout::{Constraint, Layout, Rect};
@@ -273,7 +273,7 @@ fn draw_server(app: &App, frame: &mut Frame, area: Rect, name: &str) {
     // A long error wraps under its start, not under its label.
     let error = clean_line(status.last_error.as_deref().unwrap_or("-"));
     let room = usize::from(area.width).saturating_sub(LABEL);
-    for (i, part) in crate::text::wrap(&error, room, unicode_width)
+    for (i, part) in crate::safe_text::wrap(&error, room, unicode_width)
         .into_iter()
         .enumerate()
     {

@@ -211,7 +211,7 @@ pub(super) fn listing(server: &str, catalog: &Catalog, cap: usize) -> ToolOutput
         "{} resources and {} resource templates of {}:\n",
         catalog.resources.len(),
         catalog.templates.len(),
-        crate::text::escape_controls(server)
+        crate::safe_text::escape_controls(server)
     );
     out.push(heading.as_bytes());
     let lines = catalog

@@ -192,7 +192,7 @@ fn server_handlers(
     options: &ManagerOptions,
     mut handlers: crate::protocol::session::Handlers,
 ) -> crate::protocol::session::Handlers {
-    use crate::protocol::input::{elicitation_handler, sampling_handler};
+    use crate::protocol::server_requests::{elicitation_handler, sampling_handler};
     if let Some(handler) = options.elicitation.clone() {
         let name = name.to_string();
         handlers.elicitation = Some(elicitation_handler(Arc::new(move |request| {

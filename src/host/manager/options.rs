@@ -1,10 +1,10 @@
 //! [`ManagerOptions`]: how the manager connects servers and follows them.
 
 use crate::client::ClientOptions;
-use crate::host::eras::EraMemory;
+use crate::host::era_memory::EraMemory;
 use crate::host::events::EventBus;
 use crate::host::gate::{ConfirmCallback, default_allowlist_path};
-use crate::host::requests::{ElicitationHandler, SamplingHandler};
+use crate::host::pending_requests::{ElicitationHandler, SamplingHandler};
 use crate::host::tool_search::ToolSearch;
 use std::fmt;
 use std::path::PathBuf;

@@ -148,7 +148,7 @@ pub(super) fn search_output(query: &str, found: &[&ToolDefinition]) -> ToolOutpu
     let text = if found.is_empty() {
         format!(
             "No tool matches {:?}; try other words.",
-            crate::text::escape_controls(query)
+            crate::safe_text::escape_controls(query)
         )
     } else {
         serde_json::json!({"tools": found}).to_string()

@@ -113,7 +113,7 @@ fn note(
             })
         }
         N::ResourceUpdated { uri } => {
-            let uri = crate::text::escape_controls(&uri.chars().take(200).collect::<String>())
+            let uri = crate::safe_text::escape_controls(&uri.chars().take(200).collect::<String>())
                 .into_owned();
             tracing::debug!(server = %name, "dropped an update of {uri}, which is not followed");
         }

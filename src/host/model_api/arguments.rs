@@ -3,7 +3,7 @@
 
 use super::MAX_DEPTH;
 use super::schema::{local_target, short_json, types_of};
-use crate::protocol::input::pattern_regex;
+use crate::protocol::server_requests::pattern_regex;
 use serde_json::{Map, Value};
 
 // ---- arguments back ---------------------------------------------------------------------

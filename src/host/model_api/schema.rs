@@ -2,7 +2,7 @@
 //! form every target starts from, then the JSON Schema, OpenAI strict and Gemini forms.
 
 use super::MAX_DEPTH;
-use crate::protocol::input::pattern_regex;
+use crate::protocol::server_requests::pattern_regex;
 use serde_json::{Map, Value, json};
 
 /// How many times one `$ref` is expanded along a path before it is cut (recursion).

@@ -170,7 +170,7 @@ fn receive(shared: &Arc<Shared>, mut decoded: Decoded) -> Option<reply::Filled> 
         Some(Err(e)) => {
             let raw = decoded.raw.as_deref().unwrap_or_default();
             let excerpt = String::from_utf8_lossy(&raw[..raw.len().min(EXCERPT)]);
-            let excerpt = crate::text::escape_controls(&excerpt);
+            let excerpt = crate::safe_text::escape_controls(&excerpt);
             tracing::warn!(server = %shared.server, "skipping a message that is not JSON-RPC ({e}): {excerpt}");
             return None;
         }
@@ -321,8 +321,8 @@ fn on_notification(shared: &Shared, n: Notification) {
             let data = params.get("data").map(Value::to_string).unwrap_or_default();
             // JSON leaves DEL and C1 characters raw; the level is the server's text too.
             let (level, data) = (
-                crate::text::escape_controls(level),
-                crate::text::escape_controls(&data),
+                crate::safe_text::escape_controls(level),
+                crate::safe_text::escape_controls(&data),
             );
             // At the matching level: debug; info and notice; warning; error and above.
             match &*level {

@@ -3,7 +3,7 @@
 //! descriptions, choices, URL, messages) goes through `clean_line` or `clean_text`.
 
 use super::parts::{clean_line, unicode_width, width};
-use crate::protocol::input::{FieldKind, FormField, format_example};
+use crate::protocol::server_requests::{FieldKind, FormField, format_example};
 use crate::tui::app::App;
 use crate::tui::form::{Ask, Asking, FieldValue, FormState, Review, choice_labels, label};
 use ratatui::Frame;
@@ -82,7 +82,7 @@ pub(crate) fn draw(app: &App, asking: &Asking, frame: &mut Frame, area: Rect) ->
 fn message_lines(message: &str, room: usize) -> Vec<Line<'static>> {
     let mut lines: Vec<Line> = message
         .lines()
-        .flat_map(|l| crate::text::wrap(&clean_line(l), room, unicode_width))
+        .flat_map(|l| crate::safe_text::wrap(&clean_line(l), room, unicode_width))
         .map(Line::from)
         .collect();
     if lines.len() > MESSAGE_LINES {
@@ -132,7 +132,7 @@ fn form_lines(
         if field.required {
             name.push('*');
         }
-        let name: String = crate::text::wrap(&name, labels, unicode_width)
+        let name: String = crate::safe_text::wrap(&name, labels, unicode_width)
             .into_iter()
             .next()
             .unwrap_or_default();

@@ -11,13 +11,13 @@ use ratatui::widgets::{Paragraph, Wrap};
 const SPINNER: [&str; 10] = ["⠋", "⠙", "⠹", "⠸", "⠼", "⠴", "⠦", "⠧", "⠇", "⠏"];
 
 /// One line of server text: line breaks and tabs become spaces, other control characters
-/// are shown escaped (`\u{1b}`), as [`crate::text`] does.
+/// are shown escaped (`\u{1b}`), as [`crate::safe_text`] does.
 pub(crate) fn clean_line(text: &str) -> String {
     let mut out = String::with_capacity(text.len());
     for c in text.chars() {
         match c {
             '\n' | '\r' | '\t' => out.push(' '),
-            c if crate::text::drives_terminal(c) => out.extend(c.escape_default()),
+            c if crate::safe_text::drives_terminal(c) => out.extend(c.escape_default()),
             c => out.push(c),
         }
     }
@@ -33,7 +33,7 @@ pub(crate) fn clean_text(text: &str) -> String {
             '\n' => out.push('\n'),
             '\t' => out.push_str("    "),
             '\r' => {}
-            c if crate::text::drives_terminal(c) => out.extend(c.escape_default()),
+            c if crate::safe_text::drives_terminal(c) => out.extend(c.escape_default()),
             c => out.push(c),
         }
     }

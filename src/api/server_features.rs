@@ -304,7 +304,7 @@ pub(super) fn one_waiting(state: &State, id: &str) -> Answer {
         .and_then(|board| board.get(id))
         .ok_or_else(|| ApiError::not_found(ReplyError::Unknown(id.into()).to_string()))?;
     let event = Event::Request {
-        params: crate::host::requests::whole_params(&waiting.asked),
+        params: crate::host::pending_requests::whole_params(&waiting.asked),
         kind: waiting.asked.kind(),
         server: waiting.server,
         id: waiting.id,

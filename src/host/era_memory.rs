@@ -118,7 +118,8 @@ impl EraMemory {
                 held.dirty = false;
                 serde_json::to_string_pretty(&held.map).expect("a map of strings serializes")
             };
-            if let Err(e) = crate::files::write_private_unsynced(&self.path, text.as_bytes()) {
+            if let Err(e) = crate::secret_files::write_private_unsynced(&self.path, text.as_bytes())
+            {
                 tracing::debug!(
                     "cannot keep the servers' eras in {}: {e}",
                     self.path.display()

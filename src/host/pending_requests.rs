@@ -4,7 +4,7 @@
 //! (what the daemon's `/v1/mcp/events` and `/v1/mcp/requests/{id}`, and the panel, use).
 
 use super::events::{Event, EventBus};
-use crate::protocol::input::{
+use crate::protocol::server_requests::{
     ElicitationAnswer, ElicitationKind, ElicitationRequest, SamplingAnswer, SamplingRequest,
 };
 use crate::transport::BoxFuture;

@@ -10,7 +10,7 @@
 //! (-32603) instead of a bad answer, and the embedder a warning in the log. The embedder can
 //! check an answer first with [`FormRequest::check`]. Every request keeps the params as sent
 //! (`raw`). Server text (messages, titles, URLs) is the server's: escape it to show it
-//! ([`crate::text::escape_controls`]); the library never opens a URL.
+//! ([`crate::safe_text::escape_controls`]); the library never opens a URL.
 
 use super::session::RequestHandler;
 use super::types::Tool;
@@ -256,7 +256,7 @@ fn within_constraints(schema: &Value, value: &Value) -> Result<(), String> {
                 && let Some(regex) = pattern_regex(pattern)
                 && !regex.is_match(text)
             {
-                let shown = crate::text::escape_controls(pattern);
+                let shown = crate::safe_text::escape_controls(pattern);
                 return broken("pattern", &shown, "must match the pattern".into());
             }
             if let Some(format) = schema.get("format").and_then(Value::as_str)
