@@ -214,7 +214,7 @@ fn init_logging() {
     let fields = tracing_subscriber::fmt::format::debug_fn(|out, field, value| {
         let text = format!("{value:?}");
         let text =
-            agenvoy_mcp::unstable::escape_controls(&agenvoy_mcp::unstable::redact_urls(&text))
+            agenvoy_mcp::safe_text::escape_controls(&agenvoy_mcp::safe_text::redact_urls(&text))
                 .into_owned();
         match field.name() {
             "message" => write!(out, "{text}"),

@@ -1,12 +1,10 @@
-//! Unstable: the internals the `agenvoy-mcp` binary and the fuzz targets reach into, and
-//! nothing else. Not part of the API: anything here may change or go in any
+//! Unstable: the few internals the `agenvoy-mcp` binary and the tests reach into (the
+//! transports `probe` opens itself, becoming the reaper of a server's orphans, the page
+//! bound of `tools`), and, in fuzz builds only, the fuzz targets' entry points. Not part of the API: anything here may change or go in any
 //! release, without notice. Embedders use what the crate root, [`crate::host`],
 //! [`crate::wire`], `auth`, `api` and `tui` export.
 
 pub use crate::client::MAX_TOOL_PAGES;
-pub use crate::safe_text::{
-    drives_terminal, escape_controls, escape_controls_keep_lines, redact_urls, wrap,
-};
 #[cfg(feature = "stdio")]
 pub use crate::transport::stdio::{become_subreaper, is_default_env};
 
@@ -39,7 +37,9 @@ pub mod transport {
     }
 }
 
-/// Entry points for the fuzz targets (`fuzz/`) into checks that are private elsewhere.
+/// Entry points for the fuzz targets (`fuzz/`) into checks that are private elsewhere: built
+/// only when cargo-fuzz builds the crate (`--cfg fuzzing`), never part of a release.
+#[cfg(fuzzing)]
 pub mod fuzz {
     #[cfg(feature = "oauth")]
     pub use crate::auth::discovery::{

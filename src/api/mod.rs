@@ -57,6 +57,7 @@ mod login;
 mod server_features;
 mod servers;
 
+#[cfg(fuzzing)]
 pub(crate) use guard::admit;
 pub use guard::{ApiToken, ApiTokenError, ApiTokenErrorKind, TOKEN_FILE, token_path};
 
@@ -304,6 +305,7 @@ impl ApiError {
     }
 
     /// The status, the `type` and the message the answer carries.
+    #[cfg(fuzzing)]
     pub(crate) fn into_parts(self) -> (u16, &'static str, String) {
         (self.status.as_u16(), self.kind, self.message)
     }
@@ -628,6 +630,7 @@ async fn dispatch(
 /// Reads a request as [`respond`] and the route's handler would, up to where the handler
 /// acts: the route, then the query (`name`) or the JSON body and its members. For the fuzz
 /// targets (through `unstable::fuzz`), which hold every refusal to a 4xx with a message.
+#[cfg(fuzzing)]
 pub(crate) fn read_request(
     method: &Method,
     path: &str,

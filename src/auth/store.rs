@@ -8,7 +8,7 @@
 //!
 //! Values are JSON text under string keys: `tokens:<server>` for a server's tokens,
 //! `client:<issuer>` for the client registered with an authorization server (used only with
-//! the endpoints it was registered with: [`StoredClient::registered_with`]).
+//! the endpoints it was registered with: `StoredClient::registered_with`).
 
 use super::discovery::AuthServerMetadata;
 use crate::secret::Secret;
@@ -307,6 +307,7 @@ mod os_keychain;
     unix,
     not(any(target_os = "macos", target_os = "ios"))
 ))]
+#[cfg(fuzzing)]
 pub(crate) use os_keychain::dbus;
 #[cfg(all(
     feature = "keychain",
@@ -542,7 +543,7 @@ impl StoredClient {
     /// Whether this registration belongs to the authorization server `meta` describes: the
     /// same issuer, token endpoint and registration endpoint. A registration kept from
     /// before endpoints were recorded matches nothing, and is made again.
-    pub fn registered_with(&self, meta: &AuthServerMetadata) -> bool {
+    pub(crate) fn registered_with(&self, meta: &AuthServerMetadata) -> bool {
         self.issuer.trim_end_matches('/') == meta.issuer.trim_end_matches('/')
             && !self.token_endpoint.is_empty()
             && Some(&self.token_endpoint) == meta.token_endpoint.as_ref()

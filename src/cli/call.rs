@@ -15,7 +15,7 @@ use agenvoy_mcp::Progress;
 use agenvoy_mcp::RequestOptions;
 use agenvoy_mcp::host::{ConfirmCallback, ConfirmRequest, Decision};
 use agenvoy_mcp::host::{Control, ManagerOptions, PermissionMode, ToolCall};
-use agenvoy_mcp::unstable::{escape_controls, escape_controls_keep_lines};
+use agenvoy_mcp::safe_text::{escape_controls, escape_controls_keep_lines};
 use serde_json::Value;
 use std::io::{BufRead, IsTerminal, Write};
 use std::process::ExitCode;

@@ -38,7 +38,7 @@ pub fn json(value: &serde_json::Value) -> io::Result<()> {
     let text = serde_json::to_string_pretty(value).expect("JSON serializes");
     let mut out = String::with_capacity(text.len());
     for c in text.chars() {
-        if agenvoy_mcp::unstable::drives_terminal(c) && !c.is_ascii_whitespace() {
+        if agenvoy_mcp::safe_text::drives_terminal(c) && !c.is_ascii_whitespace() {
             out.push_str(&format!("\\u{:04x}", c as u32));
         } else {
             out.push(c);
@@ -105,7 +105,7 @@ pub fn labelled(label: &str, text: &str) -> String {
     };
     let indent = width(label);
     let room = usize::from(columns).saturating_sub(indent);
-    let lines = agenvoy_mcp::unstable::wrap(text, room, |c| width(c.encode_utf8(&mut [0; 4])));
+    let lines = agenvoy_mcp::safe_text::wrap(text, room, |c| width(c.encode_utf8(&mut [0; 4])));
     let mut out = label.to_string();
     for (i, line) in lines.iter().enumerate() {
         if i > 0 {

@@ -50,8 +50,8 @@
 //! What the server sent is shown with its control characters escaped (newlines and tabs of
 //! the instructions and the tool's output kept).
 
+use agenvoy_mcp::safe_text::{escape_controls, escape_controls_keep_lines};
 use agenvoy_mcp::unstable::transport::{self, HttpTransport, StdioTransport, Transport};
-use agenvoy_mcp::unstable::{escape_controls, escape_controls_keep_lines};
 use agenvoy_mcp::{
     Client, ClientOptions, Completion, CompletionRef, Error, Handlers, LogLevel, Progress, Prompt,
     PromptContents, RequestOptions, Resource, ResourceOutput, ResourceTemplate, Root,

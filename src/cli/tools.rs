@@ -37,7 +37,7 @@
 use super::{HostArgs, output};
 use agenvoy_mcp::host::model_api::{ModelApi, tool_list};
 use agenvoy_mcp::host::{Manager, ManagerOptions, RegisteredTool};
-use agenvoy_mcp::unstable::escape_controls;
+use agenvoy_mcp::safe_text::escape_controls;
 use serde_json::{Value, json};
 use std::path::Path;
 use std::process::ExitCode;

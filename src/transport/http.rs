@@ -60,6 +60,7 @@ mod client;
 mod events;
 mod headers;
 mod legacy;
+#[cfg(fuzzing)]
 pub(crate) use legacy::endpoint_on_origin;
 mod retry;
 mod session;
