@@ -245,7 +245,7 @@ impl Allowlist {
         self.lines.len() != before
     }
 
-    /// Replaces the entries of `prefix` (say `mcp__github__`; see [`belongs_to`]) with
+    /// Replaces the entries of `prefix` (say `mcp__github__`; see `belongs_to`) with
     /// `entries`; every other entry stays as it is. Each new entry must be one of `prefix`'s:
     /// `mcp__github___*` starts with `mcp__github__` but approves server `github_`, so it is
     /// refused here (it could not be taken back through this prefix either).

@@ -73,7 +73,7 @@ pub enum LoginEvent {
     Done(Result<(), Error>),
 }
 
-/// A login in progress ([`Control::begin_login`]). Dropping it cancels the login.
+/// A login in progress ([`Control::begin_login`](crate::host::Control::begin_login)). Dropping it cancels the login.
 #[derive(Debug)]
 pub struct Login {
     events: mpsc::Receiver<LoginEvent>,
