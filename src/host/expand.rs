@@ -47,7 +47,9 @@ pub fn expand_env(text: &str) -> String {
 }
 
 /// Whether `text` expands to exactly one variable's value and nothing else (`$TOKEN`,
-/// `${TOKEN}`): such a value holds no secret itself, only where to find one.
+/// `${TOKEN}`): such a value holds no secret itself, only where to find one (the API shows it
+/// unredacted).
+#[cfg(any(feature = "api", test, fuzzing))]
 pub fn is_pure_reference(text: &str) -> bool {
     const MARK: &str = "\u{0}";
     let lookups = std::cell::Cell::new(0);

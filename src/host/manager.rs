@@ -239,8 +239,8 @@ impl Manager {
     }
 
     /// The server and tool behind registered name `name`, without copying the registry
-    /// (each API call asks: a copy was most of a call's cost, more with more servers).
-    #[cfg(feature = "api")]
+    /// (each call through `Control` asks: a copy was most of a call's cost, more with more
+    /// servers).
     pub(crate) fn resolve(&self, name: &str) -> Option<(String, String)> {
         let registry = self.servers.registered.read();
         let (server, tool) = registry.resolve(name)?;
