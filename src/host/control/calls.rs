@@ -170,7 +170,9 @@ impl CallRules {
             conversation,
             mut request,
         } = call;
-        let arguments = match (&model, manager.tool_definition(&name)) {
+        // Only a model's call looks its definition up (a copy of the schema).
+        let definition = model.as_ref().and_then(|_| manager.tool_definition(&name));
+        let arguments = match (&model, definition) {
             (Some((api, call_id)), Some(definition)) => {
                 let schema: Value =
                     serde_json::from_str(definition.input_schema.get()).unwrap_or(Value::Null);
