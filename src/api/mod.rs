@@ -87,8 +87,9 @@ pub struct Limits {
     /// with the token (so idle or unauthenticated sockets, which any local process can open,
     /// never lock the owner out); when every one has, it is refused.
     pub max_connections: usize,
-    /// Tool calls in flight at once for one server: past it a call is refused at once with
-    /// 429, so a server that never answers holds only its own calls, never the API.
+    /// Tool calls in flight at once for one server (the host's rule,
+    /// [`Control::set_max_calls_per_server`]): past it a call is refused at once with 429, so
+    /// a server that never answers holds only its own calls, never the API.
     pub max_calls_per_server: usize,
     /// How long a client has to send a request's headers (and how long an idle connection
     /// is kept).
