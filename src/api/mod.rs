@@ -571,8 +571,9 @@ async fn respond(
         _ => options.limits.request_timeout,
     };
     // On a task of its own, so a client that goes away or a deadline that passes never
-    // stops a change half made.
-    let work = tokio::spawn(dispatch(state, route, query, body, id));
+    // stops a change half made. Boxed first: the routes' future is large, and spawning
+    // moves it by value more than once.
+    let work = tokio::spawn(Box::pin(dispatch(state, route, query, body, id)));
     match tokio::time::timeout(deadline, work).await {
         Ok(Ok(answer)) => answer,
         Ok(Err(e)) => Err(ApiError::internal(format!("the request failed: {e}"))),

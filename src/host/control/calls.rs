@@ -201,12 +201,14 @@ impl CallRules {
             request.on_progress =
                 progress_to_events(manager.event_bus(), server, &name, &id, request.on_progress);
         }
-        let work = async {
+        // On the heap: the manager's call is a large future, and every front end awaits this
+        // one through a layer or two; each layer would copy it whole.
+        let work = Box::pin(async {
             match conversation {
                 Some(c) if name == SEARCH_TOOL => manager.call_in(&c, &name, arguments, mode).await,
                 _ => manager.call_with(&name, arguments, mode, request).await,
             }
-        };
+        });
         let output = match &running {
             None => work.await?,
             Some(running) => tokio::select! {
