@@ -232,7 +232,7 @@ impl Control {
     }
 
     fn is_running(&self, name: &str) -> bool {
-        self.manager().status().iter().any(|s| s.name == name)
+        self.server_status(name).is_some()
     }
 
     /// Adds a server: saved, then connected and registered; returns its status.
