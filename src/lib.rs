@@ -31,6 +31,8 @@
 //! # Ok(()) }
 //! ```
 #![warn(missing_docs, unnameable_types)]
+// docs.rs (and CI, with nightly rustdoc) label each item with the features it needs.
+#![cfg_attr(docsrs, feature(doc_cfg))]
 
 #[cfg(feature = "api")]
 pub mod api;
