@@ -62,17 +62,18 @@ pub use protocol::items::{
 pub use protocol::server_requests::{
     ElicitationAnswer, ElicitationFn, ElicitationKind, ElicitationRequest, FieldKind, FormError,
     FormField, FormRequest, SamplingAnswer, SamplingFn, SamplingMessage, SamplingRequest,
-    UrlRequest, elicitation_handler, sampling_handler,
+    UrlRequest,
 };
 pub use protocol::session::{
-    DEFAULT_MAX_DURATION, DEFAULT_TIMEOUT, Handlers, ProgressCallback, RequestHandler,
-    RequestOptions, Session, TaskMode,
+    DEFAULT_MAX_DURATION, DEFAULT_TIMEOUT, Handlers, ProgressCallback, RequestOptions, Session,
+    TaskMode,
 };
 pub use protocol::types::{
     Era, HANDSHAKE_VERSIONS, LATEST_HANDSHAKE_VERSION, LATEST_STATELESS_VERSION, Progress, RawJson,
     Root, STATELESS_VERSIONS, ServerDetails, TaskSupport, Tool, ToolOutput,
 };
 pub use secret::Secret;
+pub use transport::BoxFuture;
 #[cfg(feature = "http")]
 pub use transport::http::{Authorizer, Credentials, HttpConfig, Refusal};
 #[cfg(feature = "stdio")]

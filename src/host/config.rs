@@ -104,8 +104,10 @@ pub enum ServerConfig {
 }
 
 /// The timeouts an entry sets, each `None` where it sets none (the host's default then
-/// applies: [`crate::ClientOptions::timeout`], 60 s in the binary, or `--timeout`).
+/// applies: [`crate::ClientOptions::timeout`], 60 s in the binary, or `--timeout`). Build
+/// them with [`Timeouts::default`] and the `with_*` setters.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct Timeouts {
     /// `"timeout"`: how long each request may wait for its answer, from its first byte to its
     /// last, over stdio and HTTP alike (a call's own timeout, such as `call --timeout`, wins).
@@ -118,6 +120,18 @@ pub struct Timeouts {
 pub const MAX_TIMEOUT: Duration = Duration::from_secs(24 * 3600);
 
 impl Timeouts {
+    /// With each request waiting at most `timeout` for its answer.
+    pub fn with_request(mut self, timeout: Duration) -> Self {
+        self.request = Some(timeout);
+        self
+    }
+
+    /// With the connection and its handshake taking at most `timeout`.
+    pub fn with_startup(mut self, timeout: Duration) -> Self {
+        self.startup = Some(timeout);
+        self
+    }
+
     /// The keys, as the file names them.
     const KEYS: [&'static str; 2] = ["timeout", "startup_timeout"];
 
@@ -169,8 +183,10 @@ fn seconds_value(value: Duration) -> Value {
     }
 }
 
-/// A local (stdio) server's entry.
+/// A local (stdio) server's entry: [`StdioServer::new`] with the program, then the setters
+/// for the rest (or [`ServerConfig::from_value`] from the file's JSON).
 #[derive(Clone, Default, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct StdioServer {
     /// The program.
     pub command: String,
@@ -197,8 +213,10 @@ impl fmt::Debug for StdioServer {
     }
 }
 
-/// A remote (HTTP) server's entry.
+/// A remote (HTTP) server's entry: [`HttpServer::new`] with the endpoint, then the setters
+/// for the rest (or [`ServerConfig::from_value`] from the file's JSON).
 #[derive(Clone, Default, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct HttpServer {
     /// The endpoint, `http://` or `https://`.
     pub url: String,
@@ -251,7 +269,122 @@ impl fmt::Debug for HttpServer {
     }
 }
 
+impl StdioServer {
+    /// The entry that runs `command` with no arguments.
+    pub fn new(command: impl Into<String>) -> Self {
+        StdioServer {
+            command: command.into(),
+            ..StdioServer::default()
+        }
+    }
+
+    /// With the argument `arg` after those given so far.
+    pub fn arg(mut self, arg: impl Into<String>) -> Self {
+        self.args.push(arg.into());
+        self
+    }
+
+    /// With the arguments `args` after those given so far.
+    pub fn args(mut self, args: impl IntoIterator<Item = impl Into<String>>) -> Self {
+        self.args.extend(args.into_iter().map(Into::into));
+        self
+    }
+
+    /// With the variable `name` set to `value` for the server.
+    pub fn env(mut self, name: impl Into<String>, value: impl Into<String>) -> Self {
+        self.env.insert(name.into(), value.into());
+        self
+    }
+
+    /// With this process's whole environment inherited, or only the small default set.
+    pub fn with_inherit_env(mut self, inherit: bool) -> Self {
+        self.inherit_env = inherit;
+        self
+    }
+
+    /// With the timeouts `timeouts`.
+    pub fn with_timeouts(mut self, timeouts: Timeouts) -> Self {
+        self.timeouts = timeouts;
+        self
+    }
+}
+
 impl HttpServer {
+    /// The entry for the endpoint `url`, with no headers and no login.
+    pub fn new(url: impl Into<String>) -> Self {
+        HttpServer {
+            url: url.into(),
+            ..HttpServer::default()
+        }
+    }
+
+    /// With the header `name: value` sent with every request.
+    pub fn header(mut self, name: impl Into<String>, value: impl Into<String>) -> Self {
+        self.headers.insert(name.into(), value.into());
+        self
+    }
+
+    /// With the login `auth` (`"oauth"`).
+    pub fn with_auth(mut self, auth: impl Into<String>) -> Self {
+        self.auth = Some(auth.into());
+        self
+    }
+
+    /// With `name` as the client name registered with the authorization server.
+    pub fn with_oauth_client_name(mut self, name: impl Into<String>) -> Self {
+        self.oauth_client_name = Some(name.into());
+        self
+    }
+
+    /// With the client registered by hand, `id`.
+    pub fn with_oauth_client_id(mut self, id: impl Into<String>) -> Self {
+        self.oauth_client_id = Some(id.into());
+        self
+    }
+
+    /// With that client's secret, `secret` (`$VAR` expanded at connect time).
+    pub fn with_oauth_client_secret(mut self, secret: impl Into<String>) -> Self {
+        self.oauth_client_secret = Some(secret.into());
+        self
+    }
+
+    /// With that client's exact redirect URI, `uri`.
+    pub fn with_oauth_redirect_uri(mut self, uri: impl Into<String>) -> Self {
+        self.oauth_redirect_uri = Some(uri.into());
+        self
+    }
+
+    /// With `url` as this client's Client ID Metadata Document.
+    pub fn with_oauth_client_metadata_url(mut self, url: impl Into<String>) -> Self {
+        self.oauth_client_metadata_url = Some(url.into());
+        self
+    }
+
+    /// With the grant `grant` (`authorization_code` or `client_credentials`).
+    pub fn with_oauth_grant(mut self, grant: impl Into<String>) -> Self {
+        self.oauth_grant = Some(grant.into());
+        self
+    }
+
+    /// With the hand-registered client's ES256 private key at `reference` (`$VAR` or a file
+    /// path).
+    pub fn with_oauth_client_private_key(mut self, reference: impl Into<String>) -> Self {
+        self.oauth_client_private_key = Some(reference.into());
+        self
+    }
+
+    /// With the workload's JWT at `reference` (`$VAR` or a file path).
+    pub fn with_oauth_workload_assertion(mut self, reference: impl Into<String>) -> Self {
+        self.oauth_workload_assertion = Some(reference.into());
+        self
+    }
+
+    /// With the timeouts `timeouts`.
+    pub fn with_timeouts(mut self, timeouts: Timeouts) -> Self {
+        self.timeouts = timeouts;
+        self
+    }
+
     /// What is wrong with the entry's choice of grant, if anything.
     fn grant_problem(&self) -> Option<String> {
         let client_credentials = match self.oauth_grant.as_deref() {
@@ -450,17 +583,12 @@ impl StdioServer {
     /// The result holds secrets: never log it.
     #[cfg(feature = "stdio")]
     pub fn expanded(&self) -> crate::transport::stdio::StdioConfig {
-        crate::transport::stdio::StdioConfig {
-            command: self.command.clone(),
-            args: self.args.iter().map(|a| expand_env(a)).collect(),
-            env: self
-                .env
-                .iter()
-                .map(|(k, v)| (k.clone(), expand_env(v)))
-                .collect(),
-            inherit_env: self.inherit_env,
-            cwd: None,
-        }
+        let config = crate::transport::stdio::StdioConfig::new(self.command.clone())
+            .args(self.args.iter().map(|a| expand_env(a)))
+            .with_inherit_env(self.inherit_env);
+        self.env.iter().fold(config, |config, (k, v)| {
+            config.env(k.clone(), expand_env(v))
+        })
     }
 }
 

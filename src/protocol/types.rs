@@ -176,14 +176,32 @@ impl<'de> Deserialize<'de> for Tool {
     }
 }
 
-/// A root the embedder exposes to servers (`roots/list`).
+/// A root the embedder exposes to servers (`roots/list`): [`Root::new`], and
+/// [`Root::with_name`].
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[non_exhaustive]
 pub struct Root {
     /// A `file://` URI.
     pub uri: String,
     /// A display name.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub name: Option<String>,
+}
+
+impl Root {
+    /// The root at `uri` (a `file://` URI), with no name.
+    pub fn new(uri: impl Into<String>) -> Self {
+        Root {
+            uri: uri.into(),
+            name: None,
+        }
+    }
+
+    /// With the display name `name`.
+    pub fn with_name(mut self, name: impl Into<String>) -> Self {
+        self.name = Some(name.into());
+        self
+    }
 }
 
 /// One progress notification for a request in flight.
