@@ -114,6 +114,7 @@ fn footprint(value: &Value) -> usize {
 
 /// A request waiting for an answer.
 #[derive(Debug, Clone)]
+#[non_exhaustive]
 pub struct WaitingRequest {
     /// Its id on the board.
     pub id: String,

@@ -42,6 +42,7 @@ pub enum FieldKind {
 
 /// One field of a form.
 #[derive(Debug, Clone, PartialEq)]
+#[non_exhaustive]
 pub struct FormField {
     /// The property's name: the key of its value in the answer.
     pub name: String,
@@ -61,6 +62,7 @@ pub struct FormField {
 
 /// A form the server asks the user to fill in (`elicitation/create`, mode `form`).
 #[derive(Debug, Clone, PartialEq)]
+#[non_exhaustive]
 pub struct FormRequest {
     /// What the server says the form is for (server text).
     pub message: String,
@@ -73,6 +75,7 @@ pub struct FormRequest {
 /// A page the server asks the user to visit (`elicitation/create`, mode `url`): for what
 /// must not pass through the client (a login, a payment). The library never opens it.
 #[derive(Debug, Clone, PartialEq)]
+#[non_exhaustive]
 pub struct UrlRequest {
     /// Why (server text).
     pub message: String,
@@ -96,6 +99,7 @@ pub enum ElicitationKind {
 
 /// An `elicitation/create` request, typed, with its params as sent.
 #[derive(Debug, Clone, PartialEq)]
+#[non_exhaustive]
 pub struct ElicitationRequest {
     /// What is asked.
     pub kind: ElicitationKind,
@@ -567,6 +571,7 @@ impl ElicitationRequest {
 
 /// One message of a sampling request.
 #[derive(Debug, Clone, PartialEq)]
+#[non_exhaustive]
 pub struct SamplingMessage {
     /// `user` or `assistant` (server text).
     pub role: String,
@@ -589,6 +594,7 @@ impl SamplingMessage {
 
 /// A `sampling/createMessage` request, typed, with its params as sent.
 #[derive(Debug, Clone)]
+#[non_exhaustive]
 pub struct SamplingRequest {
     /// The conversation to continue.
     pub messages: Vec<SamplingMessage>,

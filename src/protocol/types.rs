@@ -35,6 +35,7 @@ pub const HANDSHAKE_VERSIONS: [&str; 4] = ["2025-11-25", "2025-06-18", "2025-03-
 /// ([`RawJson`](crate::RawJson)), so a tool costs about its wire size, and a copy only its name and
 /// description.
 #[derive(Debug, Clone)]
+#[non_exhaustive]
 pub struct Tool {
     /// The tool's name on its server.
     pub name: String,
@@ -206,6 +207,7 @@ impl Root {
 
 /// One progress notification for a request in flight.
 #[derive(Debug, Clone, PartialEq)]
+#[non_exhaustive]
 pub struct Progress {
     /// Progress so far; grows with each notification.
     pub progress: f64,
@@ -217,6 +219,7 @@ pub struct Progress {
 
 /// The outcome of `tools/call` as the model sees it.
 #[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct ToolOutput {
     /// The rendered text, capped with the truncation marker.
     pub text: String,
@@ -249,6 +252,7 @@ impl Era {
 
 /// What the client learned about a server when its session started.
 #[derive(Debug, Clone, PartialEq, Serialize)]
+#[non_exhaustive]
 pub struct ServerDetails {
     /// The era the session runs in.
     pub era: Era,
