@@ -582,13 +582,16 @@ impl StdioServer {
     /// How to start it, with `$VAR` expanded in `args` and `env` from the process environment.
     /// The result holds secrets: never log it.
     #[cfg(feature = "stdio")]
-    pub fn expanded(&self) -> crate::transport::stdio::StdioConfig {
-        let config = crate::transport::stdio::StdioConfig::new(self.command.clone())
+    pub fn expanded(&self) -> crate::StdioConfig {
+        let mut config = crate::StdioConfig::new(self.command.clone())
             .args(self.args.iter().map(|a| expand_env(a)))
             .with_inherit_env(self.inherit_env);
-        self.env.iter().fold(config, |config, (k, v)| {
-            config.env(k.clone(), expand_env(v))
-        })
+        config.env = self
+            .env
+            .iter()
+            .map(|(k, v)| (k.clone(), expand_env(v)))
+            .collect();
+        config
     }
 }
 
@@ -605,8 +608,8 @@ impl HttpServer {
     /// The transport's settings for this entry: its URL and expanded headers (no
     /// authorizer: an `"auth": "oauth"` entry gets its own from the host).
     #[cfg(feature = "http")]
-    pub fn http_config(&self) -> crate::transport::http::HttpConfig {
-        let mut config = crate::transport::http::HttpConfig::new(&self.url);
+    pub fn http_config(&self) -> crate::HttpConfig {
+        let mut config = crate::HttpConfig::new(&self.url);
         config.headers = self.expanded_headers().into_iter().collect();
         config
     }

@@ -67,7 +67,7 @@ async fn a_configured_secret_stays_with_the_issuer_it_was_first_used_with() {
     .await;
     let store = Arc::new(MemoryStore::new());
     let oauth = || {
-        let mut config = OAuthConfig::new("s", &format!("{}/mcp", mcp.base));
+        let mut config = OAuthConfig::new("s", format!("{}/mcp", mcp.base));
         config.grant = Grant::ClientCredentials;
         config.client = Some(PreRegistered::new("cfg-id").with_client_secret("CFG-SECRET".into()));
         OAuth::new(config, store.clone())
