@@ -185,7 +185,7 @@ fn seconds_value(value: Duration) -> Value {
 
 /// A local (stdio) server's entry: [`StdioServer::new`] with the program, then the setters
 /// for the rest (or [`ServerConfig::from_value`] from the file's JSON).
-#[derive(Clone, Default, PartialEq, Eq)]
+#[derive(Clone, PartialEq, Eq)]
 #[non_exhaustive]
 pub struct StdioServer {
     /// The program.
@@ -215,7 +215,7 @@ impl fmt::Debug for StdioServer {
 
 /// A remote (HTTP) server's entry: [`HttpServer::new`] with the endpoint, then the setters
 /// for the rest (or [`ServerConfig::from_value`] from the file's JSON).
-#[derive(Clone, Default, PartialEq, Eq)]
+#[derive(Clone, PartialEq, Eq)]
 #[non_exhaustive]
 pub struct HttpServer {
     /// The endpoint, `http://` or `https://`.
@@ -274,7 +274,10 @@ impl StdioServer {
     pub fn new(command: impl Into<String>) -> Self {
         StdioServer {
             command: command.into(),
-            ..StdioServer::default()
+            args: Vec::new(),
+            env: BTreeMap::new(),
+            inherit_env: false,
+            timeouts: Timeouts::default(),
         }
     }
 
@@ -314,7 +317,17 @@ impl HttpServer {
     pub fn new(url: impl Into<String>) -> Self {
         HttpServer {
             url: url.into(),
-            ..HttpServer::default()
+            headers: BTreeMap::new(),
+            auth: None,
+            oauth_client_name: None,
+            oauth_client_id: None,
+            oauth_client_secret: None,
+            oauth_redirect_uri: None,
+            oauth_client_metadata_url: None,
+            oauth_grant: None,
+            oauth_client_private_key: None,
+            oauth_workload_assertion: None,
+            timeouts: Timeouts::default(),
         }
     }
 
@@ -797,11 +810,9 @@ impl Config {
         config
             .set_server(
                 "fixture",
-                &ServerConfig::Stdio(StdioServer {
-                    command: program.display().to_string(),
-                    args: vec!["fixture-server".into()],
-                    ..Default::default()
-                }),
+                &ServerConfig::Stdio(
+                    StdioServer::new(program.display().to_string()).arg("fixture-server"),
+                ),
             )
             .expect("a valid name");
         config
@@ -1029,80 +1040,65 @@ mod tests {
         let ok: &[(Value, ServerConfig)] = &[
             (
                 json!({"command": "uvx", "args": ["mcp-server-time"], "env": {"TZ": "$TZ"}}),
-                ServerConfig::Stdio(StdioServer {
-                    command: "uvx".into(),
-                    args: vec!["mcp-server-time".into()],
-                    env: [("TZ".to_string(), "$TZ".to_string())].into(),
-                    inherit_env: false,
-                    ..Default::default()
-                }),
+                ServerConfig::Stdio(
+                    StdioServer::new("uvx")
+                        .arg("mcp-server-time")
+                        .env("TZ", "$TZ"),
+                ),
             ),
             (
                 json!({"command": "x", "inherit_env": true}),
-                ServerConfig::Stdio(StdioServer {
-                    command: "x".into(),
-                    inherit_env: true,
-                    ..Default::default()
-                }),
+                ServerConfig::Stdio(StdioServer::new("x").with_inherit_env(true)),
             ),
             (
                 json!({"command": "x", "args": null}),
-                ServerConfig::Stdio(StdioServer {
-                    command: "x".into(),
-                    ..Default::default()
-                }),
+                ServerConfig::Stdio(StdioServer::new("x")),
             ),
             (
                 json!({"url": "https://h/mcp", "headers": {"Authorization": "Bearer ${T}"}}),
-                ServerConfig::Http(HttpServer {
-                    url: "https://h/mcp".into(),
-                    headers: [("Authorization".to_string(), "Bearer ${T}".to_string())].into(),
-                    ..Default::default()
-                }),
+                ServerConfig::Http(
+                    HttpServer::new("https://h/mcp").header("Authorization", "Bearer ${T}"),
+                ),
             ),
             (
                 json!({"url": "http://127.0.0.1:9/mcp", "auth": "oauth", "oauth_client_name": "agenvoy"}),
-                ServerConfig::Http(HttpServer {
-                    url: "http://127.0.0.1:9/mcp".into(),
-                    auth: Some("oauth".into()),
-                    oauth_client_name: Some("agenvoy".into()),
-                    ..Default::default()
-                }),
+                ServerConfig::Http(
+                    HttpServer::new("http://127.0.0.1:9/mcp")
+                        .with_auth("oauth")
+                        .with_oauth_client_name("agenvoy"),
+                ),
             ),
             (
                 json!({"url": "https://h/mcp", "auth": "oauth", "oauth_client_id": "c1",
                        "oauth_client_secret": "${S}", "oauth_redirect_uri": "http://127.0.0.1:9/cb",
                        "oauth_client_metadata_url": "https://me.test/client.json"}),
-                ServerConfig::Http(HttpServer {
-                    url: "https://h/mcp".into(),
-                    auth: Some("oauth".into()),
-                    oauth_client_id: Some("c1".into()),
-                    oauth_client_secret: Some("${S}".into()),
-                    oauth_redirect_uri: Some("http://127.0.0.1:9/cb".into()),
-                    oauth_client_metadata_url: Some("https://me.test/client.json".into()),
-                    ..Default::default()
-                }),
+                ServerConfig::Http(
+                    HttpServer::new("https://h/mcp")
+                        .with_auth("oauth")
+                        .with_oauth_client_id("c1")
+                        .with_oauth_client_secret("${S}")
+                        .with_oauth_redirect_uri("http://127.0.0.1:9/cb")
+                        .with_oauth_client_metadata_url("https://me.test/client.json"),
+                ),
             ),
             (
                 json!({"url": "https://h/mcp", "auth": "oauth", "oauth_grant": "client_credentials",
                        "oauth_client_id": "c1", "oauth_client_private_key": "/etc/agenvoy/key.pem"}),
-                ServerConfig::Http(HttpServer {
-                    url: "https://h/mcp".into(),
-                    auth: Some("oauth".into()),
-                    oauth_client_id: Some("c1".into()),
-                    oauth_grant: Some("client_credentials".into()),
-                    oauth_client_private_key: Some("/etc/agenvoy/key.pem".into()),
-                    ..Default::default()
-                }),
+                ServerConfig::Http(
+                    HttpServer::new("https://h/mcp")
+                        .with_auth("oauth")
+                        .with_oauth_client_id("c1")
+                        .with_oauth_grant("client_credentials")
+                        .with_oauth_client_private_key("/etc/agenvoy/key.pem"),
+                ),
             ),
             (
                 json!({"url": "https://h/mcp", "auth": "oauth", "oauth_workload_assertion": "$K8S_TOKEN"}),
-                ServerConfig::Http(HttpServer {
-                    url: "https://h/mcp".into(),
-                    auth: Some("oauth".into()),
-                    oauth_workload_assertion: Some("$K8S_TOKEN".into()),
-                    ..Default::default()
-                }),
+                ServerConfig::Http(
+                    HttpServer::new("https://h/mcp")
+                        .with_auth("oauth")
+                        .with_oauth_workload_assertion("$K8S_TOKEN"),
+                ),
             ),
         ];
         for (entry, want) in ok {
@@ -1215,7 +1211,7 @@ mod tests {
         );
         assert!(
             Config::default()
-                .set_server(&huge, &ServerConfig::Stdio(StdioServer::default()))
+                .set_server(&huge, &ServerConfig::Stdio(StdioServer::new("x")))
                 .is_err()
         );
     }
@@ -1338,22 +1334,10 @@ mod tests {
         let mut config = Config::load(&path).unwrap();
         assert!(config.found());
         config
-            .set_server(
-                "a",
-                &ServerConfig::Stdio(StdioServer {
-                    command: "y".into(),
-                    ..Default::default()
-                }),
-            )
+            .set_server("a", &ServerConfig::Stdio(StdioServer::new("y")))
             .unwrap();
         config
-            .set_server(
-                "b",
-                &ServerConfig::Http(HttpServer {
-                    url: "https://h".into(),
-                    ..Default::default()
-                }),
-            )
+            .set_server("b", &ServerConfig::Http(HttpServer::new("https://h")))
             .unwrap();
         config.save(&path).unwrap();
         let saved: Value = serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
@@ -1381,13 +1365,10 @@ mod tests {
     fn expansion_happens_at_connect_time_only() {
         // SAFETY: this test's own variable; no other test reads it.
         unsafe { std::env::set_var("AGENVOY_TEST_EXPAND_TOKEN", "tok") };
-        let server = StdioServer {
-            command: "$NOT_EXPANDED".into(),
-            args: vec!["--token=${AGENVOY_TEST_EXPAND_TOKEN}".into(), "$$".into()],
-            env: [("T".to_string(), "a-$AGENVOY_TEST_EXPAND_TOKEN".to_string())].into(),
-            inherit_env: true,
-            ..Default::default()
-        };
+        let server = StdioServer::new("$NOT_EXPANDED")
+            .args(["--token=${AGENVOY_TEST_EXPAND_TOKEN}", "$$"])
+            .env("T", "a-$AGENVOY_TEST_EXPAND_TOKEN")
+            .with_inherit_env(true);
         #[cfg(feature = "stdio")]
         {
             let expanded = server.expanded();
@@ -1396,11 +1377,7 @@ mod tests {
             assert_eq!(expanded.env["T"], "a-tok");
             assert!(expanded.inherit_env);
         }
-        let http = HttpServer {
-            url: "https://h".into(),
-            headers: [("X".to_string(), "${AGENVOY_TEST_EXPAND_TOKEN}".to_string())].into(),
-            ..Default::default()
-        };
+        let http = HttpServer::new("https://h").header("X", "${AGENVOY_TEST_EXPAND_TOKEN}");
         assert_eq!(http.expanded_headers()["X"], "tok");
         let text = {
             let mut c = Config::default();
