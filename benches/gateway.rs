@@ -274,10 +274,7 @@ mod linux {
             let connected = Client::connect_http(
                 "mcp-proxy",
                 &HttpConfig::new(&url),
-                ClientOptions {
-                    timeout: Duration::from_secs(10),
-                    ..Default::default()
-                },
+                ClientOptions::default().with_timeout(Duration::from_secs(10)),
             )
             .await;
             match connected {

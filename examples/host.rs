@@ -19,10 +19,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         .ok_or("usage: host PATH_TO_agenvoy-mcp")?;
     let config = Config::embedded_default(program.as_ref());
     let folder = std::env::temp_dir().join(format!("agenvoy-example-{}", std::process::id()));
-    let options = ManagerOptions {
-        allowlist_path: folder.join("allow_tool"),
-        ..Default::default()
-    };
+    let options = ManagerOptions::default().with_allowlist_path(folder.join("allow_tool"));
     let manager = Manager::new(config, options).await;
     for status in manager.status() {
         println!(

@@ -10,11 +10,7 @@ use agenvoy_mcp::{Client, ClientOptions, StdioConfig};
 async fn main() -> Result<(), Box<dyn std::error::Error>> {
     let mut argv = std::env::args().skip(1);
     let command = argv.next().ok_or("usage: list_tools COMMAND [ARGS...]")?;
-    let config = StdioConfig {
-        command,
-        args: argv.collect(),
-        ..Default::default()
-    };
+    let config = StdioConfig::new(command).args(argv);
     let client = Client::connect_stdio("example", &config, ClientOptions::default()).await?;
     println!(
         "{} speaks {}",

@@ -39,8 +39,10 @@ pub const MAX_TOOL_PAGES: usize = 1000;
 /// templates and prompts together (one budget, each list counted as it was last read),
 /// however it pages them. A listing that would pass it is refused (nothing of it kept), so
 /// that one server cannot exhaust the host's memory. The defaults are far above any real server's (a large one lists about a
-/// hundred tools in under a megabyte).
+/// hundred tools in under a megabyte). Build it with [`ListLimits::default`] and the `with_*`
+/// setters.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct ListLimits {
     /// Most entries (tools, resources, templates and prompts together) kept of one server.
     pub max_items: usize,
@@ -57,8 +59,20 @@ impl Default for ListLimits {
     }
 }
 
-/// How a client connects and behaves.
+/// How a client connects and behaves. Build it with [`ClientOptions::default`] and the
+/// `with_*` setters:
+///
+/// ```
+/// use agenvoy_mcp::{ClientOptions, EraPreference};
+/// use std::time::Duration;
+///
+/// let options = ClientOptions::default()
+///     .with_timeout(Duration::from_secs(20))
+///     .with_era(EraPreference::Handshake);
+/// assert_eq!(options.timeout, Duration::from_secs(20));
+/// ```
 #[derive(Debug, Clone)]
+#[non_exhaustive]
 pub struct ClientOptions {
     /// Who the client says it is.
     pub client_info: ClientInfo,
@@ -81,7 +95,69 @@ pub struct ClientOptions {
     pub list_limits: ListLimits,
 }
 
+impl ListLimits {
+    /// With at most `max_items` entries kept of one server.
+    pub fn with_max_items(mut self, max_items: usize) -> Self {
+        self.max_items = max_items;
+        self
+    }
+
+    /// With at most `max_bytes` bytes of list pages kept of one server.
+    pub fn with_max_bytes(mut self, max_bytes: u64) -> Self {
+        self.max_bytes = max_bytes;
+        self
+    }
+}
+
 impl ClientOptions {
+    /// With the client saying it is `info`.
+    pub fn with_client_info(mut self, info: ClientInfo) -> Self {
+        self.client_info = info;
+        self
+    }
+
+    /// With `handlers` offered to servers (roots, sampling, elicitation).
+    pub fn with_handlers(mut self, handlers: Handlers) -> Self {
+        self.handlers = handlers;
+        self
+    }
+
+    /// With every request's default timeout `timeout`.
+    pub fn with_timeout(mut self, timeout: Duration) -> Self {
+        self.timeout = timeout;
+        self
+    }
+
+    /// With each request of the handshake bounded by `timeout`.
+    pub fn with_startup_timeout(mut self, timeout: Duration) -> Self {
+        self.startup_timeout = Some(timeout);
+        self
+    }
+
+    /// With the rendered output of one tool call or resource read capped at `cap` bytes.
+    pub fn with_output_cap(mut self, cap: usize) -> Self {
+        self.output_cap = cap;
+        self
+    }
+
+    /// With messages of up to `max_message` bytes kept whole.
+    pub fn with_max_message(mut self, max_message: usize) -> Self {
+        self.max_message = max_message;
+        self
+    }
+
+    /// With the protocol era chosen as `era` says.
+    pub fn with_era(mut self, era: EraPreference) -> Self {
+        self.era = era;
+        self
+    }
+
+    /// With what is kept of the server's lists bounded by `limits`.
+    pub fn with_list_limits(mut self, limits: ListLimits) -> Self {
+        self.list_limits = limits;
+        self
+    }
+
     /// What the transport keeps of each incoming message.
     pub(crate) fn limits(&self) -> Limits {
         Limits {

@@ -22,7 +22,7 @@
 //! ```no_run
 //! # async fn demo() -> agenvoy_mcp::Result<()> {
 //! use agenvoy_mcp::{Client, ClientOptions, StdioConfig};
-//! let config = StdioConfig { command: "mcp-server-time".into(), ..Default::default() };
+//! let config = StdioConfig::new("mcp-server-time");
 //! let client = Client::connect_stdio("time", &config, ClientOptions::default()).await?;
 //! for tool in client.list_tools().await? {
 //!     println!("{}", tool.name);
@@ -30,6 +30,32 @@
 //! client.close().await;
 //! # Ok(()) }
 //! ```
+//!
+//! A server's questions (elicitation, sampling) are answered by async closures set on
+//! [`Handlers`] ([`Handlers::with_elicitation`], [`Handlers::with_sampling`]), and for every
+//! server of a [`host::Manager`] on [`host::ManagerOptions`], told which server asks.
+//!
+//! # Stability
+//!
+//! The crate follows semantic versioning as Cargo reads it: before 1.0 a breaking change bumps
+//! the minor version (0.1 to 0.2), never a patch. Within compatible versions:
+//!
+//! - structs and enums marked `#[non_exhaustive]` (every options struct, and what servers
+//!   send) get new fields and variants. Build options with `Default` or their constructor
+//!   ([`StdioConfig::new`], [`HttpConfig::new`], ...) and the `with_*` setters (`arg`,
+//!   `args`, `env` and `header` for lists); match enums with a `_` arm. Fields stay readable
+//!   and assignable. A struct literal does not compile outside the crate:
+//!
+//! ```compile_fail,E0639
+//! let options = agenvoy_mcp::ClientOptions {
+//!     timeout: std::time::Duration::from_secs(5),
+//!     ..Default::default()
+//! };
+//! ```
+//!
+//! - [`unstable`] is exempt: it serves the binary and the fuzz targets, and may change or go
+//!   in any release;
+//! - the minimum supported Rust version, 1.88, is raised only with a minor version.
 #![warn(missing_docs, unnameable_types)]
 // docs.rs (and CI, with nightly rustdoc) label each item with the features it needs.
 #![cfg_attr(docsrs, feature(doc_cfg))]
@@ -64,17 +90,18 @@ pub use protocol::items::{
 pub use protocol::server_requests::{
     ElicitationAnswer, ElicitationFn, ElicitationKind, ElicitationRequest, FieldKind, FormError,
     FormField, FormRequest, SamplingAnswer, SamplingFn, SamplingMessage, SamplingRequest,
-    UrlRequest, elicitation_handler, sampling_handler,
+    UrlRequest,
 };
 pub use protocol::session::{
-    DEFAULT_MAX_DURATION, DEFAULT_TIMEOUT, Handlers, ProgressCallback, RequestHandler,
-    RequestOptions, Session, TaskMode,
+    DEFAULT_MAX_DURATION, DEFAULT_TIMEOUT, Handlers, ProgressCallback, RequestOptions, Session,
+    TaskMode,
 };
 pub use protocol::types::{
     Era, HANDSHAKE_VERSIONS, LATEST_HANDSHAKE_VERSION, LATEST_STATELESS_VERSION, Progress, RawJson,
     Root, STATELESS_VERSIONS, ServerDetails, TaskSupport, Tool, ToolOutput,
 };
 pub use secret::Secret;
+pub use transport::BoxFuture;
 #[cfg(feature = "http")]
 pub use transport::http::{Authorizer, Credentials, HttpConfig, Refusal};
 #[cfg(feature = "stdio")]

@@ -1197,10 +1197,7 @@ async fn small_api(
         Config::parse(&json!({"servers": {"fx": fixture_entry(&[])}}).to_string()).unwrap();
     let manager = Manager::new(
         config,
-        ManagerOptions {
-            allowlist_path: dir.path().join("allow_tool"),
-            ..Default::default()
-        },
+        ManagerOptions::default().with_allowlist_path(dir.path().join("allow_tool")),
     )
     .await;
     manager.register_all();

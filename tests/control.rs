@@ -21,11 +21,9 @@ async fn control_in(dir: &Path, config: Value) -> Control {
     agenvoy_mcp::unstable::become_subreaper();
     let path = dir.join("mcp.json");
     std::fs::write(&path, config.to_string()).unwrap();
-    let options = ManagerOptions {
-        allowlist_path: dir.join("allow_tool"),
-        token_store: Some(Arc::new(MemoryStore::new())),
-        ..Default::default()
-    };
+    let options = ManagerOptions::default()
+        .with_allowlist_path(dir.join("allow_tool"))
+        .with_token_store(Arc::new(MemoryStore::new()));
     let manager = Manager::load(&path, options).await.unwrap();
     manager.register_all();
     Control::new(manager, path)
@@ -298,7 +296,7 @@ async fn tool_filters_hide_tools_and_rewrite_only_that_entry() {
     assert_eq!((status[0].tool_count, status[0].hidden_tools), (9, 5));
     // A hidden tool cannot be called, whatever the mode.
     let hidden = control
-        .call(ToolCall::new("mcp__fx__env", json!({})).mode(PermissionMode::Auto))
+        .call(ToolCall::new("mcp__fx__env", json!({})).with_mode(PermissionMode::Auto))
         .await
         .unwrap_err();
     assert!(matches!(hidden, CallError::UnknownTool(_)), "{hidden:?}");
@@ -342,10 +340,9 @@ async fn tool_filters_hide_tools_and_rewrite_only_that_entry() {
         ("fx", vec![], vec!["a*b"], "trailing"),
     ];
     for (server, enabled, disabled, want) in cases {
-        let filter = ToolFilter {
-            enabled_tools: Some(enabled.into_iter().map(String::from).collect()),
-            disabled_tools: disabled.into_iter().map(String::from).collect(),
-        };
+        let filter = ToolFilter::default()
+            .with_enabled_tools(enabled)
+            .with_disabled_tools(disabled);
         let e = control.set_tool_filter(server, filter).await.unwrap_err();
         assert!(e.to_string().contains(want), "{e}");
         assert!(
@@ -430,8 +427,8 @@ async fn tool_search_offers_the_search_tool_and_what_was_found() {
     let query = json!({"query": "echo text back", "limit": 2});
     let in_conversation = |name: &str, arguments: Value| {
         ToolCall::new(name, arguments)
-            .mode(PermissionMode::Auto)
-            .conversation(conversation.clone())
+            .with_mode(PermissionMode::Auto)
+            .with_conversation(conversation.clone())
     };
     let out = control
         .call(in_conversation(SEARCH_TOOL, query))
@@ -469,7 +466,7 @@ async fn every_front_ends_call_follows_the_hosts_rules() {
     let slow = |id: &str| {
         let call = ToolCall::new("mcp__fx__slow", json!({"seconds": 30, "steps": 30}));
         let control = control.clone();
-        let call = call.mode(PermissionMode::Auto).id(id);
+        let call = call.with_mode(PermissionMode::Auto).with_id(id);
         tokio::spawn(async move { control.call(call).await })
     };
     let first = slow("a");
@@ -495,7 +492,7 @@ async fn every_front_ends_call_follows_the_hosts_rules() {
     tokio::time::sleep(Duration::from_millis(300)).await;
     let echo = ToolCall::new("mcp__fx__echo", json!({"text": "hi"}));
     let busy = control
-        .call(echo.clone().mode(PermissionMode::Auto))
+        .call(echo.clone().with_mode(PermissionMode::Auto))
         .await
         .unwrap_err();
     assert!(
@@ -517,7 +514,10 @@ async fn every_front_ends_call_follows_the_hosts_rules() {
             "{cancelled:?}"
         );
     }
-    let echoed = control.call(echo.mode(PermissionMode::Auto)).await.unwrap();
+    let echoed = control
+        .call(echo.with_mode(PermissionMode::Auto))
+        .await
+        .unwrap();
     assert_eq!(echoed.output.text, "hi");
     assert!(echoed.item.is_none());
     // A model's call comes back as its API's result item; arguments that cannot fit the
@@ -528,7 +528,10 @@ async fn every_front_ends_call_follows_the_hosts_rules() {
         "mcp__fx__add",
         json!({"a": 1, "b": 2}),
     );
-    let added = control.call(add.mode(PermissionMode::Auto)).await.unwrap();
+    let added = control
+        .call(add.with_mode(PermissionMode::Auto))
+        .await
+        .unwrap();
     assert_eq!(
         added.item,
         Some(json!({"role": "tool", "tool_call_id": "call_1", "content": added.output.text}))
@@ -536,7 +539,7 @@ async fn every_front_ends_call_follows_the_hosts_rules() {
     assert!(added.output.text.contains('3'), "{}", added.output.text);
     let unfit = ToolCall::from_model(ModelApi::OpenAi, "call_2", "mcp__fx__add", json!([1, 2]));
     let unfit = control
-        .call(unfit.mode(PermissionMode::Auto))
+        .call(unfit.with_mode(PermissionMode::Auto))
         .await
         .unwrap();
     assert!(unfit.output.is_error, "{:?}", unfit.output);

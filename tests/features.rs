@@ -303,14 +303,10 @@ async fn endless_resource_pages_stop_at_the_page_bound() {
 #[tokio::test]
 async fn one_list_budget_covers_tools_resources_and_prompts() {
     // The fixture lists 9 tools, 2 resources, 1 template and 2 prompts: 14 entries.
-    let limits = ListLimits {
-        max_items: 13,
-        max_bytes: 1 << 20,
-    };
-    let options = || ClientOptions {
-        list_limits: limits,
-        ..Default::default()
-    };
+    let limits = ListLimits::default()
+        .with_max_items(13)
+        .with_max_bytes(1 << 20);
+    let options = || ClientOptions::default().with_list_limits(limits);
     let client = common::connect(&[], options()).await;
     assert_eq!(client.list_tools().await.unwrap().len(), 9);
     assert_eq!(client.list_resources().await.unwrap().len(), 2);
@@ -335,12 +331,11 @@ async fn one_list_budget_covers_tools_resources_and_prompts() {
     client.close().await;
 
     // Bytes count together too: room for the tools' pages and 10 bytes more.
-    let bytes_limited = |max_bytes| ClientOptions {
-        list_limits: ListLimits {
-            max_items: 1000,
-            max_bytes,
-        },
-        ..Default::default()
+    let bytes_limited = |max_bytes| {
+        let limits = ListLimits::default()
+            .with_max_items(1000)
+            .with_max_bytes(max_bytes);
+        ClientOptions::default().with_list_limits(limits)
     };
     let client = common::connect(&[], bytes_limited(1)).await;
     let err = client.list_tools().await.unwrap_err().to_string();
@@ -362,10 +357,7 @@ async fn one_list_budget_covers_tools_resources_and_prompts() {
 #[tokio::test]
 async fn new_requests_keep_deadlines_cancellation_and_progress() {
     // In `hang` mode the fixture never answers a read or a prompt.
-    let options = ClientOptions {
-        timeout: Duration::from_millis(300),
-        ..Default::default()
-    };
+    let options = ClientOptions::default().with_timeout(Duration::from_millis(300));
     let client = common::connect(&["--mode", "hang"], options).await;
     let started = std::time::Instant::now();
     let err = client.read_resource("fixture://readme").await.unwrap_err();
@@ -381,19 +373,14 @@ async fn new_requests_keep_deadlines_cancellation_and_progress() {
     // And one that asks for progress gets it.
     let seen = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
     let sink = seen.clone();
-    let options = agenvoy_mcp::RequestOptions {
-        on_progress: Some(std::sync::Arc::new(move |p: agenvoy_mcp::Progress| {
+    let options =
+        agenvoy_mcp::RequestOptions::default().with_progress(move |p: agenvoy_mcp::Progress| {
             sink.lock().unwrap().push((p.progress, p.message))
-        })),
-        ..Default::default()
-    };
+        });
     let read = client.read_resource_with("fixture://readme", options).await;
     assert_eq!(read.unwrap().text, "The agenvoy fixture server's readme.");
     assert_eq!(*seen.lock().unwrap(), [(1.0, Some("read".to_string()))]);
-    let options = agenvoy_mcp::RequestOptions {
-        timeout: Some(Duration::from_millis(200)),
-        ..Default::default()
-    };
+    let options = agenvoy_mcp::RequestOptions::default().with_timeout(Duration::from_millis(200));
     let err = client
         .read_resource_with("fixture://hang", options)
         .await

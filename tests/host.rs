@@ -25,14 +25,9 @@ fn config(servers: Value) -> Config {
 
 /// Options with the allowlist in `dir` and a short timeout.
 fn options(dir: &Path) -> ManagerOptions {
-    ManagerOptions {
-        client: ClientOptions {
-            timeout: Duration::from_secs(10),
-            ..Default::default()
-        },
-        allowlist_path: dir.join("allow_tool"),
-        ..Default::default()
-    }
+    ManagerOptions::default()
+        .with_client(ClientOptions::default().with_timeout(Duration::from_secs(10)))
+        .with_allowlist_path(dir.join("allow_tool"))
 }
 
 async fn start(servers: Value, options: ManagerOptions) -> Manager {
@@ -441,13 +436,8 @@ async fn live_refresh_with_server_everything() {
     let mut opts = options(dir.path());
     // Offering roots makes server-everything add get-roots-list after the handshake and
     // announce it with notifications/tools/list_changed.
-    opts.client.handlers = Handlers {
-        roots: Some(vec![Root {
-            uri: "file:///tmp".into(),
-            name: Some("tmp".into()),
-        }]),
-        ..Default::default()
-    };
+    opts.client.handlers =
+        Handlers::default().with_roots(vec![Root::new("file:///tmp").with_name("tmp")]);
     let manager = start(
         json!({"everything": {"command": program.display().to_string(), "args": ["stdio"]}}),
         opts,

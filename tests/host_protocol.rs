@@ -7,8 +7,8 @@
 mod common;
 
 use agenvoy_mcp::host::{
-    CallError, Config, ElicitationHandler, Event, LIST_RESOURCES_TOOL, Manager, ManagerOptions,
-    PermissionMode, READ_RESOURCE_TOOL,
+    CallError, Config, Event, LIST_RESOURCES_TOOL, Manager, ManagerOptions, PermissionMode,
+    READ_RESOURCE_TOOL,
 };
 use agenvoy_mcp::{ClientOptions, ElicitationAnswer, ElicitationKind, LogLevel};
 use common::*;
@@ -18,14 +18,9 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 fn options(dir: &Path) -> ManagerOptions {
-    ManagerOptions {
-        client: ClientOptions {
-            timeout: Duration::from_secs(20),
-            ..Default::default()
-        },
-        allowlist_path: dir.join("allow_tool"),
-        ..Default::default()
-    }
+    ManagerOptions::default()
+        .with_client(ClientOptions::default().with_timeout(Duration::from_secs(20)))
+        .with_allowlist_path(dir.join("allow_tool"))
 }
 
 async fn start(servers: Value, options: ManagerOptions) -> Manager {
@@ -156,20 +151,15 @@ async fn elicitation_reaches_the_embedder_with_the_servers_name_in_both_eras() {
     let dir = tempfile::tempdir().unwrap();
     let asked = Arc::new(Mutex::new(Vec::new()));
     let seen = asked.clone();
-    let handler: ElicitationHandler = Arc::new(move |server, request| {
+    let with_handler = options(dir.path()).with_elicitation(move |server, request| {
         let ElicitationKind::Form(form) = &request.kind else {
             panic!("a form")
         };
         seen.lock()
             .unwrap()
             .push((server.clone(), form.message.clone()));
-        let content = json!({"name": server}).as_object().unwrap().clone();
-        Box::pin(async move { Ok(ElicitationAnswer::Accept(content)) })
+        async move { ElicitationAnswer::accept(json!({"name": server})) }
     });
-    let with_handler = ManagerOptions {
-        elicitation: Some(handler),
-        ..options(dir.path())
-    };
     let manager = start(two_fixtures(), with_handler).await;
     for server in ["init", "modern"] {
         let ask = json!({"method": "elicitation/create", "params": {"message": "Who?",

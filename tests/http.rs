@@ -33,10 +33,8 @@ async fn text(client: &Client, tool: &str, args: Value) -> String {
 async fn slow_with_progress(client: &Client, steps: u64) -> Vec<f64> {
     let seen = Arc::new(Mutex::new(Vec::new()));
     let sink = seen.clone();
-    let options = RequestOptions {
-        on_progress: Some(Arc::new(move |p| sink.lock().unwrap().push(p.progress))),
-        ..Default::default()
-    };
+    let options =
+        RequestOptions::default().with_progress(move |p| sink.lock().unwrap().push(p.progress));
     let args = json!({"seconds": 0.3, "steps": steps});
     let out = client.call_tool_with("slow", args, options).await.unwrap();
     assert_eq!(out.text, "slept 0.3 s");
@@ -147,11 +145,9 @@ async fn a_cut_stream_is_resumed_and_the_replayed_duplicate_dropped() {
 async fn a_cut_stream_is_resumed_at_most_5_times() {
     let fixture = HttpFixture::start("dead-resume", &[]);
     let client = connect(&fixture).await;
-    let options = RequestOptions {
-        on_progress: Some(Arc::new(|_| {})),
-        timeout: Some(Duration::from_secs(30)),
-        ..Default::default()
-    };
+    let options = RequestOptions::default()
+        .with_progress(|_| {})
+        .with_timeout(Duration::from_secs(30));
     let args = json!({"seconds": 0.3, "steps": 3});
     let call = client.call_tool_with("slow", args, options);
     let err = tokio::time::timeout(Duration::from_secs(60), call)
@@ -185,10 +181,7 @@ async fn a_request_in_flight_when_the_session_expires_fails_clearly_and_the_next
     let client = connect(&fixture).await;
     let started = Instant::now();
     // With progress, the first event is not the answer: the stream is cut before it.
-    let options = RequestOptions {
-        on_progress: Some(Arc::new(|_| {})),
-        ..Default::default()
-    };
+    let options = RequestOptions::default().with_progress(|_| {});
     let args = json!({"seconds": 0.3, "steps": 3});
     let err = match client.call_tool_with("slow", args, options).await {
         Ok(out) => panic!("{out:?}: the fixture saw {}", fixture.stats()),
@@ -270,20 +263,14 @@ async fn a_tool_call_is_posted_again_only_after_429_or_503() {
 #[tokio::test]
 async fn a_request_waits_for_its_headers_as_long_as_its_own_timeout() {
     let fixture = HttpFixture::start("slow-headers", &[]);
-    let config = HttpConfig {
-        header_timeout: Duration::from_secs(1),
-        ..HttpConfig::new(&fixture.url)
-    };
+    let config = HttpConfig::new(&fixture.url).with_header_timeout(Duration::from_secs(1));
     let client = Client::connect_http("fixture", &config, ClientOptions::default())
         .await
         .unwrap();
     assert_eq!(text(&client, "echo", json!({"text": "slow"})).await, "slow");
 
     let started = Instant::now();
-    let short = RequestOptions {
-        timeout: Some(Duration::from_millis(1500)),
-        ..Default::default()
-    };
+    let short = RequestOptions::default().with_timeout(Duration::from_millis(1500));
     let err = client
         .call_tool_with("echo", json!({"text": "x"}), short)
         .await
@@ -474,10 +461,7 @@ async fn legacy_endpoint(endpoint: &str) -> (Option<String>, Vec<String>, usize)
         }
     });
     let url = format!("http://127.0.0.1:{port}/mcp");
-    let options = ClientOptions {
-        timeout: Duration::from_secs(5),
-        ..ClientOptions::default()
-    };
+    let options = ClientOptions::default().with_timeout(Duration::from_secs(5));
     let config = HttpConfig::new(&url);
     let connect = Client::connect_http("legacy", &config, options);
     let error = match tokio::time::timeout(Duration::from_secs(10), connect).await {

@@ -8,47 +8,43 @@ mod common;
 
 use agenvoy_mcp::{Client, ClientOptions, Handlers, Root};
 use agenvoy_mcp::{
-    ElicitationAnswer, ElicitationFn, ElicitationKind, FieldKind, SamplingAnswer, SamplingFn,
-    elicitation_handler, sampling_handler,
+    ElicitationAnswer, ElicitationKind, ElicitationRequest, FieldKind, SamplingAnswer,
+    SamplingRequest,
 };
 use common::*;
 use serde_json::{Map, Value, json};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-/// An elicitation handler that answers `answer` and keeps what it was asked.
-fn eliciting(answer: ElicitationAnswer) -> (ElicitationFn, Arc<Mutex<Vec<ElicitationKind>>>) {
+/// Handlers whose elicitation answers `answer` and keeps what it was asked.
+fn eliciting(answer: ElicitationAnswer) -> (Handlers, Arc<Mutex<Vec<ElicitationKind>>>) {
     let asked = Arc::new(Mutex::new(Vec::new()));
     let seen = asked.clone();
-    let handler: ElicitationFn = Arc::new(move |request| {
+    let handlers = Handlers::default().with_elicitation(move |request: ElicitationRequest| {
         seen.lock().unwrap().push(request.kind);
         let answer = answer.clone();
-        Box::pin(async move { Ok(answer) })
+        async move { Ok(answer) }
     });
-    (handler, asked)
+    (handlers, asked)
 }
 
-fn sampling() -> SamplingFn {
-    Arc::new(|request| {
-        Box::pin(async move {
-            let last = request
-                .messages
-                .last()
-                .map(|m| m.text())
-                .unwrap_or_default();
-            Ok(SamplingAnswer::text(
-                &format!("sampled: {last}"),
-                "agenvoy-test",
-            ))
-        })
+/// `handlers` with sampling that answers `sampled: <the last message's text>`.
+fn sampling(handlers: Handlers) -> Handlers {
+    handlers.with_sampling(|request: SamplingRequest| async move {
+        let last = request
+            .messages
+            .last()
+            .map(|m| m.text())
+            .unwrap_or_default();
+        Ok(SamplingAnswer::text(
+            &format!("sampled: {last}"),
+            "agenvoy-test",
+        ))
     })
 }
 
 fn options(handlers: Handlers) -> ClientOptions {
-    ClientOptions {
-        handlers,
-        ..Default::default()
-    }
+    ClientOptions::default().with_handlers(handlers)
 }
 
 /// The fixture's answer to its own request `method` with `params`, as JSON.
@@ -77,13 +73,9 @@ fn content(v: Value) -> Map<String, Value> {
 
 #[tokio::test]
 async fn a_form_answer_that_fits_is_sent_and_one_that_does_not_is_an_error() {
-    let (handler, asked) = eliciting(ElicitationAnswer::Accept(content(
+    let (handlers, asked) = eliciting(ElicitationAnswer::Accept(content(
         json!({"name": "Ada", "age": 36, "color": "red"}),
     )));
-    let handlers = Handlers {
-        elicitation: Some(elicitation_handler(handler)),
-        ..Default::default()
-    };
     let client = connect(&[], options(handlers)).await;
     let answer = ask(&client, "elicitation/create", form_params()).await;
     assert_eq!(
@@ -101,11 +93,7 @@ async fn a_form_answer_that_fits_is_sent_and_one_that_does_not_is_an_error() {
     );
     client.close().await;
 
-    let (handler, _) = eliciting(ElicitationAnswer::Accept(content(json!({"color": "blue"}))));
-    let handlers = Handlers {
-        elicitation: Some(elicitation_handler(handler)),
-        ..Default::default()
-    };
+    let (handlers, _) = eliciting(ElicitationAnswer::Accept(content(json!({"color": "blue"}))));
     let client = connect(&[], options(handlers)).await;
     let answer = ask(&client, "elicitation/create", form_params()).await;
     let message = answer["error"]["message"].as_str().unwrap_or_default();
@@ -118,11 +106,7 @@ async fn a_form_answer_that_fits_is_sent_and_one_that_does_not_is_an_error() {
 
 #[tokio::test]
 async fn a_url_elicitation_hands_over_its_origin_and_opens_nothing() {
-    let (handler, asked) = eliciting(ElicitationAnswer::Decline);
-    let handlers = Handlers {
-        elicitation: Some(elicitation_handler(handler)),
-        ..Default::default()
-    };
+    let (handlers, asked) = eliciting(ElicitationAnswer::Decline);
     let client = connect(&[], options(handlers)).await;
     let params = json!({"mode": "url", "message": "Pay here", "elicitationId": "e-1",
                         "url": "https://pay.example.com:8443/checkout?id=7"});
@@ -143,10 +127,7 @@ async fn a_url_elicitation_hands_over_its_origin_and_opens_nothing() {
 
 #[tokio::test]
 async fn sampling_is_typed_and_tools_need_the_capability() {
-    let handlers = Handlers {
-        sampling: Some(sampling_handler(sampling(), false)),
-        ..Default::default()
-    };
+    let handlers = sampling(Handlers::default());
     let client = connect(&[], options(handlers)).await;
     let params = json!({"messages": [{"role": "user", "content": {"type": "text", "text": "hi"}}],
                         "maxTokens": 5});
@@ -162,20 +143,11 @@ async fn sampling_is_typed_and_tools_need_the_capability() {
 
 #[tokio::test]
 async fn roots_changed_at_run_time_are_listed() {
-    let handlers = Handlers {
-        roots: Some(vec![Root {
-            uri: "file:///one".into(),
-            name: None,
-        }]),
-        ..Default::default()
-    };
+    let handlers = Handlers::default().with_roots(vec![Root::new("file:///one")]);
     let client = connect(&[], options(handlers)).await;
     let listed = ask(&client, "roots/list", json!({})).await;
     assert_eq!(listed["result"]["roots"][0]["uri"], "file:///one");
-    let two = Root {
-        uri: "file:///two".into(),
-        name: Some("two".into()),
-    };
+    let two = Root::new("file:///two").with_name("two");
     client.set_roots(vec![two]).await.unwrap();
     let listed = ask(&client, "roots/list", json!({})).await;
     assert_eq!(
@@ -191,18 +163,10 @@ async fn roots_changed_at_run_time_are_listed() {
 #[tokio::test]
 async fn the_stateless_revision_asks_in_results_and_the_same_handlers_answer() {
     for http in [false, true] {
-        let (eliciting, asked) = eliciting(ElicitationAnswer::Accept(content(
+        let (handlers, asked) = eliciting(ElicitationAnswer::Accept(content(
             json!({"name": "Ada", "age": 36}),
         )));
-        let handlers = Handlers {
-            elicitation: Some(elicitation_handler(eliciting)),
-            sampling: Some(sampling_handler(sampling(), false)),
-            roots: Some(vec![Root {
-                uri: "file:///work".into(),
-                name: None,
-            }]),
-            ..Default::default()
-        };
+        let handlers = sampling(handlers).with_roots(vec![Root::new("file:///work")]);
         let fixture = http.then(|| HttpFixture::start("modern", &[]));
         let client = match &fixture {
             Some(f) => Client::connect_http(
@@ -245,19 +209,11 @@ async fn the_stateless_revision_asks_in_results_and_the_same_handlers_answer() {
 #[tokio::test]
 async fn server_everything_elicits_samples_and_lists_changed_roots() {
     let Some(config) = everything() else { return };
-    let (handler, asked) = eliciting(ElicitationAnswer::Accept(content(json!({
+    let (handlers, asked) = eliciting(ElicitationAnswer::Accept(content(json!({
         "name": "Ada Lovelace", "check": true, "integer": 7,
         "untitledMultipleSelectEnum": ["Piano"], "titledSingleSelectEnum": "hero-2"
     }))));
-    let handlers = Handlers {
-        roots: Some(vec![Root {
-            uri: "file:///tmp/agenvoy-first".into(),
-            name: None,
-        }]),
-        sampling: Some(sampling_handler(sampling(), false)),
-        elicitation: Some(elicitation_handler(handler)),
-        ..Default::default()
-    };
+    let handlers = sampling(handlers).with_roots(vec![Root::new("file:///tmp/agenvoy-first")]);
     let client = Client::connect_stdio("everything", &config, options(handlers))
         .await
         .unwrap();
@@ -292,10 +248,7 @@ async fn server_everything_elicits_samples_and_lists_changed_roots() {
 
     let out = client.call_tool("get-roots-list", json!({})).await.unwrap();
     assert!(out.text.contains("agenvoy-first"), "{}", out.text);
-    let second = Root {
-        uri: "file:///tmp/agenvoy-second".into(),
-        name: None,
-    };
+    let second = Root::new("file:///tmp/agenvoy-second");
     client.set_roots(vec![second]).await.unwrap();
     // The server asks for the roots again when told they changed.
     let deadline = tokio::time::Instant::now() + Duration::from_secs(10);
@@ -324,34 +277,14 @@ fn url_corpus() -> Vec<(String, Option<String>)> {
         .collect()
 }
 
-/// The origin a URL elicitation is handed over with, or the server's error when refused.
-async fn origin_shown(url: &str) -> Result<String, String> {
-    let (handler, asked) = eliciting(ElicitationAnswer::Decline);
-    let handler = elicitation_handler(handler);
-    let params = json!({"mode": "url", "message": "Go", "url": url});
-    match handler(params).await {
-        Ok(_) => match asked.lock().unwrap().pop() {
-            Some(ElicitationKind::Url(request)) => Ok(request.origin),
-            other => panic!("{url}: handed over as {other:?}"),
-        },
-        Err(e) => {
-            assert_eq!(e.code, -32602, "{url}: {e:?}");
-            assert!(
-                asked.lock().unwrap().is_empty(),
-                "{url}: handed over though refused"
-            );
-            Err(e.message)
-        }
-    }
-}
-
 #[tokio::test]
 async fn a_url_is_shown_with_the_origin_a_browser_loads_or_refused() {
     let corpus = url_corpus();
     assert!(corpus.len() > 100, "the corpus has {} URLs", corpus.len());
+    let asker = UrlAsker::start().await;
     let mut shown = 0;
     for (url, browser) in &corpus {
-        match origin_shown(url).await {
+        match asker.origin(url).await {
             Ok(origin) => {
                 shown += 1;
                 assert_eq!(
@@ -378,7 +311,7 @@ async fn a_url_is_shown_with_the_origin_a_browser_loads_or_refused() {
         "https://exa\u{ad}mple.com/",
         "https://%65xample.com/",
     ] {
-        let refused = origin_shown(ambiguous).await;
+        let refused = asker.origin(ambiguous).await;
         assert!(refused.is_err(), "{ambiguous:?} shown as {refused:?}");
     }
     for (url, origin) in [
@@ -387,9 +320,10 @@ async fn a_url_is_shown_with_the_origin_a_browser_loads_or_refused() {
         ("http://[::1]:17988/callback", "http://[::1]:17988"),
         ("http://0x7f.1/", "http://127.0.0.1"),
     ] {
-        assert_eq!(origin_shown(url).await.as_deref(), Ok(origin), "{url}");
+        assert_eq!(asker.origin(url).await.as_deref(), Ok(origin), "{url}");
     }
     assert!(shown > 40, "only {shown} of the corpus shown");
+    asker.close().await;
 }
 
 /// The corpus's answers are Node's: `fixtures/urls/whatwg.mjs` run again gives the same file.
@@ -418,11 +352,7 @@ fn the_url_corpus_holds_what_node_answers() {
 
 #[tokio::test]
 async fn a_request_of_too_many_values_is_refused_unread() {
-    let (handler, asked) = eliciting(ElicitationAnswer::Decline);
-    let handlers = Handlers {
-        elicitation: Some(elicitation_handler(handler)),
-        ..Default::default()
-    };
+    let (handlers, asked) = eliciting(ElicitationAnswer::Decline);
     let client = connect(&[], options(handlers)).await;
     let params = json!({"mode": "url", "message": "Pay here", "url": "https://pay.example/"});
     let out = client

@@ -69,10 +69,8 @@ async fn server_everything_over_stdio() {
 
     let steps = Arc::new(Mutex::new(Vec::new()));
     let sink = steps.clone();
-    let options = RequestOptions {
-        on_progress: Some(Arc::new(move |p| sink.lock().unwrap().push(p.progress))),
-        ..Default::default()
-    };
+    let options =
+        RequestOptions::default().with_progress(move |p| sink.lock().unwrap().push(p.progress));
     let args = json!({"duration": 1, "steps": 3});
     let out = client
         .call_tool_with("trigger-long-running-operation", args, options)
@@ -92,17 +90,8 @@ async fn server_everything_over_stdio() {
 #[tokio::test]
 async fn server_everything_lists_our_roots_after_a_list_change() {
     let Some(config) = everything() else { return };
-    let roots = vec![Root {
-        uri: "file:///tmp/agenvoy-root".into(),
-        name: Some("agenvoy".into()),
-    }];
-    let options = ClientOptions {
-        handlers: Handlers {
-            roots: Some(roots),
-            ..Default::default()
-        },
-        ..Default::default()
-    };
+    let roots = vec![Root::new("file:///tmp/agenvoy-root").with_name("agenvoy")];
+    let options = ClientOptions::default().with_handlers(Handlers::default().with_roots(roots));
     let client = connect_real("everything", &config, options).await;
     let mut notifications = client.notifications();
     // The server registers get-roots-list once it has our roots, and says its list changed.
@@ -132,13 +121,8 @@ async fn server_memory_keeps_entities() {
     };
     let dir = tempfile::tempdir().unwrap();
     let memory = dir.path().join("memory.jsonl");
-    let mut config = StdioConfig {
-        command: program.display().to_string(),
-        ..Default::default()
-    };
-    config
-        .env
-        .insert("MEMORY_FILE_PATH".into(), memory.display().to_string());
+    let config = StdioConfig::new(program.display().to_string())
+        .env("MEMORY_FILE_PATH", memory.display().to_string());
     let client = connect_real("memory", &config, ClientOptions::default()).await;
     let names = tool_names(&client).await;
     assert!(
@@ -165,10 +149,7 @@ async fn mcp_server_time_from_pypi() {
     let Some(program) = installed("venv/bin/mcp-server-time") else {
         return;
     };
-    let config = StdioConfig {
-        command: program.display().to_string(),
-        ..Default::default()
-    };
+    let config = StdioConfig::new(program.display().to_string());
     let client = connect_real("time", &config, ClientOptions::default()).await;
     assert_eq!(
         client.details().era.name(),

@@ -264,14 +264,14 @@ fn every_corpus_schema_is_accepted_by_each_model_api_and_means_the_same() {
     assert!(corpus.len() >= 180, "{} tools in the corpus", corpus.len());
     for (name, tool, samples) in &corpus {
         let original = tool.get("inputSchema").cloned().unwrap_or(Value::Null);
-        let definition = ToolDefinition {
+        let definition = ToolDefinition::new(
             // The registered name (`mcp__<server>__<tool>`, mapped) is what APIs see.
-            name: agenvoy_mcp::host::llm_tool_name("s", tool["name"].as_str().unwrap_or("")),
-            description: tool["description"].as_str().unwrap_or("").into(),
-            input_schema: serde_json::value::RawValue::from_string(original.to_string())
+            agenvoy_mcp::host::llm_tool_name("s", tool["name"].as_str().unwrap_or("")),
+            tool["description"].as_str().unwrap_or(""),
+            serde_json::value::RawValue::from_string(original.to_string())
                 .unwrap()
                 .into(),
-        };
+        );
         let mut targets = serde_json::Map::new();
         let mut sent = vec![serde_json::Map::new(); samples.len()];
         let mut back = vec![serde_json::Map::new(); samples.len()];

@@ -136,11 +136,9 @@ async fn the_host_needs_a_login_then_connects() {
     )
     .unwrap();
     let store: Arc<dyn TokenStore> = Arc::new(MemoryStore::new());
-    let options = ManagerOptions {
-        token_store: Some(store.clone()),
-        allowlist_path: dir.path().join("allow_tool"),
-        ..Default::default()
-    };
+    let options = ManagerOptions::default()
+        .with_token_store(store.clone())
+        .with_allowlist_path(dir.path().join("allow_tool"));
     let config = Config::load(&path).unwrap();
     let manager = Manager::new(config.clone(), options).await;
     let status = &manager.status()[0];

@@ -14,7 +14,7 @@ use agenvoy_mcp::HttpConfig;
 use agenvoy_mcp::StdioConfig;
 use agenvoy_mcp::host::{Config, Manager, ManagerOptions, PermissionMode};
 use agenvoy_mcp::{Client, ClientOptions};
-use agenvoy_mcp::{Handlers, RequestHandler};
+use agenvoy_mcp::{ElicitationAnswer, ElicitationRequest, Handlers};
 use common::*;
 use serde_json::{Value, json};
 use std::path::{Path, PathBuf};
@@ -69,11 +69,7 @@ impl PyHttp {
 }
 
 fn stdio_config(python: &Path) -> StdioConfig {
-    StdioConfig {
-        command: python.display().to_string(),
-        args: vec![script(), "stdio".into()],
-        ..Default::default()
-    }
+    StdioConfig::new(python.display().to_string()).args([script(), "stdio".into()])
 }
 
 /// A connected client, and the HTTP server it talks to (none for stdio: the client owns it).
@@ -101,19 +97,14 @@ async fn connect(python: &Path, mode: Mode, options: ClientOptions) -> (Client, 
 fn options_with_elicitation(era: EraPreference) -> (ClientOptions, Arc<Mutex<Vec<Value>>>) {
     let asked = Arc::new(Mutex::new(Vec::new()));
     let sink = asked.clone();
-    let handler: RequestHandler = Arc::new(move |params| {
-        sink.lock().unwrap().push(params);
-        Box::pin(async { Ok(json!({"action": "accept", "content": {"name": "Ada"}})) })
+    let handlers = Handlers::default().with_elicitation(move |request: ElicitationRequest| {
+        sink.lock().unwrap().push(request.raw);
+        async { ElicitationAnswer::accept(json!({"name": "Ada"})) }
     });
-    let options = ClientOptions {
-        handlers: Handlers {
-            elicitation: Some(handler),
-            ..Default::default()
-        },
-        timeout: Duration::from_secs(20),
-        era,
-        ..Default::default()
-    };
+    let options = ClientOptions::default()
+        .with_handlers(handlers)
+        .with_timeout(Duration::from_secs(20))
+        .with_era(era);
     (options, asked)
 }
 
@@ -266,14 +257,9 @@ async fn manager_registers_a_tool_announced_on_the_listen_stream() {
     });
     let config = Config::parse(&json!({ "servers": servers }).to_string()).unwrap();
     let dir = tempfile::tempdir().unwrap();
-    let options = ManagerOptions {
-        client: ClientOptions {
-            timeout: Duration::from_secs(20),
-            ..Default::default()
-        },
-        allowlist_path: dir.path().join("allow_tool"),
-        ..Default::default()
-    };
+    let options = ManagerOptions::default()
+        .with_client(ClientOptions::default().with_timeout(Duration::from_secs(20)))
+        .with_allowlist_path(dir.path().join("allow_tool"));
     const SERVERS: [&str; 3] = ["pystdio", "pyhttp", "pysessions"];
     agenvoy_mcp::unstable::become_subreaper();
     let manager = Manager::new(config, options).await;
@@ -374,18 +360,11 @@ async fn slow_relay(upstream: String, delay: Duration) -> String {
 async fn a_slow_modern_server_is_still_found_stateless() {
     let Some(python) = python() else { return };
     agenvoy_mcp::unstable::become_subreaper();
-    let slow = StdioConfig {
-        command: "sh".into(),
-        args: vec![
-            "-c".into(),
-            format!("sleep 4; exec '{}' '{}' stdio", python.display(), script()),
-        ],
-        ..Default::default()
-    };
-    let options = ClientOptions {
-        timeout: Duration::from_secs(30),
-        ..Default::default()
-    };
+    let slow = StdioConfig::new("sh").args([
+        "-c".to_string(),
+        format!("sleep 4; exec '{}' '{}' stdio", python.display(), script()),
+    ]);
+    let options = ClientOptions::default().with_timeout(Duration::from_secs(30));
     let client = Client::connect_stdio("slow-stdio", &slow, options.clone())
         .await
         .expect("a slow stdio start connects");
@@ -417,11 +396,9 @@ async fn python_sdk_resources_prompts_and_completions_in_both_eras() {
     let Some(python) = python() else { return };
     for era in [EraPreference::Auto, EraPreference::Handshake] {
         for mode in MODES {
-            let options = ClientOptions {
-                era,
-                timeout: Duration::from_secs(20),
-                ..Default::default()
-            };
+            let options = ClientOptions::default()
+                .with_era(era)
+                .with_timeout(Duration::from_secs(20));
             let (client, server) = connect(&python, mode, options).await;
             let at = format!("{mode:?} {}", client.details().era.name());
             let resources = client.list_resources().await.expect("resources/list");

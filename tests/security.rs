@@ -337,14 +337,9 @@ async fn an_allowlist_entry_approves_its_own_server_only() {
     let servers = json!({"gh": fixture_entry(&[]), "gh_": fixture_entry(&[]),
                          "gh__x": fixture_entry(&[])});
     let config = Config::parse(&json!({ "servers": servers }).to_string()).unwrap();
-    let options = ManagerOptions {
-        client: ClientOptions {
-            timeout: Duration::from_secs(10),
-            ..Default::default()
-        },
-        allowlist_path: allowlist.clone(),
-        ..Default::default()
-    };
+    let options = ManagerOptions::default()
+        .with_client(ClientOptions::default().with_timeout(Duration::from_secs(10)))
+        .with_allowlist_path(allowlist.clone());
     let manager = Manager::new(config, options).await;
     manager.register_all();
     let call = |name: &'static str| {

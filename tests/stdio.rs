@@ -6,7 +6,7 @@ mod common;
 use agenvoy_mcp::wire::jsonrpc::ErrorObject;
 use agenvoy_mcp::{Client, ClientOptions, ErrorKind};
 use agenvoy_mcp::{Handlers, RequestOptions};
-use agenvoy_mcp::{Progress, Root};
+use agenvoy_mcp::{Progress, Root, SamplingAnswer, SamplingRequest};
 use common::*;
 use serde_json::{Value, json};
 use std::sync::{Arc, Mutex};
@@ -150,13 +150,8 @@ async fn a_list_past_its_bounds_fails_whatever_its_pages() {
     assert_eq!(tools[199].name, "t1_99");
     assert_eq!(tools[199].input_schema.get(), r#"{"type":"object"}"#);
     client.close().await;
-    let options = ClientOptions {
-        list_limits: agenvoy_mcp::ListLimits {
-            max_items: 199,
-            ..Default::default()
-        },
-        ..Default::default()
-    };
+    let options = ClientOptions::default()
+        .with_list_limits(agenvoy_mcp::ListLimits::default().with_max_items(199));
     let client = connect(&["--mode", "list-flood=2x100"], options).await;
     let err = client.list_tools().await.unwrap_err();
     assert!(err.to_string().contains("(199 tools,"), "{err}");
@@ -390,10 +385,7 @@ async fn first_cancellations(client: &Client) -> Vec<Value> {
 #[tokio::test]
 async fn a_timeout_fails_the_call_and_cancels_it() {
     let client = connect(&[], ClientOptions::default()).await;
-    let options = RequestOptions {
-        timeout: Some(Duration::from_millis(300)),
-        ..Default::default()
-    };
+    let options = RequestOptions::default().with_timeout(Duration::from_millis(300));
     let started = Instant::now();
     let err = client
         .call_tool_with("slow", json!({"seconds": 5}), options)
@@ -429,12 +421,10 @@ async fn progress_reaches_the_callback_and_can_keep_a_call_alive() {
     let client = connect(&[], ClientOptions::default()).await;
     let seen = Arc::new(Mutex::new(Vec::<Progress>::new()));
     let sink = seen.clone();
-    let options = RequestOptions {
-        timeout: Some(Duration::from_secs(2)),
-        on_progress: Some(Arc::new(move |p| sink.lock().unwrap().push(p))),
-        progress_resets_timeout: true,
-        ..Default::default()
-    };
+    let options = RequestOptions::default()
+        .with_timeout(Duration::from_secs(2))
+        .with_progress(move |p| sink.lock().unwrap().push(p))
+        .with_progress_resets_timeout(true);
     // 2.5 s in total, but a step every 0.5 s keeps restarting the 2 s timeout (a wide margin
     // for a busy machine: a step would have to come 1.5 s late).
     let out = client
@@ -444,19 +434,13 @@ async fn progress_reaches_the_callback_and_can_keep_a_call_alive() {
     assert_eq!(out.text, "slept 2.5 s");
     let seen = seen.lock().unwrap().clone();
     assert_eq!(seen.len(), 5);
+    let last = &seen[4];
     assert_eq!(
-        seen[4],
-        Progress {
-            progress: 5.0,
-            total: Some(5.0),
-            message: Some("step 5 of 5".into())
-        }
+        (last.progress, last.total, last.message.as_deref()),
+        (5.0, Some(5.0), Some("step 5 of 5"))
     );
 
-    let no_reset = RequestOptions {
-        progress_resets_timeout: false,
-        ..options
-    };
+    let no_reset = options.with_progress_resets_timeout(false);
     let err = client
         .call_tool_with("slow", json!({"seconds": 2.5, "steps": 5}), no_reset)
         .await
@@ -465,11 +449,15 @@ async fn progress_reaches_the_callback_and_can_keep_a_call_alive() {
     client.close().await;
 }
 
+/// The fixture's answer to its request `method`, whose params fit both a sampling request and
+/// a form.
 async fn ask(client: &Client, method: &str) -> Value {
+    let params = json!({"messages": [{"role": "user", "content": {"type": "text", "text": "x"}}],
+                        "message": "m", "requestedSchema": {"type": "object"}});
     let out = call(
         client,
         "client_request",
-        json!({"method": method, "params": {"x": 1}}),
+        json!({"method": method, "params": params}),
     )
     .await;
     serde_json::from_str(&out.text).unwrap()
@@ -492,34 +480,20 @@ async fn server_requests_get_the_embedders_answers() {
     }
     client.close().await;
 
-    let handlers = Handlers {
-        roots: Some(vec![Root {
-            uri: "file:///work".into(),
-            name: Some("work".into()),
-        }]),
-        sampling: Some(Arc::new(|params| {
-            Box::pin(async move { Ok(json!({"role": "assistant", "echo": params})) })
-        })),
-        elicitation: Some(Arc::new(|_| {
-            Box::pin(async { Err(ErrorObject::new(-1, "declined by test")) })
-        })),
-        ..Default::default()
-    };
-    let client = connect(
-        &[],
-        ClientOptions {
-            handlers,
-            ..Default::default()
-        },
-    )
-    .await;
+    let handlers = Handlers::default()
+        .with_roots(vec![Root::new("file:///work").with_name("work")])
+        .with_sampling(|request: SamplingRequest| async move {
+            Ok(SamplingAnswer::text(&request.messages[0].text(), "echo"))
+        })
+        .with_elicitation(|_| async { Err(ErrorObject::new(-1, "declined by test")) });
+    let client = connect(&[], ClientOptions::default().with_handlers(handlers)).await;
     assert_eq!(
         ask(&client, "roots/list").await,
         json!({"result": {"roots": [{"uri": "file:///work", "name": "work"}]}})
     );
     assert_eq!(
-        ask(&client, "sampling/createMessage").await["result"]["echo"],
-        json!({"x": 1})
+        ask(&client, "sampling/createMessage").await["result"]["content"]["text"],
+        "x"
     );
     assert_eq!(
         ask(&client, "elicitation/create").await["error"]["message"],
@@ -569,12 +543,9 @@ async fn a_crash_mid_call_fails_the_call_at_once() {
 async fn a_server_that_exits_at_start_names_its_status_and_last_stderr_lines() {
     let script = "for i in $(seq 1 40); do echo \"line $i\" >&2; done; \
                   printf 'token %s \\033[2J\\n' \"$TOKEN\" >&2; exit 3";
-    let config = agenvoy_mcp::StdioConfig {
-        command: "sh".into(),
-        args: vec!["-c".into(), script.into()],
-        env: [("TOKEN".to_string(), "s3cret-value".to_string())].into(),
-        ..Default::default()
-    };
+    let config = agenvoy_mcp::StdioConfig::new("sh")
+        .args(["-c", script])
+        .env("TOKEN", "s3cret-value");
     let err = Client::connect_stdio("dies", &config, ClientOptions::default())
         .await
         .err()
@@ -586,11 +557,7 @@ async fn a_server_that_exits_at_start_names_its_status_and_last_stderr_lines() {
         "mcp server \"dies\", server/discover: connection closed: the server exited (exit status: 3); its last stderr lines: line 37 | line 38 | line 39 | line 40 | token *** \\u{1b}[2J; reconnect the server"
     );
 
-    let config = agenvoy_mcp::StdioConfig {
-        command: "sh".into(),
-        args: vec!["-c".into(), "kill -9 $$".into()],
-        ..Default::default()
-    };
+    let config = agenvoy_mcp::StdioConfig::new("sh").args(["-c", "kill -9 $$"]);
     let err = Client::connect_stdio("killed", &config, ClientOptions::default())
         .await
         .err()
@@ -604,10 +571,7 @@ async fn a_server_that_exits_at_start_names_its_status_and_last_stderr_lines() {
 
 #[tokio::test]
 async fn a_hanging_server_times_out_and_is_stopped() {
-    let options = ClientOptions {
-        timeout: Duration::from_millis(500),
-        ..Default::default()
-    };
+    let options = ClientOptions::default().with_timeout(Duration::from_millis(500));
     let client = connect(&["--mode", "hang"], options).await;
     let pid = server_pid(&client);
     let err = client
@@ -622,10 +586,7 @@ async fn a_hanging_server_times_out_and_is_stopped() {
 #[tokio::test]
 async fn no_initialize_response_times_out_and_leaves_nothing() {
     agenvoy_mcp::unstable::become_subreaper();
-    let options = ClientOptions {
-        timeout: Duration::from_millis(500),
-        ..Default::default()
-    };
+    let options = ClientOptions::default().with_timeout(Duration::from_millis(500));
     let started = Instant::now();
     let err = Client::connect_stdio(
         "fixture",
@@ -690,10 +651,7 @@ async fn dropping_the_client_stops_the_server() {
 
 #[tokio::test]
 async fn a_missing_command_is_a_start_error() {
-    let config = agenvoy_mcp::StdioConfig {
-        command: "/nonexistent/mcp-server".into(),
-        ..Default::default()
-    };
+    let config = agenvoy_mcp::StdioConfig::new("/nonexistent/mcp-server");
     let err = Client::connect_stdio("ghost", &config, ClientOptions::default())
         .await
         .err()
@@ -725,10 +683,7 @@ async fn a_server_that_stops_reading_cannot_hold_a_call_or_close() {
     let client = connect(&["--mode", "stop-reading"], ClientOptions::default()).await;
     let pid = server_pid(&client);
     tool_names(&client).await;
-    let options = RequestOptions {
-        timeout: Some(Duration::from_secs(2)),
-        ..Default::default()
-    };
+    let options = RequestOptions::default().with_timeout(Duration::from_secs(2));
     let big = json!({"text": "x".repeat(120_000)});
     let started = Instant::now();
     let call = client.call_tool_with("echo", big, options);
@@ -818,13 +773,11 @@ fn a_server_flooding_requests_cannot_grow_the_client() {
 #[tokio::test]
 async fn progress_cannot_extend_a_call_past_its_maximum() {
     let client = connect(&[], ClientOptions::default()).await;
-    let options = RequestOptions {
-        timeout: Some(Duration::from_secs(2)),
-        on_progress: Some(Arc::new(|_| {})),
-        progress_resets_timeout: true,
-        max_duration: Some(Duration::from_secs(3)),
-        ..Default::default()
-    };
+    let options = RequestOptions::default()
+        .with_timeout(Duration::from_secs(2))
+        .with_progress(|_| {})
+        .with_progress_resets_timeout(true)
+        .with_max_duration(Duration::from_secs(3));
     // A step every 0.25 s for 10 s: each would restart the 2 s timeout.
     let started = Instant::now();
     let err = client
@@ -850,18 +803,15 @@ async fn a_progress_callback_may_use_the_session() {
     let session = client.session().clone();
     let dropped = Arc::new(std::sync::atomic::AtomicUsize::new(0));
     let count = dropped.clone();
-    let options = RequestOptions {
-        on_progress: Some(Arc::new(move |_| {
-            // Polling a request once registers it; dropping it cancels it: both lock.
-            let mut request = Box::pin(session.request("ping", None, RequestOptions::default()));
-            let waker = futures::task::noop_waker();
-            let mut cx = std::task::Context::from_waker(&waker);
-            let _ = request.as_mut().poll(&mut cx);
-            drop(request);
-            count.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
-        })),
-        ..Default::default()
-    };
+    let options = RequestOptions::default().with_progress(move |_| {
+        // Polling a request once registers it; dropping it cancels it: both lock.
+        let mut request = Box::pin(session.request("ping", None, RequestOptions::default()));
+        let waker = futures::task::noop_waker();
+        let mut cx = std::task::Context::from_waker(&waker);
+        let _ = request.as_mut().poll(&mut cx);
+        drop(request);
+        count.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+    });
     let out = tokio::time::timeout(
         Duration::from_secs(10),
         client.call_tool_with("slow", json!({"seconds": 0.3, "steps": 3}), options),
@@ -884,44 +834,31 @@ async fn at_most_16_server_requests_are_answered_at_once() {
     let running = Arc::new(Mutex::new((0usize, 0usize, 0usize))); // (now, peak, total)
     let (changed, mut seen) = watch::channel(0usize);
     let counts = running.clone();
-    let handlers = Handlers {
-        sampling: Some(Arc::new(move |_| {
-            let counts = counts.clone();
-            let changed = changed.clone();
-            let mut released = released.clone();
-            Box::pin(async move {
-                {
-                    let mut c = counts.lock().unwrap();
-                    c.0 += 1;
-                    c.1 = c.1.max(c.0);
-                    c.2 += 1;
-                    changed.send_replace(c.0);
-                }
-                let _ = released.wait_for(|r| *r).await;
-                counts.lock().unwrap().0 -= 1;
-                Ok(json!({"role": "assistant", "content": {"type": "text", "text": "ok"}}))
-            })
-        })),
-        ..Handlers::default()
-    };
-    let client = Arc::new(
-        connect(
-            &[],
-            ClientOptions {
-                handlers,
-                ..Default::default()
-            },
-        )
-        .await,
-    );
+    let handlers = Handlers::default().with_sampling(move |_| {
+        let counts = counts.clone();
+        let changed = changed.clone();
+        let mut released = released.clone();
+        async move {
+            {
+                let mut c = counts.lock().unwrap();
+                c.0 += 1;
+                c.1 = c.1.max(c.0);
+                c.2 += 1;
+                changed.send_replace(c.0);
+            }
+            let _ = released.wait_for(|r| *r).await;
+            counts.lock().unwrap().0 -= 1;
+            Ok(SamplingAnswer::text("ok", "test"))
+        }
+    });
+    let client = Arc::new(connect(&[], ClientOptions::default().with_handlers(handlers)).await);
     let ask = |timeout: Duration| {
         let client = client.clone();
         tokio::spawn(async move {
-            let options = RequestOptions {
-                timeout: Some(timeout),
-                ..Default::default()
-            };
-            let args = json!({"method": "sampling/createMessage", "params": {}});
+            let options = RequestOptions::default().with_timeout(timeout);
+            let params =
+                json!({"messages": [{"role": "user", "content": {"type": "text", "text": "x"}}]});
+            let args = json!({"method": "sampling/createMessage", "params": params});
             client.call_tool_with("client_request", args, options).await
         })
     };

@@ -36,10 +36,7 @@ async fn a_required_task_runs_with_progress_and_renders_as_any_call() {
     let client = connect(&["--mode", "tasks"], ClientOptions::default()).await;
     let steps = Arc::new(Mutex::new(Vec::new()));
     let sink = steps.clone();
-    let options = RequestOptions {
-        on_progress: Some(Arc::new(move |p| sink.lock().unwrap().push(p))),
-        ..Default::default()
-    };
+    let options = RequestOptions::default().with_progress(move |p| sink.lock().unwrap().push(p));
     let args = json!({"seconds": 0.3, "steps": 3, "poll_ms": 50});
     let out = client
         .call_tool_with("research", args, options)
@@ -84,10 +81,7 @@ async fn an_optional_task_runs_as_one_only_when_asked() {
     let plain = client.call_tool("survey", args.clone()).await.unwrap();
     assert_eq!(plain.text, "researched in 1 steps");
     assert!(client.list_tasks().await.unwrap().is_empty());
-    let options = RequestOptions {
-        task: TaskMode::WhenSupported,
-        ..Default::default()
-    };
+    let options = RequestOptions::default().with_task(TaskMode::WhenSupported);
     let tasked = client
         .call_tool_with("survey", args.clone(), options)
         .await
@@ -95,10 +89,7 @@ async fn an_optional_task_runs_as_one_only_when_asked() {
     assert_eq!(tasked, plain);
     assert_eq!(client.list_tasks().await.unwrap().len(), 1);
     // Never: the required tool is refused by the server, as it asks.
-    let options = RequestOptions {
-        task: TaskMode::Never,
-        ..Default::default()
-    };
+    let options = RequestOptions::default().with_task(TaskMode::Never);
     let refused = client
         .call_tool_with("research", args, options)
         .await
@@ -113,10 +104,7 @@ async fn an_optional_task_runs_as_one_only_when_asked() {
 #[tokio::test]
 async fn a_task_past_its_deadline_is_cancelled() {
     let client = connect(&["--mode", "tasks"], ClientOptions::default()).await;
-    let options = RequestOptions {
-        timeout: Some(Duration::from_millis(600)),
-        ..Default::default()
-    };
+    let options = RequestOptions::default().with_timeout(Duration::from_millis(600));
     let started = Instant::now();
     let args = json!({"seconds": 30, "steps": 300, "poll_ms": 100});
     let e = client
@@ -171,11 +159,7 @@ async fn server_everything_runs_its_research_as_a_task() {
         return;
     };
     agenvoy_mcp::unstable::become_subreaper();
-    let config = StdioConfig {
-        command: program.display().to_string(),
-        args: vec!["stdio".into()],
-        ..Default::default()
-    };
+    let config = StdioConfig::new(program.display().to_string()).arg("stdio");
     let client = Client::connect_stdio("everything", &config, ClientOptions::default())
         .await
         .unwrap();
@@ -215,10 +199,7 @@ async fn extension_task_runs_with_progress(http: bool) {
     );
     let steps = Arc::new(Mutex::new(Vec::new()));
     let sink = steps.clone();
-    let options = RequestOptions {
-        on_progress: Some(Arc::new(move |p| sink.lock().unwrap().push(p))),
-        ..Default::default()
-    };
+    let options = RequestOptions::default().with_progress(move |p| sink.lock().unwrap().push(p));
     let args = json!({"seconds": 0.6, "steps": 3, "poll_ms": 50});
     let out = client
         .call_tool_with("research", args, options)
@@ -285,10 +266,7 @@ async fn extension_server_decides(http: bool) {
         TaskStatus::Completed
     );
     // Never: the call leaves the extension out, and the tool that needs it is refused.
-    let options = RequestOptions {
-        task: TaskMode::Never,
-        ..Default::default()
-    };
+    let options = RequestOptions::default().with_task(TaskMode::Never);
     let refused = client
         .call_tool_with("research", json!({"seconds": 0.05}), options)
         .await
@@ -313,17 +291,13 @@ async fn an_extension_server_decides_what_runs_as_a_task_over_http() {
 async fn extension_task_asks_for_input(http: bool) {
     let asked = Arc::new(Mutex::new(Vec::new()));
     let seen = asked.clone();
-    let handlers = agenvoy_mcp::Handlers {
-        elicitation: Some(Arc::new(move |params: Value| {
-            seen.lock().unwrap().push(params);
-            Box::pin(async { Ok(json!({"action": "accept", "content": {"go": true}})) })
-        })),
-        ..Default::default()
-    };
-    let options = ClientOptions {
-        handlers,
-        ..Default::default()
-    };
+    let handlers = agenvoy_mcp::Handlers::default().with_elicitation(
+        move |request: agenvoy_mcp::ElicitationRequest| {
+            seen.lock().unwrap().push(request.raw);
+            async { agenvoy_mcp::ElicitationAnswer::accept(json!({"go": true})) }
+        },
+    );
+    let options = ClientOptions::default().with_handlers(handlers);
     let (client, _fixture) = modern(http, options).await;
     let args = json!({"seconds": 0.1, "steps": 1, "poll_ms": 50, "ask": true});
     let out = client.call_tool("research", args).await.unwrap();
@@ -347,10 +321,7 @@ async fn an_extension_task_asks_for_input_through_tasks_update_over_http() {
 
 async fn extension_task_past_deadline_is_cancelled(http: bool) {
     let (client, _fixture) = modern(http, ClientOptions::default()).await;
-    let options = RequestOptions {
-        timeout: Some(Duration::from_millis(600)),
-        ..Default::default()
-    };
+    let options = RequestOptions::default().with_timeout(Duration::from_millis(600));
     let started = Instant::now();
     let args = json!({"seconds": 30, "steps": 300, "poll_ms": 100});
     let e = client

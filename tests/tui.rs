@@ -61,19 +61,15 @@ impl Harness {
         let store = Arc::new(MemoryStore::new());
         let bus = EventBus::new();
         let board = PendingRequests::new(bus.clone(), Duration::from_secs(60));
-        let mut options = ManagerOptions {
-            allowlist_path: dir.path().join("allow_tool"),
-            token_store: Some(store.clone()),
-            client: ClientOptions {
-                timeout: Duration::from_secs(20),
-                ..Default::default()
-            },
-            events: bus,
-            ..Default::default()
-        };
+        let mut options = ManagerOptions::default()
+            .with_allowlist_path(dir.path().join("allow_tool"))
+            .with_token_store(store.clone())
+            .with_client(ClientOptions::default().with_timeout(Duration::from_secs(20)))
+            .with_events(bus);
         if answering {
-            options.elicitation = Some(board.elicitation_handler());
-            options.sampling = Some(board.sampling_handler());
+            options = options
+                .with_elicitation(board.elicitation_handler())
+                .with_sampling(board.sampling_handler());
         }
         let manager = Manager::start(Config::load(&path).unwrap(), options);
         manager.register_all();
@@ -1002,7 +998,7 @@ async fn a_servers_requests_open_over_the_screen_and_are_answered() {
         tokio::spawn(async move {
             let arguments = json!({"method": params["method"], "params": params["params"]});
             let call = ToolCall::new("mcp__fx__client_request", arguments);
-            let call = control.call(call.mode(PermissionMode::Auto));
+            let call = control.call(call.with_mode(PermissionMode::Auto));
             call.await
                 .map(|done| done.output.text)
                 .map_err(|e| e.to_string())

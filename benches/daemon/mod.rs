@@ -32,10 +32,7 @@ pub fn fixture_entry() -> Value {
 
 /// The same server, for the library's direct calls.
 pub fn fixture_config() -> agenvoy_mcp::StdioConfig {
-    agenvoy_mcp::StdioConfig {
-        command: fixture_binary().to_string(),
-        ..Default::default()
-    }
+    agenvoy_mcp::StdioConfig::new(fixture_binary())
 }
 
 /// Prints `why` and exits 1: a bench that cannot run its setup has no figure to give.

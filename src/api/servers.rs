@@ -409,10 +409,10 @@ pub(super) fn call_request(body: &Value) -> Result<(ToolCall, Option<String>), A
             ToolCall::from_model(api, required_string(body, "call_id")?, name, arguments)
         }
     };
-    let call = call.mode(mode);
+    let call = call.with_mode(mode);
     Ok((
         match id {
-            Some(id) => call.id(id),
+            Some(id) => call.with_id(id),
             None => call,
         },
         conversation,
@@ -431,7 +431,7 @@ const MAX_CALL_ID: usize = 200;
 pub(super) async fn call(state: &State, body: Value) -> Answer {
     let (mut call, conversation) = call_request(&body)?;
     if let Some(name) = conversation {
-        call = call.conversation(state.conversations.get(&name)?);
+        call = call.with_conversation(state.conversations.get(&name)?);
     }
     let CallOutcome { output, item } = state.control.call(call).await.map_err(call_error)?;
     let mut answer = json!({

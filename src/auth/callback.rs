@@ -66,6 +66,7 @@ pub trait UserAgent: Send + Sync {
 
 /// What an authorization response carries (RFC 6749 4.1.2, RFC 9207).
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct CallbackParams {
     /// The authorization code.
     pub code: Option<Secret>,

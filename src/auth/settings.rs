@@ -58,8 +58,10 @@ impl SecretSource {
     }
 }
 
-/// A client registered out of band (from the config, the API or the panel).
-#[derive(Debug, Clone, Default)]
+/// A client registered out of band (from the config, the API or the panel):
+/// [`PreRegistered::new`] with its id, then the setters for the rest.
+#[derive(Debug, Clone)]
+#[non_exhaustive]
 pub struct PreRegistered {
     /// The client id.
     pub client_id: String,
@@ -72,8 +74,39 @@ pub struct PreRegistered {
     pub private_key: Option<SecretSource>,
 }
 
+impl PreRegistered {
+    /// The client `client_id`: public (no secret, no key), at the default redirect URI.
+    pub fn new(client_id: impl Into<String>) -> Self {
+        PreRegistered {
+            client_id: client_id.into(),
+            client_secret: None,
+            redirect_uri: None,
+            private_key: None,
+        }
+    }
+
+    /// With the client secret `secret` (a confidential client).
+    pub fn with_client_secret(mut self, secret: Secret) -> Self {
+        self.client_secret = Some(secret);
+        self
+    }
+
+    /// With the exact redirect URI registered, `uri`.
+    pub fn with_redirect_uri(mut self, uri: impl Into<String>) -> Self {
+        self.redirect_uri = Some(uri.into());
+        self
+    }
+
+    /// With the ES256 private key from `key`, for `private_key_jwt`.
+    pub fn with_private_key(mut self, key: SecretSource) -> Self {
+        self.private_key = Some(key);
+        self
+    }
+}
+
 /// How tokens are obtained.
 #[derive(Debug, Clone, Default)]
+#[non_exhaustive]
 pub enum Grant {
     /// A person authorizes in a browser (the default).
     #[default]
@@ -105,8 +138,9 @@ pub enum Grant {
     },
 }
 
-/// One server's OAuth settings.
+/// One server's OAuth settings: [`OAuthConfig::new`], then the setters for the rest.
 #[derive(Debug, Clone)]
+#[non_exhaustive]
 pub struct OAuthConfig {
     /// The server's name (in errors, and the token store key).
     pub server: String,
@@ -131,10 +165,10 @@ pub struct OAuthConfig {
 impl OAuthConfig {
     /// Settings for server `server` at `url`: authorization code, dynamic registration,
     /// client name `agenvoy`.
-    pub fn new(server: &str, url: &str) -> Self {
+    pub fn new(server: impl Into<String>, url: impl Into<String>) -> Self {
         OAuthConfig {
-            server: server.to_string(),
-            url: url.to_string(),
+            server: server.into(),
+            url: url.into(),
             client_name: "agenvoy".into(),
             client: None,
             client_metadata_url: None,
@@ -142,5 +176,41 @@ impl OAuthConfig {
             grant: Grant::AuthorizationCode,
             connect_timeout: Duration::from_secs(10),
         }
+    }
+
+    /// With `name` as the client name sent in dynamic registration.
+    pub fn with_client_name(mut self, name: impl Into<String>) -> Self {
+        self.client_name = name.into();
+        self
+    }
+
+    /// With the pre-registered client `client`, used before any other kind.
+    pub fn with_client(mut self, client: PreRegistered) -> Self {
+        self.client = Some(client);
+        self
+    }
+
+    /// With `url` as this client's Client ID Metadata Document.
+    pub fn with_client_metadata_url(mut self, url: impl Into<String>) -> Self {
+        self.client_metadata_url = Some(url.into());
+        self
+    }
+
+    /// With `uri` as the redirect URI of dynamically registered clients.
+    pub fn with_redirect_uri(mut self, uri: impl Into<String>) -> Self {
+        self.redirect_uri = uri.into();
+        self
+    }
+
+    /// With tokens obtained by `grant`.
+    pub fn with_grant(mut self, grant: Grant) -> Self {
+        self.grant = grant;
+        self
+    }
+
+    /// With a connection to the authorization server waited for at most `timeout`.
+    pub fn with_connect_timeout(mut self, timeout: Duration) -> Self {
+        self.connect_timeout = timeout;
+        self
     }
 }

@@ -492,6 +492,7 @@ impl TokenStore for DefaultStore {
 
 /// Tokens of one server, as stored under `tokens:<server>`.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[non_exhaustive]
 pub struct StoredTokens {
     /// The server URL they were issued for; tokens for another URL are not used.
     pub server_url: String,
@@ -517,6 +518,7 @@ pub struct StoredTokens {
 
 /// A client registered with an authorization server, as stored under `client:<issuer>`.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[non_exhaustive]
 pub struct StoredClient {
     /// The issuer it was registered with.
     pub issuer: String,

@@ -116,12 +116,9 @@ pub async fn run(args: CallArgs) -> ExitCode {
             return ExitCode::from(2);
         }
     };
-    let options = ManagerOptions::default();
+    let mut options = ManagerOptions::default();
     let allowlist = options.allowlist_path.display().to_string();
-    let options = ManagerOptions {
-        confirm: Some(confirm_callback(args.yes, allowlist)),
-        ..options
-    };
+    options.confirm = Some(confirm_callback(args.yes, allowlist));
     let (name, timeout) = (args.name.as_str(), args.host.timeout);
     let config_path = args.host.config_path();
     super::run_with_servers(&args.host, options, "call", async |manager, _| {
@@ -140,15 +137,12 @@ async fn call(
     timeout: Option<Duration>,
 ) -> ExitCode {
     let shown = Arc::new(AtomicBool::new(false));
-    let request = RequestOptions {
-        timeout,
-        on_progress: Some(progress_printer(shown.clone())),
-        progress_resets_timeout: true,
-        ..Default::default()
-    };
+    let mut request = RequestOptions::default().with_progress_resets_timeout(true);
+    request.timeout = timeout;
+    request.on_progress = Some(progress_printer(shown.clone()));
     let call = ToolCall::new(name, arguments)
-        .mode(PermissionMode::Confirm)
-        .request(request);
+        .with_mode(PermissionMode::Confirm)
+        .with_request(request);
     let result = control.call(call).await.map(|done| done.output);
     if shown.load(Ordering::Relaxed) && std::io::stderr().is_terminal() {
         eprintln!();

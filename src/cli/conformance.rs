@@ -21,7 +21,7 @@ use agenvoy_mcp::EraPreference;
 use agenvoy_mcp::HttpConfig;
 use agenvoy_mcp::auth::{Grant, MemoryStore, OAuth, OAuthConfig, PreRegistered, SecretSource};
 use agenvoy_mcp::{Client, ClientOptions};
-use agenvoy_mcp::{Handlers, RequestHandler, RequestOptions};
+use agenvoy_mcp::{ElicitationAnswer, ElicitationRequest, Handlers, RequestOptions};
 use serde_json::{Map, Value, json};
 use std::process::ExitCode;
 use std::sync::Arc;
@@ -52,23 +52,18 @@ pub async fn run(url: &str) -> ExitCode {
 }
 
 async fn scenario_run(url: &str, scenario: &str) -> agenvoy_mcp::Result<()> {
-    let elicitation: RequestHandler =
-        Arc::new(|params| Box::pin(async move { Ok(accept_with_defaults(&params)) }));
-    let handlers = Handlers {
-        elicitation: Some(elicitation),
-        ..Default::default()
-    };
+    let handlers = Handlers::default().with_elicitation(|request: ElicitationRequest| async move {
+        ElicitationAnswer::accept(accept_with_defaults(&request.raw)["content"].take())
+    });
     // The suite says which revision the scenario is graded on.
     let era = match std::env::var("MCP_CONFORMANCE_PROTOCOL_VERSION").as_deref() {
         Ok("2026-07-28") => EraPreference::Stateless,
         Ok(_) => EraPreference::Handshake,
         Err(_) => EraPreference::Auto,
     };
-    let options = ClientOptions {
-        handlers,
-        era,
-        ..Default::default()
-    };
+    let options = ClientOptions::default()
+        .with_handlers(handlers)
+        .with_era(era);
     let context: Value = std::env::var("MCP_CONFORMANCE_CONTEXT")
         .ok()
         .and_then(|c| serde_json::from_str(&c).ok())
@@ -87,13 +82,11 @@ pub fn authorizer(url: &str, scenario: &str, context: &Value) -> OAuth {
     config.client_name = "agenvoy-mcp conformance".into();
     config.client_metadata_url = Some(CLIENT_METADATA_URL.into());
     if let Some(client_id) = json_str(context, "client_id") {
-        config.client = Some(PreRegistered {
-            client_id,
-            client_secret: json_str(context, "client_secret").map(Into::into),
-            redirect_uri: None,
-            private_key: json_str(context, "private_key_pem")
-                .map(|k| SecretSource::Value(k.into())),
-        });
+        let mut client = PreRegistered::new(client_id);
+        client.client_secret = json_str(context, "client_secret").map(Into::into);
+        client.private_key =
+            json_str(context, "private_key_pem").map(|k| SecretSource::Value(k.into()));
+        config.client = Some(client);
     }
     if let (Some(id_token), Some(endpoint)) = (
         json_str(context, "idp_id_token"),

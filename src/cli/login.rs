@@ -65,13 +65,8 @@ pub async fn run(args: LoginArgs) -> ExitCode {
     let Some(Ok(server @ ServerConfig::Http(_))) = loaded.server(&args.name) else {
         return ExitCode::SUCCESS;
     };
-    let options = ClientOptions {
-        timeout: args
-            .host
-            .timeout
-            .unwrap_or(ClientOptions::default().timeout),
-        ..Default::default()
-    };
+    let mut options = ClientOptions::default();
+    options.timeout = args.host.timeout.unwrap_or(options.timeout);
     match connect_server_with_store(&args.name, &server, &options, store).await {
         Ok(client) => {
             let written = match client.list_tools().await {

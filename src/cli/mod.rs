@@ -12,7 +12,6 @@ pub mod serve;
 pub mod tools;
 pub mod tui;
 
-use agenvoy_mcp::ClientOptions;
 use agenvoy_mcp::auth::{FileStore, TokenStore};
 use agenvoy_mcp::host::{self, Config, ConfigError};
 use agenvoy_mcp::host::{EraMemory, Manager, ManagerOptions, ServerState};
@@ -68,28 +67,22 @@ pub fn token_store(token_file: Option<&std::path::Path>) -> (Arc<dyn TokenStore>
         Some(path) => Arc::new(FileStore::new(path)),
         None => agenvoy_mcp::host::token_store(),
     };
-    let options = ManagerOptions {
-        token_store: Some(store.clone()),
-        ..ManagerOptions::default()
-    };
+    let options = ManagerOptions::default().with_token_store(store.clone());
     (store, options)
 }
 
 /// `options` as the binary runs them: the clients' default timeout of `--timeout`, and the servers'
 /// eras remembered in the config folder (`server-eras.json`), so a server of the initialize
 /// era starts without the `server/discover` probe the next time.
-pub fn binary_options(args: &HostArgs, options: ManagerOptions) -> ManagerOptions {
-    ManagerOptions {
-        client: ClientOptions {
-            timeout: args.timeout.unwrap_or(options.client.timeout),
-            ..options.client
-        },
-        eras: options.eras.or_else(|| {
-            let path = host::config_dir().join("server-eras.json");
-            Some(Arc::new(EraMemory::new(path)))
-        }),
-        ..options
+pub fn binary_options(args: &HostArgs, mut options: ManagerOptions) -> ManagerOptions {
+    if let Some(timeout) = args.timeout {
+        options.client.timeout = timeout;
     }
+    options.eras = options.eras.or_else(|| {
+        let path = host::config_dir().join("server-eras.json");
+        Some(Arc::new(EraMemory::new(path)))
+    });
+    options
 }
 
 /// The signals that stop a command, taken before any server starts: SIGINT, SIGTERM and

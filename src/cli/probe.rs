@@ -58,8 +58,7 @@ use agenvoy_mcp::{
     ServerNotification, ServerNotifications, Tool, ToolOutput,
 };
 use agenvoy_mcp::{
-    ElicitationAnswer, ElicitationFn, ElicitationKind, SamplingAnswer, SamplingFn,
-    elicitation_handler, sampling_handler,
+    ElicitationAnswer, ElicitationKind, ElicitationRequest, SamplingAnswer, SamplingRequest,
 };
 use agenvoy_mcp::{HttpConfig, StdioConfig};
 use serde_json::{Value, json};
@@ -137,11 +136,9 @@ pub async fn run(args: ProbeArgs) -> ExitCode {
         Ok(h) => h,
         Err(why) => return step_failed("arguments", why),
     };
-    let options = ClientOptions {
-        timeout: args.timeout,
-        handlers,
-        ..Default::default()
-    };
+    let options = ClientOptions::default()
+        .with_timeout(args.timeout)
+        .with_handlers(handlers);
     // Taken before the server starts: its process group does not get the terminal's Ctrl-C.
     let mut signals = match super::Signals::listen() {
         Ok(s) => s,
@@ -151,10 +148,7 @@ pub async fn run(args: ProbeArgs) -> ExitCode {
     let (name, opened) = match (&args.url, args.command.split_first()) {
         (Some(url), None) => {
             let name = url_name(url);
-            let config = HttpConfig {
-                header_timeout: args.timeout,
-                ..HttpConfig::new(url)
-            };
+            let config = HttpConfig::new(url).with_header_timeout(args.timeout);
             let opened = HttpTransport::new(&name, &config, limits)
                 .map(|(t, inbound)| (Arc::new(t) as Arc<dyn Transport>, inbound));
             (name, opened)
@@ -163,12 +157,9 @@ pub async fn run(args: ProbeArgs) -> ExitCode {
             let name = std::path::Path::new(program)
                 .file_name()
                 .map_or_else(|| program.clone(), |n| n.to_string_lossy().into_owned());
-            let config = StdioConfig {
-                command: program.clone(),
-                args: rest.to_vec(),
-                inherit_env: args.inherit_env,
-                ..Default::default()
-            };
+            let config = StdioConfig::new(program)
+                .args(rest)
+                .with_inherit_env(args.inherit_env);
             let opened = StdioTransport::spawn(&name, &config, limits)
                 .map(|(t, inbound)| (Arc::new(t) as Arc<dyn Transport>, inbound));
             (name, opened)
@@ -216,7 +207,7 @@ fn handlers(args: &ProbeArgs) -> Result<Handlers, String> {
     let mut handlers = Handlers::default();
     if let Some(given) = &args.elicit {
         let answer = elicit_answer(given)?;
-        let typed: ElicitationFn = Arc::new(move |request| {
+        handlers = handlers.with_elicitation(move |request: ElicitationRequest| {
             let mut answer = answer.clone();
             match &request.kind {
                 ElicitationKind::Form(form) => {
@@ -251,12 +242,11 @@ fn handlers(args: &ProbeArgs) -> Result<Handlers, String> {
                     escape_controls(&e.to_string())
                 );
             }
-            Box::pin(async move { Ok(answer) })
+            async move { Ok(answer) }
         });
-        handlers.elicitation = Some(elicitation_handler(typed));
     }
     if let Some(text) = args.sample.clone() {
-        let typed: SamplingFn = Arc::new(move |request| {
+        handlers = handlers.with_sampling(move |request: SamplingRequest| {
             let last = request
                 .messages
                 .last()
@@ -264,9 +254,8 @@ fn handlers(args: &ProbeArgs) -> Result<Handlers, String> {
                 .unwrap_or_default();
             eprintln!("sampling: {}", escape_controls(&last));
             let answer = SamplingAnswer::text(&text, "agenvoy-probe");
-            Box::pin(async move { Ok(answer) })
+            async move { Ok(answer) }
         });
-        handlers.sampling = Some(sampling_handler(typed, false));
     }
     if !args.roots.is_empty() {
         let roots = args
@@ -318,10 +307,11 @@ fn root_of(path: &std::path::Path) -> Result<Root, String> {
             uri.push_str(&format!("%{byte:02X}"));
         }
     }
-    let name = absolute
-        .file_name()
-        .map(|n| n.to_string_lossy().into_owned());
-    Ok(Root { uri, name })
+    let root = Root::new(uri);
+    Ok(match absolute.file_name() {
+        Some(name) => root.with_name(name.to_string_lossy()),
+        None => root,
+    })
 }
 
 /// What `--complete` asks: the reference, the argument and what is typed so far.
@@ -432,18 +422,15 @@ async fn probe(
     }
     if let Some(tool) = &args.call {
         // Progress (a task's too) goes to stderr, escaped.
-        let options = RequestOptions {
-            on_progress: Some(Arc::new(|p: Progress| {
-                let total = p.total.map(|t| format!("/{t}")).unwrap_or_default();
-                let message = p
-                    .message
-                    .as_deref()
-                    .map(escape_controls)
-                    .unwrap_or_default();
-                eprintln!("progress {}{total} {message}", p.progress);
-            })),
-            ..Default::default()
-        };
+        let options = RequestOptions::default().with_progress(|p: Progress| {
+            let total = p.total.map(|t| format!("/{t}")).unwrap_or_default();
+            let message = p
+                .message
+                .as_deref()
+                .map(escape_controls)
+                .unwrap_or_default();
+            eprintln!("progress {}{total} {message}", p.progress);
+        });
         match client
             .call_tool_with(tool, arguments.clone(), options)
             .await

@@ -14,7 +14,7 @@
 
 use super::HostArgs;
 use agenvoy_mcp::api::{self, ApiOptions, ApiToken, Limits};
-use agenvoy_mcp::host::{EventBus, Manager, ManagerOptions, PendingRequests};
+use agenvoy_mcp::host::{EventBus, Manager, PendingRequests};
 use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -73,12 +73,10 @@ pub async fn run(args: ServeArgs) -> ExitCode {
     // The servers' questions go to the event stream's listeners and wait on this board.
     let events = EventBus::new();
     let board = PendingRequests::new(events.clone(), args.ask_timeout);
-    let options = ManagerOptions {
-        events,
-        elicitation: Some(board.elicitation_handler()),
-        sampling: Some(board.sampling_handler()),
-        ..options
-    };
+    let options = options
+        .with_events(events)
+        .with_elicitation(board.elicitation_handler())
+        .with_sampling(board.sampling_handler());
     let manager = Manager::start(config, super::binary_options(&args.host, options));
     // Ready once every server is connected or failed; a signal before that stops the
     // servers still starting too (their processes end), at once.

@@ -12,7 +12,7 @@
 //! (`agenvoy-mcp tui 2>panel.log`, with `AGENVOY_LOG=debug` for more).
 
 use super::HostArgs;
-use agenvoy_mcp::host::{self, Control, EventBus, Manager, ManagerOptions, PendingRequests};
+use agenvoy_mcp::host::{self, Control, EventBus, Manager, PendingRequests};
 use agenvoy_mcp::tui::{Flow, Panel};
 use crossterm::event::{self, DisableBracketedPaste, EnableBracketedPaste, Event};
 use crossterm::execute;
@@ -62,12 +62,10 @@ pub async fn run(args: TuiArgs) -> ExitCode {
     // Listening from before the first server starts, so that a request asked before the
     // panel is up waits for it (the board declines when no one listens).
     let early = bus.subscribe();
-    let options = ManagerOptions {
-        events: bus,
-        elicitation: Some(board.elicitation_handler()),
-        sampling: Some(board.sampling_handler()),
-        ..options
-    };
+    let options = options
+        .with_events(bus)
+        .with_elicitation(board.elicitation_handler())
+        .with_sampling(board.sampling_handler());
     let manager = Manager::start(config, super::binary_options(&args.host, options));
     manager.register_all();
     manager.watch();

@@ -104,8 +104,10 @@ pub enum ServerConfig {
 }
 
 /// The timeouts an entry sets, each `None` where it sets none (the host's default then
-/// applies: [`crate::ClientOptions::timeout`], 60 s in the binary, or `--timeout`).
+/// applies: [`crate::ClientOptions::timeout`], 60 s in the binary, or `--timeout`). Build
+/// them with [`Timeouts::default`] and the `with_*` setters.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct Timeouts {
     /// `"timeout"`: how long each request may wait for its answer, from its first byte to its
     /// last, over stdio and HTTP alike (a call's own timeout, such as `call --timeout`, wins).
@@ -118,6 +120,18 @@ pub struct Timeouts {
 pub const MAX_TIMEOUT: Duration = Duration::from_secs(24 * 3600);
 
 impl Timeouts {
+    /// With each request waiting at most `timeout` for its answer.
+    pub fn with_request(mut self, timeout: Duration) -> Self {
+        self.request = Some(timeout);
+        self
+    }
+
+    /// With the connection and its handshake taking at most `timeout`.
+    pub fn with_startup(mut self, timeout: Duration) -> Self {
+        self.startup = Some(timeout);
+        self
+    }
+
     /// The keys, as the file names them.
     const KEYS: [&'static str; 2] = ["timeout", "startup_timeout"];
 
@@ -169,8 +183,10 @@ fn seconds_value(value: Duration) -> Value {
     }
 }
 
-/// A local (stdio) server's entry.
-#[derive(Clone, Default, PartialEq, Eq)]
+/// A local (stdio) server's entry: [`StdioServer::new`] with the program, then the setters
+/// for the rest (or [`ServerConfig::from_value`] from the file's JSON).
+#[derive(Clone, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct StdioServer {
     /// The program.
     pub command: String,
@@ -197,8 +213,10 @@ impl fmt::Debug for StdioServer {
     }
 }
 
-/// A remote (HTTP) server's entry.
-#[derive(Clone, Default, PartialEq, Eq)]
+/// A remote (HTTP) server's entry: [`HttpServer::new`] with the endpoint, then the setters
+/// for the rest (or [`ServerConfig::from_value`] from the file's JSON).
+#[derive(Clone, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct HttpServer {
     /// The endpoint, `http://` or `https://`.
     pub url: String,
@@ -251,7 +269,135 @@ impl fmt::Debug for HttpServer {
     }
 }
 
+impl StdioServer {
+    /// The entry that runs `command` with no arguments.
+    pub fn new(command: impl Into<String>) -> Self {
+        StdioServer {
+            command: command.into(),
+            args: Vec::new(),
+            env: BTreeMap::new(),
+            inherit_env: false,
+            timeouts: Timeouts::default(),
+        }
+    }
+
+    /// With the argument `arg` after those given so far.
+    pub fn arg(mut self, arg: impl Into<String>) -> Self {
+        self.args.push(arg.into());
+        self
+    }
+
+    /// With the arguments `args` after those given so far.
+    pub fn args(mut self, args: impl IntoIterator<Item = impl Into<String>>) -> Self {
+        self.args.extend(args.into_iter().map(Into::into));
+        self
+    }
+
+    /// With the variable `name` set to `value` for the server.
+    pub fn env(mut self, name: impl Into<String>, value: impl Into<String>) -> Self {
+        self.env.insert(name.into(), value.into());
+        self
+    }
+
+    /// With this process's whole environment inherited, or only the small default set.
+    pub fn with_inherit_env(mut self, inherit: bool) -> Self {
+        self.inherit_env = inherit;
+        self
+    }
+
+    /// With the timeouts `timeouts`.
+    pub fn with_timeouts(mut self, timeouts: Timeouts) -> Self {
+        self.timeouts = timeouts;
+        self
+    }
+}
+
 impl HttpServer {
+    /// The entry for the endpoint `url`, with no headers and no login.
+    pub fn new(url: impl Into<String>) -> Self {
+        HttpServer {
+            url: url.into(),
+            headers: BTreeMap::new(),
+            auth: None,
+            oauth_client_name: None,
+            oauth_client_id: None,
+            oauth_client_secret: None,
+            oauth_redirect_uri: None,
+            oauth_client_metadata_url: None,
+            oauth_grant: None,
+            oauth_client_private_key: None,
+            oauth_workload_assertion: None,
+            timeouts: Timeouts::default(),
+        }
+    }
+
+    /// With the header `name: value` sent with every request.
+    pub fn header(mut self, name: impl Into<String>, value: impl Into<String>) -> Self {
+        self.headers.insert(name.into(), value.into());
+        self
+    }
+
+    /// With the login `auth` (`"oauth"`).
+    pub fn with_auth(mut self, auth: impl Into<String>) -> Self {
+        self.auth = Some(auth.into());
+        self
+    }
+
+    /// With `name` as the client name registered with the authorization server.
+    pub fn with_oauth_client_name(mut self, name: impl Into<String>) -> Self {
+        self.oauth_client_name = Some(name.into());
+        self
+    }
+
+    /// With the client registered by hand, `id`.
+    pub fn with_oauth_client_id(mut self, id: impl Into<String>) -> Self {
+        self.oauth_client_id = Some(id.into());
+        self
+    }
+
+    /// With that client's secret, `secret` (`$VAR` expanded at connect time).
+    pub fn with_oauth_client_secret(mut self, secret: impl Into<String>) -> Self {
+        self.oauth_client_secret = Some(secret.into());
+        self
+    }
+
+    /// With that client's exact redirect URI, `uri`.
+    pub fn with_oauth_redirect_uri(mut self, uri: impl Into<String>) -> Self {
+        self.oauth_redirect_uri = Some(uri.into());
+        self
+    }
+
+    /// With `url` as this client's Client ID Metadata Document.
+    pub fn with_oauth_client_metadata_url(mut self, url: impl Into<String>) -> Self {
+        self.oauth_client_metadata_url = Some(url.into());
+        self
+    }
+
+    /// With the grant `grant` (`authorization_code` or `client_credentials`).
+    pub fn with_oauth_grant(mut self, grant: impl Into<String>) -> Self {
+        self.oauth_grant = Some(grant.into());
+        self
+    }
+
+    /// With the hand-registered client's ES256 private key at `reference` (`$VAR` or a file
+    /// path).
+    pub fn with_oauth_client_private_key(mut self, reference: impl Into<String>) -> Self {
+        self.oauth_client_private_key = Some(reference.into());
+        self
+    }
+
+    /// With the workload's JWT at `reference` (`$VAR` or a file path).
+    pub fn with_oauth_workload_assertion(mut self, reference: impl Into<String>) -> Self {
+        self.oauth_workload_assertion = Some(reference.into());
+        self
+    }
+
+    /// With the timeouts `timeouts`.
+    pub fn with_timeouts(mut self, timeouts: Timeouts) -> Self {
+        self.timeouts = timeouts;
+        self
+    }
+
     /// What is wrong with the entry's choice of grant, if anything.
     fn grant_problem(&self) -> Option<String> {
         let client_credentials = match self.oauth_grant.as_deref() {
@@ -449,18 +595,16 @@ impl StdioServer {
     /// How to start it, with `$VAR` expanded in `args` and `env` from the process environment.
     /// The result holds secrets: never log it.
     #[cfg(feature = "stdio")]
-    pub fn expanded(&self) -> crate::transport::stdio::StdioConfig {
-        crate::transport::stdio::StdioConfig {
-            command: self.command.clone(),
-            args: self.args.iter().map(|a| expand_env(a)).collect(),
-            env: self
-                .env
-                .iter()
-                .map(|(k, v)| (k.clone(), expand_env(v)))
-                .collect(),
-            inherit_env: self.inherit_env,
-            cwd: None,
-        }
+    pub fn expanded(&self) -> crate::StdioConfig {
+        let mut config = crate::StdioConfig::new(self.command.clone())
+            .args(self.args.iter().map(|a| expand_env(a)))
+            .with_inherit_env(self.inherit_env);
+        config.env = self
+            .env
+            .iter()
+            .map(|(k, v)| (k.clone(), expand_env(v)))
+            .collect();
+        config
     }
 }
 
@@ -477,8 +621,8 @@ impl HttpServer {
     /// The transport's settings for this entry: its URL and expanded headers (no
     /// authorizer: an `"auth": "oauth"` entry gets its own from the host).
     #[cfg(feature = "http")]
-    pub fn http_config(&self) -> crate::transport::http::HttpConfig {
-        let mut config = crate::transport::http::HttpConfig::new(&self.url);
+    pub fn http_config(&self) -> crate::HttpConfig {
+        let mut config = crate::HttpConfig::new(&self.url);
         config.headers = self.expanded_headers().into_iter().collect();
         config
     }
@@ -666,11 +810,9 @@ impl Config {
         config
             .set_server(
                 "fixture",
-                &ServerConfig::Stdio(StdioServer {
-                    command: program.display().to_string(),
-                    args: vec!["fixture-server".into()],
-                    ..Default::default()
-                }),
+                &ServerConfig::Stdio(
+                    StdioServer::new(program.display().to_string()).arg("fixture-server"),
+                ),
             )
             .expect("a valid name");
         config
@@ -898,80 +1040,65 @@ mod tests {
         let ok: &[(Value, ServerConfig)] = &[
             (
                 json!({"command": "uvx", "args": ["mcp-server-time"], "env": {"TZ": "$TZ"}}),
-                ServerConfig::Stdio(StdioServer {
-                    command: "uvx".into(),
-                    args: vec!["mcp-server-time".into()],
-                    env: [("TZ".to_string(), "$TZ".to_string())].into(),
-                    inherit_env: false,
-                    ..Default::default()
-                }),
+                ServerConfig::Stdio(
+                    StdioServer::new("uvx")
+                        .arg("mcp-server-time")
+                        .env("TZ", "$TZ"),
+                ),
             ),
             (
                 json!({"command": "x", "inherit_env": true}),
-                ServerConfig::Stdio(StdioServer {
-                    command: "x".into(),
-                    inherit_env: true,
-                    ..Default::default()
-                }),
+                ServerConfig::Stdio(StdioServer::new("x").with_inherit_env(true)),
             ),
             (
                 json!({"command": "x", "args": null}),
-                ServerConfig::Stdio(StdioServer {
-                    command: "x".into(),
-                    ..Default::default()
-                }),
+                ServerConfig::Stdio(StdioServer::new("x")),
             ),
             (
                 json!({"url": "https://h/mcp", "headers": {"Authorization": "Bearer ${T}"}}),
-                ServerConfig::Http(HttpServer {
-                    url: "https://h/mcp".into(),
-                    headers: [("Authorization".to_string(), "Bearer ${T}".to_string())].into(),
-                    ..Default::default()
-                }),
+                ServerConfig::Http(
+                    HttpServer::new("https://h/mcp").header("Authorization", "Bearer ${T}"),
+                ),
             ),
             (
                 json!({"url": "http://127.0.0.1:9/mcp", "auth": "oauth", "oauth_client_name": "agenvoy"}),
-                ServerConfig::Http(HttpServer {
-                    url: "http://127.0.0.1:9/mcp".into(),
-                    auth: Some("oauth".into()),
-                    oauth_client_name: Some("agenvoy".into()),
-                    ..Default::default()
-                }),
+                ServerConfig::Http(
+                    HttpServer::new("http://127.0.0.1:9/mcp")
+                        .with_auth("oauth")
+                        .with_oauth_client_name("agenvoy"),
+                ),
             ),
             (
                 json!({"url": "https://h/mcp", "auth": "oauth", "oauth_client_id": "c1",
                        "oauth_client_secret": "${S}", "oauth_redirect_uri": "http://127.0.0.1:9/cb",
                        "oauth_client_metadata_url": "https://me.test/client.json"}),
-                ServerConfig::Http(HttpServer {
-                    url: "https://h/mcp".into(),
-                    auth: Some("oauth".into()),
-                    oauth_client_id: Some("c1".into()),
-                    oauth_client_secret: Some("${S}".into()),
-                    oauth_redirect_uri: Some("http://127.0.0.1:9/cb".into()),
-                    oauth_client_metadata_url: Some("https://me.test/client.json".into()),
-                    ..Default::default()
-                }),
+                ServerConfig::Http(
+                    HttpServer::new("https://h/mcp")
+                        .with_auth("oauth")
+                        .with_oauth_client_id("c1")
+                        .with_oauth_client_secret("${S}")
+                        .with_oauth_redirect_uri("http://127.0.0.1:9/cb")
+                        .with_oauth_client_metadata_url("https://me.test/client.json"),
+                ),
             ),
             (
                 json!({"url": "https://h/mcp", "auth": "oauth", "oauth_grant": "client_credentials",
                        "oauth_client_id": "c1", "oauth_client_private_key": "/etc/agenvoy/key.pem"}),
-                ServerConfig::Http(HttpServer {
-                    url: "https://h/mcp".into(),
-                    auth: Some("oauth".into()),
-                    oauth_client_id: Some("c1".into()),
-                    oauth_grant: Some("client_credentials".into()),
-                    oauth_client_private_key: Some("/etc/agenvoy/key.pem".into()),
-                    ..Default::default()
-                }),
+                ServerConfig::Http(
+                    HttpServer::new("https://h/mcp")
+                        .with_auth("oauth")
+                        .with_oauth_client_id("c1")
+                        .with_oauth_grant("client_credentials")
+                        .with_oauth_client_private_key("/etc/agenvoy/key.pem"),
+                ),
             ),
             (
                 json!({"url": "https://h/mcp", "auth": "oauth", "oauth_workload_assertion": "$K8S_TOKEN"}),
-                ServerConfig::Http(HttpServer {
-                    url: "https://h/mcp".into(),
-                    auth: Some("oauth".into()),
-                    oauth_workload_assertion: Some("$K8S_TOKEN".into()),
-                    ..Default::default()
-                }),
+                ServerConfig::Http(
+                    HttpServer::new("https://h/mcp")
+                        .with_auth("oauth")
+                        .with_oauth_workload_assertion("$K8S_TOKEN"),
+                ),
             ),
         ];
         for (entry, want) in ok {
@@ -1084,7 +1211,7 @@ mod tests {
         );
         assert!(
             Config::default()
-                .set_server(&huge, &ServerConfig::Stdio(StdioServer::default()))
+                .set_server(&huge, &ServerConfig::Stdio(StdioServer::new("x")))
                 .is_err()
         );
     }
@@ -1207,22 +1334,10 @@ mod tests {
         let mut config = Config::load(&path).unwrap();
         assert!(config.found());
         config
-            .set_server(
-                "a",
-                &ServerConfig::Stdio(StdioServer {
-                    command: "y".into(),
-                    ..Default::default()
-                }),
-            )
+            .set_server("a", &ServerConfig::Stdio(StdioServer::new("y")))
             .unwrap();
         config
-            .set_server(
-                "b",
-                &ServerConfig::Http(HttpServer {
-                    url: "https://h".into(),
-                    ..Default::default()
-                }),
-            )
+            .set_server("b", &ServerConfig::Http(HttpServer::new("https://h")))
             .unwrap();
         config.save(&path).unwrap();
         let saved: Value = serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
@@ -1250,13 +1365,10 @@ mod tests {
     fn expansion_happens_at_connect_time_only() {
         // SAFETY: this test's own variable; no other test reads it.
         unsafe { std::env::set_var("AGENVOY_TEST_EXPAND_TOKEN", "tok") };
-        let server = StdioServer {
-            command: "$NOT_EXPANDED".into(),
-            args: vec!["--token=${AGENVOY_TEST_EXPAND_TOKEN}".into(), "$$".into()],
-            env: [("T".to_string(), "a-$AGENVOY_TEST_EXPAND_TOKEN".to_string())].into(),
-            inherit_env: true,
-            ..Default::default()
-        };
+        let server = StdioServer::new("$NOT_EXPANDED")
+            .args(["--token=${AGENVOY_TEST_EXPAND_TOKEN}", "$$"])
+            .env("T", "a-$AGENVOY_TEST_EXPAND_TOKEN")
+            .with_inherit_env(true);
         #[cfg(feature = "stdio")]
         {
             let expanded = server.expanded();
@@ -1265,11 +1377,7 @@ mod tests {
             assert_eq!(expanded.env["T"], "a-tok");
             assert!(expanded.inherit_env);
         }
-        let http = HttpServer {
-            url: "https://h".into(),
-            headers: [("X".to_string(), "${AGENVOY_TEST_EXPAND_TOKEN}".to_string())].into(),
-            ..Default::default()
-        };
+        let http = HttpServer::new("https://h").header("X", "${AGENVOY_TEST_EXPAND_TOKEN}");
         assert_eq!(http.expanded_headers()["X"], "tok");
         let text = {
             let mut c = Config::default();

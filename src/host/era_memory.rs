@@ -175,11 +175,7 @@ mod tests {
     use crate::host::config::{HttpServer, StdioServer};
 
     fn stdio(args: &[&str]) -> ServerConfig {
-        ServerConfig::Stdio(StdioServer {
-            command: "srv".into(),
-            args: args.iter().map(|a| a.to_string()).collect(),
-            ..Default::default()
-        })
+        ServerConfig::Stdio(StdioServer::new("srv").args(args.iter().copied()))
     }
 
     #[test]
@@ -208,10 +204,7 @@ mod tests {
             auto,
             "another name"
         );
-        let http = ServerConfig::Http(HttpServer {
-            url: "http://127.0.0.1:1/mcp".into(),
-            ..Default::default()
-        });
+        let http = ServerConfig::Http(HttpServer::new("http://127.0.0.1:1/mcp"));
         assert_eq!(memory.recall("a", &http, auto), auto, "another kind");
         // A chosen era wins; an upgraded server is forgotten.
         let chosen = EraPreference::Stateless;

@@ -25,8 +25,9 @@ pub const MAX_PATTERN: usize = 256;
 pub const MAX_PATTERNS: usize = 1024;
 
 /// One server's tool filter: what its entry's `"enabled_tools"` and `"disabled_tools"` say.
-/// The default shows every tool.
+/// The default shows every tool; the `with_*` setters narrow it.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct ToolFilter {
     /// `"enabled_tools"`: when set, only the tools one of these patterns matches are visible.
     pub enabled_tools: Option<Vec<String>>,
@@ -54,6 +55,24 @@ impl ToolFilter {
     /// A filter that shows every tool.
     pub fn all() -> ToolFilter {
         ToolFilter::default()
+    }
+
+    /// With only the tools one of `patterns` matches visible (`"enabled_tools"`).
+    pub fn with_enabled_tools(
+        mut self,
+        patterns: impl IntoIterator<Item = impl Into<String>>,
+    ) -> Self {
+        self.enabled_tools = Some(patterns.into_iter().map(Into::into).collect());
+        self
+    }
+
+    /// With the tools one of `patterns` matches hidden (`"disabled_tools"`).
+    pub fn with_disabled_tools(
+        mut self,
+        patterns: impl IntoIterator<Item = impl Into<String>>,
+    ) -> Self {
+        self.disabled_tools = patterns.into_iter().map(Into::into).collect();
+        self
     }
 
     /// Whether the filter shows every tool (neither list set).

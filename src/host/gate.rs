@@ -63,6 +63,7 @@ impl std::str::FromStr for PermissionMode {
 
 /// A call waiting for the user's approval.
 #[derive(Debug, Clone, PartialEq)]
+#[non_exhaustive]
 pub struct ConfirmRequest {
     /// The registered tool name (`mcp__server__tool`, or a built-in tool's name).
     pub name: String,
@@ -96,6 +97,7 @@ pub enum Approval {
 
 /// The gate refused a call.
 #[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct Denied {
     /// The tool's registered name.
     pub name: String,

@@ -40,11 +40,8 @@
 //! use serde_json::{json, value::RawValue};
 //!
 //! let schema = r#"{"type":"object","properties":{"zone":{"type":"string"}}}"#;
-//! let tool = ToolDefinition {
-//!     name: "mcp__time__now".into(),
-//!     description: "The time in a zone.".into(),
-//!     input_schema: RawValue::from_string(schema.into()).unwrap().into(),
-//! };
+//! let input_schema = RawValue::from_string(schema.into()).unwrap().into();
+//! let tool = ToolDefinition::new("mcp__time__now", "The time in a zone.", input_schema);
 //! let tools = |api| vec![adapt_tool(api, &tool).item];
 //! let ask = "What time is it in Paris?";
 //! // POST https://api.openai.com/v1/chat/completions
@@ -182,6 +179,7 @@ impl FromStr for ModelApi {
 
 /// One tool shaped for a model API.
 #[derive(Debug, Clone, PartialEq)]
+#[non_exhaustive]
 pub struct AdaptedTool {
     /// The item of the request's tool list (for Gemini, one of the `functionDeclarations`).
     pub item: Value,

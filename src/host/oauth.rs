@@ -182,12 +182,9 @@ mod tests {
     #[test]
     fn a_stored_client_secret_goes_only_to_its_url_and_client() {
         let store: Arc<dyn TokenStore> = Arc::new(MemoryStore::new());
-        let entry = HttpServer {
-            url: "https://a.test/mcp".into(),
-            auth: Some("oauth".into()),
-            oauth_client_id: Some("c1".into()),
-            ..Default::default()
-        };
+        let entry = HttpServer::new("https://a.test/mcp")
+            .with_auth("oauth")
+            .with_oauth_client_id("c1");
         let secret_of = |http: &HttpServer| {
             let oauth = server_oauth("s", http, store.clone());
             oauth.config().client.as_ref()?.client_secret.clone()

@@ -4,10 +4,10 @@
 //! (what the daemon's `/v1/mcp/events` and `/v1/mcp/requests/{id}`, and the panel, use).
 
 use super::events::{Event, EventBus};
+use crate::BoxFuture;
 use crate::protocol::server_requests::{
     ElicitationAnswer, ElicitationKind, ElicitationRequest, SamplingAnswer, SamplingRequest,
 };
-use crate::transport::BoxFuture;
 use crate::wire::jsonrpc::{self, ErrorObject};
 use serde_json::{Map, Value};
 use std::collections::HashMap;
@@ -18,7 +18,9 @@ use std::time::Duration;
 use tokio::sync::oneshot;
 
 /// Answers a server's `elicitation/create`, told the server's name; an `Err` goes to the
-/// server as its JSON-RPC error.
+/// server as its JSON-RPC error. What [`ManagerOptions`](crate::host::ManagerOptions) keeps:
+/// set it with
+/// [`ManagerOptions::with_elicitation`](crate::host::ManagerOptions::with_elicitation).
 pub type ElicitationHandler = Arc<
     dyn Fn(String, ElicitationRequest) -> BoxFuture<'static, Result<ElicitationAnswer, ErrorObject>>
         + Send
@@ -26,7 +28,8 @@ pub type ElicitationHandler = Arc<
 >;
 
 /// Answers a server's `sampling/createMessage`, told the server's name; an `Err` goes to the
-/// server as its JSON-RPC error.
+/// server as its JSON-RPC error. What [`ManagerOptions`](crate::host::ManagerOptions) keeps:
+/// set it with [`ManagerOptions::with_sampling`](crate::host::ManagerOptions::with_sampling).
 pub type SamplingHandler = Arc<
     dyn Fn(String, SamplingRequest) -> BoxFuture<'static, Result<SamplingAnswer, ErrorObject>>
         + Send
@@ -111,6 +114,7 @@ fn footprint(value: &Value) -> usize {
 
 /// A request waiting for an answer.
 #[derive(Debug, Clone)]
+#[non_exhaustive]
 pub struct WaitingRequest {
     /// Its id on the board.
     pub id: String,
@@ -214,10 +218,19 @@ impl PendingRequests {
         }
     }
 
-    /// The handler for [`ManagerOptions::elicitation`](crate::host::ManagerOptions::elicitation).
-    pub fn elicitation_handler(&self) -> ElicitationHandler {
+    /// The handler that puts a server's elicitation on this board, for
+    /// [`ManagerOptions::with_elicitation`](crate::host::ManagerOptions::with_elicitation).
+    pub fn elicitation_handler(
+        &self,
+    ) -> impl Fn(
+        String,
+        ElicitationRequest,
+    ) -> BoxFuture<'static, Result<ElicitationAnswer, ErrorObject>>
+    + Send
+    + Sync
+    + 'static {
         let board = self.clone();
-        Arc::new(move |server, request| {
+        move |server, request| {
             let board = board.clone();
             Box::pin(async move {
                 match board.wait(server, Asked::Elicitation(request)).await {
@@ -228,13 +241,19 @@ impl PendingRequests {
                     }
                 }
             })
-        })
+        }
     }
 
-    /// The handler for [`ManagerOptions::sampling`](crate::host::ManagerOptions::sampling).
-    pub fn sampling_handler(&self) -> SamplingHandler {
+    /// The handler that puts a server's sampling request on this board, for
+    /// [`ManagerOptions::with_sampling`](crate::host::ManagerOptions::with_sampling).
+    pub fn sampling_handler(
+        &self,
+    ) -> impl Fn(String, SamplingRequest) -> BoxFuture<'static, Result<SamplingAnswer, ErrorObject>>
+    + Send
+    + Sync
+    + 'static {
         let board = self.clone();
-        Arc::new(move |server, request| {
+        move |server, request| {
             let board = board.clone();
             Box::pin(async move {
                 match board.wait(server, Asked::Sampling(request)).await {
@@ -243,7 +262,7 @@ impl PendingRequests {
                     Answer::Elicitation(_) => unreachable!("sampling gets a sampling answer"),
                 }
             })
-        })
+        }
     }
 
     /// The requests waiting now as their [`Event::Request`]s, oldest first: each request's

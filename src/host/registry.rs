@@ -65,6 +65,7 @@ pub fn llm_tool_name(server: &str, tool: &str) -> String {
 
 /// A tool as an LLM API takes it.
 #[derive(Debug, Clone, Serialize)]
+#[non_exhaustive]
 pub struct ToolDefinition {
     /// The registered name, `mcp__<server>__<tool>` (mapped if needed).
     pub name: String,
@@ -77,6 +78,23 @@ pub struct ToolDefinition {
     pub input_schema: RawJson,
 }
 
+impl ToolDefinition {
+    /// The definition of the tool `name`, described by `description`, taking arguments of
+    /// `input_schema` (a JSON Schema's text): for a tool of the embedder's own, to shape with
+    /// [`model_api::adapt_tool`](crate::host::model_api::adapt_tool) beside the servers'.
+    pub fn new(
+        name: impl Into<String>,
+        description: impl Into<Arc<str>>,
+        input_schema: RawJson,
+    ) -> ToolDefinition {
+        ToolDefinition {
+            name: name.into(),
+            description: description.into(),
+            input_schema,
+        }
+    }
+}
+
 impl PartialEq for ToolDefinition {
     fn eq(&self, other: &ToolDefinition) -> bool {
         self.name == other.name
@@ -87,6 +105,7 @@ impl PartialEq for ToolDefinition {
 
 /// One registered tool: its definition and where it comes from.
 #[derive(Debug, Clone, PartialEq, Serialize)]
+#[non_exhaustive]
 pub struct RegisteredTool {
     /// What the LLM API is given.
     pub definition: ToolDefinition,
@@ -126,6 +145,7 @@ impl RegisteredTool {
 
 /// Two tools that would have the same registered name.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[non_exhaustive]
 pub struct Collision {
     /// The registered name both would have.
     pub name: String,

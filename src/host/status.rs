@@ -55,6 +55,7 @@ impl fmt::Display for ServerState {
 /// One server's status.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "camelCase")]
+#[non_exhaustive]
 pub struct ServerStatus {
     /// The server's name.
     pub name: String,

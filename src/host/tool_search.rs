@@ -37,8 +37,9 @@ pub const MAX_INDEXED_TEXT: usize = 8 * 1024;
 pub const MAX_INDEXED_PARAMS: usize = 64;
 
 /// When tool search is on: `"tool_search": {"above_tokens": N}` at the top of `mcp.json`, or
-/// [`super::ManagerOptions::tool_search`].
+/// [`super::ManagerOptions::tool_search`]: [`ToolSearch::new`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct ToolSearch {
     /// Search replaces the definitions once the visible tools' definitions are estimated at
     /// more than this many tokens (their JSON's bytes / 4).
@@ -46,6 +47,11 @@ pub struct ToolSearch {
 }
 
 impl ToolSearch {
+    /// Search once the visible tools' definitions are estimated at more than `above_tokens`.
+    pub fn new(above_tokens: usize) -> ToolSearch {
+        ToolSearch { above_tokens }
+    }
+
     /// Reads `"tool_search"` of a config document: `None` when it is absent or `null`.
     pub(crate) fn from_member(value: Option<&Value>) -> Result<Option<ToolSearch>, String> {
         let wrong = || {

@@ -30,13 +30,25 @@ use crate::methods;
 use serde_json::{Value, json};
 use std::time::Duration;
 
-/// Who the client says it is.
+/// Who the client says it is: [`ClientInfo::new`], or by default `agenvoy-mcp` and this
+/// crate's version.
 #[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct ClientInfo {
     /// The client's name.
     pub name: String,
     /// The client's version.
     pub version: String,
+}
+
+impl ClientInfo {
+    /// A client named `name` at `version`.
+    pub fn new(name: impl Into<String>, version: impl Into<String>) -> Self {
+        ClientInfo {
+            name: name.into(),
+            version: version.into(),
+        }
+    }
 }
 
 impl Default for ClientInfo {

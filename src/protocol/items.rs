@@ -135,6 +135,7 @@ macro_rules! listed {
 
 /// One resource a server lists (`resources/list`).
 #[derive(Debug, Clone)]
+#[non_exhaustive]
 pub struct Resource {
     /// Its URI, what [`Client::read_resource`](crate::Client::read_resource) takes.
     pub uri: String,
@@ -158,6 +159,7 @@ listed!(Resource {
 /// One resource template a server lists (`resources/templates/list`): an RFC 6570 URI
 /// template whose variables [`Client::complete`](crate::Client::complete) can complete.
 #[derive(Debug, Clone)]
+#[non_exhaustive]
 pub struct ResourceTemplate {
     /// The URI template, e.g. `file:///{path}`.
     pub uri_template: String,
@@ -180,6 +182,7 @@ listed!(ResourceTemplate {
 
 /// One argument of a prompt.
 #[derive(Debug, Clone)]
+#[non_exhaustive]
 pub struct PromptArgument {
     /// Its name, the key in [`Client::get_prompt`](crate::Client::get_prompt)'s arguments.
     pub name: String,
@@ -199,6 +202,7 @@ listed!(PromptArgument {
 
 /// One prompt a server lists (`prompts/list`).
 #[derive(Debug, Clone)]
+#[non_exhaustive]
 pub struct Prompt {
     /// Its name, what [`Client::get_prompt`](crate::Client::get_prompt) takes.
     pub name: String,
@@ -218,6 +222,7 @@ listed!(Prompt {
 
 /// One message of a prompt (`prompts/get`).
 #[derive(Debug, Clone)]
+#[non_exhaustive]
 pub struct PromptMessage {
     /// `user` or `assistant`, as the server said.
     pub role: String,
@@ -244,6 +249,7 @@ impl PromptMessage {
 
 /// A prompt filled in with its arguments (`prompts/get`).
 #[derive(Debug, Clone, PartialEq, Deserialize, Serialize)]
+#[non_exhaustive]
 pub struct PromptContents {
     /// The server's description of the prompt.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -254,6 +260,7 @@ pub struct PromptContents {
 
 /// What a server offers for the value of an argument (`completion/complete`).
 #[derive(Debug, Clone)]
+#[non_exhaustive]
 pub struct Completion {
     /// The values, best first (the protocol allows at most 100).
     pub values: Vec<String>,
@@ -295,6 +302,7 @@ impl CompletionRef {
 /// What a model sees of a resource (`resources/read`): its contents rendered as a tool
 /// result is, and capped the same way.
 #[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct ResourceOutput {
     /// The text: each text content as it is, each binary one as `[blob <mime>, <n> bytes]`,
     /// joined with `"\n"`, cut at the client's output cap with the truncation marker.
@@ -379,6 +387,7 @@ impl std::fmt::Display for LogLevel {
 
 /// One log message of a server (`notifications/message`).
 #[derive(Debug, Clone, PartialEq)]
+#[non_exhaustive]
 pub struct LogMessage {
     /// Its severity; `None` when the server sent a level this client does not know.
     pub level: Option<LogLevel>,
@@ -470,6 +479,7 @@ impl std::fmt::Display for TaskStatus {
 /// extension's `ttlMs` and `pollIntervalMs` (whose `result`, `error` and `inputRequests`
 /// stay among the other members, [`Task::member`]).
 #[derive(Debug, Clone)]
+#[non_exhaustive]
 pub struct Task {
     /// The server's id of the task.
     pub task_id: String,

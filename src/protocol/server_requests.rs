@@ -1,10 +1,12 @@
 //! What a server asks of the embedder, typed: elicitation (a form, or a URL to visit) and
 //! sampling (a message from the embedder's model).
 //!
-//! The embedder's typed handler ([`elicitation_handler`], [`sampling_handler`]) is wrapped
-//! into the session's [`RequestHandler`]: the server's params are read into a typed request
-//! (one that does not fit is the server's error, -32602, and the embedder never sees it),
-//! and the answer is checked before it is sent: a form answer must fit the requested schema
+//! The embedder's typed handler
+//! ([`Handlers::with_elicitation`](crate::Handlers::with_elicitation),
+//! [`Handlers::with_sampling`](crate::Handlers::with_sampling)) answers them: the server's
+//! params are read into a typed request (one that does not fit is the server's error, -32602,
+//! and the embedder never sees it), and the answer is checked before it is sent: a form
+//! answer must fit the requested schema
 //! (its primitive properties: types, `required`, `enum`, and each property's constraints:
 //! lengths, `pattern`, `format`, bounds, how many choices), else the server gets an error
 //! (-32603) instead of a bad answer, and the embedder a warning in the log. The embedder can
@@ -12,7 +14,6 @@
 //! (`raw`). Server text (messages, titles, URLs) is the server's: escape it to show it
 //! ([`crate::safe_text::escape_controls`]); the library never opens a URL.
 
-use super::session::RequestHandler;
 use super::types::Tool;
 use crate::transport::BoxFuture;
 use crate::wire::jsonrpc::{self, ErrorObject};
@@ -41,6 +42,7 @@ pub enum FieldKind {
 
 /// One field of a form.
 #[derive(Debug, Clone, PartialEq)]
+#[non_exhaustive]
 pub struct FormField {
     /// The property's name: the key of its value in the answer.
     pub name: String,
@@ -60,6 +62,7 @@ pub struct FormField {
 
 /// A form the server asks the user to fill in (`elicitation/create`, mode `form`).
 #[derive(Debug, Clone, PartialEq)]
+#[non_exhaustive]
 pub struct FormRequest {
     /// What the server says the form is for (server text).
     pub message: String,
@@ -72,6 +75,7 @@ pub struct FormRequest {
 /// A page the server asks the user to visit (`elicitation/create`, mode `url`): for what
 /// must not pass through the client (a login, a payment). The library never opens it.
 #[derive(Debug, Clone, PartialEq)]
+#[non_exhaustive]
 pub struct UrlRequest {
     /// Why (server text).
     pub message: String,
@@ -95,6 +99,7 @@ pub enum ElicitationKind {
 
 /// An `elicitation/create` request, typed, with its params as sent.
 #[derive(Debug, Clone, PartialEq)]
+#[non_exhaustive]
 pub struct ElicitationRequest {
     /// What is asked.
     pub kind: ElicitationKind,
@@ -115,6 +120,23 @@ pub enum ElicitationAnswer {
 }
 
 impl ElicitationAnswer {
+    /// Accepts with `content`, a JSON object of the form's values by name (`json!({"name":
+    /// "Ada"})`; `json!({})` for a URL). Ready to return from an elicitation handler: anything
+    /// but an object is an `Err` that says so, which goes to the server as the client's error
+    /// (-32603) instead of an answer.
+    pub fn accept(content: Value) -> Result<ElicitationAnswer, ErrorObject> {
+        match content {
+            Value::Object(values) => Ok(ElicitationAnswer::Accept(values)),
+            other => Err(ErrorObject::new(
+                jsonrpc::INTERNAL_ERROR,
+                format!(
+                    "the client's answer was not sent: an accepted elicitation's content must be a JSON object of the form's values by name, not {}",
+                    json_kind(&other)
+                ),
+            )),
+        }
+    }
+
     /// The `elicitation/create` result.
     pub fn to_result(&self) -> Value {
         match self {
@@ -123,6 +145,18 @@ impl ElicitationAnswer {
             ElicitationAnswer::Decline => json!({"action": "decline"}),
             ElicitationAnswer::Cancel => json!({"action": "cancel"}),
         }
+    }
+}
+
+/// What kind of JSON value `value` is, as an error names it.
+fn json_kind(value: &Value) -> &'static str {
+    match value {
+        Value::Null => "null",
+        Value::Bool(_) => "a boolean",
+        Value::Number(_) => "a number",
+        Value::String(_) => "a string",
+        Value::Array(_) => "an array",
+        Value::Object(_) => "an object",
     }
 }
 
@@ -537,6 +571,7 @@ impl ElicitationRequest {
 
 /// One message of a sampling request.
 #[derive(Debug, Clone, PartialEq)]
+#[non_exhaustive]
 pub struct SamplingMessage {
     /// `user` or `assistant` (server text).
     pub role: String,
@@ -559,6 +594,7 @@ impl SamplingMessage {
 
 /// A `sampling/createMessage` request, typed, with its params as sent.
 #[derive(Debug, Clone)]
+#[non_exhaustive]
 pub struct SamplingRequest {
     /// The conversation to continue.
     pub messages: Vec<SamplingMessage>,
@@ -635,8 +671,10 @@ impl SamplingRequest {
     }
 }
 
-/// The embedder's sampled message.
+/// The embedder's sampled message: [`SamplingAnswer::text`], or [`SamplingAnswer::new`] for
+/// other content.
 #[derive(Debug, Clone, PartialEq)]
+#[non_exhaustive]
 pub struct SamplingAnswer {
     /// Its content blocks (a text block: `{"type": "text", "text": ...}`).
     pub content: Vec<Value>,
@@ -647,13 +685,25 @@ pub struct SamplingAnswer {
 }
 
 impl SamplingAnswer {
-    /// A text answer.
-    pub fn text(text: &str, model: &str) -> SamplingAnswer {
+    /// An answer of `content` blocks written by `model`, with no stop reason.
+    pub fn new(content: Vec<Value>, model: impl Into<String>) -> SamplingAnswer {
         SamplingAnswer {
-            content: vec![json!({"type": "text", "text": text})],
-            model: model.to_string(),
-            stop_reason: Some("endTurn".into()),
+            content,
+            model: model.into(),
+            stop_reason: None,
         }
+    }
+
+    /// With the stop reason `reason` (`endTurn`, `stopSequence`, `maxTokens`, `toolUse`).
+    pub fn with_stop_reason(mut self, reason: impl Into<String>) -> SamplingAnswer {
+        self.stop_reason = Some(reason.into());
+        self
+    }
+
+    /// A text answer (stop reason `endTurn`).
+    pub fn text(text: &str, model: &str) -> SamplingAnswer {
+        SamplingAnswer::new(vec![json!({"type": "text", "text": text})], model)
+            .with_stop_reason("endTurn")
     }
 
     /// The `sampling/createMessage` result (one block as itself, several as an array).
@@ -670,69 +720,70 @@ impl SamplingAnswer {
     }
 }
 
-/// Why the embedder did not answer: sent to the server as its JSON-RPC error.
-pub type Refusal = ErrorObject;
-
-/// A typed elicitation handler.
+/// A typed elicitation handler, as [`Handlers`](super::session::Handlers) keeps it: set it
+/// with [`Handlers::with_elicitation`](super::session::Handlers::with_elicitation). An `Err`
+/// goes to the server as its JSON-RPC error.
 pub type ElicitationFn = Arc<
-    dyn Fn(ElicitationRequest) -> BoxFuture<'static, Result<ElicitationAnswer, Refusal>>
+    dyn Fn(ElicitationRequest) -> BoxFuture<'static, Result<ElicitationAnswer, ErrorObject>>
         + Send
         + Sync,
 >;
 
-/// A typed sampling handler.
+/// A typed sampling handler, as [`Handlers`](super::session::Handlers) keeps it: set it with
+/// [`Handlers::with_sampling`](super::session::Handlers::with_sampling). An `Err` goes to the
+/// server as its JSON-RPC error.
 pub type SamplingFn = Arc<
-    dyn Fn(SamplingRequest) -> BoxFuture<'static, Result<SamplingAnswer, Refusal>> + Send + Sync,
+    dyn Fn(SamplingRequest) -> BoxFuture<'static, Result<SamplingAnswer, ErrorObject>>
+        + Send
+        + Sync,
 >;
 
-/// The session's handler for `elicitation/create` around a typed one: requests read (a bad
-/// one is the server's -32602), answers checked (one that does not fit the form is -32603 to
-/// the server and a warning here).
-pub fn elicitation_handler(handler: ElicitationFn) -> RequestHandler {
-    Arc::new(move |params| {
-        let handler = handler.clone();
-        Box::pin(async move {
-            let request = ElicitationRequest::from_params(params)
-                .map_err(|why| ErrorObject::new(jsonrpc::INVALID_PARAMS, why))?;
-            // The form alone is kept to check the answer: the params may be large.
-            let checked = ElicitationRequest {
-                kind: request.kind.clone(),
-                raw: Value::Null,
-            };
-            let answer = handler(request).await?;
-            if let Err(e) = checked.check(&answer) {
-                tracing::warn!("not sending the elicitation answer: {e}");
-                return Err(ErrorObject::new(
-                    jsonrpc::INTERNAL_ERROR,
-                    format!("the client's answer was not sent: {e}"),
-                ));
-            }
-            Ok(answer.to_result())
-        })
-    })
+/// Answers `elicitation/create` with the embedder's typed handler: the request read (a bad
+/// one is the server's -32602, and the handler never sees it), the answer checked (one that
+/// does not fit the form is -32603 to the server and a warning here).
+pub(crate) async fn answer_elicitation(
+    handler: &ElicitationFn,
+    params: Value,
+) -> Result<Value, ErrorObject> {
+    let request = ElicitationRequest::from_params(params)
+        .map_err(|why| ErrorObject::new(jsonrpc::INVALID_PARAMS, why))?;
+    // The form alone is kept to check the answer: the params may be large.
+    let checked = ElicitationRequest {
+        kind: request.kind.clone(),
+        raw: Value::Null,
+    };
+    let answer = handler(request).await?;
+    if let Err(e) = checked.check(&answer) {
+        tracing::warn!("not sending the elicitation answer: {e}");
+        return Err(ErrorObject::new(
+            jsonrpc::INTERNAL_ERROR,
+            format!("the client's answer was not sent: {e}"),
+        ));
+    }
+    Ok(answer.to_result())
 }
 
-/// The session's handler for `sampling/createMessage` around a typed one: requests read (a
+/// Answers `sampling/createMessage` with the embedder's typed handler: the request read (a
 /// bad one, or one with tools when `tools` is false, is the server's -32602).
-pub fn sampling_handler(handler: SamplingFn, tools: bool) -> RequestHandler {
-    Arc::new(move |params| {
-        let handler = handler.clone();
-        Box::pin(async move {
-            let request = SamplingRequest::from_params(params)
-                .map_err(|why| ErrorObject::new(jsonrpc::INVALID_PARAMS, why))?;
-            let asks_tools = !request.tools.is_empty() || request.raw.get("toolChoice").is_some();
-            if asks_tools && !tools {
-                let why = "this client did not declare sampling.tools";
-                return Err(ErrorObject::new(jsonrpc::INVALID_PARAMS, why));
-            }
-            Ok(handler(request).await?.to_result())
-        })
-    })
+pub(crate) async fn answer_sampling(
+    handler: &SamplingFn,
+    tools: bool,
+    params: Value,
+) -> Result<Value, ErrorObject> {
+    let request = SamplingRequest::from_params(params)
+        .map_err(|why| ErrorObject::new(jsonrpc::INVALID_PARAMS, why))?;
+    let asks_tools = !request.tools.is_empty() || request.raw.get("toolChoice").is_some();
+    if asks_tools && !tools {
+        let why = "this client did not declare sampling.tools";
+        return Err(ErrorObject::new(jsonrpc::INVALID_PARAMS, why));
+    }
+    Ok(handler(request).await?.to_result())
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::Handlers;
 
     fn form() -> FormRequest {
         let schema = json!({"type": "object", "properties": {
@@ -860,41 +911,46 @@ mod tests {
 
     #[tokio::test]
     async fn a_bad_answer_is_an_error_to_the_server() {
-        let typed: ElicitationFn = Arc::new(|_| {
-            Box::pin(async {
-                Ok(ElicitationAnswer::Accept(
-                    json!({"name": 5}).as_object().unwrap().clone(),
-                ))
-            })
-        });
-        let handler = elicitation_handler(typed);
+        let handlers = Handlers::default()
+            .with_elicitation(|_| async { ElicitationAnswer::accept(json!({"name": 5})) });
+        let handler = handlers.elicitation.as_ref().unwrap();
         let params = json!({"message": "m", "requestedSchema": {"type": "object",
             "properties": {"name": {"type": "string"}}}});
-        let e = handler(params).await.unwrap_err();
+        let e = answer_elicitation(handler, params).await.unwrap_err();
         assert_eq!(e.code, jsonrpc::INTERNAL_ERROR);
-        let e = handler(json!({"mode": "url", "message": "m", "url": "ftp://x"}))
-            .await
-            .unwrap_err();
+        let url = json!({"mode": "url", "message": "m", "url": "ftp://x"});
+        let e = answer_elicitation(handler, url).await.unwrap_err();
         assert_eq!(e.code, jsonrpc::INVALID_PARAMS);
+    }
+
+    #[test]
+    fn accept_takes_an_object_and_refuses_anything_else_by_name() {
+        assert_eq!(
+            ElicitationAnswer::accept(json!({"name": "Ada"})),
+            Ok(ElicitationAnswer::Accept(
+                json!({"name": "Ada"}).as_object().unwrap().clone()
+            ))
+        );
+        let e = ElicitationAnswer::accept(json!("Ada")).unwrap_err();
+        assert_eq!(e.code, jsonrpc::INTERNAL_ERROR);
+        assert!(e.message.contains("must be a JSON object"), "{}", e.message);
+        assert!(e.message.ends_with("not a string"), "{}", e.message);
     }
 
     #[tokio::test]
     async fn sampling_reads_messages_and_refuses_tools_it_did_not_declare() {
-        let typed: SamplingFn = Arc::new(|request| {
-            Box::pin(async move {
-                let last = request
-                    .messages
-                    .last()
-                    .map(SamplingMessage::text)
-                    .unwrap_or_default();
-                Ok(SamplingAnswer::text(&format!("re: {last}"), "test-model"))
-            })
+        let handlers = Handlers::default().with_sampling(|request: SamplingRequest| async move {
+            let last = request
+                .messages
+                .last()
+                .map(SamplingMessage::text)
+                .unwrap_or_default();
+            Ok(SamplingAnswer::text(&format!("re: {last}"), "test-model"))
         });
+        let typed = handlers.sampling.as_ref().unwrap();
         let params = json!({"messages": [{"role": "user", "content": {"type": "text", "text": "hi"}}],
                             "maxTokens": 10});
-        let answer = sampling_handler(typed.clone(), false)(params.clone())
-            .await
-            .unwrap();
+        let answer = answer_sampling(typed, false, params.clone()).await.unwrap();
         assert_eq!(
             answer,
             json!({"role": "assistant", "content": {"type": "text", "text": "re: hi"},
@@ -902,10 +958,10 @@ mod tests {
         );
         let mut with_tools = params;
         with_tools["tools"] = json!([{"name": "t", "inputSchema": {"type": "object"}}]);
-        let e = sampling_handler(typed.clone(), false)(with_tools.clone())
+        let e = answer_sampling(typed, false, with_tools.clone())
             .await
             .unwrap_err();
         assert_eq!(e.code, jsonrpc::INVALID_PARAMS);
-        assert!(sampling_handler(typed, true)(with_tools).await.is_ok());
+        assert!(answer_sampling(typed, true, with_tools).await.is_ok());
     }
 }

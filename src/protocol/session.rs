@@ -8,10 +8,14 @@
 //! with the reason. In the stateless era every request carries the session's `_meta`
 //! envelope, and results asking for input are answered and the request sent again.
 
+use super::server_requests::{
+    ElicitationAnswer, ElicitationFn, ElicitationRequest, SamplingAnswer, SamplingFn,
+    SamplingRequest,
+};
 use super::types::{Progress, Root};
 use crate::error::{Error, ErrorKind, Result};
 use crate::methods;
-use crate::transport::{BoxFuture, Inbound, Outbound, Transport};
+use crate::transport::{Inbound, Outbound, Transport};
 use crate::wire::decode::{Decoded, ResultHead};
 use crate::wire::jsonrpc::{self, ErrorObject, Id, Message, Notification, Response};
 use crate::wire::render::{RenderError, Rendered};
@@ -64,36 +68,84 @@ const WRITE_TIMEOUT: Duration = Duration::from_secs(10);
 /// Longest excerpt of a message that is not JSON-RPC quoted in a warning.
 const EXCERPT: usize = 200;
 
-/// Answers one kind of server-to-client request (`sampling/createMessage`,
-/// `elicitation/create`): takes the request's params, returns its result or an error.
-pub type RequestHandler =
-    Arc<dyn Fn(Value) -> BoxFuture<'static, Result<Value, ErrorObject>> + Send + Sync>;
-
 /// Receives the progress of one request.
 pub type ProgressCallback = Arc<dyn Fn(Progress) + Send + Sync>;
 
-/// What the embedder offers servers. Capabilities announce exactly what is set here.
+/// What the embedder offers servers: roots, and the answers to their elicitation and
+/// sampling requests. Capabilities announce exactly what is set here. Build it with
+/// [`Handlers::default`] and the `with_*` setters:
 ///
-/// The handlers take and give raw JSON; [`super::server_requests::elicitation_handler`] and
-/// [`super::server_requests::sampling_handler`] make one from a typed handler, which gets its request read and
-/// its answer checked.
+/// ```
+/// use agenvoy_mcp::{ElicitationAnswer, ElicitationRequest, Handlers};
+/// use serde_json::json;
+///
+/// let handlers = Handlers::default().with_elicitation(|request: ElicitationRequest| async move {
+///     println!("the server asks: {:?}", request.kind);
+///     ElicitationAnswer::accept(json!({"name": "Ada"}))
+/// });
+/// assert_eq!(handlers.capabilities()["elicitation"], json!({"form": {}, "url": {}}));
+/// ```
+///
+/// A handler gets its request typed (one that does not parse is the server's error, and the
+/// handler never sees it); an elicitation's answer is checked against the form before it is
+/// sent; an `Err` goes to the server as the client's JSON-RPC error.
 #[derive(Clone, Default)]
+#[non_exhaustive]
 pub struct Handlers {
     /// The roots to list at the start (changed later with
     /// [`Client::set_roots`](crate::Client::set_roots)); `None` announces no `roots`
     /// capability (`roots/list` still gets the roots set, or an empty list, as some servers
     /// ask regardless).
     pub roots: Option<Vec<Root>>,
-    /// Answers `sampling/createMessage`; `None` answers method-not-found.
-    pub sampling: Option<RequestHandler>,
+    /// Answers `sampling/createMessage` ([`Handlers::with_sampling`]); `None` answers
+    /// method-not-found.
+    pub sampling: Option<SamplingFn>,
     /// Whether the sampling handler takes requests with `tools` (announced as
     /// `sampling.tools`).
     pub sampling_tools: bool,
-    /// Answers `elicitation/create`, in form and URL mode; `None` answers method-not-found.
-    pub elicitation: Option<RequestHandler>,
+    /// Answers `elicitation/create`, in form and URL mode ([`Handlers::with_elicitation`]);
+    /// `None` answers method-not-found.
+    pub elicitation: Option<ElicitationFn>,
 }
 
 impl Handlers {
+    /// With `roots` listed at the start (announces the `roots` capability).
+    pub fn with_roots(mut self, roots: Vec<Root>) -> Self {
+        self.roots = Some(roots);
+        self
+    }
+
+    /// With `answer` answering the server's `elicitation/create` (a form to fill in, or a URL
+    /// to visit): an async closure from the typed request to the answer, as
+    /// `|request| async move { ElicitationAnswer::accept(json!({"name": "Ada"})) }`.
+    pub fn with_elicitation<F, Fut>(mut self, answer: F) -> Self
+    where
+        F: Fn(ElicitationRequest) -> Fut + Send + Sync + 'static,
+        Fut: Future<Output = Result<ElicitationAnswer, ErrorObject>> + Send + 'static,
+    {
+        self.elicitation = Some(Arc::new(move |request| Box::pin(answer(request))));
+        self
+    }
+
+    /// With `answer` answering the server's `sampling/createMessage`: an async closure from
+    /// the typed request to the sampled message, as
+    /// `|request| async move { Ok(SamplingAnswer::text("Hello", "my-model")) }`.
+    pub fn with_sampling<F, Fut>(mut self, answer: F) -> Self
+    where
+        F: Fn(SamplingRequest) -> Fut + Send + Sync + 'static,
+        Fut: Future<Output = Result<SamplingAnswer, ErrorObject>> + Send + 'static,
+    {
+        self.sampling = Some(Arc::new(move |request| Box::pin(answer(request))));
+        self
+    }
+
+    /// Whether the sampling handler takes requests with `tools` (announced as
+    /// `sampling.tools`; without it such a request is the server's error).
+    pub fn with_sampling_tools(mut self, takes_tools: bool) -> Self {
+        self.sampling_tools = takes_tools;
+        self
+    }
+
     /// The client capabilities these handlers support.
     pub fn capabilities(&self) -> Value {
         let mut caps = serde_json::Map::new();
@@ -125,8 +177,10 @@ impl std::fmt::Debug for Handlers {
     }
 }
 
-/// Options of one request.
+/// Options of one request. Build them with [`RequestOptions::default`] and the `with_*`
+/// setters.
 #[derive(Clone, Default)]
+#[non_exhaustive]
 pub struct RequestOptions {
     /// How long to wait for the response; the session's default if `None`.
     pub timeout: Option<Duration>,
@@ -142,6 +196,46 @@ pub struct RequestOptions {
     /// For a tool call: when to call the tool as a task (polled until it ends, its result
     /// fetched, cancelled when the call is dropped or times out).
     pub task: TaskMode,
+}
+
+impl RequestOptions {
+    /// With the response waited for at most `timeout`.
+    pub fn with_timeout(mut self, timeout: Duration) -> Self {
+        self.timeout = Some(timeout);
+        self
+    }
+
+    /// With each progress notification handed to `report` (which asks the server for
+    /// progress).
+    pub fn with_progress(mut self, report: impl Fn(Progress) + Send + Sync + 'static) -> Self {
+        self.on_progress = Some(Arc::new(report));
+        self
+    }
+
+    /// With each progress notification restarting the timeout, or not.
+    pub fn with_progress_resets_timeout(mut self, resets: bool) -> Self {
+        self.progress_resets_timeout = resets;
+        self
+    }
+
+    /// With the request running at most `max_duration`, however much progress restarts its
+    /// timeout.
+    pub fn with_max_duration(mut self, max_duration: Duration) -> Self {
+        self.max_duration = Some(max_duration);
+        self
+    }
+
+    /// With the extra header `name: value` (HTTP `Mcp-Param-*`).
+    pub fn header(mut self, name: impl Into<String>, value: impl Into<String>) -> Self {
+        self.headers.push((name.into(), value.into()));
+        self
+    }
+
+    /// With a tool call run as a task as `task` says.
+    pub fn with_task(mut self, task: TaskMode) -> Self {
+        self.task = task;
+        self
+    }
 }
 
 /// When a tool call runs as a task ([`RequestOptions::task`]). In the initialize era
@@ -883,21 +977,16 @@ mod tests {
     #[test]
     fn capabilities_announce_only_what_is_registered() {
         assert_eq!(Handlers::default().capabilities(), json!({}));
-        let handler: RequestHandler = Arc::new(|_| Box::pin(async { Ok(json!({})) }));
-        let roots = Handlers {
-            roots: Some(vec![]),
-            ..Default::default()
-        };
+        let roots = Handlers::default().with_roots(vec![]);
         assert_eq!(
             roots.capabilities(),
             json!({"roots": {"listChanged": true}})
         );
-        let all = Handlers {
-            roots: Some(vec![]),
-            sampling: Some(handler.clone()),
-            sampling_tools: true,
-            elicitation: Some(handler),
-        };
+        let all = Handlers::default()
+            .with_roots(vec![])
+            .with_sampling(|_| async { Ok(SamplingAnswer::text("hi", "m")) })
+            .with_sampling_tools(true)
+            .with_elicitation(|_| async { Ok(ElicitationAnswer::Decline) });
         assert_eq!(
             all.capabilities(),
             json!({"roots": {"listChanged": true}, "sampling": {"tools": {}},

@@ -35,6 +35,7 @@ pub const HANDSHAKE_VERSIONS: [&str; 4] = ["2025-11-25", "2025-06-18", "2025-03-
 /// ([`RawJson`](crate::RawJson)), so a tool costs about its wire size, and a copy only its name and
 /// description.
 #[derive(Debug, Clone)]
+#[non_exhaustive]
 pub struct Tool {
     /// The tool's name on its server.
     pub name: String,
@@ -176,8 +177,10 @@ impl<'de> Deserialize<'de> for Tool {
     }
 }
 
-/// A root the embedder exposes to servers (`roots/list`).
+/// A root the embedder exposes to servers (`roots/list`): [`Root::new`], and
+/// [`Root::with_name`].
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[non_exhaustive]
 pub struct Root {
     /// A `file://` URI.
     pub uri: String,
@@ -186,8 +189,25 @@ pub struct Root {
     pub name: Option<String>,
 }
 
+impl Root {
+    /// The root at `uri` (a `file://` URI), with no name.
+    pub fn new(uri: impl Into<String>) -> Self {
+        Root {
+            uri: uri.into(),
+            name: None,
+        }
+    }
+
+    /// With the display name `name`.
+    pub fn with_name(mut self, name: impl Into<String>) -> Self {
+        self.name = Some(name.into());
+        self
+    }
+}
+
 /// One progress notification for a request in flight.
 #[derive(Debug, Clone, PartialEq)]
+#[non_exhaustive]
 pub struct Progress {
     /// Progress so far; grows with each notification.
     pub progress: f64,
@@ -199,6 +219,7 @@ pub struct Progress {
 
 /// The outcome of `tools/call` as the model sees it.
 #[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct ToolOutput {
     /// The rendered text, capped with the truncation marker.
     pub text: String,
@@ -231,6 +252,7 @@ impl Era {
 
 /// What the client learned about a server when its session started.
 #[derive(Debug, Clone, PartialEq, Serialize)]
+#[non_exhaustive]
 pub struct ServerDetails {
     /// The era the session runs in.
     pub era: Era,

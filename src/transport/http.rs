@@ -101,14 +101,30 @@ pub trait Authorizer: Send + Sync {
     fn challenge(&self, refusal: Refusal) -> BoxFuture<'_, Result<bool>>;
 }
 
-/// What an [`Authorizer`] adds to one request.
+/// What an [`Authorizer`] adds to one request: [`Credentials::default`] (nothing), and the
+/// `with_*` setters.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct Credentials {
     /// The `Authorization` value: `Bearer <token>`, or `DPoP <token>` for a DPoP-bound one.
     pub authorization: Option<Secret>,
     /// The `DPoP` proof (RFC 9449) made for this request: a secret too (it carries the
     /// token's hash and lives a few minutes).
     pub dpop: Option<Secret>,
+}
+
+impl Credentials {
+    /// With the `Authorization` value `value` (`Bearer <token>`, or `DPoP <token>`).
+    pub fn with_authorization(mut self, value: Secret) -> Self {
+        self.authorization = Some(value);
+        self
+    }
+
+    /// With the `DPoP` proof `proof`.
+    pub fn with_dpop(mut self, proof: Secret) -> Self {
+        self.dpop = Some(proof);
+        self
+    }
 }
 
 /// A 401 or 403 answer, as an [`Authorizer`] sees it.
@@ -140,8 +156,20 @@ impl Refusal {
 /// How many times one request may be re-sent after an auth challenge.
 const AUTH_RETRIES: u32 = 4;
 
-/// How to reach an HTTP server.
+/// How to reach an HTTP server: [`HttpConfig::new`] with the endpoint, then the setters for
+/// the rest.
+///
+/// ```
+/// use agenvoy_mcp::HttpConfig;
+/// use std::time::Duration;
+///
+/// let config = HttpConfig::new("https://mcp.example.com/mcp")
+///     .header("X-Team", "search")
+///     .with_connect_timeout(Duration::from_secs(5));
+/// assert_eq!(config.headers, [("X-Team".to_string(), "search".to_string())]);
+/// ```
 #[derive(Clone)]
+#[non_exhaustive]
 pub struct HttpConfig {
     /// The MCP endpoint, `http://` or `https://`.
     pub url: String,
@@ -175,14 +203,38 @@ impl std::fmt::Debug for HttpConfig {
 
 impl HttpConfig {
     /// A config for `url` with no headers and the default timeouts (10 s, 30 s).
-    pub fn new(url: &str) -> Self {
+    pub fn new(url: impl Into<String>) -> Self {
         HttpConfig {
-            url: url.to_string(),
+            url: url.into(),
             headers: Vec::new(),
             connect_timeout: Duration::from_secs(10),
             header_timeout: Duration::from_secs(30),
             authorizer: None,
         }
+    }
+
+    /// With the header `name: value` sent with every request.
+    pub fn header(mut self, name: impl Into<String>, value: impl Into<String>) -> Self {
+        self.headers.push((name.into(), value.into()));
+        self
+    }
+
+    /// With a TCP (and TLS) connection waited for at most `timeout`.
+    pub fn with_connect_timeout(mut self, timeout: Duration) -> Self {
+        self.connect_timeout = timeout;
+        self
+    }
+
+    /// With the response headers of what is not a request waited for at most `timeout`.
+    pub fn with_header_timeout(mut self, timeout: Duration) -> Self {
+        self.header_timeout = timeout;
+        self
+    }
+
+    /// With `authorizer` supplying every request's credentials (OAuth).
+    pub fn with_authorizer(mut self, authorizer: Arc<dyn Authorizer>) -> Self {
+        self.authorizer = Some(authorizer);
+        self
     }
 }
 

@@ -25,7 +25,9 @@ use std::pin::Pin;
 use std::sync::OnceLock;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
-/// A boxed future, as transports return them (so `dyn Transport` works).
+/// A boxed, sendable future: what the crate's object-safe traits and stored callbacks return
+/// (the HTTP transport's `Authorizer`, the host's confirm, elicitation and sampling handlers),
+/// so that they can be kept as `dyn` values. Make one with `Box::pin(async move { ... })`.
 pub type BoxFuture<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;
 
 /// What a transport delivers to the session.

@@ -103,8 +103,19 @@ pub fn is_default_env(name: &str) -> bool {
     DEFAULT_ENV.iter().any(|d| d.eq_ignore_ascii_case(name)) || name.starts_with("LC_")
 }
 
-/// How to start a stdio server.
-#[derive(Clone, Default)]
+/// How to start a stdio server: [`StdioConfig::new`] with the program, then the setters for
+/// the rest.
+///
+/// ```
+/// use agenvoy_mcp::StdioConfig;
+///
+/// let config = StdioConfig::new("npx")
+///     .args(["-y", "@modelcontextprotocol/server-everything"])
+///     .env("LOG_LEVEL", "debug");
+/// assert_eq!(config.args.len(), 2);
+/// ```
+#[derive(Clone)]
+#[non_exhaustive]
 pub struct StdioConfig {
     /// The program to run, found on `PATH` if it has no slash (on Windows, as `cmd.exe` finds
     /// it: each folder of `PATH` with each extension of `PATHEXT`, so `npx` is `npx.cmd`).
@@ -118,6 +129,50 @@ pub struct StdioConfig {
     pub inherit_env: bool,
     /// The working directory; the current one if `None`.
     pub cwd: Option<std::path::PathBuf>,
+}
+
+impl StdioConfig {
+    /// A config that runs `command` with no arguments, the default environment, in the
+    /// current directory.
+    pub fn new(command: impl Into<String>) -> Self {
+        StdioConfig {
+            command: command.into(),
+            args: Vec::new(),
+            env: HashMap::new(),
+            inherit_env: false,
+            cwd: None,
+        }
+    }
+
+    /// With the argument `arg` after those given so far.
+    pub fn arg(mut self, arg: impl Into<String>) -> Self {
+        self.args.push(arg.into());
+        self
+    }
+
+    /// With the arguments `args` after those given so far.
+    pub fn args(mut self, args: impl IntoIterator<Item = impl Into<String>>) -> Self {
+        self.args.extend(args.into_iter().map(Into::into));
+        self
+    }
+
+    /// With the variable `name` set to `value` for the server.
+    pub fn env(mut self, name: impl Into<String>, value: impl Into<String>) -> Self {
+        self.env.insert(name.into(), value.into());
+        self
+    }
+
+    /// With this process's whole environment inherited, or only [`DEFAULT_ENV`].
+    pub fn with_inherit_env(mut self, inherit: bool) -> Self {
+        self.inherit_env = inherit;
+        self
+    }
+
+    /// With the server started in the directory `cwd`.
+    pub fn with_cwd(mut self, cwd: impl Into<std::path::PathBuf>) -> Self {
+        self.cwd = Some(cwd.into());
+        self
+    }
 }
 
 impl std::fmt::Debug for StdioConfig {

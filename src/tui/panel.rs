@@ -571,7 +571,7 @@ impl Panel {
             } => {
                 self.spawn_job(async move {
                     // The user sent it from the panel: that is the approval.
-                    let call = ToolCall::new(name, arguments).mode(PermissionMode::Auto);
+                    let call = ToolCall::new(name, arguments).with_mode(PermissionMode::Auto);
                     let outcome = match control.call(call).await {
                         Ok(done) if done.output.is_error => {
                             Ok(format!("The tool reported an error:\n{}", done.output.text))

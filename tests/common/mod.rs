@@ -6,7 +6,8 @@ pub mod py_oauth;
 pub mod tmux;
 
 use agenvoy_mcp::StdioConfig;
-use agenvoy_mcp::{Client, ClientOptions};
+use agenvoy_mcp::{Client, ClientOptions, ElicitationAnswer, ElicitationKind, Handlers};
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 /// The built binary. Its hidden `fixture-server` is the small demo server of the embedded
@@ -23,11 +24,7 @@ pub fn fixture_binary() -> String {
 
 /// The config of a fixture server with extra flags.
 pub fn fixture(flags: &[&str]) -> StdioConfig {
-    StdioConfig {
-        command: fixture_binary(),
-        args: flags.iter().map(|s| s.to_string()).collect(),
-        ..Default::default()
-    }
+    StdioConfig::new(fixture_binary()).args(flags.iter().copied())
 }
 
 /// The command line of a fixture server with `flags`, as `probe -- CMD ARGS...` takes it.
@@ -342,6 +339,55 @@ pub fn fixture_entry(flags: &[&str]) -> serde_json::Value {
 }
 
 /// Config entries of both eras of the fixture: `init` speaks 2025-11-25, `modern` 2026-07-28.
+/// A fixture client whose elicitation handler declines and keeps what it is asked: the
+/// library's reading of a URL elicitation, through the fixture's `client_request`.
+pub struct UrlAsker {
+    client: Client,
+    asked: Arc<Mutex<Vec<ElicitationKind>>>,
+}
+
+impl UrlAsker {
+    pub async fn start() -> UrlAsker {
+        let asked = Arc::new(Mutex::new(Vec::new()));
+        let seen = asked.clone();
+        let handlers = Handlers::default().with_elicitation(move |request| {
+            seen.lock().unwrap().push(request.kind);
+            async { Ok(ElicitationAnswer::Decline) }
+        });
+        let client = connect(&[], ClientOptions::default().with_handlers(handlers)).await;
+        UrlAsker { client, asked }
+    }
+
+    /// The origin a URL elicitation of `url` is handed over with, or the message of the
+    /// server's error (-32602) when it is refused unread.
+    pub async fn origin(&self, url: &str) -> Result<String, String> {
+        let params = serde_json::json!({"mode": "url", "message": "Go", "url": url});
+        let out = self
+            .client
+            .call_tool(
+                "client_request",
+                serde_json::json!({"method": "elicitation/create", "params": params}),
+            )
+            .await
+            .unwrap();
+        let answer: serde_json::Value = serde_json::from_str(&out.text).unwrap();
+        let asked = self.asked.lock().unwrap().pop();
+        match (&answer["error"], asked) {
+            (serde_json::Value::Null, Some(ElicitationKind::Url(request))) => Ok(request.origin),
+            (serde_json::Value::Null, other) => panic!("{url}: handed over as {other:?}"),
+            (error, None) => {
+                assert_eq!(error["code"], -32602, "{url}: {answer}");
+                Err(error["message"].as_str().unwrap_or_default().to_string())
+            }
+            (_, Some(_)) => panic!("{url}: handed over though refused: {answer}"),
+        }
+    }
+
+    pub async fn close(self) {
+        self.client.close().await;
+    }
+}
+
 pub fn two_fixtures() -> serde_json::Value {
     serde_json::json!({"init": fixture_entry(&[]), "modern": fixture_entry(&["--mode", "modern"])})
 }
@@ -351,11 +397,7 @@ pub fn two_fixtures() -> serde_json::Value {
 pub fn everything() -> Option<StdioConfig> {
     let program = installed("node_modules/.bin/mcp-server-everything")?;
     agenvoy_mcp::unstable::become_subreaper();
-    Some(StdioConfig {
-        command: program.display().to_string(),
-        args: vec!["stdio".into()],
-        ..Default::default()
-    })
+    Some(StdioConfig::new(program.display().to_string()).arg("stdio"))
 }
 
 /// The pid of the one running process whose command line has `marker`.

@@ -75,7 +75,7 @@ async fn endpoints_must_be_https_or_loopback_and_never_reach_the_browser() {
         agent.open_browser = false;
         agent.timeout = Duration::from_secs(2);
         agent.show_url = Arc::new(move |url| record.lock().unwrap().push(url.to_string()));
-        let mut config = OAuthConfig::new("s", &format!("{}/mcp", server.base));
+        let mut config = OAuthConfig::new("s", format!("{}/mcp", server.base));
         config.redirect_uri = "http://localhost:0/callback".into();
         let oauth = OAuth::new(config, Arc::new(MemoryStore::new()));
         let err = oauth

@@ -223,7 +223,7 @@ async fn a_nonce_that_is_not_new_is_not_retried() {
         _ => dpop_server(r, base),
     })
     .await;
-    let mut config = OAuthConfig::new("s", &format!("{}/mcp", server.base));
+    let mut config = OAuthConfig::new("s", format!("{}/mcp", server.base));
     config.grant = Grant::WorkloadIdentity {
         assertion: SecretSource::Value("workload.jwt.here".into()),
     };
@@ -239,7 +239,7 @@ async fn a_nonce_that_is_not_new_is_not_retried() {
     // At the MCP server: bound tokens, and the nonce the refused proof carried.
     let server = TestServer::start(dpop_server).await;
     let store = Arc::new(MemoryStore::new());
-    let mut config = OAuthConfig::new("s", &format!("{}/mcp", server.base));
+    let mut config = OAuthConfig::new("s", format!("{}/mcp", server.base));
     config.grant = Grant::WorkloadIdentity {
         assertion: SecretSource::Value("workload.jwt.here".into()),
     };

@@ -39,14 +39,11 @@ async fn workload_identity_refusals_are_reported_once_without_another_grant() {
             _ => own_as(r, base, Some(&metadata)),
         })
         .await;
-        let mut config = OAuthConfig::new("s", &format!("{}/mcp", server.base));
+        let mut config = OAuthConfig::new("s", format!("{}/mcp", server.base));
         config.grant = Grant::WorkloadIdentity {
             assertion: SecretSource::File(file.clone()),
         };
-        config.client = Some(PreRegistered {
-            client_id: "workload-client".into(),
-            ..Default::default()
-        });
+        config.client = Some(PreRegistered::new("workload-client"));
         let store = Arc::new(MemoryStore::new());
         let oauth = OAuth::new(config, store.clone());
         let agent = oauth.headless_agent();
@@ -98,7 +95,7 @@ async fn workload_identity_refusals_are_reported_once_without_another_grant() {
     // Accepted, with a rotated token read afresh; no client configured: no client_id.
     std::fs::write(&file, "eyJ.ROTATED.sig").unwrap();
     let server = TestServer::start(|r, base| own_as(r, base, Some(OWN_METADATA))).await;
-    let mut config = OAuthConfig::new("s", &format!("{}/mcp", server.base));
+    let mut config = OAuthConfig::new("s", format!("{}/mcp", server.base));
     config.grant = Grant::WorkloadIdentity {
         assertion: SecretSource::File(file.clone()),
     };
@@ -139,13 +136,10 @@ async fn private_key_jwt_assertions_are_signed_for_the_issuer() {
     let file = dir.path().join("key.pem");
     std::fs::write(&file, &pem).unwrap();
     let server = TestServer::start(|r, base| own_as(r, base, Some(OWN_METADATA))).await;
-    let mut config = OAuthConfig::new("s", &format!("{}/mcp", server.base));
+    let mut config = OAuthConfig::new("s", format!("{}/mcp", server.base));
     config.grant = Grant::ClientCredentials;
-    config.client = Some(PreRegistered {
-        client_id: "machine".into(),
-        private_key: Some(SecretSource::File(file.clone())),
-        ..Default::default()
-    });
+    config.client =
+        Some(PreRegistered::new("machine").with_private_key(SecretSource::File(file.clone())));
     let oauth = OAuth::new(config, Arc::new(MemoryStore::new()));
     oauth.login_with(None).await.unwrap();
     oauth.login_with(None).await.unwrap();

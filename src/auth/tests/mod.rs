@@ -117,7 +117,7 @@ fn own_as(request: &Seen, base: &str, metadata: Option<&str>) -> Reply {
 /// Logs in to the server at `base` headlessly (the authorization server redirects at
 /// once), keeping what it registers and gets in `store`.
 async fn headless_login(base: &str, store: Arc<MemoryStore>) -> Result<()> {
-    let mut config = OAuthConfig::new("s", &format!("{base}/mcp"));
+    let mut config = OAuthConfig::new("s", format!("{base}/mcp"));
     config.redirect_uri = "http://localhost:0/callback".into();
     let oauth = OAuth::new(config, store);
     let agent = oauth.headless_agent();

@@ -67,14 +67,9 @@ async fn a_configured_secret_stays_with_the_issuer_it_was_first_used_with() {
     .await;
     let store = Arc::new(MemoryStore::new());
     let oauth = || {
-        let mut config = OAuthConfig::new("s", &format!("{}/mcp", mcp.base));
+        let mut config = OAuthConfig::new("s", format!("{}/mcp", mcp.base));
         config.grant = Grant::ClientCredentials;
-        config.client = Some(PreRegistered {
-            client_id: "cfg-id".into(),
-            client_secret: Some("CFG-SECRET".into()),
-            redirect_uri: None,
-            private_key: None,
-        });
+        config.client = Some(PreRegistered::new("cfg-id").with_client_secret("CFG-SECRET".into()));
         OAuth::new(config, store.clone())
     };
     let got_secret = |server: &TestServer| {

@@ -96,25 +96,25 @@ impl ToolCall {
     }
 
     /// With permission mode `mode`.
-    pub fn mode(mut self, mode: PermissionMode) -> ToolCall {
+    pub fn with_mode(mut self, mode: PermissionMode) -> ToolCall {
         self.mode = mode;
         self
     }
 
     /// Under the caller's id `id` (see [`ToolCall::id`]).
-    pub fn id(mut self, id: impl Into<String>) -> ToolCall {
+    pub fn with_id(mut self, id: impl Into<String>) -> ToolCall {
         self.id = Some(id.into());
         self
     }
 
     /// Made in `conversation`.
-    pub fn conversation(mut self, conversation: Arc<Conversation>) -> ToolCall {
+    pub fn with_conversation(mut self, conversation: Arc<Conversation>) -> ToolCall {
         self.conversation = Some(conversation);
         self
     }
 
     /// With request options `request` (timeout, progress).
-    pub fn request(mut self, request: RequestOptions) -> ToolCall {
+    pub fn with_request(mut self, request: RequestOptions) -> ToolCall {
         self.request = request;
         self
     }

@@ -31,8 +31,10 @@ pub(super) struct OAuthState {
     logins: Arc<Mutex<HashMap<String, Pending>>>,
 }
 
-/// A pre-registered OAuth client (one registered by hand with the authorization server).
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
+/// A pre-registered OAuth client (one registered by hand with the authorization server):
+/// [`OAuthClient::new`] with its id, then the setters for the rest.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct OAuthClient {
     /// Its id.
     pub client_id: String,
@@ -42,8 +44,33 @@ pub struct OAuthClient {
     pub redirect_uri: Option<String>,
 }
 
-/// How a login runs.
+impl OAuthClient {
+    /// The client `client_id`: no secret, at the default redirect URI.
+    pub fn new(client_id: impl Into<String>) -> Self {
+        OAuthClient {
+            client_id: client_id.into(),
+            client_secret: None,
+            redirect_uri: None,
+        }
+    }
+
+    /// With the client secret `secret`.
+    pub fn with_client_secret(mut self, secret: crate::secret::Secret) -> Self {
+        self.client_secret = Some(secret);
+        self
+    }
+
+    /// With the exact redirect URI registered, `uri`.
+    pub fn with_redirect_uri(mut self, uri: impl Into<String>) -> Self {
+        self.redirect_uri = Some(uri.into());
+        self
+    }
+}
+
+/// How a login runs: [`LoginOptions::default`] (the browser opened, five minutes to finish),
+/// and the `with_*` setters.
 #[derive(Debug, Clone)]
+#[non_exhaustive]
 pub struct LoginOptions {
     /// Open the system browser on the authorization URL (it is always given as a
     /// [`LoginEvent::Url`] too).
@@ -58,6 +85,20 @@ impl Default for LoginOptions {
             open_browser: true,
             timeout: LOGIN_TIMEOUT,
         }
+    }
+}
+
+impl LoginOptions {
+    /// With the system browser opened on the authorization URL, or not.
+    pub fn with_open_browser(mut self, open: bool) -> Self {
+        self.open_browser = open;
+        self
+    }
+
+    /// With the user waited for at most `timeout`.
+    pub fn with_timeout(mut self, timeout: Duration) -> Self {
+        self.timeout = timeout;
+        self
     }
 }
 

@@ -26,6 +26,7 @@ pub const MAX_SUBSCRIPTIONS: usize = 256;
 
 /// A server's resources, resource templates and prompts, as last listed.
 #[derive(Debug, Clone, Default, Serialize)]
+#[non_exhaustive]
 pub struct Catalog {
     /// Its resources.
     pub resources: Vec<Resource>,

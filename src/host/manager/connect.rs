@@ -192,20 +192,13 @@ fn server_handlers(
     options: &ManagerOptions,
     mut handlers: crate::protocol::session::Handlers,
 ) -> crate::protocol::session::Handlers {
-    use crate::protocol::server_requests::{elicitation_handler, sampling_handler};
     if let Some(handler) = options.elicitation.clone() {
         let name = name.to_string();
-        handlers.elicitation = Some(elicitation_handler(Arc::new(move |request| {
-            handler(name.clone(), request)
-        })));
+        handlers.elicitation = Some(Arc::new(move |request| handler(name.clone(), request)));
     }
     if let Some(handler) = options.sampling.clone() {
         let name = name.to_string();
-        let tools = handlers.sampling_tools;
-        handlers.sampling = Some(sampling_handler(
-            Arc::new(move |request| handler(name.clone(), request)),
-            tools,
-        ));
+        handlers.sampling = Some(Arc::new(move |request| handler(name.clone(), request)));
     }
     handlers
 }

@@ -3,16 +3,37 @@
 use crate::client::ClientOptions;
 use crate::host::era_memory::EraMemory;
 use crate::host::events::EventBus;
-use crate::host::gate::{ConfirmCallback, default_allowlist_path};
+use crate::host::gate::{ConfirmCallback, ConfirmRequest, Decision, default_allowlist_path};
 use crate::host::pending_requests::{ElicitationHandler, SamplingHandler};
 use crate::host::tool_search::ToolSearch;
+use crate::protocol::server_requests::{
+    ElicitationAnswer, ElicitationRequest, SamplingAnswer, SamplingRequest,
+};
+use crate::wire::jsonrpc::ErrorObject;
 use std::fmt;
+use std::future::Future;
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
-/// How the manager connects servers and follows them.
+/// How the manager connects servers and follows them. Build it with
+/// [`ManagerOptions::default`] and the `with_*` setters:
+///
+/// ```
+/// use agenvoy_mcp::ElicitationAnswer;
+/// use agenvoy_mcp::host::ManagerOptions;
+/// use std::time::Duration;
+///
+/// let options = ManagerOptions::default()
+///     .with_debounce(Duration::from_millis(50))
+///     .with_elicitation(|server, _request| async move {
+///         println!("{server} asks; declined");
+///         Ok(ElicitationAnswer::Decline)
+///     });
+/// assert!(options.elicitation.is_some());
+/// ```
 #[derive(Clone)]
+#[non_exhaustive]
 pub struct ManagerOptions {
     /// Options of every client (timeouts, cap, handlers).
     pub client: ClientOptions,
@@ -40,14 +61,107 @@ pub struct ManagerOptions {
     /// ([`Manager::events`](crate::host::Manager::events)): state changes, list
     /// changes, updated resources, servers' log messages.
     pub events: EventBus,
-    /// Answers the servers' elicitation requests, told which server asks (a
-    /// [`PendingRequests`](crate::host::PendingRequests) board's, or the embedder's own); `None`:
-    /// the client does not offer elicitation (the [`client`](Self::client) options' handler,
-    /// if any, is used as it is).
+    /// Answers the servers' elicitation requests, told which server asks
+    /// ([`ManagerOptions::with_elicitation`]); `None`: the client does not offer elicitation
+    /// (the [`client`](Self::client) options' handler, if any, is used as it is).
     pub elicitation: Option<ElicitationHandler>,
-    /// Answers the servers' sampling requests, told which server asks; `None`: the client does
-    /// not offer sampling (the [`client`](Self::client) options' handler, if any, is used).
+    /// Answers the servers' sampling requests, told which server asks
+    /// ([`ManagerOptions::with_sampling`]); `None`: the client does not offer sampling (the
+    /// [`client`](Self::client) options' handler, if any, is used).
     pub sampling: Option<SamplingHandler>,
+}
+
+impl ManagerOptions {
+    /// With `client` as every client's options (timeouts, cap, handlers).
+    pub fn with_client(mut self, client: ClientOptions) -> Self {
+        self.client = client;
+        self
+    }
+
+    /// With the allowlist kept in the file `path`.
+    pub fn with_allowlist_path(mut self, path: impl Into<PathBuf>) -> Self {
+        self.allowlist_path = path.into();
+        self
+    }
+
+    /// With `ask` asking the user about calls in `confirm` mode that are not allowlisted:
+    /// an async closure from the call to the user's [`Decision`].
+    pub fn with_confirm<F, Fut>(mut self, ask: F) -> Self
+    where
+        F: Fn(ConfirmRequest) -> Fut + Send + Sync + 'static,
+        Fut: Future<Output = Decision> + Send + 'static,
+    {
+        self.confirm = Some(Arc::new(move |request| Box::pin(ask(request))));
+        self
+    }
+
+    /// With `debounce` waited out after a burst of `tools/list_changed` notifications.
+    pub fn with_debounce(mut self, debounce: Duration) -> Self {
+        self.debounce = debounce;
+        self
+    }
+
+    /// With a server that does not declare `tools.listChanged` listed again every `interval`.
+    pub fn with_poll_interval(mut self, interval: Duration) -> Self {
+        self.poll_interval = interval;
+        self
+    }
+
+    /// With OAuth tokens kept in `store`.
+    #[cfg(feature = "oauth")]
+    pub fn with_token_store(mut self, store: Arc<dyn crate::auth::TokenStore>) -> Self {
+        self.token_store = Some(store);
+        self
+    }
+
+    /// With the servers of the initialize era remembered in `eras`.
+    pub fn with_eras(mut self, eras: Arc<EraMemory>) -> Self {
+        self.eras = Some(eras);
+        self
+    }
+
+    /// With tool search as `search` says, whatever the config says.
+    pub fn with_tool_search(mut self, search: ToolSearch) -> Self {
+        self.tool_search = Some(search);
+        self
+    }
+
+    /// With what happens told on `events`.
+    pub fn with_events(mut self, events: EventBus) -> Self {
+        self.events = events;
+        self
+    }
+
+    /// With `answer` answering the servers' `elicitation/create`, told which server asks: an
+    /// async closure, as `|server, request| async move { Ok(ElicitationAnswer::Decline) }`,
+    /// or a board's
+    /// ([`PendingRequests::elicitation_handler`](crate::host::PendingRequests::elicitation_handler)),
+    /// which waits for the panel or
+    /// the API to answer.
+    pub fn with_elicitation<F, Fut>(mut self, answer: F) -> Self
+    where
+        F: Fn(String, ElicitationRequest) -> Fut + Send + Sync + 'static,
+        Fut: Future<Output = Result<ElicitationAnswer, ErrorObject>> + Send + 'static,
+    {
+        self.elicitation = Some(Arc::new(move |server, request| {
+            Box::pin(answer(server, request))
+        }));
+        self
+    }
+
+    /// With `answer` answering the servers' `sampling/createMessage`, told which server asks:
+    /// an async closure, or a board's
+    /// ([`PendingRequests::sampling_handler`](crate::host::PendingRequests::sampling_handler)).
+    pub fn with_sampling<F, Fut>(mut self, answer: F) -> Self
+    where
+        F: Fn(String, SamplingRequest) -> Fut + Send + Sync + 'static,
+        Fut: Future<Output = Result<SamplingAnswer, ErrorObject>> + Send + 'static,
+    {
+        self.sampling = Some(Arc::new(move |server, request| {
+            Box::pin(answer(server, request))
+        }));
+        self
+    }
 }
 
 impl Default for ManagerOptions {

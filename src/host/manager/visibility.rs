@@ -10,6 +10,7 @@ use std::borrow::Cow;
 /// One of a server's tools as [`Manager::server_tools`](crate::host::Manager::server_tools)
 /// lists it.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[non_exhaustive]
 pub struct ServerTool {
     /// Its registered name, `mcp__<server>__<tool>` (what it is or would be registered as).
     pub name: String,

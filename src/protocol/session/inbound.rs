@@ -3,6 +3,7 @@
 //! the server's own requests through the embedder's handlers.
 
 use super::*;
+use crate::protocol::server_requests::{answer_elicitation, answer_sampling};
 
 /// Notifications a server may send in one second; past it the session reads it more slowly
 /// (the transport's reader waits, and so, through the pipe or the socket, does the server),
@@ -405,11 +406,11 @@ pub(super) async fn handle_server_request(
         methods::PING => Ok(json!({})),
         methods::ROOTS_LIST => Ok(json!({"roots": roots})),
         methods::SAMPLING_CREATE_MESSAGE => match &handlers.sampling {
-            Some(handler) => handler(params).await,
+            Some(handler) => answer_sampling(handler, handlers.sampling_tools, params).await,
             None => Err(unoffered(method, "sampling")),
         },
         methods::ELICITATION_CREATE => match &handlers.elicitation {
-            Some(handler) => handler(params).await,
+            Some(handler) => answer_elicitation(handler, params).await,
             None => Err(unoffered(method, "elicitation")),
         },
         _ => not_found(),

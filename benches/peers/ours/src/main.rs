@@ -38,11 +38,7 @@ async fn connect(args: &common::Args) -> Result<Ours, String> {
     let options = ClientOptions::default();
     let client = if args.transport == "stdio" {
         let mut words = args.target.split(' ').map(String::from);
-        let config = StdioConfig {
-            command: words.next().unwrap_or_default(),
-            args: words.collect(),
-            ..Default::default()
-        };
+        let config = StdioConfig::new(words.next().unwrap_or_default()).args(words);
         Client::connect_stdio("peers", &config, options).await
     } else {
         let config = HttpConfig::new(&args.target);
