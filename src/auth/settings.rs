@@ -6,6 +6,7 @@ use super::*;
 /// A secret the grants read when they need it: given as it is, or read from an environment
 /// variable or a file each time (a workload's token file is rotated under a running process).
 #[derive(Debug, Clone)]
+#[non_exhaustive]
 pub enum SecretSource {
     /// The secret itself.
     Value(Secret),

@@ -96,6 +96,7 @@ pub fn server_name_problem(name: &str) -> Option<String> {
 /// One server's entry, as this crate understands it. Its `Debug` shows no value that may be a
 /// secret (arguments, variable and header values, the client secret, URL query values).
 #[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum ServerConfig {
     /// A local server: a command started as a child process, spoken to over stdio.
     Stdio(StdioServer),

@@ -38,6 +38,7 @@ pub fn default_allowlist_path() -> PathBuf {
 
 /// How a request's tool calls are let through.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[non_exhaustive]
 pub enum PermissionMode {
     /// Ask: run only allowlisted tools, or what the confirm callback approves.
     #[default]

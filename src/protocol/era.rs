@@ -62,6 +62,7 @@ impl Default for ClientInfo {
 
 /// Which era to start a session in.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum EraPreference {
     /// Find out: probe with `server/discover`, fall back to `initialize`.
     #[default]

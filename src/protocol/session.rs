@@ -245,6 +245,7 @@ impl RequestOptions {
 /// decides: any mode but `Never` declares the extension on the call, and `Never` leaves it
 /// out (a server that must run the call as a task then refuses it).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum TaskMode {
     /// When the tool requires it (`taskSupport: "required"`).
     #[default]

@@ -232,6 +232,7 @@ pub struct ToolOutput {
 /// Which protocol era a session runs in.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "lowercase")]
+#[non_exhaustive]
 pub enum Era {
     /// Revisions 2024-11-05 to 2025-11-25: a session starts with `initialize`.
     Handshake,
