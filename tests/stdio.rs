@@ -445,13 +445,10 @@ async fn progress_reaches_the_callback_and_can_keep_a_call_alive() {
     let seen = seen.lock().unwrap().clone();
     assert_eq!(seen.len(), 5);
     assert_eq!(
-        seen[4],
-        Progress {
-            progress: 5.0,
-            total: Some(5.0),
-            message: Some("step 5 of 5".into())
-        }
+        (seen[4].progress, seen[4].total, seen[4].message.as_deref()),
+        (Some(5.0), Some(5.0), Some("step 5 of 5"))
     );
+    assert_eq!(seen[4].status, None);
 
     let no_reset = RequestOptions {
         progress_resets_timeout: false,

@@ -36,7 +36,8 @@
 //! `--elicit`, `--sample` and `--root` answer what the server asks of the client (each request
 //! shown on stderr, escaped; a URL elicitation shown with its origin, never opened); `--call`
 //! prints the call's progress on stderr as `progress <n>[/<total>] <message>`, and a tool that
-//! runs as a task each new status as `progress <n> <status>: <status message>`.
+//! runs as a task each new status as `progress <status>: <status message>` (each part only
+//! if the server sent it).
 //!
 //! Members are named as the management API names them (docs/API.md): `call` holds what
 //! `POST /v1/mcp/call` answers (the text the model sees, `isError`, `totalBytes`) and the
@@ -434,13 +435,7 @@ async fn probe(
         // Progress (a task's too) goes to stderr, escaped.
         let options = RequestOptions {
             on_progress: Some(Arc::new(|p: Progress| {
-                let total = p.total.map(|t| format!("/{t}")).unwrap_or_default();
-                let message = p
-                    .message
-                    .as_deref()
-                    .map(escape_controls)
-                    .unwrap_or_default();
-                eprintln!("progress {}{total} {message}", p.progress);
+                eprintln!("progress {}", super::output::progress(&p));
             })),
             ..Default::default()
         };

@@ -297,11 +297,9 @@ fn on_notification(shared: &Shared, n: Notification) {
             }
             if let Some(callback) = &callback {
                 callback(Progress {
-                    progress: params
-                        .get("progress")
-                        .and_then(Value::as_f64)
-                        .unwrap_or(0.0),
+                    progress: params.get("progress").and_then(Value::as_f64),
                     total: params.get("total").and_then(Value::as_f64),
+                    status: None,
                     message: params
                         .get("message")
                         .and_then(Value::as_str)
