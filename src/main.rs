@@ -90,6 +90,10 @@ enum Command {
         no_browser: bool,
     },
     /// Connect every configured server; print each server's status, then every tool.
+    ///
+    /// Exit status: 0 when every server (but the disabled ones) connected; 3 when any
+    /// failed or needs a login (the report is printed all the same, with each error); 1
+    /// when the config cannot be read.
     Tools {
         #[command(flatten)]
         host: HostOptions,
@@ -203,11 +207,22 @@ enum Command {
     },
 }
 
-fn init_logging() {
+/// The log target of a server's own log messages and stderr lines (`probe --log-level`
+/// prints the messages itself).
+const SERVER_LOG: &str = "agenvoy_mcp::server";
+/// The log target of what a server's status shows too: its failure, an invalid entry, a name
+/// collision (`tools` prints them in its report).
+const STATUS_LOG: &str = "agenvoy_mcp::status";
+
+/// Logs to stderr at `AGENVOY_LOG`, by default warnings and errors but those of the targets
+/// in `printed`, which the command prints itself (each line once).
+fn init_logging(printed: &[&str]) {
     use std::io::IsTerminal;
     use tracing_subscriber::field::MakeExt;
-    let filter = tracing_subscriber::EnvFilter::try_from_env("AGENVOY_LOG")
-        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn"));
+    let filter = tracing_subscriber::EnvFilter::try_from_env("AGENVOY_LOG").unwrap_or_else(|_| {
+        let quiet = printed.iter().map(|target| format!(",{target}=off"));
+        tracing_subscriber::EnvFilter::new(format!("warn{}", quiet.collect::<String>()))
+    });
     // Log lines carry servers' text (their stderr, errors, excerpts): every field is shown
     // with its control characters escaped and the secrets of its URLs hidden, whatever
     // logged it (ours, or a dependency's).
@@ -247,17 +262,18 @@ fn runtime_on_this_thread() -> tokio::runtime::Runtime {
         .expect("tokio runtime")
 }
 
-/// Runs a command that connects the configured servers: its options checked, logging on,
-/// orphaned grandchildren adopted so they can be reaped.
+/// Runs a command that connects the configured servers: its options checked, logging on
+/// (but the targets it prints itself), orphaned grandchildren adopted so they can be reaped.
 fn run_with_servers<F: std::future::Future<Output = ExitCode>>(
     host: HostOptions,
+    printed: &[&str],
     command: impl FnOnce(cli::HostArgs) -> F,
 ) -> ExitCode {
     let host = match host.into_args() {
         Ok(h) => h,
         Err(code) => return code,
     };
-    init_logging();
+    init_logging(printed);
     agenvoy_mcp::unstable::become_subreaper();
     runtime().block_on(command(host))
 }
@@ -271,7 +287,7 @@ fn main() -> ExitCode {
             allow_remote,
             token_file,
             ask_timeout,
-        } => run_with_servers(host, |host| {
+        } => run_with_servers(host, &[], |host| {
             cli::serve::run(cli::serve::ServeArgs {
                 host,
                 listen,
@@ -291,7 +307,7 @@ fn main() -> ExitCode {
             };
             use std::io::IsTerminal;
             if !std::io::stderr().is_terminal() {
-                init_logging();
+                init_logging(&[]);
             }
             agenvoy_mcp::unstable::become_subreaper();
             runtime().block_on(cli::tui::run(cli::tui::TuiArgs {
@@ -306,7 +322,7 @@ fn main() -> ExitCode {
             search,
             limit,
             format,
-        } => run_with_servers(host, |host| {
+        } => run_with_servers(host, &[STATUS_LOG], |host| {
             cli::tools::run(cli::tools::ToolsArgs {
                 host,
                 json,
@@ -320,7 +336,7 @@ fn main() -> ExitCode {
             yes,
             name,
             arguments,
-        } => run_with_servers(host, |host| {
+        } => run_with_servers(host, &[], |host| {
             cli::call::run(cli::call::CallArgs {
                 host,
                 yes,
@@ -337,7 +353,7 @@ fn main() -> ExitCode {
                 Ok(h) => h,
                 Err(code) => return code,
             };
-            init_logging();
+            init_logging(&[]);
             runtime().block_on(cli::login::run(cli::login::LoginArgs {
                 host,
                 no_browser,
@@ -345,7 +361,7 @@ fn main() -> ExitCode {
             }))
         }
         Command::Conformance { url } => {
-            init_logging();
+            init_logging(&[]);
             runtime().block_on(cli::conformance::run(&url))
         }
         Command::FixtureServer { mode, http } => cli::demo_server::run(&mode, http),
@@ -372,7 +388,13 @@ fn main() -> ExitCode {
                 );
                 return ExitCode::from(2);
             };
-            init_logging();
+            // With --log-level, probe prints the server's log messages itself.
+            let printed: &[&str] = if log_level.is_some() {
+                &[SERVER_LOG]
+            } else {
+                &[]
+            };
+            init_logging(printed);
             agenvoy_mcp::unstable::become_subreaper();
             let runtime = runtime_on_this_thread();
             let args = cli::probe::ProbeArgs {

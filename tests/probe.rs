@@ -285,6 +285,12 @@ fn log_level_prints_the_server_log_to_stderr() {
         "{stderr}"
     );
     assert!(stderr.contains("log debug [fixture]: {\"detail\":\"debug messages are on\"}\n"));
+    // Once: probe prints it, so the log leaves it out.
+    assert_eq!(
+        stderr.matches("log level set to debug").count(),
+        1,
+        "{stderr}"
+    );
     let (_, _, stderr) = run(&["--log-level", "warning"], &[]);
     assert!(!stderr.contains("log debug"), "{stderr}");
     // In 2026-07-28 the level rides on each request.
@@ -353,4 +359,54 @@ fn server_log_messages_reach_tracing_at_their_level() {
     };
     assert_eq!(level_of("log level set to debug"), "WARN");
     assert_eq!(level_of("debug messages are on"), "DEBUG");
+}
+
+/// A program that is no MCP server is named as such: one that echoes our request back
+/// (`cat`), one that writes other lines and exits, one that writes lines without end
+/// (`yes`). Each error says what to do, none to reconnect (a probe has nothing to reconnect).
+#[cfg(unix)]
+#[test]
+fn a_program_that_is_no_mcp_server_is_told_apart() {
+    let line = assert_fails_at("initialize", capture(probe(&[], &["cat"])));
+    assert_eq!(
+        line,
+        "probe failed at initialize: mcp server \"cat\", initialize: protocol error: the server \
+         sent our own initialize request back instead of answering it: it does not speak MCP \
+         (it echoes what it reads, as `cat` does); check the server's command or URL"
+    );
+
+    let (out, stdout, stderr) = capture(probe(&[], &["sh", "-c", "echo hello; echo bye >&2"]));
+    let line = assert_fails_at("server/discover", (out, stdout, stderr.clone()));
+    assert!(
+        stderr.contains("skipping a message that is not JSON-RPC")
+            && stderr.contains("hello; an MCP server sends nothing else"),
+        "{stderr}"
+    );
+    assert!(
+        line.ends_with(
+            "the server exited (exit status: 0); its last stderr lines: bye; check the server's \
+             command or URL (and what it wrote to stderr), then try again"
+        ),
+        "{line}"
+    );
+
+    // Lines without end: a few warnings, and the timeout ends the probe.
+    let mut child = Command::new(binary())
+        .args(["probe", "--timeout", "1", "--", "yes"])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    if common::wait_exit(&mut child, Duration::from_secs(30)).is_none() {
+        let _ = child.kill();
+        panic!("probe -- yes still runs after 30 s");
+    }
+    let (out, stdout, stderr) = capture(child.wait_with_output().unwrap());
+    let line = assert_fails_at("initialize", (out, stdout, stderr.clone()));
+    assert!(line.contains("no response after 1.0 s"), "{line}");
+    assert_eq!(stderr.matches("not JSON-RPC").count(), 6, "{stderr}");
+    assert!(
+        stderr.contains("skipping any further message that is not JSON-RPC without a warning"),
+        "{stderr}"
+    );
 }
