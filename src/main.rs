@@ -139,8 +139,11 @@ enum Command {
     /// Connect one server with no config; print its era, version, info, capabilities,
     /// instructions, tools, resources, resource templates and prompts; optionally call one
     /// tool, read one resource, get one prompt or complete one argument.
+    ///
+    /// What it prints (text, `--json`'s members, stderr) and its exit status: docs/PROBE.md
+    /// (in the repository and in the published crate).
     Probe {
-        /// Print one JSON object instead of text.
+        /// Print one JSON object instead of text (its members: docs/PROBE.md).
         #[arg(long)]
         json: bool,
         /// Call this tool and print what the model would see.

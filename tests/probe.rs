@@ -410,3 +410,59 @@ fn a_program_that_is_no_mcp_server_is_told_apart() {
         "{stderr}"
     );
 }
+
+/// The members docs/PROBE.md lists are the ones `probe --json` prints: the page's table
+/// against what three runs against the fixture print (one with `--call` and `--complete`,
+/// one with `--read`, one with `--prompt`), probe's own objects member by member.
+#[test]
+fn the_json_report_has_the_members_docs_probe_md_lists() {
+    let page =
+        std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/docs/PROBE.md")).unwrap();
+    let section = page
+        .split("\n## `--json`\n")
+        .nth(1)
+        .and_then(|rest| rest.split("\n## ").next())
+        .expect("a --json section");
+    let documented: std::collections::BTreeSet<String> = section
+        .lines()
+        .filter_map(|l| l.strip_prefix("| `"))
+        .filter_map(|l| l.split_once("` |"))
+        .map(|(member, _)| member.to_string())
+        .collect();
+    assert!(documented.contains("server"), "{section}");
+
+    let mut printed = std::collections::BTreeSet::new();
+    for flags in [
+        &[
+            "--call",
+            "echo",
+            "--args",
+            r#"{"text":"hi"}"#,
+            "--complete",
+            "prompt/greet",
+            "name=A",
+        ][..],
+        &["--read", "fixture://readme"],
+        &["--prompt", "greet", "--args", r#"{"name":"Ada"}"#],
+    ] {
+        let (out, stdout, stderr) = run(&[&["--json"], flags].concat(), &[]);
+        assert!(out.status.success(), "{flags:?}: {stderr}");
+        let report: Value = serde_json::from_str(&stdout).unwrap();
+        for (member, value) in report.as_object().unwrap() {
+            printed.insert(member.clone());
+            if !["call", "read", "prompt", "completion"].contains(&member.as_str()) {
+                continue;
+            }
+            for (inner, value) in value.as_object().unwrap() {
+                printed.insert(format!("{member}.{inner}"));
+                let items = value.as_array().into_iter().flatten();
+                for item in items.filter_map(Value::as_object) {
+                    for key in item.keys() {
+                        printed.insert(format!("{member}.{inner}[].{key}"));
+                    }
+                }
+            }
+        }
+    }
+    assert_eq!(documented, printed);
+}
