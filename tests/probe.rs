@@ -466,3 +466,29 @@ fn the_json_report_has_the_members_docs_probe_md_lists() {
     }
     assert_eq!(documented, printed);
 }
+
+/// The README installs the command before it first runs `agenvoy-mcp` bare, in an example
+/// or in the text (a new user on a fresh clone has no such command until then).
+#[test]
+fn the_readme_installs_the_command_before_it_runs_it() {
+    let readme =
+        std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/README.md")).unwrap();
+    let mut in_shell = false;
+    let mut installed = false;
+    for line in readme.lines() {
+        if let Some(fence) = line.strip_prefix("```") {
+            in_shell = !in_shell && fence == "sh";
+            continue;
+        }
+        installed |= in_shell && line.starts_with("cargo install --path . --bin agenvoy-mcp");
+        let bare = (in_shell && line.starts_with("agenvoy-mcp ")) || line.contains("`agenvoy-mcp ");
+        if bare {
+            assert!(
+                installed,
+                "{line:?} runs agenvoy-mcp before the install step"
+            );
+            return;
+        }
+    }
+    panic!("the README never runs agenvoy-mcp bare");
+}
