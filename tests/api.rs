@@ -70,11 +70,67 @@ fn serve_with_no_config_file_serves_the_embedded_default() {
         called.json(),
         json!({"text": "hi", "isError": false, "totalBytes": 2})
     );
+}
 
-    // The first change writes the file with what the user added only: the embedded server
-    // (a path into a build folder) is not the user's. It still runs until the daemon stops,
-    // and removing it writes nothing.
-    assert!(!daemon.path("mcp.json").exists());
+/// With no config file, the embedded default follows one rule on every route: it is shown,
+/// called, reconnected and its tools approved, and every change of its entry answers the same
+/// 409 that says to add a server of one's own. The first server added makes the file, with that
+/// server only, and the default's server closes: the file is the config from then on.
+#[test]
+fn the_embedded_default_is_shown_and_used_but_never_changed() {
+    let daemon = Daemon::start(None);
+    let api = &daemon.api;
+    let path = daemon.path("mcp.json");
+    let refused = format!(
+        "server \"fixture\" comes with the default config, used while {} does not exist, and cannot be changed; add a server of your own (POST /v1/mcp, or `a` in the panel): that creates the file with your server, and the default's servers close",
+        path.display()
+    );
+    for (route, body) in [
+        (
+            "/v1/mcp/enable",
+            json!({"name": "fixture", "enabled": false}),
+        ),
+        (
+            "/v1/mcp/enable",
+            json!({"name": "fixture", "enabled": true}),
+        ),
+        ("/v1/mcp/remove", json!({"name": "fixture"})),
+        (
+            "/v1/mcp/tools/visibility",
+            json!({"server": "fixture", "tool": "echo", "visible": false}),
+        ),
+        (
+            "/v1/mcp/tools/visibility",
+            json!({"server": "fixture", "disabled_tools": ["echo"]}),
+        ),
+        (
+            "/v1/mcp/oauth/client",
+            json!({"name": "fixture", "client_id": "id"}),
+        ),
+    ] {
+        let answer = api.post(route, body.clone());
+        assert_eq!(answer.status, 409, "{route} {body}: {answer:?}");
+        assert_eq!(answer.json()["error"]["type"], "conflict");
+        assert_eq!(answer.error(), refused, "{route} {body}");
+    }
+    assert!(!path.exists(), "nothing written");
+    // Using it is no change: reconnect, approve a tool, call.
+    let reconnected = api.post("/v1/mcp/reconnect", json!({"name": "fixture"}));
+    assert_eq!(reconnected.status, 200, "{reconnected:?}");
+    let approved = api.post(
+        "/v1/allowlist",
+        json!({"tool": {"prefix": "mcp__fixture__", "entries": ["mcp__fixture__echo"]}}),
+    );
+    assert_eq!(approved.status, 200, "{approved:?}");
+    let called = api.post(
+        "/v1/mcp/call",
+        json!({"name": "mcp__fixture__echo", "arguments": {"text": "hi"}}),
+    );
+    assert_eq!(called.status, 200, "{called:?}");
+    assert_eq!(api.status_of("fixture")["state"], "connected");
+    assert!(!path.exists(), "nothing written");
+
+    // The first server added makes the file, with it only; the default's server closes.
     let added = api.post(
         "/v1/mcp",
         json!({"name": "two", "command": binary(), "args": ["fixture-server"]}),
@@ -84,13 +140,19 @@ fn serve_with_no_config_file_serves_the_embedded_default() {
         daemon.config(),
         json!({"servers": {"two": {"command": binary(), "args": ["fixture-server"]}}})
     );
-    assert_eq!(api.status_of("fixture")["state"], "connected");
-    let removed = api.post("/v1/mcp/remove", json!({"name": "fixture"}));
-    assert_eq!(removed.status, 200, "{removed:?}");
-    assert_eq!(
-        daemon.config(),
-        json!({"servers": {"two": {"command": binary(), "args": ["fixture-server"]}}})
-    );
+    let names: Vec<Value> = api.get("/v1/mcp/status")["servers"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| s["name"].clone())
+        .collect();
+    assert_eq!(names, [json!("two")]);
+    assert_eq!(api.get("/v1/mcp")["servers"], daemon.config()["servers"]);
+    let gone = api.post("/v1/mcp/remove", json!({"name": "fixture"}));
+    assert_eq!(gone.status, 404, "{gone:?}");
+    // The file's server changes as any does.
+    let disabled = api.post("/v1/mcp/enable", json!({"name": "two", "enabled": false}));
+    assert_eq!(disabled.status, 200, "{disabled:?}");
 }
 
 /// No local user can lock the owner out: 300 idle sockets (no token, no bytes) and 80 calls to

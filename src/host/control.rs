@@ -7,8 +7,11 @@
 //! processes (a daemon and a panel may run at once; see `filelock`). The file is read again
 //! every time, so no change made elsewhere is lost, and members this crate does not know
 //! survive. When there is no config file, the config the manager started with (the embedded
-//! default, say) stands for it where it is read, but never where it is written: the first
-//! server added makes a file that holds that server only.
+//! default, say) stands for it where it is read, but never where it is written: its servers
+//! are shown, called and reconnected, and every change of one (remove, enable, disable, its
+//! tools' visibility, its OAuth client) is refused with one [`ControlError::Conflict`] that
+//! says to add a server of one's own. The first server added makes a file that holds that
+//! server only, and closes the servers that stood in: from then on the file is the config.
 //!
 //! Adding a server saves the file and takes the name in the manager under the lock, then
 //! connects outside it ([`Control::begin_add_server`], [`AddingServer::connect`]), so a slow
@@ -207,7 +210,7 @@ impl Control {
     }
 
     /// The config file as it is now; when there is none, the config the manager started
-    /// with, which the first change then writes.
+    /// with, which stands in for it (read, never written: see the module docs).
     pub fn config(&self) -> Result<Config, ControlError> {
         let config = Config::load(self.config_path())
             .map_err(|e| ControlError::Failed(format!("{e}; fix the file, then try again")))?;
@@ -223,6 +226,20 @@ impl Control {
     fn file_config(&self) -> Result<Config, ControlError> {
         Config::load(self.config_path())
             .map_err(|e| ControlError::Failed(format!("{e}; fix the file, then try again")))
+    }
+
+    /// Whether server `name` stands in for the missing config file: there is no file, and the
+    /// config the manager started with has it.
+    fn stands_in(&self, file: &Config, name: &str) -> bool {
+        !file.found() && self.manager().config().server_value(name).is_some()
+    }
+
+    /// The one answer to a change of a server that stands in for the missing config file.
+    fn refuse_stand_in(&self, name: &str) -> ControlError {
+        ControlError::Conflict(format!(
+            "server {name:?} comes with the default config, used while {} does not exist, and cannot be changed; add a server of your own (POST /v1/mcp, or `a` in the panel): that creates the file with your server, and the default's servers close",
+            self.config_path().display()
+        ))
     }
 
     fn save_config(&self, config: &Config) -> Result<(), ControlError> {
@@ -252,26 +269,47 @@ impl Control {
         name: &str,
         server: ServerConfig,
     ) -> Result<AddingServer, ControlError> {
-        let _held = self.inner.config.hold().await?;
-        let mut config = self.file_config()?;
-        if config.server_value(name).is_some() {
-            return Err(ControlError::Conflict(format!(
-                "a server named {name:?} is already in the config; remove it first or pick another name"
-            )));
+        let (adding, stood_in) = {
+            let _held = self.inner.config.hold().await?;
+            let mut config = self.file_config()?;
+            if config.server_value(name).is_some() {
+                return Err(ControlError::Conflict(format!(
+                    "a server named {name:?} is already in the config; remove it first or pick another name"
+                )));
+            }
+            let server = with_absolute_command(server)?;
+            let pending = self.manager().begin_add(name, server.clone())?;
+            config
+                .set_server(name, &server)
+                .map_err(|e| ControlError::Invalid(e.to_string()))?;
+            if let Err(e) = self.save_config(&config) {
+                self.manager().detach(name);
+                return Err(e);
+            }
+            // The file exists now and is the config: the servers that stood in for it go.
+            let stood_in: Vec<_> = if config.found() {
+                Vec::new()
+            } else {
+                let names = self
+                    .manager()
+                    .config()
+                    .servers()
+                    .into_iter()
+                    .map(|(n, _)| n);
+                names
+                    .filter_map(|n| self.manager().detach(&n).map(|client| (n, client)))
+                    .collect()
+            };
+            let adding = AddingServer {
+                name: name.to_string(),
+                pending,
+            };
+            (adding, stood_in)
+        };
+        for (name, client) in stood_in {
+            self.manager().close_detached(&name, client).await;
         }
-        let server = with_absolute_command(server)?;
-        let pending = self.manager().begin_add(name, server.clone())?;
-        config
-            .set_server(name, &server)
-            .map_err(|e| ControlError::Invalid(e.to_string()))?;
-        if let Err(e) = self.save_config(&config) {
-            self.manager().detach(name);
-            return Err(e);
-        }
-        Ok(AddingServer {
-            name: name.to_string(),
-            pending,
-        })
+        Ok(adding)
     }
 
     /// Removes a server: out of the file, closed and unregistered; its OAuth tokens and
@@ -280,6 +318,9 @@ impl Control {
         let client = {
             let _held = self.inner.config.hold().await?;
             let mut config = self.file_config()?;
+            if self.stands_in(&config, name) {
+                return Err(self.refuse_stand_in(name));
+            }
             let in_file = config.remove_server(name);
             if !in_file && !self.is_running(name) {
                 return Err(ControlError::NotFound(format!(
@@ -306,6 +347,9 @@ impl Control {
     /// when the server is not in the file.
     fn file_config_with(&self, name: &str) -> Result<Config, ControlError> {
         let config = self.file_config()?;
+        if self.stands_in(&config, name) {
+            return Err(self.refuse_stand_in(name));
+        }
         if config.server_value(name).is_none() {
             let running = if self.is_running(name) {
                 " (it runs from the config the manager started with; add it to the file first)"
@@ -701,7 +745,7 @@ impl Control {
         client: &OAuthClient,
     ) -> Result<String, ControlError> {
         let _held = self.inner.config.hold().await?;
-        let mut config = self.config()?;
+        let mut config = self.file_config_with(name)?;
         let redirect_uri = self.inner.oauth.set_client(&mut config, name, client)?;
         self.save_config(&config)?;
         Ok(redirect_uri)
