@@ -7,11 +7,11 @@
 //! processes (a daemon and a panel may run at once; see `filelock`). The file is read again
 //! every time, so no change made elsewhere is lost, and members this crate does not know
 //! survive. When there is no config file, the config the manager started with (the embedded
-//! default, say) stands for it where it is read, but never where it is written: its servers
-//! are shown, called and reconnected, and every change of one (remove, enable, disable, its
-//! tools' visibility, its OAuth client) is refused with one [`ControlError::Conflict`] that
-//! says to add a server of one's own. The first server added makes a file that holds that
-//! server only, and closes the servers that stood in: from then on the file is the config.
+//! default, say) stands for it where it is read, but never where it is written: the first
+//! server added makes a file that holds that server only. The servers of that config run on
+//! until the manager closes, by one rule: they are shown, called and reconnected, and every
+//! change of one (remove, enable, disable, its tools' visibility, its OAuth client) is
+//! refused with one [`ControlError::Conflict`] that says to add a server of one's own.
 //!
 //! Adding a server saves the file and takes the name in the manager under the lock, then
 //! connects outside it ([`Control::begin_add_server`], [`AddingServer::connect`]), so a slow
@@ -228,16 +228,20 @@ impl Control {
             .map_err(|e| ControlError::Failed(format!("{e}; fix the file, then try again")))
     }
 
-    /// Whether server `name` stands in for the missing config file: there is no file, and the
-    /// config the manager started with has it.
+    /// Whether server `name` comes from the config that stood in for a missing config file
+    /// (see the module docs): the manager started with no file, whose config has it, and the
+    /// file (`file`, as it is now) does not.
     fn stands_in(&self, file: &Config, name: &str) -> bool {
-        !file.found() && self.manager().config().server_value(name).is_some()
+        let started_with = self.manager().config();
+        !started_with.found()
+            && started_with.server_value(name).is_some()
+            && file.server_value(name).is_none()
     }
 
-    /// The one answer to a change of a server that stands in for the missing config file.
+    /// The one answer to a change of a server that stands in for a missing config file.
     fn refuse_stand_in(&self, name: &str) -> ControlError {
         ControlError::Conflict(format!(
-            "server {name:?} comes with the default config, used while {} does not exist, and cannot be changed; add a server of your own (POST /v1/mcp, or `a` in the panel): that creates the file with your server, and the default's servers close",
+            "server {name:?} is not in {}: it comes with the default config used when that file did not exist, which is never written, so it cannot be changed; add a server of your own (POST /v1/mcp, or `a` in the panel): the file then holds yours, and the next start uses only the file",
             self.config_path().display()
         ))
     }
@@ -269,47 +273,26 @@ impl Control {
         name: &str,
         server: ServerConfig,
     ) -> Result<AddingServer, ControlError> {
-        let (adding, stood_in) = {
-            let _held = self.inner.config.hold().await?;
-            let mut config = self.file_config()?;
-            if config.server_value(name).is_some() {
-                return Err(ControlError::Conflict(format!(
-                    "a server named {name:?} is already in the config; remove it first or pick another name"
-                )));
-            }
-            let server = with_absolute_command(server)?;
-            let pending = self.manager().begin_add(name, server.clone())?;
-            config
-                .set_server(name, &server)
-                .map_err(|e| ControlError::Invalid(e.to_string()))?;
-            if let Err(e) = self.save_config(&config) {
-                self.manager().detach(name);
-                return Err(e);
-            }
-            // The file exists now and is the config: the servers that stood in for it go.
-            let stood_in: Vec<_> = if config.found() {
-                Vec::new()
-            } else {
-                let names = self
-                    .manager()
-                    .config()
-                    .servers()
-                    .into_iter()
-                    .map(|(n, _)| n);
-                names
-                    .filter_map(|n| self.manager().detach(&n).map(|client| (n, client)))
-                    .collect()
-            };
-            let adding = AddingServer {
-                name: name.to_string(),
-                pending,
-            };
-            (adding, stood_in)
-        };
-        for (name, client) in stood_in {
-            self.manager().close_detached(&name, client).await;
+        let _held = self.inner.config.hold().await?;
+        let mut config = self.file_config()?;
+        if config.server_value(name).is_some() {
+            return Err(ControlError::Conflict(format!(
+                "a server named {name:?} is already in the config; remove it first or pick another name"
+            )));
         }
-        Ok(adding)
+        let server = with_absolute_command(server)?;
+        let pending = self.manager().begin_add(name, server.clone())?;
+        config
+            .set_server(name, &server)
+            .map_err(|e| ControlError::Invalid(e.to_string()))?;
+        if let Err(e) = self.save_config(&config) {
+            self.manager().detach(name);
+            return Err(e);
+        }
+        Ok(AddingServer {
+            name: name.to_string(),
+            pending,
+        })
     }
 
     /// Removes a server: out of the file, closed and unregistered; its OAuth tokens and
