@@ -247,7 +247,10 @@ impl fmt::Display for KindText<'_> {
                     "could not start the server: {why}; check its command and args"
                 )
             }
-            ErrorKind::Closed(why) => write!(f, "connection closed: {why}; reconnect the server"),
+            ErrorKind::Closed(why) => write!(
+                f,
+                "connection closed: {why}; check the server's command or URL (and what it wrote to stderr), then try again"
+            ),
             ErrorKind::Interrupted(why) => write!(
                 f,
                 "the connection ended during the request ({why}); the server may or may not have carried it out, so check before sending it again"

@@ -90,6 +90,10 @@ enum Command {
         no_browser: bool,
     },
     /// Connect every configured server; print each server's status, then every tool.
+    ///
+    /// Exit status: 0 when every server (but the disabled ones) connected; 3 when any
+    /// failed or needs a login (the report is printed all the same, with each error); 1
+    /// when the config cannot be read.
     Tools {
         #[command(flatten)]
         host: HostOptions,
@@ -135,8 +139,11 @@ enum Command {
     /// Connect one server with no config; print its era, version, info, capabilities,
     /// instructions, tools, resources, resource templates and prompts; optionally call one
     /// tool, read one resource, get one prompt or complete one argument.
+    ///
+    /// What it prints (text, `--json`'s members, stderr) and its exit status: docs/PROBE.md
+    /// (in the repository and in the published crate).
     Probe {
-        /// Print one JSON object instead of text.
+        /// Print one JSON object instead of text (its members: docs/PROBE.md).
         #[arg(long)]
         json: bool,
         /// Call this tool and print what the model would see.
@@ -203,11 +210,22 @@ enum Command {
     },
 }
 
-fn init_logging() {
+/// The log target of a server's own log messages and stderr lines (`probe --log-level`
+/// prints the messages itself).
+const SERVER_LOG: &str = "agenvoy_mcp::server";
+/// The log target of what a server's status shows too: its failure, an invalid entry, a name
+/// collision (`tools` prints them in its report).
+const STATUS_LOG: &str = "agenvoy_mcp::status";
+
+/// Logs to stderr at `AGENVOY_LOG`, by default warnings and errors but those of the targets
+/// in `printed`, which the command prints itself (each line once).
+fn init_logging(printed: &[&str]) {
     use std::io::IsTerminal;
     use tracing_subscriber::field::MakeExt;
-    let filter = tracing_subscriber::EnvFilter::try_from_env("AGENVOY_LOG")
-        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn"));
+    let filter = tracing_subscriber::EnvFilter::try_from_env("AGENVOY_LOG").unwrap_or_else(|_| {
+        let quiet = printed.iter().map(|target| format!(",{target}=off"));
+        tracing_subscriber::EnvFilter::new(format!("warn{}", quiet.collect::<String>()))
+    });
     // Log lines carry servers' text (their stderr, errors, excerpts): every field is shown
     // with its control characters escaped and the secrets of its URLs hidden, whatever
     // logged it (ours, or a dependency's).
@@ -247,17 +265,18 @@ fn runtime_on_this_thread() -> tokio::runtime::Runtime {
         .expect("tokio runtime")
 }
 
-/// Runs a command that connects the configured servers: its options checked, logging on,
-/// orphaned grandchildren adopted so they can be reaped.
+/// Runs a command that connects the configured servers: its options checked, logging on
+/// (but the targets it prints itself), orphaned grandchildren adopted so they can be reaped.
 fn run_with_servers<F: std::future::Future<Output = ExitCode>>(
     host: HostOptions,
+    printed: &[&str],
     command: impl FnOnce(cli::HostArgs) -> F,
 ) -> ExitCode {
     let host = match host.into_args() {
         Ok(h) => h,
         Err(code) => return code,
     };
-    init_logging();
+    init_logging(printed);
     agenvoy_mcp::unstable::become_subreaper();
     runtime().block_on(command(host))
 }
@@ -271,7 +290,7 @@ fn main() -> ExitCode {
             allow_remote,
             token_file,
             ask_timeout,
-        } => run_with_servers(host, |host| {
+        } => run_with_servers(host, &[], |host| {
             cli::serve::run(cli::serve::ServeArgs {
                 host,
                 listen,
@@ -291,7 +310,7 @@ fn main() -> ExitCode {
             };
             use std::io::IsTerminal;
             if !std::io::stderr().is_terminal() {
-                init_logging();
+                init_logging(&[]);
             }
             agenvoy_mcp::unstable::become_subreaper();
             runtime().block_on(cli::tui::run(cli::tui::TuiArgs {
@@ -306,7 +325,7 @@ fn main() -> ExitCode {
             search,
             limit,
             format,
-        } => run_with_servers(host, |host| {
+        } => run_with_servers(host, &[STATUS_LOG], |host| {
             cli::tools::run(cli::tools::ToolsArgs {
                 host,
                 json,
@@ -320,7 +339,7 @@ fn main() -> ExitCode {
             yes,
             name,
             arguments,
-        } => run_with_servers(host, |host| {
+        } => run_with_servers(host, &[], |host| {
             cli::call::run(cli::call::CallArgs {
                 host,
                 yes,
@@ -337,7 +356,7 @@ fn main() -> ExitCode {
                 Ok(h) => h,
                 Err(code) => return code,
             };
-            init_logging();
+            init_logging(&[]);
             runtime().block_on(cli::login::run(cli::login::LoginArgs {
                 host,
                 no_browser,
@@ -345,7 +364,7 @@ fn main() -> ExitCode {
             }))
         }
         Command::Conformance { url } => {
-            init_logging();
+            init_logging(&[]);
             runtime().block_on(cli::conformance::run(&url))
         }
         Command::FixtureServer { mode, http } => cli::demo_server::run(&mode, http),
@@ -372,7 +391,13 @@ fn main() -> ExitCode {
                 );
                 return ExitCode::from(2);
             };
-            init_logging();
+            // With --log-level, probe prints the server's log messages itself.
+            let printed: &[&str] = if log_level.is_some() {
+                &[SERVER_LOG]
+            } else {
+                &[]
+            };
+            init_logging(printed);
             agenvoy_mcp::unstable::become_subreaper();
             let runtime = runtime_on_this_thread();
             let args = cli::probe::ProbeArgs {

@@ -70,27 +70,95 @@ fn serve_with_no_config_file_serves_the_embedded_default() {
         called.json(),
         json!({"text": "hi", "isError": false, "totalBytes": 2})
     );
+}
 
-    // The first change writes the file with what the user added only: the embedded server
-    // (a path into a build folder) is not the user's. It still runs until the daemon stops,
-    // and removing it writes nothing.
-    assert!(!daemon.path("mcp.json").exists());
+/// With no config file, the embedded default follows one rule on every route: it is shown,
+/// called, reconnected and its tools approved, and every change of its entry answers the same
+/// 409 that says to add a server of one's own, before and after the first server added (which
+/// makes the file, with that server only). The next start uses only the file.
+#[test]
+fn the_embedded_default_is_shown_and_used_but_never_changed() {
+    let daemon = Daemon::start(None);
+    let api = &daemon.api;
+    let path = daemon.path("mcp.json");
+    let refused = format!(
+        "server \"fixture\" is not in {}: it comes with the default config used when that file did not exist, which is never written, so it cannot be changed; add a server of your own (POST /v1/mcp, or `a` in the panel): the file then holds yours, and the next start uses only the file",
+        path.display()
+    );
+    let changes = [
+        (
+            "/v1/mcp/enable",
+            json!({"name": "fixture", "enabled": false}),
+        ),
+        (
+            "/v1/mcp/enable",
+            json!({"name": "fixture", "enabled": true}),
+        ),
+        ("/v1/mcp/remove", json!({"name": "fixture"})),
+        (
+            "/v1/mcp/tools/visibility",
+            json!({"server": "fixture", "tool": "echo", "visible": false}),
+        ),
+        (
+            "/v1/mcp/tools/visibility",
+            json!({"server": "fixture", "disabled_tools": ["echo"]}),
+        ),
+        (
+            "/v1/mcp/oauth/client",
+            json!({"name": "fixture", "client_id": "id"}),
+        ),
+    ];
+    let each_change_refused = || {
+        for (route, body) in &changes {
+            let answer = api.post(route, body.clone());
+            assert_eq!(answer.status, 409, "{route} {body}: {answer:?}");
+            assert_eq!(answer.json()["error"]["type"], "conflict");
+            assert_eq!(answer.error(), refused, "{route} {body}");
+        }
+        assert_eq!(api.status_of("fixture")["state"], "connected");
+    };
+    each_change_refused();
+    assert!(!path.exists(), "nothing written");
+    // Using it is no change: reconnect, approve a tool, call.
+    let reconnected = api.post("/v1/mcp/reconnect", json!({"name": "fixture"}));
+    assert_eq!(reconnected.status, 200, "{reconnected:?}");
+    let approved = api.post(
+        "/v1/allowlist",
+        json!({"tool": {"prefix": "mcp__fixture__", "entries": ["mcp__fixture__echo"]}}),
+    );
+    assert_eq!(approved.status, 200, "{approved:?}");
+    let called = api.post(
+        "/v1/mcp/call",
+        json!({"name": "mcp__fixture__echo", "arguments": {"text": "hi"}}),
+    );
+    assert_eq!(called.status, 200, "{called:?}");
+    assert!(!path.exists(), "nothing written");
+
+    // The first server added makes the file, with it only; the same rule holds after.
     let added = api.post(
         "/v1/mcp",
         json!({"name": "two", "command": binary(), "args": ["fixture-server"]}),
     );
     assert_eq!(added.status, 201, "{added:?}");
-    assert_eq!(
-        daemon.config(),
-        json!({"servers": {"two": {"command": binary(), "args": ["fixture-server"]}}})
-    );
-    assert_eq!(api.status_of("fixture")["state"], "connected");
-    let removed = api.post("/v1/mcp/remove", json!({"name": "fixture"}));
-    assert_eq!(removed.status, 200, "{removed:?}");
-    assert_eq!(
-        daemon.config(),
-        json!({"servers": {"two": {"command": binary(), "args": ["fixture-server"]}}})
-    );
+    let file = json!({"servers": {"two": {"command": binary(), "args": ["fixture-server"]}}});
+    assert_eq!(daemon.config(), file);
+    each_change_refused();
+    assert_eq!(daemon.config(), file);
+    // The file's server changes as any does.
+    let disabled = api.post("/v1/mcp/enable", json!({"name": "two", "enabled": false}));
+    assert_eq!(disabled.status, 200, "{disabled:?}");
+
+    // The next start uses only the file.
+    let Daemon { server, dir, .. } = daemon;
+    drop(server);
+    let daemon = Daemon::start_in(dir, &[]);
+    let names: Vec<Value> = daemon.api.get("/v1/mcp/status")["servers"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| s["name"].clone())
+        .collect();
+    assert_eq!(names, [json!("two")]);
 }
 
 /// No local user can lock the owner out: 300 idle sockets (no token, no bytes) and 80 calls to

@@ -379,6 +379,43 @@ fn sampling_is_answered_by_a_listener() {
     );
 }
 
+/// A `progress` event has only what the server sent: a task's status and message with no
+/// number, a message alone, never a made-up `progress: 0`.
+#[test]
+fn progress_events_carry_a_tasks_status_and_no_made_up_number() {
+    let daemon = Daemon::start(Some(two_fixtures_config()));
+    let api = &daemon.api;
+    let mut events = api.stream("/v1/mcp/events");
+    let call = call_in_background(
+        api,
+        json!({"name": "mcp__modern__research", "mode": "auto", "id": "t1",
+               "arguments": {"seconds": 0.4, "steps": 2, "poll_ms": 20}}),
+    );
+    let status = event_where(&mut events, Duration::from_secs(20), |e| {
+        e["type"] == "progress" && e["message"].as_str().is_some_and(|m| m.contains("step 1"))
+    });
+    assert_eq!(
+        status,
+        json!({"type": "progress", "server": "modern", "id": "t1",
+               "tool": "mcp__modern__research", "status": "working", "message": "step 1 of 2"})
+    );
+    assert_eq!(call.join().unwrap().status, 200);
+    let call = call_in_background(
+        api,
+        json!({"name": "mcp__init__slow", "mode": "auto", "id": "s1",
+               "arguments": {"seconds": 0.2, "steps": 1, "message_only": true}}),
+    );
+    let told = event_where(&mut events, Duration::from_secs(20), |e| {
+        e["type"] == "progress" && e["id"] == "s1"
+    });
+    assert_eq!(
+        told,
+        json!({"type": "progress", "server": "init", "id": "s1",
+               "tool": "mcp__init__slow", "message": "step 1 of 1"})
+    );
+    assert_eq!(call.join().unwrap().status, 200);
+}
+
 #[test]
 fn a_call_with_an_id_is_cancelled_and_the_server_told() {
     let daemon = Daemon::start(Some(json!({"servers": {"f": fixture_entry(&[])}})));

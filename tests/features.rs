@@ -379,7 +379,10 @@ async fn new_requests_keep_deadlines_cancellation_and_progress() {
         });
     let read = client.read_resource_with("fixture://readme", options).await;
     assert_eq!(read.unwrap().text, "The agenvoy fixture server's readme.");
-    assert_eq!(*seen.lock().unwrap(), [(1.0, Some("read".to_string()))]);
+    assert_eq!(
+        *seen.lock().unwrap(),
+        [(Some(1.0), Some("read".to_string()))]
+    );
     let options = agenvoy_mcp::RequestOptions::default().with_timeout(Duration::from_millis(200));
     let err = client
         .read_resource_with("fixture://hang", options)

@@ -30,7 +30,7 @@ async fn text(client: &Client, tool: &str, args: Value) -> String {
 }
 
 /// Calls `slow` with a progress callback and returns the progress values seen.
-async fn slow_with_progress(client: &Client, steps: u64) -> Vec<f64> {
+async fn slow_with_progress(client: &Client, steps: u64) -> Vec<Option<f64>> {
     let seen = Arc::new(Mutex::new(Vec::new()));
     let sink = seen.clone();
     let options =
@@ -83,7 +83,10 @@ async fn json_answers_with_a_session() {
 async fn sse_answers_carry_progress_and_server_requests() {
     let fixture = HttpFixture::start("sse", &[]);
     let client = connect(&fixture).await;
-    assert_eq!(slow_with_progress(&client, 3).await, [1.0, 2.0, 3.0]);
+    assert_eq!(
+        slow_with_progress(&client, 3).await,
+        [Some(1.0), Some(2.0), Some(3.0)]
+    );
     let answer = text(&client, "client_request", json!({"method": "roots/list"})).await;
     assert_eq!(
         answer, r#"{"result":{"roots":[]}}"#,
@@ -126,7 +129,7 @@ async fn a_cut_stream_is_resumed_and_the_replayed_duplicate_dropped() {
     let client = connect(&fixture).await;
     assert_eq!(
         slow_with_progress(&client, 3).await,
-        [1.0, 2.0, 3.0],
+        [Some(1.0), Some(2.0), Some(3.0)],
         "each progress once"
     );
     let resumed = fixture.stats()["lastEventIds"].as_array().unwrap().len();
@@ -306,7 +309,7 @@ async fn legacy_http_sse_servers_are_found_by_fallback() {
         text(&client, "echo", json!({"text": "old school"})).await,
         "old school"
     );
-    assert_eq!(slow_with_progress(&client, 2).await, [1.0, 2.0]);
+    assert_eq!(slow_with_progress(&client, 2).await, [Some(1.0), Some(2.0)]);
     client.close().await;
 }
 

@@ -285,6 +285,12 @@ fn log_level_prints_the_server_log_to_stderr() {
         "{stderr}"
     );
     assert!(stderr.contains("log debug [fixture]: {\"detail\":\"debug messages are on\"}\n"));
+    // Once: probe prints it, so the log leaves it out.
+    assert_eq!(
+        stderr.matches("log level set to debug").count(),
+        1,
+        "{stderr}"
+    );
     let (_, _, stderr) = run(&["--log-level", "warning"], &[]);
     assert!(!stderr.contains("log debug"), "{stderr}");
     // In 2026-07-28 the level rides on each request.
@@ -353,4 +359,136 @@ fn server_log_messages_reach_tracing_at_their_level() {
     };
     assert_eq!(level_of("log level set to debug"), "WARN");
     assert_eq!(level_of("debug messages are on"), "DEBUG");
+}
+
+/// A program that is no MCP server is named as such: one that echoes our request back
+/// (`cat`), one that writes other lines and exits, one that writes lines without end
+/// (`yes`). Each error says what to do, none to reconnect (a probe has nothing to reconnect).
+#[cfg(unix)]
+#[test]
+fn a_program_that_is_no_mcp_server_is_told_apart() {
+    let line = assert_fails_at("initialize", capture(probe(&[], &["cat"])));
+    assert_eq!(
+        line,
+        "probe failed at initialize: mcp server \"cat\", initialize: protocol error: the server \
+         sent our own initialize request back instead of answering it: it does not speak MCP \
+         (it echoes what it reads, as `cat` does); check the server's command or URL"
+    );
+
+    let (out, stdout, stderr) = capture(probe(&[], &["sh", "-c", "echo hello; echo bye >&2"]));
+    let line = assert_fails_at("server/discover", (out, stdout, stderr.clone()));
+    assert!(
+        stderr.contains("skipping a message that is not JSON-RPC")
+            && stderr.contains("hello; an MCP server sends nothing else"),
+        "{stderr}"
+    );
+    assert!(
+        line.ends_with(
+            "the server exited (exit status: 0); its last stderr lines: bye; check the server's \
+             command or URL (and what it wrote to stderr), then try again"
+        ),
+        "{line}"
+    );
+
+    // Lines without end: a few warnings, and the timeout ends the probe.
+    let mut child = Command::new(binary())
+        .args(["probe", "--timeout", "1", "--", "yes"])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    if common::wait_exit(&mut child, Duration::from_secs(30)).is_none() {
+        let _ = child.kill();
+        panic!("probe -- yes still runs after 30 s");
+    }
+    let (out, stdout, stderr) = capture(child.wait_with_output().unwrap());
+    let line = assert_fails_at("initialize", (out, stdout, stderr.clone()));
+    assert!(line.contains("no response after 1.0 s"), "{line}");
+    assert_eq!(stderr.matches("not JSON-RPC").count(), 6, "{stderr}");
+    assert!(
+        stderr.contains("skipping any further message that is not JSON-RPC without a warning"),
+        "{stderr}"
+    );
+}
+
+/// The members docs/PROBE.md lists are the ones `probe --json` prints: the page's table
+/// against what three runs against the fixture print (one with `--call` and `--complete`,
+/// one with `--read`, one with `--prompt`), probe's own objects member by member.
+#[test]
+fn the_json_report_has_the_members_docs_probe_md_lists() {
+    let page =
+        std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/docs/PROBE.md")).unwrap();
+    let section = page
+        .split("\n## `--json`\n")
+        .nth(1)
+        .and_then(|rest| rest.split("\n## ").next())
+        .expect("a --json section");
+    let documented: std::collections::BTreeSet<String> = section
+        .lines()
+        .filter_map(|l| l.strip_prefix("| `"))
+        .filter_map(|l| l.split_once("` |"))
+        .map(|(member, _)| member.to_string())
+        .collect();
+    assert!(documented.contains("server"), "{section}");
+
+    let mut printed = std::collections::BTreeSet::new();
+    for flags in [
+        &[
+            "--call",
+            "echo",
+            "--args",
+            r#"{"text":"hi"}"#,
+            "--complete",
+            "prompt/greet",
+            "name=A",
+        ][..],
+        &["--read", "fixture://readme"],
+        &["--prompt", "greet", "--args", r#"{"name":"Ada"}"#],
+    ] {
+        let (out, stdout, stderr) = run(&[&["--json"], flags].concat(), &[]);
+        assert!(out.status.success(), "{flags:?}: {stderr}");
+        let report: Value = serde_json::from_str(&stdout).unwrap();
+        for (member, value) in report.as_object().unwrap() {
+            printed.insert(member.clone());
+            if !["call", "read", "prompt", "completion"].contains(&member.as_str()) {
+                continue;
+            }
+            for (inner, value) in value.as_object().unwrap() {
+                printed.insert(format!("{member}.{inner}"));
+                let items = value.as_array().into_iter().flatten();
+                for item in items.filter_map(Value::as_object) {
+                    for key in item.keys() {
+                        printed.insert(format!("{member}.{inner}[].{key}"));
+                    }
+                }
+            }
+        }
+    }
+    assert_eq!(documented, printed);
+}
+
+/// The README installs the command before it first runs `agenvoy-mcp` bare, in an example
+/// or in the text (a new user on a fresh clone has no such command until then).
+#[test]
+fn the_readme_installs_the_command_before_it_runs_it() {
+    let readme =
+        std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/README.md")).unwrap();
+    let mut in_shell = false;
+    let mut installed = false;
+    for line in readme.lines() {
+        if let Some(fence) = line.strip_prefix("```") {
+            in_shell = !in_shell && fence == "sh";
+            continue;
+        }
+        installed |= in_shell && line.starts_with("cargo install --path . --bin agenvoy-mcp");
+        let bare = (in_shell && line.starts_with("agenvoy-mcp ")) || line.contains("`agenvoy-mcp ");
+        if bare {
+            assert!(
+                installed,
+                "{line:?} runs agenvoy-mcp before the install step"
+            );
+            return;
+        }
+    }
+    panic!("the README never runs agenvoy-mcp bare");
 }

@@ -113,10 +113,33 @@ fn call_runs_a_task_with_progress_on_stderr() {
     for line in [
         "progress 1/2 step 1 of 2",
         "progress 2/2 step 2 of 2",
-        "completed: ",
+        "progress completed\n",
     ] {
         assert!(stderr.contains(line), "{line}: {stderr}");
     }
+}
+
+/// A task's status (its message, no number) and a progress notification with only a message
+/// are shown as the server sent them, never as `progress 0`.
+#[test]
+fn progress_without_a_number_shows_what_the_server_sent() {
+    let args = r#"{"seconds": 0.2, "steps": 2, "poll_ms": 20}"#;
+    let (ok, stdout, stderr) = probe(&["--call", "research", "--args", args], &fixture("modern"));
+    assert!(ok && stdout.contains("researched in 2 steps"), "{stderr}");
+    for line in [
+        "progress working\n",
+        "progress working: step 1 of 2\n",
+        "progress completed: step 2 of 2\n",
+    ] {
+        assert!(stderr.contains(line), "{line}: {stderr}");
+    }
+    let args = r#"{"seconds": 0.2, "steps": 2, "message_only": true}"#;
+    let (ok, _, stderr) = probe(&["--call", "slow", "--args", args], &fixture("normal"));
+    assert!(ok, "{stderr}");
+    for line in ["progress step 1 of 2\n", "progress step 2 of 2\n"] {
+        assert!(stderr.contains(line), "{line}: {stderr}");
+    }
+    assert!(!stderr.contains("progress 0"), "{stderr}");
 }
 
 #[test]
@@ -168,7 +191,7 @@ fn server_everything_through_probe() {
         ok && stdout.contains("Research Report: rust"),
         "{stdout}{stderr}"
     );
-    assert!(stderr.contains("progress 0 completed: "), "{stderr}");
+    assert!(stderr.contains("progress completed: "), "{stderr}");
     // Asked to clarify, the task takes the answer through tasks/result.
     let (ok, stdout, stderr) = probe(
         &[

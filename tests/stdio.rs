@@ -437,8 +437,9 @@ async fn progress_reaches_the_callback_and_can_keep_a_call_alive() {
     let last = &seen[4];
     assert_eq!(
         (last.progress, last.total, last.message.as_deref()),
-        (5.0, Some(5.0), Some("step 5 of 5"))
+        (Some(5.0), Some(5.0), Some("step 5 of 5"))
     );
+    assert_eq!(last.status, None);
 
     let no_reset = options.with_progress_resets_timeout(false);
     let err = client
@@ -554,7 +555,7 @@ async fn a_server_that_exits_at_start_names_its_status_and_last_stderr_lines() {
     assert!(!err.may_have_run(), "{err}");
     assert_eq!(
         err.to_string(),
-        "mcp server \"dies\", server/discover: connection closed: the server exited (exit status: 3); its last stderr lines: line 37 | line 38 | line 39 | line 40 | token *** \\u{1b}[2J; reconnect the server"
+        "mcp server \"dies\", server/discover: connection closed: the server exited (exit status: 3); its last stderr lines: line 37 | line 38 | line 39 | line 40 | token *** \\u{1b}[2J; check the server's command or URL (and what it wrote to stderr), then try again"
     );
 
     let config = agenvoy_mcp::StdioConfig::new("sh").args(["-c", "kill -9 $$"]);

@@ -45,20 +45,24 @@ async fn a_required_task_runs_with_progress_and_renders_as_any_call() {
     assert_eq!(out.text, "researched in 3 steps");
     assert!(!out.is_error);
     let steps = steps.lock().unwrap().clone();
-    let numbered: Vec<f64> = steps
-        .iter()
-        .filter(|p| p.total.is_some())
-        .map(|p| p.progress)
-        .collect();
+    let numbered: Vec<f64> = steps.iter().filter_map(|p| p.progress).collect();
     assert_eq!(numbered, vec![1.0, 2.0, 3.0], "{steps:?}");
-    // Its statuses come as progress too: first working, last completed.
-    let statuses: Vec<&str> = steps
+    // Its statuses come as progress too, with no number: first working, last completed.
+    let statuses: Vec<(Option<f64>, Option<&str>)> = steps
         .iter()
-        .filter(|p| p.total.is_none())
-        .filter_map(|p| p.message.as_deref())
+        .filter(|p| p.status.is_some())
+        .map(|p| (p.progress, p.status.as_deref()))
         .collect();
-    assert_eq!(statuses.first(), Some(&"working: "), "{steps:?}");
-    assert_eq!(statuses.last(), Some(&"completed: "), "{steps:?}");
+    assert_eq!(
+        statuses.first(),
+        Some(&(None, Some("working"))),
+        "{steps:?}"
+    );
+    assert_eq!(
+        statuses.last(),
+        Some(&(None, Some("completed"))),
+        "{steps:?}"
+    );
     let tasks = client.list_tasks().await.unwrap();
     assert_eq!(tasks.len(), 1);
     assert_eq!(tasks[0].status, TaskStatus::Completed);
@@ -207,20 +211,25 @@ async fn extension_task_runs_with_progress(http: bool) {
         .unwrap();
     assert_eq!(out.text, "researched in 3 steps");
     assert!(!out.is_error);
-    // Its progress is its status message: first working, then the steps, last completed.
-    let statuses: Vec<String> = steps
-        .lock()
-        .unwrap()
+    // Its progress is its status and status message: first working, then the steps, last
+    // completed; no number, as the server sent none.
+    let seen = steps.lock().unwrap().clone();
+    let statuses: Vec<(String, String)> = seen
         .iter()
-        .filter_map(|p| p.message.clone())
+        .map(|p| {
+            assert_eq!((p.progress, p.total), (None, None), "{p:?}");
+            let status = p.status.clone().unwrap_or_default();
+            (status, p.message.clone().unwrap_or_default())
+        })
         .collect();
-    assert_eq!(statuses.first().map(String::as_str), Some("working: "));
+    assert_eq!(statuses.first(), Some(&("working".into(), String::new())));
     assert!(
-        statuses.iter().any(|s| s.starts_with("working: step ")),
+        statuses.contains(&("working".into(), "step 1 of 3".into())),
         "{statuses:?}"
     );
-    assert!(
-        statuses.last().unwrap().starts_with("completed: "),
+    assert_eq!(
+        statuses.last().map(|s| s.0.as_str()),
+        Some("completed"),
         "{statuses:?}"
     );
     let task = client.get_task("task-1").await.unwrap();

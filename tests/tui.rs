@@ -1051,3 +1051,53 @@ async fn a_servers_requests_open_over_the_screen_and_are_answered() {
     assert!(answered.contains("declined"), "{answered}");
     h.close().await;
 }
+
+/// The call field starts empty: what is typed is the whole arguments object (it started with
+/// `{}`, so typed arguments came after it and were not JSON), and an empty field calls with
+/// `{}`.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_call_field_starts_empty_and_takes_what_is_typed() {
+    let mut h = Harness::start(json!({"servers": {"fx": fixture_entry(&[])}}));
+    h.settle().await;
+    h.enter();
+    h.char('t');
+    let selected = |h: &mut Harness, tool: &str| {
+        let screen = h.screen();
+        screen
+            .lines()
+            .any(|l| l.contains('›') && l.contains(&format!("__{tool} ")))
+    };
+    let open = |h: &mut Harness, tool: &str| {
+        for _ in 0..12 {
+            h.key(KeyCode::Up);
+        }
+        for _ in 0..12 {
+            if selected(h, tool) {
+                break;
+            }
+            h.key(KeyCode::Down);
+        }
+        assert!(selected(h, tool), "{tool} selected:\n{}", h.screen());
+        h.enter();
+        let screen = h.screen();
+        let field = screen
+            .lines()
+            .skip_while(|l| !l.contains("Its arguments, a JSON object (empty: {}):"))
+            .nth(1)
+            .unwrap_or_default();
+        let field = field.trim_matches(|c| c == '│' || c == ' ');
+        assert_eq!(field, ">", "an empty field:\n{screen}");
+    };
+    open(&mut h, "echo");
+    h.text(r#"{"text": "typed"}"#);
+    h.enter();
+    let screen = h.wait_for("│ typed");
+    assert!(screen.contains("· call mcp__fx__echo"), "{screen}");
+    // Back to the tools; a tool that needs no arguments runs on an empty field.
+    h.key(KeyCode::Esc);
+    open(&mut h, "cancellations");
+    h.enter();
+    let screen = h.wait_for("│ []");
+    assert!(screen.contains("· call mcp__fx__cancellations"), "{screen}");
+    h.close().await;
+}

@@ -53,7 +53,7 @@ fn open_server(tmux: &Tmux, name: &str, era: &str) {
 fn call(tmux: &Tmux, tool: &str, arguments: &str) {
     tmux.select(tool);
     tmux.keys(&["Enter"]);
-    tmux.wait_for("Its arguments, as a JSON object:");
+    tmux.wait_for("Its arguments, a JSON object (empty: {}):");
     tmux.keys(&["C-u"]);
     tmux.type_text(arguments);
     tmux.keys(&["Enter"]);

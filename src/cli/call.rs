@@ -77,13 +77,7 @@ fn confirm_callback(yes: bool, allowlist: String) -> ConfirmCallback {
 fn progress_printer(shown: Arc<AtomicBool>) -> Arc<dyn Fn(Progress) + Send + Sync> {
     let terminal = std::io::stderr().is_terminal();
     Arc::new(move |p: Progress| {
-        let mut line = match p.total {
-            Some(total) => format!("progress: {}/{}", p.progress, total),
-            None => format!("progress: {}", p.progress),
-        };
-        if let Some(m) = &p.message {
-            line.push_str(&format!(" {}", escape_controls(m)));
-        }
+        let line = format!("progress: {}", super::output::progress(&p));
         let mut err = std::io::stderr().lock();
         let _ = if terminal {
             write!(err, "\r\x1b[K{line}")

@@ -116,3 +116,22 @@ pub fn labelled(label: &str, text: &str) -> String {
     }
     out
 }
+
+/// What a server told of a call in flight, escaped, each part only if it sent it: the number
+/// (`1/3`), a task's status (`working`) and the message; a status with no number is shown
+/// as such, never as progress 0.
+pub fn progress(p: &agenvoy_mcp::Progress) -> String {
+    let number = p.progress.map(|n| match p.total {
+        Some(total) => format!("{n}/{total}"),
+        None => n.to_string(),
+    });
+    let status = p.status.as_ref().map(|s| match &p.message {
+        Some(_) => format!("{s}:"),
+        None => s.clone(),
+    });
+    let parts: Vec<String> = [number, status, p.message.clone()]
+        .into_iter()
+        .flatten()
+        .collect();
+    agenvoy_mcp::safe_text::escape_controls(&parts.join(" ")).into_owned()
+}

@@ -1,54 +1,11 @@
 //! `agenvoy-mcp probe`: connect one server with no config (a URL, or a command after `--`),
-//! print what it is, optionally call one tool.
+//! print what it is, optionally call one tool, read one resource, get one prompt or complete
+//! one argument.
 //!
-//! With `--json` the output is one JSON object:
-//!
-//! ```json
-//! {
-//!   "server": "<name used in logs>",
-//!   "transport": "stdio" | "http",
-//!   "era": "handshake",
-//!   "protocolVersion": "2025-11-25",
-//!   "serverInfo": {"name": "...", "version": "..."},
-//!   "capabilities": {"tools": {}},
-//!   "instructions": "..." | null,
-//!   "tools": [{"name": "...", "description": "...", "inputSchema": {}}],
-//!   "resources": [{"uri": "...", "name": "..."}],
-//!   "resourceTemplates": [{"uriTemplate": "...", "name": "..."}],
-//!   "prompts": [{"name": "...", "arguments": [{"name": "...", "required": true}]}],
-//!   "call": {"tool": "echo", "text": "hi", "isError": false, "totalBytes": 2},
-//!   "read": {"uri": "...", "text": "...", "totalBytes": 5},
-//!   "prompt": {"name": "...", "description": "..." | null,
-//!              "messages": [{"role": "user", "text": "..."}]},
-//!   "completion": {"ref": {"type": "ref/prompt", "name": "..."}, "argument": "...",
-//!                  "values": ["..."], "total": 3 | null, "hasMore": false}
-//! }
-//! ```
-//!
-//! `resources` and `resourceTemplates` are there when the server declares `resources`,
-//! `prompts` when it declares `prompts`: the server's objects as it sent them. A server that
-//! declares `resources` but answers `resources/templates/list` with method-not-found has no
-//! templates. `call`, `read`, `prompt` and `completion` are there with `--call`, `--read`,
-//! `--prompt` and `--complete`. With `--log-level`, the level is set first (in the
-//! 2026-07-28 revision: carried by every later request) and each log message of the server
-//! goes to stderr as `log <level> [<logger>]: <data>`, escaped.
-//!
-//! `--elicit`, `--sample` and `--root` answer what the server asks of the client (each request
-//! shown on stderr, escaped; a URL elicitation shown with its origin, never opened); `--call`
-//! prints the call's progress on stderr as `progress <n>[/<total>] <message>`, and a tool that
-//! runs as a task each new status as `progress <n> <status>: <status message>`.
-//!
-//! Members are named as the management API names them (docs/API.md): `call` holds what
-//! `POST /v1/mcp/call` answers (the text the model sees, `isError`, `totalBytes`) and the
-//! tool's name; `tools` are the server's tool objects as it sent them (`inputSchema`). `call`
-//! is present only with `--call`. On failure nothing is printed to stdout; one line on
-//! stderr names the step that failed (`start`, `initialize`, `tools/list`, `tools/call`,
-//! `resources/read`, `prompts/get`, ...), and
-//! the exit code is 1. A tool that reports `isError` prints its output and exits with 1 too.
-//! If stdout closes early (`probe ... | head -1`), the server is closed and the exit code is
-//! 141 (see [`super::output`]).
-//! What the server sent is shown with its control characters escaped (newlines and tabs of
-//! the instructions and the tool's output kept).
+//! What it prints (text, the members of `--json`, the lines on stderr) and its exit codes
+//! are documented for users in docs/PROBE.md; `tests/probe.rs` holds that page to this
+//! code. On failure nothing goes to stdout and one line on stderr names the step that
+//! failed; a closed stdout ends it as [`super::output`] says.
 
 use agenvoy_mcp::safe_text::{escape_controls, escape_controls_keep_lines};
 use agenvoy_mcp::unstable::transport::{self, HttpTransport, StdioTransport, Transport};
@@ -423,13 +380,7 @@ async fn probe(
     if let Some(tool) = &args.call {
         // Progress (a task's too) goes to stderr, escaped.
         let options = RequestOptions::default().with_progress(|p: Progress| {
-            let total = p.total.map(|t| format!("/{t}")).unwrap_or_default();
-            let message = p
-                .message
-                .as_deref()
-                .map(escape_controls)
-                .unwrap_or_default();
-            eprintln!("progress {}{total} {message}", p.progress);
+            eprintln!("progress {}", super::output::progress(&p));
         });
         match client
             .call_tool_with(tool, arguments.clone(), options)

@@ -29,14 +29,17 @@
 //! the tools as the request's tool list of that model API, as `GET /v1/mcp/tools?format=F`
 //! answers (`host::model_api`).
 //!
-//! Exit code 0 whenever the config could be read (failed servers are shown, not fatal); 1 if
-//! it could not, with the reason on stderr; 141 if stdout closed early (see
-//! [`super::output`]). What the servers sent (versions, descriptions,
-//! errors) is shown with its control characters escaped.
+//! Exit code 0 when every server that is not disabled connected and listed its tools; 3
+//! ([`SERVERS_FAILED`]) when any failed (or needs a login): the report is printed all the
+//! same, each error once, in it; 1 if the config could not be read, with the reason on
+//! stderr; 141 if stdout closed early (see [`super::output`]). What the servers sent
+//! (versions, descriptions, errors) is shown with its control characters escaped. The log
+//! lines that repeat the report (a server's failure, an invalid entry, a collision) are left
+//! out unless `AGENVOY_LOG` asks for them.
 
 use super::{HostArgs, output};
 use agenvoy_mcp::host::model_api::{ModelApi, tool_list};
-use agenvoy_mcp::host::{Manager, ManagerOptions, RegisteredTool};
+use agenvoy_mcp::host::{Manager, ManagerOptions, RegisteredTool, ServerState};
 use agenvoy_mcp::safe_text::escape_controls;
 use serde_json::{Value, json};
 use std::path::Path;
@@ -71,11 +74,23 @@ pub async fn run(args: ToolsArgs) -> ExitCode {
         } else {
             report(manager, source)
         };
-        let written = written.map(|()| ExitCode::SUCCESS);
-        output::exit_code("tools", written)
+        let failed = manager
+            .status()
+            .iter()
+            .any(|s| !matches!(s.state, ServerState::Connected | ServerState::Disabled));
+        let code = if failed {
+            ExitCode::from(SERVERS_FAILED)
+        } else {
+            ExitCode::SUCCESS
+        };
+        output::exit_code("tools", written.map(|()| code))
     })
     .await
 }
+
+/// The exit code of `tools` when a server it should list did not connect (the report, with
+/// every error, is printed all the same).
+pub const SERVERS_FAILED: u8 = 3;
 
 /// Prints the tools that best match `query`, best first: their names and descriptions, or
 /// with `json` `{"tools": [...]}` as `GET /v1/mcp/tools/search` answers.

@@ -223,15 +223,10 @@ impl Client {
         };
         let mut statuses = self.session.notifications();
         // A new status or status message goes to the progress callback too.
-        let shown = |t: &Task| {
-            format!(
-                "{}: {}",
-                t.status,
-                t.status_message.as_deref().unwrap_or("")
-            )
-        };
+        let shown = |t: &Task| (t.status.clone(), t.status_message.clone());
+        let report = |t: &Task| watch.report(t.status.as_str(), t.status_message.as_deref());
         let mut last_shown = shown(&task);
-        watch.report(last_shown.clone());
+        report(&task);
         // A status worth polling for at once when the server tells of it.
         let quick = |t: &Task| t.status.is_terminal() || t.status == TaskStatus::InputRequired;
         // Where polling stops: 2025-11-25 hands input requests to `tasks/result`.
@@ -304,7 +299,7 @@ impl Client {
             task = polled;
             if shown(&task) != last_shown {
                 last_shown = shown(&task);
-                watch.report(last_shown.clone());
+                report(&task);
             }
         }
         if flow == TaskFlow::Extension {

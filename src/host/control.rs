@@ -8,7 +8,10 @@
 //! every time, so no change made elsewhere is lost, and members this crate does not know
 //! survive. When there is no config file, the config the manager started with (the embedded
 //! default, say) stands for it where it is read, but never where it is written: the first
-//! server added makes a file that holds that server only.
+//! server added makes a file that holds that server only. The servers of that config run on
+//! until the manager closes, by one rule: they are shown, called and reconnected, and every
+//! change of one (remove, enable, disable, its tools' visibility, its OAuth client) is
+//! refused with one [`ControlError::Conflict`] that says to add a server of one's own.
 //!
 //! Adding a server saves the file and takes the name in the manager under the lock, then
 //! connects outside it ([`Control::begin_add_server`], [`AddingServer::connect`]), so a slow
@@ -207,7 +210,7 @@ impl Control {
     }
 
     /// The config file as it is now; when there is none, the config the manager started
-    /// with, which the first change then writes.
+    /// with, which stands in for it (read, never written: see the module docs).
     pub fn config(&self) -> Result<Config, ControlError> {
         let config = Config::load(self.config_path())
             .map_err(|e| ControlError::Failed(format!("{e}; fix the file, then try again")))?;
@@ -223,6 +226,24 @@ impl Control {
     fn file_config(&self) -> Result<Config, ControlError> {
         Config::load(self.config_path())
             .map_err(|e| ControlError::Failed(format!("{e}; fix the file, then try again")))
+    }
+
+    /// Whether server `name` comes from the config that stood in for a missing config file
+    /// (see the module docs): the manager started with no file, whose config has it, and the
+    /// file (`file`, as it is now) does not.
+    fn stands_in(&self, file: &Config, name: &str) -> bool {
+        let started_with = self.manager().config();
+        !started_with.found()
+            && started_with.server_value(name).is_some()
+            && file.server_value(name).is_none()
+    }
+
+    /// The one answer to a change of a server that stands in for a missing config file.
+    fn refuse_stand_in(&self, name: &str) -> ControlError {
+        ControlError::Conflict(format!(
+            "server {name:?} is not in {}: it comes with the default config used when that file did not exist, which is never written, so it cannot be changed; add a server of your own (POST /v1/mcp, or `a` in the panel): the file then holds yours, and the next start uses only the file",
+            self.config_path().display()
+        ))
     }
 
     fn save_config(&self, config: &Config) -> Result<(), ControlError> {
@@ -280,6 +301,9 @@ impl Control {
         let client = {
             let _held = self.inner.config.hold().await?;
             let mut config = self.file_config()?;
+            if self.stands_in(&config, name) {
+                return Err(self.refuse_stand_in(name));
+            }
             let in_file = config.remove_server(name);
             if !in_file && !self.is_running(name) {
                 return Err(ControlError::NotFound(format!(
@@ -306,6 +330,9 @@ impl Control {
     /// when the server is not in the file.
     fn file_config_with(&self, name: &str) -> Result<Config, ControlError> {
         let config = self.file_config()?;
+        if self.stands_in(&config, name) {
+            return Err(self.refuse_stand_in(name));
+        }
         if config.server_value(name).is_none() {
             let running = if self.is_running(name) {
                 " (it runs from the config the manager started with; add it to the file first)"
@@ -701,7 +728,7 @@ impl Control {
         client: &OAuthClient,
     ) -> Result<String, ControlError> {
         let _held = self.inner.config.hold().await?;
-        let mut config = self.config()?;
+        let mut config = self.file_config_with(name)?;
         let redirect_uri = self.inner.oauth.set_client(&mut config, name, client)?;
         self.save_config(&config)?;
         Ok(redirect_uri)

@@ -99,12 +99,16 @@ pub enum Event {
         id: Option<String>,
         /// The tool, as registered.
         tool: String,
-        /// How far along (the server's number).
-        progress: f64,
+        /// How far along (the server's number), if it sent one.
+        #[serde(skip_serializing_if = "Option::is_none")]
+        progress: Option<f64>,
         /// Of how much, if known.
         #[serde(skip_serializing_if = "Option::is_none")]
         total: Option<f64>,
-        /// The server's message, if any.
+        /// A task's new status (`working`, `completed`, ...), when the call runs as a task.
+        #[serde(skip_serializing_if = "Option::is_none")]
+        status: Option<String>,
+        /// The server's message (a task's status message), if any.
         #[serde(skip_serializing_if = "Option::is_none")]
         message: Option<String>,
     },

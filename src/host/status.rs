@@ -7,6 +7,10 @@ use serde::Serialize;
 use std::fmt;
 use std::time::Duration;
 
+/// The log target of what a server's status shows too (its failure, an invalid entry, a
+/// name collision): a front end that prints the status can leave these lines out.
+pub(crate) const STATUS_LOG: &str = "agenvoy_mcp::status";
+
 /// Where a server is.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[non_exhaustive]

@@ -490,7 +490,6 @@ impl Session {
             id,
             progress,
             activity: Arc::new(Notify::new()),
-            latest: Arc::new(AtomicU64::new(0f64.to_bits())),
         }
     }
 
@@ -882,8 +881,6 @@ pub(crate) struct ProgressWatch {
     id: i64,
     progress: Option<ProgressCallback>,
     activity: Arc<Notify>,
-    /// The latest progress reported (an `f64`'s bits).
-    latest: Arc<AtomicU64>,
 }
 
 impl ProgressWatch {
@@ -892,25 +889,24 @@ impl ProgressWatch {
         &self.activity
     }
 
-    /// The callback the request's progress goes to: the embedder's, and a wake of
-    /// [`activity`](Self::activity).
-    /// Reports what is not a progress notification (a task's new status) to the embedder's
-    /// callback, as progress: the latest progress value, no total, and `message`.
-    pub fn report(&self, message: String) {
+    /// Reports what is not a progress notification, a task's new status and its message,
+    /// to the embedder's callback: no progress number, as none was sent.
+    pub fn report(&self, status: &str, message: Option<&str>) {
         if let Some(progress) = &self.progress {
             progress(Progress {
-                progress: f64::from_bits(self.latest.load(Ordering::Relaxed)),
+                progress: None,
                 total: None,
-                message: Some(message),
+                status: Some(status.to_string()),
+                message: message.map(str::to_string),
             });
         }
     }
 
+    /// The callback the request's progress goes to: the embedder's, and a wake of
+    /// [`activity`](Self::activity).
     pub(crate) fn callback(&self) -> ProgressCallback {
         let (progress, activity) = (self.progress.clone(), self.activity.clone());
-        let latest = self.latest.clone();
         Arc::new(move |p| {
-            latest.store(p.progress.to_bits(), Ordering::Relaxed);
             activity.notify_one();
             if let Some(progress) = &progress {
                 progress(p);

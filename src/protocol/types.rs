@@ -205,15 +205,19 @@ impl Root {
     }
 }
 
-/// One progress notification for a request in flight.
+/// What a server told of a request in flight: a progress notification, or a task's new
+/// status. Each part is there only if the server sent it (none is made up).
 #[derive(Debug, Clone, PartialEq)]
 #[non_exhaustive]
 pub struct Progress {
     /// Progress so far; grows with each notification.
-    pub progress: f64,
+    pub progress: Option<f64>,
     /// The total, if the server knows it.
     pub total: Option<f64>,
-    /// A human-readable message, if any.
+    /// The task's status as the server spells it (`working`, `completed`, ...), when this
+    /// reports a task's new status.
+    pub status: Option<String>,
+    /// A human-readable message (a task's `statusMessage`), if any.
     pub message: Option<String>,
 }
 

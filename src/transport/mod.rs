@@ -265,6 +265,12 @@ impl Default for Limits {
 #[cfg(any(feature = "stdio", feature = "http"))]
 const EXCERPT: usize = 200;
 
+/// Messages that are not JSON warned about one by one; past them, one line says the rest are
+/// skipped silently (a program that writes lines by the million, `yes`, must not flood the
+/// log, nor spend its time writing it).
+#[cfg(any(feature = "stdio", feature = "http"))]
+const JUNK_WARNINGS: u32 = 5;
+
 /// Decodes one message after another from pieces, warning about (and skipping) any that is
 /// not JSON.
 #[cfg(any(feature = "stdio", feature = "http"))]
@@ -272,6 +278,8 @@ pub(crate) struct Assembler {
     decoder: MessageDecoder,
     excerpt: Vec<u8>,
     fed: bool,
+    /// Messages skipped as not JSON so far.
+    skipped: u32,
 }
 
 #[cfg(any(feature = "stdio", feature = "http"))]
@@ -281,6 +289,7 @@ impl Assembler {
             decoder: MessageDecoder::new(limits.output_cap, limits.max_message),
             excerpt: Vec::new(),
             fed: false,
+            skipped: 0,
         }
     }
 
@@ -315,12 +324,18 @@ impl Assembler {
             None => None,
             Some(Ok(decoded)) => Some(decoded),
             Some(Err(e)) => {
-                let text = String::from_utf8_lossy(&self.excerpt);
-                tracing::warn!(
-                    server = %server,
-                    "skipping a message that is not JSON-RPC ({e}): {}",
-                    crate::safe_text::escape_controls(text.trim())
-                );
+                self.skipped = self.skipped.saturating_add(1);
+                if self.skipped <= JUNK_WARNINGS {
+                    let text = String::from_utf8_lossy(&self.excerpt);
+                    tracing::warn!(
+                        server = %server,
+                        "skipping a message that is not JSON-RPC ({e}): {}; an MCP server sends nothing else (is it one, and does it log to stdout?)",
+                        crate::safe_text::escape_controls(text.trim())
+                    );
+                }
+                if self.skipped == JUNK_WARNINGS {
+                    tracing::warn!(server = %server, "skipping any further message that is not JSON-RPC without a warning");
+                }
                 None
             }
         };

@@ -740,6 +740,9 @@ async fn read_stdout(
             if deliver(tx, shortcut, &mut messages).await.is_err() {
                 return;
             }
+            // A slice counts against the task's budget: a server that writes lines nothing
+            // is delivered for (`yes`) cannot keep the runtime's timers from firing.
+            tokio::task::consume_budget().await;
         }
     };
     shortcut.queued();

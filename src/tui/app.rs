@@ -1163,10 +1163,8 @@ mod tests {
             app.handle_key(key(KeyCode::Char('t')));
             app.handle_key(key(KeyCode::Enter));
             assert!(
-                matches!(&app.screen, Screen::Catalog(Page::Call(f)) if f.input.text() == "{}")
+                matches!(&app.screen, Screen::Catalog(Page::Call(f)) if f.input.text().is_empty())
             );
-            app.handle_key(key(KeyCode::Backspace));
-            app.handle_key(key(KeyCode::Backspace));
             typed(&mut app, "[1]");
             assert!(app.handle_key(key(KeyCode::Enter)).is_empty());
             assert!(matches!(&app.screen, Screen::Catalog(Page::Call(f))

@@ -202,11 +202,20 @@ impl CallForm {
         CallForm {
             server,
             tool,
-            input: Input::with_text("{}", Mask::None),
+            // Empty, not `{}`: what is typed is the whole object (an empty field is `{}`).
+            input: Input::new(Mask::None),
             error: None,
             selected,
         }
     }
+}
+
+/// A call's arguments as typed: a JSON object, or nothing for `{}`.
+fn call_arguments(text: &str) -> serde_json::Result<Value> {
+    if text.trim().is_empty() {
+        return Ok(Value::Object(Map::new()));
+    }
+    serde_json::from_str(text)
 }
 
 impl Back {
@@ -526,7 +535,7 @@ impl Fetches {
         let back = Back::Tools(form.selected);
         match key.code {
             KeyCode::Esc => return Turn::to(back.to(form.server)),
-            KeyCode::Enter => match serde_json::from_str::<Value>(form.input.text()) {
+            KeyCode::Enter => match call_arguments(form.input.text()) {
                 Ok(arguments @ Value::Object(_)) => {
                     let CallForm { server, tool, .. } = *form;
                     return self.fetch(server, format!("call {tool}"), back, |ticket, _| {

@@ -291,6 +291,7 @@ fn progress_to_events(
             tool: tool.clone(),
             progress: p.progress,
             total: p.total,
+            status: p.status,
             message: p.message,
         });
     }))

@@ -2,6 +2,7 @@
 //! it, and the tool-search index of it, kept for the registry's generation ([`Registered`]).
 
 use crate::host::registry::{Collision, Registry, ToolDefinition, llm_tool_name};
+use crate::host::status::STATUS_LOG;
 use crate::host::tool_search::{
     Conversation, DEFAULT_SEARCH_LIMIT, ToolIndex, ToolSearch, search_tool_definition,
 };
@@ -63,7 +64,7 @@ impl Registered {
         };
         let collisions = registry.register_server(name, tools);
         for c in &collisions {
-            tracing::warn!(server = %name, "{c}");
+            tracing::warn!(target: STATUS_LOG, server = %name, "{c}");
         }
         collisions
     }

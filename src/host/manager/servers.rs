@@ -16,7 +16,7 @@ use crate::host::config::{Config, ServerConfig};
 use crate::host::events::Event;
 use crate::host::gate::Gate;
 use crate::host::registry::{Collision, Registry, ToolDefinition};
-use crate::host::status::{ServerState, ServerStatus};
+use crate::host::status::{STATUS_LOG, ServerState, ServerStatus};
 use crate::host::tool_search::ToolIndex;
 use crate::protocol::types::Tool;
 use std::collections::{BTreeMap, BTreeSet};
@@ -59,7 +59,9 @@ impl Servers {
             match &entry {
                 Ok(_) if !enabled => tracing::info!(server = %name, "disabled in the config"),
                 Ok(server) => to_connect.push((name.clone(), server.clone())),
-                Err(e) => tracing::warn!(server = %name, "skipping the server: {e}"),
+                Err(e) => {
+                    tracing::warn!(target: STATUS_LOG, server = %name, "skipping the server: {e}")
+                }
             }
             let mut slot = Slot::new(entry);
             if let Some(Ok(filter)) = config.tool_filter(&name) {

@@ -10,7 +10,7 @@ use crate::client::{Client, ClientOptions};
 use crate::error::{Error, ErrorKind, Result};
 use crate::host::config::ServerConfig;
 use crate::host::config_error::ConfigError;
-use crate::host::status::{ServerState, ServerStatus};
+use crate::host::status::{STATUS_LOG, ServerState, ServerStatus};
 use crate::protocol::types::Tool;
 use std::borrow::Cow;
 use std::sync::Arc;
@@ -115,7 +115,7 @@ impl Slot {
                 tracing::info!(server = %name, tools = self.tools.all().len(), "connected");
             }
             Err(e) => {
-                tracing::warn!(server = %name, "failed, skipping it: {e}");
+                tracing::warn!(target: STATUS_LOG, server = %name, "failed, skipping it: {e}");
                 self.state = if e.needs_login() {
                     ServerState::NeedsLogin
                 } else {

@@ -4,6 +4,7 @@
 
 use super::*;
 use crate::protocol::server_requests::{answer_elicitation, answer_sampling};
+use crate::wire::jsonrpc::Request;
 
 /// Notifications a server may send in one second; past it the session reads it more slowly
 /// (the transport's reader waits, and so, through the pipe or the socket, does the server),
@@ -199,6 +200,9 @@ fn receive(shared: &Arc<Shared>, mut decoded: Decoded) -> Option<reply::Filled> 
         }
     };
     match message {
+        Message::Request(request) if sent_back(shared, &request) => {
+            our_request_back(shared, request)
+        }
         Message::Response(r) => complete(
             shared,
             r.id.as_ref(),
@@ -228,6 +232,35 @@ fn receive(shared: &Arc<Shared>, mut decoded: Decoded) -> Option<reply::Filled> 
             None
         }
     }
+}
+
+/// Whether `request` is one of ours sent back to us: under the id of a request of ours that
+/// waits, a method this client answers none of. A program that echoes what it reads (`cat`)
+/// does that; answering it would only have our answer echoed as the server's.
+fn sent_back(shared: &Shared, request: &Request) -> bool {
+    let Id::Number(id) = &request.id else {
+        return false;
+    };
+    !ANSWERED.contains(&request.method.as_str())
+        && shared
+            .pending
+            .lock()
+            .expect("pending lock")
+            .contains_key(id)
+}
+
+/// Fails the request of ours that `request` sent back (see [`sent_back`]), saying why.
+fn our_request_back(shared: &Shared, request: Request) -> Option<reply::Filled> {
+    let Id::Number(id) = request.id else {
+        return None;
+    };
+    let pending = shared.pending.lock().expect("pending lock").remove(&id)?;
+    let why = format!(
+        "the server sent our own {} request back instead of answering it: it does not speak MCP (it echoes what it reads, as `cat` does); check the server's command or URL",
+        request.method
+    );
+    let error = Error::new(&shared.server, ErrorKind::Protocol(why));
+    Some(pending.reply.fill(Err(error)))
 }
 
 /// Fills the reply of the request `id` answers, without waking its caller.
@@ -298,11 +331,9 @@ fn on_notification(shared: &Shared, n: Notification) {
             }
             if let Some(callback) = &callback {
                 callback(Progress {
-                    progress: params
-                        .get("progress")
-                        .and_then(Value::as_f64)
-                        .unwrap_or(0.0),
+                    progress: params.get("progress").and_then(Value::as_f64),
                     total: params.get("total").and_then(Value::as_f64),
+                    status: None,
                     message: params
                         .get("message")
                         .and_then(Value::as_str)
@@ -390,6 +421,14 @@ fn answer_in_background(
 
 /// What the client answers to a server's request, whether it came as a JSON-RPC request or
 /// as one of a result's `inputRequests`.
+/// The requests of a server this client answers (all in [`handle_server_request`]).
+const ANSWERED: [&str; 4] = [
+    methods::PING,
+    methods::ROOTS_LIST,
+    methods::SAMPLING_CREATE_MESSAGE,
+    methods::ELICITATION_CREATE,
+];
+
 pub(super) async fn handle_server_request(
     handlers: &Handlers,
     roots: Vec<Root>,

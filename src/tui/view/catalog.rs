@@ -263,7 +263,7 @@ fn draw_call(frame: &mut Frame, area: Rect, form: &CallForm) {
             clean_line(&form.tool)
         )),
         Line::default(),
-        Line::from("Its arguments, as a JSON object:").bold(),
+        Line::from("Its arguments, a JSON object (empty: {}):").bold(),
     ];
     draw_input(frame, area, &mut lines, &form.input, form.error.as_deref());
 }
