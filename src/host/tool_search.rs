@@ -134,7 +134,7 @@ pub fn search_tool_definition() -> ToolDefinition {
     ToolDefinition {
         name: SEARCH_TOOL.into(),
         description: Arc::from(
-            "Searches the MCP tools available in this conversation and returns the best matches' full definitions, which you can then call by name. Use it whenever you need a tool you do not see.",
+            "Searches the MCP tools available in this conversation and returns the best matches' full definitions, which you can then call by name, each with a score from 0 to 1 and whether the match is weak. Use it whenever you need a tool you do not see.",
         ),
         input_schema: serde_json::value::RawValue::from_string(schema.to_string())
             .expect("valid JSON")
@@ -297,10 +297,8 @@ fn stem(word: &str) -> &str {
     let n = w.len();
     let cut = if n > 5 && w.ends_with("ing") {
         3
-    } else if n > 4 && w.ends_with("ied") {
-        2 // "applied" → "appli", then the "i" as a final "y"
     } else if n > 4 && w.ends_with("ed") {
-        2
+        2 // "applied" → "appli", whose "i" goes as a final "y" does
     } else {
         0
     };
