@@ -683,31 +683,42 @@ impl ToolIndex {
         let limit = limit.min(MAX_SEARCH_LIMIT);
         let query = self.query_words(query);
         let total: f32 = query.iter().map(|w| w.weight).sum();
-        let mut fits: HashMap<u32, Fit> = HashMap::new();
+        // Dense per tool, indexed by its place: cheaper than hashing each posting.
+        let mut fits = vec![Fit::default(); self.tools.len()];
+        let mut found: Vec<u32> = Vec::new();
         // Per tool, the best of the indexed words that stand for one query word.
-        let mut best: HashMap<u32, Fit> = HashMap::new();
+        let mut best = vec![Fit::default(); self.tools.len()];
+        let mut touched: Vec<u32> = Vec::new();
         for word in &query {
-            best.clear();
             for (posting, counts) in &word.matches {
                 for p in &posting.tools {
+                    let b = &mut best[p.tool as usize];
+                    // Every match has some BM25F: none yet means the tool is new to the word.
+                    if b.bm25 == 0.0 {
+                        touched.push(p.tool);
+                    }
                     // 1 for the word once in a name of the usual length; at most 1.
                     let has = (p.saturated / saturate(WEIGHTS[0])).min(1.0);
-                    let b = best.entry(p.tool).or_default();
                     b.query = b.query.max(counts * has);
                     b.name = b.name.max(if p.in_name { *counts } else { 0.0 });
                     b.bm25 = b.bm25.max(counts * posting.idf * p.saturated);
                 }
             }
-            for (tool, b) in best.drain() {
-                let fit = fits.entry(tool).or_default();
+            for tool in touched.drain(..) {
+                let b = std::mem::take(&mut best[tool as usize]);
+                let fit = &mut fits[tool as usize];
+                if fit.bm25 == 0.0 {
+                    found.push(tool);
+                }
                 fit.query += word.weight * b.query;
                 fit.name += b.name;
                 fit.bm25 += b.bm25;
             }
         }
-        let mut ranked: Vec<(u32, f32, f32)> = fits
+        let mut ranked: Vec<(u32, f32, f32)> = found
             .into_iter()
-            .map(|(tool, fit)| {
+            .map(|tool| {
+                let fit = fits[tool as usize];
                 let names = f32::from(self.name_words[tool as usize].max(1));
                 let name = (fit.name / names).min(1.0);
                 let score = fit.query / total * (1.0 - NAME_SHARE + NAME_SHARE * name);
