@@ -1,16 +1,19 @@
 //! Tool search: its recall, the bytes it saves and its speed, each beside a baseline in the
 //! same run.
 //!
-//! - Recall at 5 over `fixtures/tool_search_queries.json` (written before the ranking was
-//!   tuned) against the tool lists in `fixtures/tool_lists/` (GitHub's MCP server as it
-//!   publishes its tools, server-everything and server-memory as `.ci/install` installs them),
-//!   for `ToolIndex` and for a baseline: the count of query words found in a tool's name and
-//!   description, lower-cased, no splitting of names, no weights.
-//! - The bytes of definitions offered to the model: every definition, or the search tool and
-//!   the five tools one search returns.
+//! - Recall at 5 and MRR over the evaluation of `tests/tool_search/` (the tools of 20 real
+//!   servers in one index, its tuning and held-out queries), for `ToolIndex` and for a
+//!   baseline: the count of query words found in a tool's name and description, lower-cased,
+//!   no splitting of names, no weights.
+//! - The bytes of definitions offered to the model, for the tool lists of
+//!   `fixtures/tool_lists/` (GitHub's MCP server as it publishes its tools, server-everything
+//!   and server-memory as `.ci/install` installs them) and the queries of
+//!   `fixtures/tool_search_queries.json`: every definition, or the search tool and the five
+//!   tools one search returns.
 //! - Search time at 1,000 and 10,000 tools (the fixtures' tools repeated under other server
-//!   names), p50 and p99 of single searches, and criterion's figures beside the baseline's
-//!   linear scan.
+//!   names) over those queries, p50 and p99 of single searches, and criterion's figures
+//!   beside the baseline's linear scan: the workload of the first bench (issue 29), so a
+//!   build of an older commit gives figures to set beside these.
 use agenvoy_mcp::Tool;
 use agenvoy_mcp::host::{ToolIndex, search_tool_definition};
 use criterion::{Criterion, criterion_group, criterion_main};
@@ -45,6 +48,58 @@ fn queries() -> Vec<(String, String)> {
         .iter()
         .map(|q| (q[0].as_str().unwrap().into(), q[1].as_str().unwrap().into()))
         .collect()
+}
+
+fn read(path: &str) -> Value {
+    let path = format!("{}/{path}", env!("CARGO_MANIFEST_DIR"));
+    serde_json::from_str(&std::fs::read_to_string(&path).expect("a file")).expect("JSON")
+}
+
+/// The tools of the evaluation: the fixtures' and those of `tests/tool_search/tools/`.
+fn evaluation_tools() -> Vec<(String, Tool)> {
+    let mut all = corpus();
+    let dir = format!("{}/tests/tool_search/tools", env!("CARGO_MANIFEST_DIR"));
+    let mut lists: Vec<_> = std::fs::read_dir(dir).expect("tools").flatten().collect();
+    lists.sort_by_key(|e| e.file_name());
+    for list in lists {
+        let doc: Value = serde_json::from_slice(&std::fs::read(list.path()).unwrap()).unwrap();
+        let server = doc["server"].as_str().unwrap();
+        for t in doc["tools"].as_array().expect("tools") {
+            all.push((server.into(), serde_json::from_value(t.clone()).unwrap()));
+        }
+    }
+    all
+}
+
+/// The queries of `tests/tool_search/<set>.json`, each with the registered names that
+/// answer it.
+fn evaluation_queries(set: &str) -> Vec<(String, Vec<String>)> {
+    read(&format!("tests/tool_search/{set}.json"))["queries"]
+        .as_array()
+        .expect("queries")
+        .iter()
+        .map(|q| {
+            let want = q[1].as_array().unwrap();
+            let want = want.iter().map(|w| target_name(w.as_str().unwrap()));
+            (q[0].as_str().unwrap().into(), want.collect())
+        })
+        .collect()
+}
+
+/// Recall at 5 and MRR of `search` over `queries`.
+fn recall_and_mrr<'a>(
+    queries: &[(String, Vec<String>)],
+    search: impl Fn(&str) -> Vec<&'a str>,
+) -> (f64, f64) {
+    let (mut hits, mut reciprocal) = (0.0, 0.0);
+    for (q, want) in queries {
+        if let Some(rank) = search(q).iter().position(|f| want.iter().any(|w| w == f)) {
+            hits += 1.0;
+            reciprocal += 1.0 / (rank + 1) as f64;
+        }
+    }
+    let n = queries.len() as f64;
+    (hits / n, reciprocal / n)
 }
 
 /// The baseline: query words (lower-cased, split on spaces) found as substrings of the
@@ -102,47 +157,29 @@ fn percentile(sorted: &[f64], p: f64) -> f64 {
 }
 
 fn figures() {
+    let everything = evaluation_tools();
+    let index = ToolIndex::new(everything.iter().map(|(s, t)| (s.as_str(), t)));
+    let baseline = Baseline::new(&everything);
+    for set in ["tuning", "heldout"] {
+        let queries = evaluation_queries(set);
+        let ours = recall_and_mrr(&queries, |q| {
+            let found = index.search(q, 5);
+            found.iter().map(|t| t.definition.name.as_str()).collect()
+        });
+        let theirs = recall_and_mrr(&queries, |q| baseline.search(q, 5));
+        println!(
+            "tool_search/{set}: {} tools, {} queries: recall@5 / MRR: ToolIndex {:.3} / {:.3}, baseline {:.3} / {:.3}",
+            everything.len(),
+            queries.len(),
+            ours.0,
+            ours.1,
+            theirs.0,
+            theirs.1
+        );
+    }
     let tools = corpus();
     let index = ToolIndex::new(tools.iter().map(|(s, t)| (s.as_str(), t)));
-    let baseline = Baseline::new(&tools);
     let queries = queries();
-    let (mut hits, mut base_hits) = (0, 0);
-    let mut missed = Vec::new();
-    for (q, want) in &queries {
-        let want = target_name(want);
-        let found: Vec<&str> = index
-            .search(q, 5)
-            .iter()
-            .map(|t| t.definition.name.as_str())
-            .collect();
-        if found.contains(&want.as_str()) {
-            hits += 1;
-        } else {
-            missed.push(format!("{q:?} → {want}: got {found:?}"));
-        }
-        if baseline.search(q, 5).contains(&want.as_str()) {
-            base_hits += 1;
-        }
-    }
-    let n = queries.len() as f64;
-    println!(
-        "tool_search/recall@5: {} tools, {} queries",
-        tools.len(),
-        queries.len()
-    );
-    println!(
-        "  ToolIndex  {:.3} ({hits}/{})",
-        hits as f64 / n,
-        queries.len()
-    );
-    println!(
-        "  baseline   {:.3} ({base_hits}/{})",
-        base_hits as f64 / n,
-        queries.len()
-    );
-    for m in &missed {
-        println!("  missed: {m}");
-    }
     let all_bytes = index.definition_bytes();
     let search_def = serde_json::to_vec(&search_tool_definition()).unwrap().len();
     let mut offered = 0usize;

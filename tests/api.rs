@@ -60,6 +60,11 @@ fn serve_with_no_config_file_serves_the_embedded_default() {
     assert_eq!(echo["autoApprove"], false);
     assert_eq!(echo["inputSchema"]["type"], "object");
     assert!(echo["description"].is_string());
+    let found = api.get("/v1/mcp/tools/search?q=echo%20text&limit=2");
+    assert_eq!(found["tools"][0]["name"], "mcp__fixture__echo", "{found}");
+    let score = found["tools"][0]["score"].as_f64();
+    assert!(score.is_some_and(|s| s > 0.8), "{found}");
+    assert_eq!(found["tools"][0]["weak"], false, "{found}");
 
     let called = api.post(
         "/v1/mcp/call",

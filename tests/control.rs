@@ -437,6 +437,8 @@ async fn tool_search_offers_the_search_tool_and_what_was_found() {
         .output;
     let found: Value = serde_json::from_str(&out.text).unwrap();
     assert_eq!(found["tools"][0]["name"], json!("mcp__fx__echo"), "{found}");
+    assert!(found["tools"][0]["score"].as_f64().is_some(), "{found}");
+    assert_eq!(found["tools"][0]["weak"], json!(false), "{found}");
     assert_eq!(names(&conversation)[3..4], ["mcp__fx__echo"]);
     let add = control
         .call(in_conversation("mcp__fx__add", json!({"a": 1, "b": 2})))

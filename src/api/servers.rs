@@ -315,8 +315,18 @@ fn query_param(query: &str, key: &str) -> Option<String> {
         .map(|(_, v)| v)
 }
 
+/// A tool the search found: as `GET /v1/mcp/tools` lists it, with its score (see
+/// `host::ToolMatch`) and whether the match is weak.
+#[derive(serde::Serialize)]
+struct Found<'a> {
+    #[serde(flatten)]
+    listed: Listed<'a>,
+    score: f32,
+    weak: bool,
+}
+
 /// `GET /v1/mcp/tools/search?q=&limit=`: the registered tools that best match, best first,
-/// each as `GET /v1/mcp/tools` lists it.
+/// each as `GET /v1/mcp/tools` lists it, with its `score` and `weak`.
 pub(super) fn search(state: &State, query: &str) -> Answer {
     let q = query_param(query, "q").unwrap_or_default();
     let limit = match query_param(query, "limit") {
@@ -332,8 +342,16 @@ pub(super) fn search(state: &State, query: &str) -> Answer {
             })?,
     };
     let allowlist = state.control.allowlist()?;
-    let found = state.control.search_tools(&q, limit);
-    let tools: Vec<Listed> = found.iter().map(|t| Listed::of(t, &allowlist)).collect();
+    let index = state.control.tool_index();
+    let tools: Vec<Found> = index
+        .matches(&q, limit)
+        .iter()
+        .map(|m| Found {
+            listed: Listed::of(m.tool, &allowlist),
+            score: m.score,
+            weak: m.is_weak(),
+        })
+        .collect();
     ok(json!({"tools": tools}))
 }
 

@@ -1,7 +1,7 @@
 //! `agenvoy-mcp tools [--config FILE] [--json [--format F]] [--search QUERY [--limit N]]`: connect every
 //! configured server, print each server's status, then every registered tool; with
 //! `--search`, only the tools that best match the query, best first (the ranking of tool
-//! search, see `host::ToolIndex`).
+//! search, see `host::ToolIndex`), each with its score.
 //!
 //! Text output:
 //!
@@ -20,12 +20,30 @@
 //! Columns are as wide as their widest cell. On a terminal, an error too long for its line
 //! wraps under its start; into a pipe it stays one line.
 //!
+//! With `--search`, each tool found with its score (0 to 1, how much of the query it has;
+//! `weak` under `host::WEAK_SCORE`), and a last line when no tool matches or every match is
+//! weak:
+//!
+//! ```text
+//! search "merge a pull request" (3 of 139 tools):
+//!   mcp__github__merge_pull_request              1.00  Merge a pull request in a GitHub repository.
+//!   mcp__github__create_pull_request             0.64  Create a new pull request in a GitHub repository.
+//!   mcp__github__request_pull_request_reviewers  0.44  Request reviewers for a pull request.
+//! search "compress a picture" (3 of 139 tools):
+//!   mcp__everything__gzip-file-as-resource  0.31 weak  Compresses a single file using gzip compression. ...
+//!   mcp__everything__get-tiny-image         0.27 weak  Returns a tiny MCP logo image.
+//!   mcp__everything__get-annotated-message  0.24 weak  Demonstrates how annotations can be used to ...
+//! every match is weak: no tool has much of what the query says; try other words
+//! ```
+//!
 //! With `--json`, one object, its members named as the management API names them
 //! (docs/API.md): `{"config": {"path", "found"}, "servers": [{"name", "transport", "era",
 //! "protocolVersion", "state", "lastError", "toolCount", "hasInstructions"}], "tools":
 //! [{"name", "server", "tool", "description", "inputSchema"}], "collisions": [...]}`. `path`
 //! is the config file's path alone; `found` says whether it exists (when it does not, the
-//! embedded default config is used). With `--json --format F`, `{"format": F, "tools": [...]}`:
+//! embedded default config is used). With `--json --search`, `{"tools": [...]}` as `GET
+//! /v1/mcp/tools/search` answers: each tool as above with its `"score"` and `"weak"`. With
+//! `--json --format F`, `{"format": F, "tools": [...]}`:
 //! the tools as the request's tool list of that model API, as `GET /v1/mcp/tools?format=F`
 //! answers (`host::model_api`).
 //!
@@ -39,7 +57,7 @@
 
 use super::{HostArgs, output};
 use agenvoy_mcp::host::model_api::{ModelApi, tool_list};
-use agenvoy_mcp::host::{Manager, ManagerOptions, RegisteredTool, ServerState};
+use agenvoy_mcp::host::{Manager, ManagerOptions, RegisteredTool, ServerState, ToolMatch};
 use agenvoy_mcp::safe_text::escape_controls;
 use serde_json::{Value, json};
 use std::path::Path;
@@ -92,21 +110,34 @@ pub async fn run(args: ToolsArgs) -> ExitCode {
 /// every error, is printed all the same).
 pub const SERVERS_FAILED: u8 = 3;
 
-/// Prints the tools that best match `query`, best first: their names and descriptions, or
-/// with `json` `{"tools": [...]}` as `GET /v1/mcp/tools/search` answers.
+/// Prints the tools that best match `query`, best first: their names, scores (marked `weak`
+/// under `host::WEAK_SCORE`) and descriptions, and a line saying so when no tool matches
+/// or every match is weak; or with `json` `{"tools": [...]}` as `GET /v1/mcp/tools/search`
+/// answers, each tool with its `score` and `weak`.
 fn report_search(manager: &Manager, query: &str, limit: usize, json: bool) -> std::io::Result<()> {
     manager.register_all();
-    let found = manager.search_tools(query, limit);
+    let index = manager.tool_index();
+    let found = index.matches(query, limit);
     if json {
-        let tools: Vec<Value> = found.iter().map(tool_json).collect();
+        let tools: Vec<Value> = found
+            .iter()
+            .map(|m| {
+                let mut tool = tool_json(m.tool);
+                tool["score"] = json!(m.score);
+                tool["weak"] = json!(m.is_weak());
+                tool
+            })
+            .collect();
         return output::json(&json!({"tools": tools}));
     }
     let rows: Vec<Vec<String>> = found
         .iter()
-        .map(|t| {
-            let first_line = t.definition.description.lines().next().unwrap_or("");
+        .map(|m| {
+            let first_line = m.tool.definition.description.lines().next().unwrap_or("");
+            let weak = if m.is_weak() { " weak" } else { "" };
             vec![
-                t.definition.name.clone(),
+                m.tool.definition.name.clone(),
+                format!("{:.2}{weak}", m.score),
                 escape_controls(first_line).into_owned(),
             ]
         })
@@ -115,10 +146,15 @@ fn report_search(manager: &Manager, query: &str, limit: usize, json: bool) -> st
         "search {:?} ({} of {} tools):",
         escape_controls(query),
         found.len(),
-        manager.registry().len()
+        index.len()
     )?;
     for line in output::columns(&rows) {
         out!("  {line}")?;
+    }
+    if found.is_empty() {
+        out!("no tool has any word of the query; try other words")?;
+    } else if found.iter().all(ToolMatch::is_weak) {
+        out!("every match is weak: no tool has much of what the query says; try other words")?;
     }
     Ok(())
 }

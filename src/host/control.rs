@@ -30,7 +30,7 @@ use super::gate::Allowlist;
 use super::manager::ServerState;
 use super::manager::{CallError, Catalog, Manager, PendingAdd, ServerStatus, ServerTool};
 use super::registry::{PREFIX, RegisteredTool, Registry, ToolDefinition};
-use super::tool_search::Conversation;
+use super::tool_search::{Conversation, ToolIndex};
 use crate::client::Client;
 use crate::protocol::items::{Completion, CompletionRef, PromptContents, ResourceOutput};
 use serde_json::Value;
@@ -602,6 +602,12 @@ impl Control {
     /// The registered tools that best match `query`, best first, at most `limit`.
     pub fn search_tools(&self, query: &str, limit: usize) -> Vec<RegisteredTool> {
         self.manager().search_tools(query, limit)
+    }
+
+    /// The search index of the visible tools now (see [`Manager::tool_index`]): its
+    /// [`ToolIndex::matches`] give each found tool's score.
+    pub fn tool_index(&self) -> Arc<ToolIndex> {
+        self.manager().tool_index()
     }
 
     /// The definitions to offer the model in `conversation` (see [`Manager::offered_tools`]).

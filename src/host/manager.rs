@@ -677,7 +677,7 @@ impl Manager {
 
     /// The registered tools that best match `query`, best first (at most `limit`, and
     /// [`MAX_SEARCH_LIMIT`](crate::host::MAX_SEARCH_LIMIT)): what the search tool returns, and `GET
-    /// /v1/mcp/tools/search`.
+    /// /v1/mcp/tools/search`. Their scores: [`ToolIndex::matches`] of [`Manager::tool_index`].
     pub fn search_tools(&self, query: &str, limit: usize) -> Vec<RegisteredTool> {
         let index = self.tool_index();
         index.search(query, limit).into_iter().cloned().collect()
@@ -702,8 +702,9 @@ impl Manager {
 
     /// [`Manager::call`] within a conversation: [`SEARCH_TOOL`] runs the search (arguments
     /// `query` and `limit`), records the tools it found in `conversation` and returns their
-    /// definitions as JSON (`{"tools": [...]}`); any other name is called as
-    /// [`Manager::call`] does, found or not.
+    /// definitions as JSON, each with its score and whether it is weak (`{"tools": [{...,
+    /// "score", "weak"}]}`, see [`ToolMatch`](crate::host::ToolMatch)); any other name is
+    /// called as [`Manager::call`] does, found or not.
     pub async fn call_in(
         &self,
         conversation: &Conversation,
@@ -715,9 +716,9 @@ impl Manager {
             return self.call(name, arguments, mode).await;
         }
         let (query, limit) = search_arguments(&arguments);
-        let found = self.search_tools(query, limit);
-        conversation.add_found(found.iter().map(|t| t.definition.name.as_str()));
-        let definitions: Vec<&ToolDefinition> = found.iter().map(|t| &t.definition).collect();
-        Ok(search_output(query, &definitions))
+        let index = self.tool_index();
+        let found = index.matches(query, limit);
+        conversation.add_found(found.iter().map(|m| m.tool.definition.name.as_str()));
+        Ok(search_output(query, &found))
     }
 }

@@ -88,5 +88,5 @@ pub use registry::{Collision, PREFIX, RegisteredTool, Registry, ToolDefinition, 
 pub use status::{ServerState, ServerStatus};
 pub use tool_search::{
     Conversation, DEFAULT_SEARCH_LIMIT, MAX_FOUND, MAX_SEARCH_LIMIT, SEARCH_TOOL, ToolIndex,
-    ToolSearch, search_tool_definition,
+    ToolMatch, ToolSearch, WEAK_SCORE, search_tool_definition,
 };

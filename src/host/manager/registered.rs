@@ -4,7 +4,7 @@
 use crate::host::registry::{Collision, Registry, ToolDefinition, llm_tool_name};
 use crate::host::status::STATUS_LOG;
 use crate::host::tool_search::{
-    Conversation, DEFAULT_SEARCH_LIMIT, ToolIndex, ToolSearch, search_tool_definition,
+    Conversation, DEFAULT_SEARCH_LIMIT, ToolIndex, ToolMatch, ToolSearch, search_tool_definition,
 };
 use crate::protocol::types::{Tool, ToolOutput};
 use serde_json::Value;
@@ -143,16 +143,40 @@ pub(super) fn search_arguments(arguments: &Value) -> (&str, usize) {
     (query, limit.max(1))
 }
 
-/// What the search tool returns: the definitions found as JSON (`{"tools": [...]}`), or a
-/// note that none matches.
-pub(super) fn search_output(query: &str, found: &[&ToolDefinition]) -> ToolOutput {
+/// A definition the search tool found, with its score.
+#[derive(serde::Serialize)]
+struct Found<'a> {
+    #[serde(flatten)]
+    definition: &'a ToolDefinition,
+    score: f32,
+    weak: bool,
+}
+
+/// What the search tool returns: the definitions found as JSON, each with its score and
+/// whether it is weak (`{"tools": [{"name", "description", "input_schema", "score",
+/// "weak"}]}`, and a `"note"` when every one is weak), or a note that none matches.
+pub(super) fn search_output(query: &str, found: &[ToolMatch<'_>]) -> ToolOutput {
     let text = if found.is_empty() {
         format!(
             "No tool matches {:?}; try other words.",
             crate::safe_text::escape_controls(query)
         )
     } else {
-        serde_json::json!({"tools": found}).to_string()
+        let tools: Vec<Found> = found
+            .iter()
+            .map(|m| Found {
+                definition: &m.tool.definition,
+                score: m.score,
+                weak: m.is_weak(),
+            })
+            .collect();
+        let mut answer = serde_json::json!({"tools": tools});
+        if found.iter().all(ToolMatch::is_weak) {
+            answer["note"] = serde_json::json!(
+                "Every match is weak: no tool has much of what the query says. Try other words, or go on without a tool."
+            );
+        }
+        answer.to_string()
     };
     ToolOutput {
         total_bytes: text.len() as u64,
