@@ -419,8 +419,6 @@ fn answer_in_background(
     });
 }
 
-/// What the client answers to a server's request, whether it came as a JSON-RPC request or
-/// as one of a result's `inputRequests`.
 /// The requests of a server this client answers (all in [`handle_server_request`]).
 const ANSWERED: [&str; 4] = [
     methods::PING,
@@ -429,6 +427,8 @@ const ANSWERED: [&str; 4] = [
     methods::ELICITATION_CREATE,
 ];
 
+/// What the client answers to a server's request, whether it came as a JSON-RPC request or
+/// as one of a result's `inputRequests`.
 pub(super) async fn handle_server_request(
     handlers: &Handlers,
     roots: Vec<Root>,
