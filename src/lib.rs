@@ -66,6 +66,7 @@ pub mod api;
 pub mod auth;
 mod client;
 mod error;
+mod filelock;
 pub mod host;
 mod methods;
 mod protocol;

@@ -43,6 +43,16 @@
 //! refused; only a redirect with this login's `state` ends it; no error quotes a token, a
 //! secret or a token or registration answer. A refresh the authorization server refuses
 //! drops the tokens; one that gets no answer keeps them and fails with a retryable error.
+//!
+//! Processes sharing a token store (the daemon, `call`, the panel, an embedder on the same
+//! config folder) share the tokens, and refresh them one at a time: under a lock file in the
+//! store's folder ([`TokenStore::lock_folder`]) the stored tokens are read again, and a
+//! refresh another process already made is taken rather than made again (with refresh
+//! tokens that work once, the second refresh would be refused, and some servers then revoke
+//! the grant). A refused refresh token that the store no longer holds is no logout: the
+//! newer tokens are taken; the store's entry is deleted only while it still holds the
+//! refused tokens. A token is refreshed a minute before it expires, or half its lifetime
+//! before when that is shorter.
 
 pub(crate) mod callback;
 pub(crate) mod discovery;
@@ -89,8 +99,14 @@ use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
-/// A token this close to its expiry is refreshed before it is sent.
+/// A token this close to its expiry is refreshed before it is sent, or half its lifetime
+/// before when that is shorter (see [`refresh_margin`]).
 pub(crate) const REFRESH_MARGIN: Duration = Duration::from_secs(60);
+/// How long a refresh's token request may take, nonce retries included.
+const REFRESH_DEADLINE: Duration = fetch::EXCHANGE_TIMEOUT;
+/// How long a refresh waits for another process's refresh of the same server to end: that
+/// one's token request and its writes to the store.
+const REFRESH_LOCK_WAIT: Duration = Duration::from_secs(45);
 /// At most this many authorizations ask for one set of scopes (step-up loops end here).
 pub(crate) const MAX_AUTHORIZATIONS_PER_SCOPE: u32 = 3;
 /// After a refresh failed for want of an answer, a token still valid is sent as it is for
@@ -270,6 +286,40 @@ fn token_endpoint_error(answer: &fetch::Answer, why: String) -> AuthError {
         error: answer.oauth_error_code(),
     };
     AuthError::new(kind, why)
+}
+
+/// How many seconds before its expiry a token that lived `lifetime` seconds as issued is
+/// refreshed: [`REFRESH_MARGIN`], or half the lifetime when that is shorter (a 10 s token
+/// refreshed a minute early would be refreshed before every request).
+pub(crate) fn refresh_margin(lifetime: Option<u64>) -> u64 {
+    let margin = REFRESH_MARGIN.as_secs();
+    lifetime.map_or(margin, |l| margin.min(l / 2))
+}
+
+/// Whether `tokens` are refreshed before they are sent at `now` (seconds since the epoch).
+fn needs_refresh(tokens: &StoredTokens, now: u64) -> bool {
+    tokens.refresh_token.is_some()
+        && tokens
+            .expires_at
+            .is_some_and(|at| at <= now + refresh_margin(tokens.lifetime))
+}
+
+/// The name of the lock file of server `server`'s refresh: its name, with any character
+/// that a file name might not take replaced (two names that meet so share a lock, which
+/// costs only waiting).
+fn refresh_lock_name(server: &str) -> String {
+    let name: String = server
+        .chars()
+        .take(64)
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || c == '-' || c == '_' {
+                c
+            } else {
+                '_'
+            }
+        })
+        .collect();
+    format!("oauth-refresh-{name}")
 }
 
 fn now_secs() -> u64 {
@@ -521,11 +571,77 @@ impl OAuth {
         rt.bounces = 0;
     }
 
-    fn drop_tokens(&self, rt: &mut Runtime) {
+    /// Takes `tokens`, which another process stored (a refresh, a login), with their DPoP
+    /// key, instead of refreshing.
+    fn take(&self, rt: &mut Runtime, tokens: StoredTokens) {
+        tracing::info!(server = %self.config.server, "took the tokens another process refreshed");
+        rt.dpop = self.stored_dpop_key();
+        rt.tokens = Some(tokens);
+        rt.obtained_at = Some(Instant::now());
+        rt.bounces = 0;
+        rt.refresh_failed_at = None;
+    }
+
+    /// The stored tokens when they differ from `held` (another process replaced them).
+    fn replaced(&self, held: &StoredTokens) -> Option<StoredTokens> {
+        self.stored_tokens().ok().flatten().filter(|s| s != held)
+    }
+
+    /// Takes the lock of this server's refresh in the store's folder
+    /// ([`TokenStore::lock_folder`]; none for a store no other process shares), waiting
+    /// at most [`REFRESH_LOCK_WAIT`] for another process's refresh to end.
+    async fn lock_refresh(&self) -> Result<Option<crate::filelock::FileLock>> {
+        let Some(folder) = self.store.lock_folder() else {
+            return Ok(None);
+        };
+        let path = folder.join(refresh_lock_name(&self.config.server));
+        let held = crate::filelock::lock(&path, REFRESH_LOCK_WAIT).await;
+        held.map(Some).map_err(|e| {
+            let kind = if e.kind() == std::io::ErrorKind::TimedOut {
+                StoreErrorKind::Unanswered
+            } else {
+                StoreErrorKind::Unavailable
+            };
+            let why = StoreError::new(kind, e.to_string()).caused_by(e);
+            self.store_failed("waiting to refresh the token", why)
+        })
+    }
+
+    /// Forgets `refused` tokens: in memory, and in the store only while it still holds
+    /// exactly them (a compare-and-delete; the caller holds the refresh lock), so a newer
+    /// login or refresh of another process is never deleted.
+    fn forget_refused(&self, rt: &mut Runtime, refused: &StoredTokens) {
         rt.tokens = None;
         rt.dpop = None;
-        let _ = self.store.delete(&store::tokens_key(&self.config.server));
-        let _ = self.store.delete(&dpop_key_name(&self.config.server));
+        let server = &self.config.server;
+        let key = store::tokens_key(server);
+        match store::delete_tokens_if(self.store.as_ref(), &key, refused) {
+            Ok(true) => {
+                let _ = self.store.delete(&dpop_key_name(server));
+            }
+            Ok(false) => {
+                tracing::info!(server = %server, "the store holds other tokens now; they are kept");
+            }
+            Err(e) => {
+                tracing::warn!(server = %server, "the refused tokens stay in the store: {e}");
+            }
+        }
+    }
+
+    /// Forgets the tokens held, which the server refuses ([`OAuth::forget_refused`], under
+    /// the refresh lock).
+    async fn drop_tokens(&self, rt: &mut Runtime) {
+        let Some(held) = rt.tokens.clone() else {
+            return;
+        };
+        match self.lock_refresh().await {
+            Ok(_lock) => self.forget_refused(rt, &held),
+            Err(e) => {
+                tracing::warn!(server = %self.config.server, "the refused tokens stay in the store: {e}");
+                rt.tokens = None;
+                rt.dpop = None;
+            }
+        }
     }
 
     /// Gets tokens with the configured grant; `extra` scopes are added (step-up).
@@ -668,12 +784,37 @@ impl OAuth {
         }
     }
 
-    /// Refreshes the tokens. `Ok(false)`: no refresh token, or the authorization server
-    /// refused it (the tokens are dropped then). An error: no usable answer (the server is
-    /// down, slow or failing); the tokens are kept, and the error is worth retrying.
+    /// Refreshes the tokens. `Ok(true)`: there are fresh ones, refreshed here or by another
+    /// process. `Ok(false)`: no refresh token, or the authorization server refused it (the
+    /// tokens are dropped then). An error: no usable answer (the server is down, slow or
+    /// failing); the tokens are kept, and the error is worth retrying.
+    ///
+    /// Processes sharing the store refresh one at a time, under the lock of
+    /// [`OAuth::lock_refresh`]: a rotated refresh token works once, and the second process
+    /// to present it would be refused (some authorization servers then revoke the whole
+    /// grant). So the stored tokens are read again under the lock, and another process's
+    /// fresh tokens taken instead of refreshing. Within this process the runtime's lock,
+    /// held by the caller, keeps one refresh in flight.
     async fn refresh(&self, rt: &mut Runtime) -> Result<bool> {
-        let Some(tokens) = rt.tokens.clone() else {
+        let Some(held) = rt.tokens.clone() else {
             return Ok(false);
+        };
+        if held.refresh_token.is_none() {
+            return Ok(false);
+        }
+        let _lock = self.lock_refresh().await?;
+        let tokens = match self.replaced(&held) {
+            Some(stored) if !needs_refresh(&stored, now_secs()) => {
+                self.take(rt, stored);
+                return Ok(true);
+            }
+            // Replaced and about to expire too: its refresh token is the one still valid.
+            Some(stored) => {
+                rt.dpop = self.stored_dpop_key();
+                rt.tokens = Some(stored.clone());
+                stored
+            }
+            None => held,
         };
         let Some(refresh_token) = tokens.refresh_token.clone() else {
             return Ok(false);
@@ -685,16 +826,27 @@ impl OAuth {
             ("resource", tokens.resource.clone()),
         ];
         let key = rt.dpop.clone();
-        match self
-            .post_token(
-                &tokens.token_endpoint,
-                &tokens.issuer,
-                &client,
-                pairs,
-                key.as_deref(),
-            )
+        let request = self.post_token(
+            &tokens.token_endpoint,
+            &tokens.issuer,
+            &client,
+            pairs,
+            key.as_deref(),
+        );
+        // The lock is held meanwhile: the request has a deadline shorter than the wait.
+        let answer = tokio::time::timeout(REFRESH_DEADLINE, request)
             .await
-        {
+            .unwrap_or_else(|_| {
+                let why = format!(
+                    "the token endpoint did not answer within {} s",
+                    REFRESH_DEADLINE.as_secs()
+                );
+                Err(TokenFailure::Unreachable(AuthError::new(
+                    AuthErrorKind::Network,
+                    why,
+                )))
+            });
+        match answer {
             Ok(answer) => {
                 tracing::info!(server = %self.config.server, "refreshed the access token");
                 let fresh = StoredTokens {
@@ -704,6 +856,7 @@ impl OAuth {
                         .map(Secret::from)
                         .or(Some(refresh_token)),
                     expires_at: answer.expires_in.map(|s| now_secs() + s),
+                    lifetime: answer.expires_in,
                     scope: answer.scope.or(tokens.scope.clone()),
                     ..tokens
                 };
@@ -714,8 +867,15 @@ impl OAuth {
                 Ok(true)
             }
             Err(TokenFailure::Refused(why)) => {
+                // Refused because another program rotated it without this lock (another
+                // store's users, an older version): its newer tokens are no logout.
+                if let Some(newer) = self.replaced(&tokens) {
+                    tracing::warn!(server = %self.config.server, "the refresh token was refused ({why}), but the store holds newer tokens: taking them");
+                    self.take(rt, newer);
+                    return Ok(true);
+                }
                 tracing::warn!(server = %self.config.server, "the refresh token was refused ({why}); the tokens are dropped");
-                self.drop_tokens(rt);
+                self.forget_refused(rt, &tokens);
                 Ok(false)
             }
             Err(failure) => {
@@ -747,8 +907,7 @@ impl OAuth {
         let now = now_secs();
         let (expiring, valid) = match &rt.tokens {
             Some(t) if t.refresh_token.is_some() => (
-                t.expires_at
-                    .is_some_and(|at| at <= now + REFRESH_MARGIN.as_secs()),
+                needs_refresh(t, now),
                 t.expires_at.is_none_or(|at| at > now),
             ),
             _ => (false, true),
@@ -834,9 +993,7 @@ impl OAuth {
                 if !recently && self.refresh(&mut rt).await? {
                     return Ok(true);
                 }
-                if rt.tokens.is_some() {
-                    self.drop_tokens(&mut rt);
-                }
+                self.drop_tokens(&mut rt).await;
                 if self.can_obtain() {
                     self.obtain(&mut rt, Some(&challenge), &[], agent.as_deref())
                         .await?;

@@ -112,6 +112,13 @@ pub trait TokenStore: Send + Sync {
     fn delete(&self, key: &str) -> Result<(), StoreError>;
     /// A short name for messages: `memory`, `keychain`, or the file's path.
     fn describe(&self) -> String;
+    /// The folder where the processes sharing this store take the lock of a server's
+    /// refresh (`oauth-refresh-<server>.lock`), so that one of them at a time refreshes and
+    /// the others take its tokens; `None` (the default): this store is not shared between
+    /// processes, and only the refreshes within one `OAuth` are coordinated.
+    fn lock_folder(&self) -> Option<PathBuf> {
+        None
+    }
 }
 
 /// Keeps everything in memory; for tests and for embedders that persist nothing.
@@ -228,6 +235,15 @@ impl TokenStore for FileStore {
     }
     fn describe(&self) -> String {
         self.path.display().to_string()
+    }
+    /// The file's folder.
+    fn lock_folder(&self) -> Option<PathBuf> {
+        let folder = self.path.parent().unwrap_or(Path::new(""));
+        Some(if folder.as_os_str().is_empty() {
+            PathBuf::from(".")
+        } else {
+            folder.to_path_buf()
+        })
     }
 }
 
@@ -488,6 +504,10 @@ impl TokenStore for DefaultStore {
             Err(why) => format!("the OS keychain ({why})"),
         })
     }
+    /// The config folder, for the keychain and the file alike.
+    fn lock_folder(&self) -> Option<PathBuf> {
+        Some(self.dir.clone())
+    }
 }
 
 /// Tokens of one server, as stored under `tokens:<server>`.
@@ -505,6 +525,10 @@ pub struct StoredTokens {
     /// When the access token expires, seconds since the Unix epoch.
     #[serde(default)]
     pub expires_at: Option<u64>,
+    /// The access token's lifetime in seconds as issued (`expires_in`): a short-lived token
+    /// is refreshed when half of it is left, not a fixed minute before its expiry.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub lifetime: Option<u64>,
     /// The granted scope (or, when the server did not say, the requested one).
     #[serde(default)]
     pub scope: Option<String>,
@@ -551,6 +575,24 @@ impl StoredClient {
             && Some(&self.token_endpoint) == meta.token_endpoint.as_ref()
             && self.registration_endpoint == meta.registration_endpoint
     }
+}
+
+/// Deletes the tokens under `key` only while they are `tokens` (compare-and-delete: tokens
+/// another process stored meanwhile stay); whether it deleted them. What is stored under
+/// `key` but cannot be read as tokens is left too.
+pub(crate) fn delete_tokens_if(
+    store: &dyn TokenStore,
+    key: &str,
+    tokens: &StoredTokens,
+) -> Result<bool, StoreError> {
+    let stored = store.load(key)?;
+    let same = stored
+        .and_then(|text| serde_json::from_str::<StoredTokens>(&text).ok())
+        .is_some_and(|stored| &stored == tokens);
+    if same {
+        store.delete(key)?;
+    }
+    Ok(same)
 }
 
 /// The key of a server's tokens.

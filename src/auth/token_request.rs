@@ -15,6 +15,7 @@ impl OAuth {
             access_token: answer.access_token.into(),
             refresh_token: answer.refresh_token.map(Secret::from),
             expires_at: answer.expires_in.map(|s| now_secs() + s),
+            lifetime: answer.expires_in,
             scope: answer
                 .scope
                 .or_else(|| (!requested_scope.is_empty()).then(|| requested_scope.to_string())),

@@ -4,7 +4,7 @@
 //!
 //! Each change of a file is a read-modify-write under two locks: an in-process one (one
 //! change at a time in this process) and, inside it, an advisory lock file shared with other
-//! processes (a daemon and a panel may run at once; see `filelock`). The file is read again
+//! processes (a daemon and a panel may run at once; see `crate::filelock`). The file is read again
 //! every time, so no change made elsewhere is lost, and members this crate does not know
 //! survive. When there is no config file, the config the manager started with (the embedded
 //! default, say) stands for it where it is read, but never where it is written: the first
@@ -23,7 +23,6 @@
 
 use super::config::{Config, ServerConfig, is_valid_server_name};
 use super::events::{Event, EventBus};
-use super::filelock::{self, LOCK_WAIT};
 use super::filter::ToolFilter;
 use super::gate::Allowlist;
 #[cfg(feature = "oauth")]
@@ -32,6 +31,7 @@ use super::manager::{CallError, Catalog, Manager, PendingAdd, ServerStatus, Serv
 use super::registry::{PREFIX, RegisteredTool, Registry, ToolDefinition};
 use super::tool_search::{Conversation, ToolIndex};
 use crate::client::Client;
+use crate::filelock::{self, LOCK_WAIT};
 use crate::protocol::items::{Completion, CompletionRef, PromptContents, ResourceOutput};
 use serde_json::Value;
 use std::fmt;

@@ -40,7 +40,6 @@ pub(crate) mod control;
 pub(crate) mod era_memory;
 pub(crate) mod events;
 pub(crate) mod expand;
-mod filelock;
 pub(crate) mod filter;
 pub(crate) mod gate;
 pub(crate) mod instructions;

@@ -10,6 +10,7 @@ mod discovery;
 mod dpop;
 mod grants;
 mod registration;
+mod shared;
 mod token_store;
 mod tokens;
 
@@ -64,6 +65,7 @@ fn tokens(endpoint: &str, expires_at: u64) -> StoredTokens {
         access_token: "AT0".into(),
         refresh_token: Some("RT0".into()),
         expires_at: Some(expires_at),
+        lifetime: None,
         scope: Some("a b".into()),
         issuer: "http://127.0.0.1:9".into(),
         token_endpoint: endpoint.into(),

@@ -1,5 +1,6 @@
 //! An advisory lock across processes for a read-modify-write of one file (the config file,
-//! the allowlist): the daemon and a panel may change the same file at once.
+//! the allowlist) or of one server's OAuth tokens: the daemon, a panel and the commands may
+//! change the same file, or refresh the same tokens, at once.
 //!
 //! The lock is `flock(2)` on a lock file beside the file (`mcp.lock` beside `mcp.json`,
 //! `allow_tool.lock` beside `allow_tool`), never on the file itself: saves rename a new file
@@ -8,8 +9,8 @@
 //! a process that dies holding it frees it. Only programs that take it are held off; an
 //! editor is not.
 //!
-//! Unix only, and only with the `stdio` feature (which brings `libc`); elsewhere [`lock`]
-//! takes no lock and only the in-process lock guards the file.
+//! Unix only (`flock` through `libc`); elsewhere [`lock`] takes no lock and only the
+//! in-process lock guards the file.
 
 use std::path::{Path, PathBuf};
 use std::time::Duration;
@@ -20,13 +21,13 @@ pub(crate) const LOCK_WAIT: Duration = Duration::from_secs(10);
 /// A held lock; dropping it lets go.
 #[derive(Debug)]
 pub(crate) struct FileLock {
-    #[cfg(all(unix, feature = "stdio"))]
+    #[cfg(unix)]
     _file: std::fs::File,
 }
 
 /// The lock file of `path`: its stem with `.lock` (`mcp.json` → `mcp.lock`), or its name
 /// with `.lock` when that would be the file itself.
-#[cfg_attr(not(all(unix, feature = "stdio")), allow(dead_code))]
+#[cfg_attr(not(unix), allow(dead_code))]
 pub(crate) fn lock_path(path: &Path) -> PathBuf {
     let name = path
         .file_name()
@@ -43,7 +44,7 @@ pub(crate) fn lock_path(path: &Path) -> PathBuf {
 
 /// Takes the lock of `path` (see [`lock_path`]), waiting up to `limit` for another process
 /// to let it go.
-#[cfg(all(unix, feature = "stdio"))]
+#[cfg(unix)]
 pub(crate) async fn lock(path: &Path, limit: Duration) -> std::io::Result<FileLock> {
     use std::os::unix::fs::OpenOptionsExt;
     use std::os::unix::io::AsRawFd;
@@ -84,7 +85,7 @@ pub(crate) async fn lock(path: &Path, limit: Duration) -> std::io::Result<FileLo
 }
 
 /// Takes no lock: this build has no `flock` (see the module doc).
-#[cfg(not(all(unix, feature = "stdio")))]
+#[cfg(not(unix))]
 pub(crate) async fn lock(_path: &Path, _limit: Duration) -> std::io::Result<FileLock> {
     Ok(FileLock {})
 }
@@ -106,7 +107,7 @@ mod tests {
         }
     }
 
-    #[cfg(all(unix, feature = "stdio"))]
+    #[cfg(unix)]
     #[tokio::test]
     async fn a_missing_folder_is_made_private() {
         use std::os::unix::fs::PermissionsExt;
@@ -119,7 +120,7 @@ mod tests {
         }
     }
 
-    #[cfg(all(unix, feature = "stdio"))]
+    #[cfg(unix)]
     #[tokio::test]
     async fn a_second_holder_waits_then_gives_up_with_the_reason() {
         let dir = tempfile::tempdir().unwrap();
