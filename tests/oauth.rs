@@ -12,13 +12,18 @@
 mod common;
 
 use agenvoy_mcp::HttpConfig;
-use agenvoy_mcp::auth::{LoopbackAgent, MemoryStore, OAuth, OAuthConfig, TokenStore};
+use agenvoy_mcp::auth::{
+    FileStore, LoopbackAgent, MemoryStore, OAuth, OAuthConfig, StoredTokens, TokenStore,
+};
 use agenvoy_mcp::host::Config;
 use agenvoy_mcp::host::{Manager, ManagerOptions, PermissionMode, ServerState};
 use agenvoy_mcp::{Client, ClientOptions};
+use common::daemon::{Api, Daemon, Reply};
 use common::py_oauth::{PyServer, headless_browser};
-use serde_json::json;
+use serde_json::{Value, json};
+use std::path::Path;
 use std::sync::Arc;
+use std::time::Duration;
 
 fn loopback() -> LoopbackAgent {
     let mut agent = LoopbackAgent::new();
@@ -181,4 +186,219 @@ fn no_keychain_warning_from_a_process_that_keeps_no_secret() {
     assert!(String::from_utf8_lossy(&output.stdout).contains("fixture  connected"));
     assert!(!stderr.contains("keychain"), "{stderr}");
     assert!(!dir.path().join("oauth-tokens.json").exists());
+}
+
+/// A config folder whose `mcp.json` has server `py` at `url`, logged in with its tokens in
+/// `oauth-tokens.json` there (where the daemon's `--token-file` and, with no keychain, the
+/// commands keep them).
+async fn logged_in_folder(url: &str) -> tempfile::TempDir {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("mcp.json");
+    let entry = json!({"servers": {"py": {"url": url, "auth": "oauth"}}});
+    std::fs::write(&path, entry.to_string()).unwrap();
+    let store = Arc::new(FileStore::new(dir.path().join("oauth-tokens.json")));
+    let config = Config::load(&path).unwrap();
+    agenvoy_mcp::host::login(&config, "py", store, &loopback())
+        .await
+        .expect("login");
+    dir
+}
+
+/// The tokens of `py` in the folder's token file.
+fn stored_in(dir: &Path) -> StoredTokens {
+    FileStore::new(dir.join("oauth-tokens.json"))
+        .load("tokens:py")
+        .unwrap()
+        .map(|t| serde_json::from_str(&t).unwrap())
+        .expect("tokens:py is stored")
+}
+
+/// Sleeps until the stored access token has expired.
+fn until_expired(dir: &Path) {
+    let expires_at = stored_in(dir).expires_at.expect("an expiry");
+    let now = || {
+        std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .unwrap()
+            .as_secs()
+    };
+    while now() <= expires_at {
+        std::thread::sleep(Duration::from_millis(200));
+    }
+}
+
+/// `agenvoy-mcp call --yes mcp__py__whoami` on the folder, with no keychain (so the file is
+/// the store), started now.
+fn cli_call(dir: &Path) -> std::process::Child {
+    std::process::Command::new(common::binary())
+        .args(["call", "--yes", "mcp__py__whoami"])
+        .env("AGENVOY_CONFIG_DIR", dir)
+        .env("HOME", dir)
+        .env_remove("DBUS_SESSION_BUS_ADDRESS")
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap()
+}
+
+/// A call's outcome: whether it printed the tool's answer, and what it printed.
+fn answered(child: std::process::Child) -> (bool, String) {
+    let out = child.wait_with_output().unwrap();
+    let text = format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let ok = out.status.success() && text.contains("hello from the protected server");
+    (ok, text)
+}
+
+fn daemon_call(api: &Api) -> Reply {
+    api.post(
+        "/v1/mcp/call",
+        json!({"name": "mcp__py__whoami", "arguments": {}, "mode": "auto"}),
+    )
+}
+
+/// Issue 38 §3: the daemon and three `call` processes, all after the access token expired,
+/// with an authorization server that rotates refresh tokens and refuses reuse: exactly one
+/// refresh reaches it, none is refused, every call answers and the daemon stays connected.
+#[tokio::test]
+async fn the_daemon_and_calls_on_one_folder_refresh_once_between_them() {
+    let Some(server) = PyServer::start_with(&["--token-lifetime", "12"]) else {
+        return;
+    };
+    let dir = logged_in_folder(&server.url).await;
+    let daemon = Daemon::start_in(dir, &[]);
+    assert_eq!(daemon.api.status_of("py")["state"], "connected");
+    until_expired(daemon.dir.path());
+
+    let api = daemon.api.clone();
+    let from_daemon = std::thread::spawn(move || daemon_call(&api));
+    let calls: Vec<_> = (0..3).map(|_| cli_call(daemon.dir.path())).collect();
+    for call in calls {
+        let (ok, text) = answered(call);
+        assert!(ok, "{text}");
+    }
+    let reply = from_daemon.join().unwrap();
+    assert_eq!(reply.status, 200, "{reply:?}");
+    assert_eq!(reply.json()["text"], "hello from the protected server");
+
+    let stats = server.request("GET", "/test/stats");
+    assert_eq!(stats["refresh_grants"], 1, "one refresh: {stats}");
+    assert_eq!(stats["refused_refresh"], 0, "{stats}");
+    assert_eq!(stats["authorizations"], 1, "no second login: {stats}");
+    let status = daemon.api.status_of("py");
+    assert_eq!(status["state"], "connected", "{status}");
+    assert_eq!(status["lastError"], Value::Null, "{status}");
+    assert!(stored_in(daemon.dir.path()).refresh_token.is_some());
+}
+
+/// Issue 44 §2: a `call` refreshes (the server rotates), then the daemon, holding the old
+/// refresh token in memory, needs a refresh too: it takes the one in the store instead of
+/// presenting the used token, and nobody is logged out.
+#[tokio::test]
+async fn the_daemon_takes_a_refresh_another_process_made() {
+    let Some(server) = PyServer::start() else {
+        return;
+    };
+    let dir = logged_in_folder(&server.url).await;
+    let daemon = Daemon::start_in(dir, &[]);
+    assert_eq!(daemon.api.status_of("py")["state"], "connected");
+    let before = stored_in(daemon.dir.path());
+
+    server.request("POST", "/test/expire");
+    let (ok, text) = answered(cli_call(daemon.dir.path()));
+    assert!(ok, "{text}");
+    let rotated = stored_in(daemon.dir.path());
+    assert_ne!(rotated.refresh_token, before.refresh_token, "rotated");
+
+    let reply = daemon_call(&daemon.api);
+    assert_eq!(reply.status, 200, "{reply:?}");
+    let stats = server.request("GET", "/test/stats");
+    assert_eq!(stats["refresh_grants"], 1, "{stats}");
+    assert_eq!(
+        stats["refused_refresh"], 0,
+        "the used token was not sent: {stats}"
+    );
+    assert_eq!(stored_in(daemon.dir.path()), rotated, "the store kept it");
+    assert_eq!(daemon.api.status_of("py")["state"], "connected");
+}
+
+/// A login the authorization server revoked: the daemon's call fails asking for a login,
+/// the status shows it (not `connected`), and the refused tokens leave the store.
+#[tokio::test]
+async fn a_lost_login_shows_in_the_status() {
+    let Some(server) = PyServer::start() else {
+        return;
+    };
+    let dir = logged_in_folder(&server.url).await;
+    let daemon = Daemon::start_in(dir, &[]);
+    assert_eq!(daemon.api.status_of("py")["state"], "connected");
+    server.request("POST", "/test/revoke");
+    let reply = daemon_call(&daemon.api);
+    assert_ne!(reply.status, 200, "{reply:?}");
+    assert!(reply.error().contains("oauth login required"), "{reply:?}");
+    let status = daemon.api.status_of("py");
+    assert_eq!(status["state"], "needs login", "{status}");
+    assert_eq!(
+        status["lastError"],
+        "mcp server \"py\", tools/call: oauth login required, run /mcp → py → login",
+        "{status}"
+    );
+    let stats = server.request("GET", "/test/stats");
+    assert_eq!(stats["refused_refresh"], 1, "{stats}");
+    let file = std::fs::read_to_string(daemon.dir.path().join("oauth-tokens.json")).unwrap();
+    assert!(!file.contains("tokens:py"), "{file}");
+}
+
+/// Issue 44 §4 and one refresh in flight per process: a 10 s token is sent as it is by the
+/// calls made while it is fresh (no refresh before each), and once it expired, eight
+/// concurrent calls make one refresh request between them.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_short_token_is_refreshed_once_for_many_calls() {
+    let Some(server) = PyServer::start_with(&["--token-lifetime", "10"]) else {
+        return;
+    };
+    let store = Arc::new(MemoryStore::new());
+    let oauth =
+        Arc::new(OAuth::new(oauth_config(&server.url), store.clone()).with_user_agent(agent()));
+    oauth.login().await.expect("the login succeeds");
+    let mut config = HttpConfig::new(&server.url);
+    config.authorizer = Some(oauth.clone());
+    let client = Arc::new(
+        Client::connect_http("py", &config, ClientOptions::default())
+            .await
+            .expect("connect with the token"),
+    );
+    for _ in 0..5 {
+        let out = client.call_tool("whoami", json!({})).await.unwrap();
+        assert_eq!(out.text, "hello from the protected server");
+    }
+    let stats = server.request("GET", "/test/stats");
+    assert_eq!(stats["refresh_grants"], 0, "a fresh token is sent: {stats}");
+
+    let expires_at = oauth.stored_tokens().unwrap().unwrap().expires_at.unwrap();
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_secs();
+    tokio::time::sleep(Duration::from_secs(expires_at.saturating_sub(now) + 1)).await;
+    let calls: Vec<_> = (0..8)
+        .map(|_| {
+            let client = client.clone();
+            tokio::spawn(async move { client.call_tool("whoami", json!({})).await })
+        })
+        .collect();
+    for call in calls {
+        let out = call
+            .await
+            .unwrap()
+            .expect("the call goes through the refresh");
+        assert_eq!(out.text, "hello from the protected server");
+    }
+    let stats = server.request("GET", "/test/stats");
+    assert_eq!(stats["refresh_grants"], 1, "one refresh: {stats}");
+    assert_eq!(stats["refused_refresh"], 0, "{stats}");
+    client.close().await;
 }

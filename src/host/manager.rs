@@ -354,7 +354,10 @@ impl Manager {
                 .call_tool_with(&tool, arguments.clone(), options.clone())
                 .await
             {
-                Ok(output) => return Ok(output),
+                Ok(output) => {
+                    self.servers.login_seen(&server, &client, None);
+                    return Ok(output);
+                }
                 // Only a call that never reached the server is sent again.
                 Err(e) if e.is_closed() && !e.may_have_run() && !reconnected => {
                     tracing::warn!(server = %server, "the session ended before {name} was sent: reconnecting once and sending it");
@@ -365,7 +368,13 @@ impl Manager {
                         .await
                         .map_err(CallError::Server)?;
                 }
-                Err(e) => return Err(CallError::Server(e)),
+                Err(e) => {
+                    if e.needs_login() {
+                        // A refused refresh dropped the tokens: the status says so.
+                        self.servers.login_seen(&server, &client, Some(&e));
+                    }
+                    return Err(CallError::Server(e));
+                }
             }
         }
     }

@@ -16,10 +16,17 @@ pub struct PyServer {
 impl PyServer {
     /// Starts the server; `None` (after saying SKIPPED) when the venv is not installed.
     pub fn start() -> Option<PyServer> {
+        PyServer::start_with(&[])
+    }
+
+    /// [`PyServer::start`] with `args` (`--token-lifetime SECONDS`).
+    pub fn start_with(args: &[&str]) -> Option<PyServer> {
         let root = PathBuf::from(env!("CARGO_MANIFEST_DIR"));
         let python = super::installed("venv/bin/python")?;
         let mut command = std::process::Command::new(python);
-        command.arg(root.join("fixtures/oauth/server.py"));
+        command
+            .arg(root.join("fixtures/oauth/server.py"))
+            .args(args);
         let server = super::Listening::start(command);
         Some(PyServer {
             url: server.url.clone(),

@@ -137,6 +137,17 @@ impl Servers {
         }
     }
 
+    /// [`Slot::login_seen`] for server `name`, told to the event stream when its state
+    /// changed.
+    pub(super) fn login_seen(&self, name: &str, client: &Arc<Client>, lost: Option<&Error>) {
+        let mut slots = self.slots();
+        if let Some(slot) = slots.get_mut(name)
+            && slot.login_seen(client, lost)
+        {
+            self.publish_state(name, Some(slot.state()), slot.last_error());
+        }
+    }
+
     pub(super) fn publish_state(
         &self,
         name: &str,

@@ -129,6 +129,29 @@ impl Slot {
         true
     }
 
+    /// Records what a call through `client` found of its OAuth login: lost (`lost` is the
+    /// call's error: a refused refresh, the tokens gone) makes it `needs login` with that
+    /// error; a call that worked again (another process logged in) makes it `connected`.
+    /// Whether its state changed.
+    pub(super) fn login_seen(&mut self, client: &Arc<Client>, lost: Option<&Error>) -> bool {
+        if !self.is_current(client) {
+            return false;
+        }
+        match (lost, self.state) {
+            (Some(e), ServerState::Connected) => {
+                self.state = ServerState::NeedsLogin;
+                self.last_error = Some(e.to_string());
+                true
+            }
+            (None, ServerState::NeedsLogin) => {
+                self.state = ServerState::Connected;
+                self.last_error = None;
+                true
+            }
+            _ => false,
+        }
+    }
+
     /// Its last error, as the event of its state tells it.
     pub(super) fn last_error(&self) -> Option<String> {
         self.last_error.clone()
