@@ -318,10 +318,15 @@ fn run(command: &mut Command, on_stderr: impl Fn(&str) + Send + 'static) -> Outp
 /// The Python server, and a session with its bus (and GNOME Keyring, with `keyring`)
 /// started; `None` when the test is skipped.
 fn start(keyring: bool) -> Option<(PyServer, Desktop)> {
+    start_with(keyring, &[])
+}
+
+/// [`start`] with the Python server started with `args`.
+fn start_with(keyring: bool, args: &[&str]) -> Option<(PyServer, Desktop)> {
     if !programs_installed() {
         return None;
     }
-    let server = PyServer::start()?;
+    let server = PyServer::start_with(args)?;
     let mut desktop = Desktop::new(&server.url);
     desktop.start_bus();
     if keyring {
@@ -506,4 +511,66 @@ fn without_a_secret_service_the_file_is_used_with_one_warning() {
         ),
         "{stderr}"
     );
+}
+
+/// Issue 38 §3 with the keychain: the daemon and three `call` processes of one session, all
+/// after the access token expired, with the authorization server rotating refresh tokens:
+/// one refresh reaches it, none is refused, every call answers, the daemon stays connected
+/// and the tokens stay in the keyring.
+#[test]
+fn the_daemon_and_calls_refresh_once_with_the_keychain() {
+    let Some((server, desktop)) = start_with(true, &["--token-lifetime", "12"]) else {
+        return;
+    };
+    let login = desktop.login();
+    assert!(login.status.success(), "{}", text(&login.stderr));
+    let logged_in = Instant::now();
+    let mut serve = desktop.command(common::binary());
+    serve.args(["serve", "--timeout", "20", "--listen", "127.0.0.1:0"]);
+    let daemon = common::Listening::start(serve);
+    let api = common::daemon::Api {
+        authority: daemon.url.trim_start_matches("http://").to_string(),
+        token: std::fs::read_to_string(desktop.config_dir().join("api-token")).unwrap(),
+    };
+    assert_eq!(api.status_of("py")["state"], "connected");
+    // The token lives 12 s from the login.
+    std::thread::sleep(Duration::from_secs(13).saturating_sub(logged_in.elapsed()));
+
+    let daemon_api = api.clone();
+    let from_daemon = std::thread::spawn(move || {
+        daemon_api.post(
+            "/v1/mcp/call",
+            json!({"name": "mcp__py__whoami", "arguments": {}, "mode": "auto"}),
+        )
+    });
+    let calls: Vec<Child> = (0..3)
+        .map(|_| {
+            desktop
+                .command(common::binary())
+                .args(["call", "--yes", "mcp__py__whoami"])
+                .stdout(Stdio::piped())
+                .stderr(Stdio::piped())
+                .spawn()
+                .unwrap()
+        })
+        .collect();
+    for call in calls {
+        let out = call.wait_with_output().unwrap();
+        let (stdout, stderr) = (text(&out.stdout), text(&out.stderr));
+        assert!(out.status.success(), "{stdout}{stderr}");
+        assert!(
+            stdout.contains("hello from the protected server"),
+            "{stdout}"
+        );
+    }
+    let reply = from_daemon.join().unwrap();
+    assert_eq!(reply.status, 200, "{reply:?}");
+
+    let stats = server.request("GET", "/test/stats");
+    assert_eq!(stats["refresh_grants"], 1, "one refresh: {stats}");
+    assert_eq!(stats["refused_refresh"], 0, "{stats}");
+    assert_eq!(stats["authorizations"], 1, "no second login: {stats}");
+    assert_eq!(api.status_of("py")["state"], "connected");
+    assert!(desktop.secrets().contains("attribute.key = tokens:py"));
+    assert!(desktop.token_files().is_empty(), "no token file");
 }
