@@ -519,7 +519,7 @@ fn without_a_secret_service_the_file_is_used_with_one_warning() {
 /// and the tokens stay in the keyring.
 #[test]
 fn the_daemon_and_calls_refresh_once_with_the_keychain() {
-    let Some((server, desktop)) = start_with(true, &["--token-lifetime", "12"]) else {
+    let Some((server, desktop)) = start_with(true, &["--token-lifetime", "20"]) else {
         return;
     };
     let login = desktop.login();
@@ -533,8 +533,8 @@ fn the_daemon_and_calls_refresh_once_with_the_keychain() {
         token: std::fs::read_to_string(desktop.config_dir().join("api-token")).unwrap(),
     };
     assert_eq!(api.status_of("py")["state"], "connected");
-    // The token lives 12 s from the login.
-    std::thread::sleep(Duration::from_secs(13).saturating_sub(logged_in.elapsed()));
+    // The token lives 20 s from the login.
+    std::thread::sleep(Duration::from_secs(21).saturating_sub(logged_in.elapsed()));
 
     let daemon_api = api.clone();
     let from_daemon = std::thread::spawn(move || {

@@ -265,7 +265,7 @@ fn daemon_call(api: &Api) -> Reply {
 /// refresh reaches it, none is refused, every call answers and the daemon stays connected.
 #[tokio::test]
 async fn the_daemon_and_calls_on_one_folder_refresh_once_between_them() {
-    let Some(server) = PyServer::start_with(&["--token-lifetime", "12"]) else {
+    let Some(server) = PyServer::start_with(&["--token-lifetime", "20"]) else {
         return;
     };
     let dir = logged_in_folder(&server.url).await;
@@ -352,12 +352,12 @@ async fn a_lost_login_shows_in_the_status() {
     assert!(!file.contains("tokens:py"), "{file}");
 }
 
-/// Issue 44 §4 and one refresh in flight per process: a 10 s token is sent as it is by the
+/// Issue 44 §4 and one refresh in flight per process: a 16 s token is sent as it is by the
 /// calls made while it is fresh (no refresh before each), and once it expired, eight
 /// concurrent calls make one refresh request between them.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_short_token_is_refreshed_once_for_many_calls() {
-    let Some(server) = PyServer::start_with(&["--token-lifetime", "10"]) else {
+    let Some(server) = PyServer::start_with(&["--token-lifetime", "16"]) else {
         return;
     };
     let store = Arc::new(MemoryStore::new());

@@ -802,7 +802,11 @@ impl OAuth {
         if held.refresh_token.is_none() {
             return Ok(false);
         }
-        let _lock = self.lock_refresh().await?;
+        let _lock = self.lock_refresh().await.inspect_err(|_| {
+            // Another process's refresh hangs: a token still valid is sent meanwhile, and
+            // the lock is not waited for again before the pause ends.
+            rt.refresh_failed_at = Some(Instant::now());
+        })?;
         let tokens = match self.replaced(&held) {
             Some(stored) if !needs_refresh(&stored, now_secs()) => {
                 self.take(rt, stored);
