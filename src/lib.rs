@@ -70,6 +70,7 @@ mod filelock;
 pub mod host;
 mod methods;
 mod protocol;
+mod proxy;
 pub mod safe_text;
 mod secret;
 mod secret_files;
@@ -101,6 +102,7 @@ pub use protocol::types::{
     Era, HANDSHAKE_VERSIONS, LATEST_HANDSHAKE_VERSION, LATEST_STATELESS_VERSION, Progress, RawJson,
     Root, STATELESS_VERSIONS, ServerDetails, TaskSupport, Tool, ToolOutput,
 };
+pub use proxy::Proxy;
 pub use secret::Secret;
 pub use transport::BoxFuture;
 #[cfg(feature = "http")]

@@ -184,6 +184,10 @@ enum Command {
         /// HOME, the locale and a few more; use `-- env NAME=VALUE CMD` to add one).
         #[arg(long, conflicts_with = "url")]
         inherit_env: bool,
+        /// The HTTP proxy to reach the server through, http://[user:password@]host:port, or
+        /// `none` (default: HTTPS_PROXY, HTTP_PROXY, ALL_PROXY and NO_PROXY).
+        #[arg(long, value_name = "URL", conflicts_with = "command")]
+        proxy: Option<String>,
         /// The server's URL (streamable HTTP, or HTTP+SSE found by fallback).
         #[arg(value_name = "URL", required_unless_present = "command")]
         url: Option<String>,
@@ -381,6 +385,7 @@ fn main() -> ExitCode {
             root,
             timeout,
             inherit_env,
+            proxy,
             url,
             command,
         } => {
@@ -415,6 +420,7 @@ fn main() -> ExitCode {
                 command,
                 inherit_env,
                 timeout,
+                proxy,
             };
             runtime.block_on(cli::probe::run(args))
         }

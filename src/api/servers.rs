@@ -55,6 +55,12 @@ fn redact(entry: &Value) -> Value {
     if let Some(Value::String(url)) = members.get_mut("url") {
         *url = crate::safe_text::redact_url(url).into_owned();
     }
+    // A proxy URL is shown without its credentials (a pure `$VAR` as it is).
+    if let Some(Value::String(proxy)) = members.get_mut("proxy")
+        && !is_pure_reference(proxy)
+    {
+        *proxy = crate::proxy::without_userinfo(proxy);
+    }
     Value::Object(members)
 }
 
@@ -76,7 +82,7 @@ pub(super) fn list(state: &State) -> Answer {
 }
 
 /// What `POST /v1/mcp` takes besides `name`.
-const ENTRY_MEMBERS: [&str; 9] = [
+const ENTRY_MEMBERS: [&str; 10] = [
     "name",
     "command",
     "args",
@@ -86,6 +92,7 @@ const ENTRY_MEMBERS: [&str; 9] = [
     "auth",
     "timeout",
     "startup_timeout",
+    "proxy",
 ];
 
 /// `POST /v1/mcp`'s body: the server's name and its entry.

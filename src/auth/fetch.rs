@@ -236,9 +236,13 @@ pub async fn send(
         headers.insert("dpop", v);
     }
     let exchange = async {
+        let uri = request.uri().clone();
         let response = client.request(request).await.map_err(|e| {
             network(format!("{url}: {}", crate::error::chain_text(&e))).caused_by(e)
         })?;
+        if let Some(why) = client.proxy_refusal(&uri, response.status()) {
+            return Err(network(format!("{url}: {why}")));
+        }
         let get = |name: header::HeaderName| {
             response
                 .headers()

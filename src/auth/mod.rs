@@ -337,7 +337,7 @@ impl OAuth {
     /// The OAuth of one server, keeping its tokens in `store`. Without
     /// [`OAuth::with_user_agent`] it never starts a login by itself.
     pub fn new(config: OAuthConfig, store: Arc<dyn TokenStore>) -> Self {
-        let http = https_client(&config.server, config.connect_timeout);
+        let http = https_client(&config.server, config.connect_timeout, &config.proxy);
         OAuth {
             config,
             store,

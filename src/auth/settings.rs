@@ -161,6 +161,9 @@ pub struct OAuthConfig {
     pub grant: Grant,
     /// Longest wait for a connection to the authorization server.
     pub connect_timeout: Duration,
+    /// The HTTP proxy of discovery, registration and token requests (default: the
+    /// environment's); the same as the server's own.
+    pub proxy: crate::Proxy,
 }
 
 impl OAuthConfig {
@@ -176,6 +179,7 @@ impl OAuthConfig {
             redirect_uri: DEFAULT_REDIRECT_URI.into(),
             grant: Grant::AuthorizationCode,
             connect_timeout: Duration::from_secs(10),
+            proxy: crate::Proxy::Environment,
         }
     }
 
@@ -206,6 +210,12 @@ impl OAuthConfig {
     /// With tokens obtained by `grant`.
     pub fn with_grant(mut self, grant: Grant) -> Self {
         self.grant = grant;
+        self
+    }
+
+    /// With discovery, registration and token requests going through `proxy`.
+    pub fn with_proxy(mut self, proxy: crate::Proxy) -> Self {
+        self.proxy = proxy;
         self
     }
 

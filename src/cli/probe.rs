@@ -17,7 +17,7 @@ use agenvoy_mcp::{
 use agenvoy_mcp::{
     ElicitationAnswer, ElicitationKind, ElicitationRequest, SamplingAnswer, SamplingRequest,
 };
-use agenvoy_mcp::{HttpConfig, StdioConfig};
+use agenvoy_mcp::{HttpConfig, Proxy, StdioConfig};
 use serde_json::{Value, json};
 use std::process::ExitCode;
 use std::sync::Arc;
@@ -53,6 +53,8 @@ pub struct ProbeArgs {
     pub inherit_env: bool,
     /// Timeout of each request.
     pub timeout: std::time::Duration,
+    /// The HTTP server's proxy: a URL, or `none` (default: the environment's).
+    pub proxy: Option<String>,
 }
 
 fn step_failed(step: &str, error: impl std::fmt::Display) -> ExitCode {
@@ -102,10 +104,20 @@ pub async fn run(args: ProbeArgs) -> ExitCode {
         Err(e) => return step_failed("start", format!("cannot handle signals: {e}")),
     };
     let limits = transport::limits(&options);
+    // What an HTTP server's exchanges go through, for the report.
+    let mut route = None;
     let (name, opened) = match (&args.url, args.command.split_first()) {
         (Some(url), None) => {
             let name = url_name(url);
-            let config = HttpConfig::new(url).with_header_timeout(args.timeout);
+            let proxy = match args.proxy.as_deref() {
+                None => Proxy::Environment,
+                Some("none") => Proxy::Direct,
+                Some(url) => Proxy::Url(url.to_string()),
+            };
+            route = Some(proxy.route_for(url));
+            let config = HttpConfig::new(url)
+                .with_header_timeout(args.timeout)
+                .with_proxy(proxy);
             let opened = HttpTransport::new(&name, &config, limits)
                 .map(|(t, inbound)| (Arc::new(t) as Arc<dyn Transport>, inbound));
             (name, opened)
@@ -140,7 +152,15 @@ pub async fn run(args: ProbeArgs) -> ExitCode {
         let printer = log_level
             .is_some()
             .then(|| tokio::spawn(print_logs(client.server_notifications())));
-        let code = probe(&client, &args, arguments, log_level, completing).await;
+        let code = probe(
+            &client,
+            &args,
+            arguments,
+            log_level,
+            completing,
+            route.as_deref(),
+        )
+        .await;
         client.close().await;
         drop(client);
         // The client gone, the printer reads what is left and ends.
@@ -340,6 +360,7 @@ async fn probe(
     arguments: Value,
     log_level: Option<LogLevel>,
     completing: Option<Completing>,
+    route: Option<&str>,
 ) -> ExitCode {
     let details = client.details();
     if let Some(level) = log_level
@@ -429,7 +450,7 @@ async fn probe(
         Some((_, output)) if output.is_error => ExitCode::from(1),
         _ => ExitCode::SUCCESS,
     };
-    let written = report(client, args.json, &found).map(|()| code);
+    let written = report(client, args.json, &found, route).map(|()| code);
     super::output::exit_code("probe", written)
 }
 
@@ -450,12 +471,14 @@ fn table(heading: &str, rows: &[Vec<String>]) -> std::io::Result<()> {
 
 /// Prints what the server is (and the call's output), as text or (`json`) one JSON
 /// document; stops at the first failed write.
-fn report(client: &Client, json: bool, found: &Found) -> std::io::Result<()> {
+/// `route`: what an HTTP server's exchanges go through (`direct` or the proxy).
+fn report(client: &Client, json: bool, found: &Found, route: Option<&str>) -> std::io::Result<()> {
     let details = client.details();
     if json {
         let mut report = json!({
             "server": client.name(),
             "transport": client.transport_kind(),
+            "proxy": route,
             "era": details.era.name(),
             "protocolVersion": details.protocol_version,
             "serverInfo": details.server_info,
@@ -501,6 +524,9 @@ fn report(client: &Client, json: bool, found: &Found) -> std::io::Result<()> {
         };
         out!("server:       {} {}", field("name"), field("version"))?;
         out!("transport:    {}", client.transport_kind())?;
+        if let Some(route) = route {
+            out!("proxy:        {}", escape_controls(route))?;
+        }
         out!("era:          {}", details.era.name())?;
         out!(
             "protocol:     {}",

@@ -17,6 +17,9 @@
 //!   mcp__fixture__echo  Returns the text it is given (and writes it to stderr if asked).
 //! ```
 //!
+//! Under each HTTP server, the proxy its exchanges go through (`    proxy: direct`, or the
+//! proxy's URL without credentials).
+//!
 //! Columns are as wide as their widest cell. On a terminal, an error too long for its line
 //! wraps under its start; into a pipe it stays one line.
 //!
@@ -38,7 +41,7 @@
 //!
 //! With `--json`, one object, its members named as the management API names them
 //! (docs/API.md): `{"config": {"path", "found"}, "servers": [{"name", "transport", "era",
-//! "protocolVersion", "state", "lastError", "toolCount", "hasInstructions"}], "tools":
+//! "protocolVersion", "state", "lastError", "toolCount", "hasInstructions", "proxy"}], "tools":
 //! [{"name", "server", "tool", "description", "inputSchema"}], "collisions": [...]}`. `path`
 //! is the config file's path alone; `found` says whether it exists (when it does not, the
 //! embedded default config is used). With `--json --search`, `{"tools": [...]}` as `GET
@@ -209,6 +212,9 @@ fn report(manager: &Manager, source: &str) -> std::io::Result<()> {
         .collect();
     for (s, line) in status.iter().zip(output::columns(&rows)) {
         out!("  {line}")?;
+        if let Some(proxy) = &s.proxy {
+            out!("    proxy: {}", escape_controls(proxy))?;
+        }
         if let Some(e) = &s.last_error {
             out!("{}", output::labelled("    error: ", &escape_controls(e)))?;
         }

@@ -55,6 +55,7 @@ pub fn oauth_config(name: &str, http: &HttpServer) -> OAuthConfig {
         });
     }
     config.client_metadata_url = http.oauth_client_metadata_url.clone();
+    config.proxy = http.expanded_proxy();
     if let Some(assertion) = &http.oauth_workload_assertion {
         config.grant = Grant::WorkloadIdentity {
             assertion: secret_reference(assertion),

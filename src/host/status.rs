@@ -94,6 +94,10 @@ pub struct ServerStatus {
     /// seconds.
     #[serde(serialize_with = "as_seconds")]
     pub startup_timeout: Duration,
+    /// What an HTTP server's exchanges go through: `direct`, or the proxy's URL without
+    /// credentials (`unusable: ...` when its proxy setting cannot be used); `None` for a
+    /// stdio server.
+    pub proxy: Option<String>,
 }
 
 fn as_seconds<S: serde::Serializer>(

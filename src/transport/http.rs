@@ -37,6 +37,7 @@
 use super::{Assembler, BoxFuture, Inbound, Kind, Limits, Outbound, Transport};
 use crate::error::{Error, ErrorKind, Result};
 use crate::methods;
+use crate::proxy::Proxy;
 use crate::secret::Secret;
 use crate::wire::decode::Decoded;
 use crate::wire::jsonrpc::{Id, Message};
@@ -60,6 +61,7 @@ mod client;
 mod events;
 mod headers;
 mod legacy;
+mod proxy;
 #[cfg(fuzzing)]
 pub(crate) use legacy::endpoint_on_origin;
 mod retry;
@@ -185,6 +187,8 @@ pub struct HttpConfig {
     pub header_timeout: Duration,
     /// Tokens, DPoP proofs and challenges (OAuth); `None` sends only the configured headers.
     pub authorizer: Option<Arc<dyn Authorizer>>,
+    /// The HTTP proxy every exchange goes through (default: the environment's).
+    pub proxy: Proxy,
 }
 
 impl std::fmt::Debug for HttpConfig {
@@ -197,6 +201,7 @@ impl std::fmt::Debug for HttpConfig {
             .field("connect_timeout", &self.connect_timeout)
             .field("header_timeout", &self.header_timeout)
             .field("authorizer", &self.authorizer.is_some())
+            .field("proxy", &self.proxy)
             .finish()
     }
 }
@@ -210,6 +215,7 @@ impl HttpConfig {
             connect_timeout: Duration::from_secs(10),
             header_timeout: Duration::from_secs(30),
             authorizer: None,
+            proxy: Proxy::Environment,
         }
     }
 
@@ -234,6 +240,12 @@ impl HttpConfig {
     /// With `authorizer` supplying every request's credentials (OAuth).
     pub fn with_authorizer(mut self, authorizer: Arc<dyn Authorizer>) -> Self {
         self.authorizer = Some(authorizer);
+        self
+    }
+
+    /// With every exchange going through `proxy`.
+    pub fn with_proxy(mut self, proxy: Proxy) -> Self {
+        self.proxy = proxy;
         self
     }
 }
@@ -311,7 +323,11 @@ impl HttpTransport {
         }
         let url = without_userinfo(server, url);
         let headers = configured_headers(&config.headers).map_err(usage)?;
-        let client = https_client(server, config.connect_timeout);
+        let client = https_client(server, config.connect_timeout, &config.proxy);
+        // A proxy setting that cannot be used fails here, not at the first request.
+        if let Err(why) = client.check_route(&url) {
+            return Err(usage(why));
+        }
         let (tx, rx) = mpsc::channel(64);
         let inner = Inner {
             server: server.to_string(),
@@ -715,6 +731,9 @@ impl Inner {
                     Ok(false) => {}
                     Err(e) => return Err(Failure::Auth(e)),
                 }
+            }
+            if let Some(why) = self.client.proxy_refusal(&uri, status) {
+                return Err(Failure::Status { status, body: why });
             }
             return Err(Failure::Status {
                 status,

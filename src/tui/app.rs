@@ -721,6 +721,7 @@ mod tests {
             has_instructions: false,
             timeout: std::time::Duration::from_secs(60),
             startup_timeout: std::time::Duration::from_secs(60),
+            proxy: None,
         }
     }
 

@@ -230,6 +230,7 @@ fn draw_server(app: &App, frame: &mut Frame, area: Rect, name: &str) {
             Span::styled(state_text(app, status), state_style(status.state)),
         ]),
         field("transport", status.transport.clone()),
+        field("proxy", clean_line(status.proxy.as_deref().unwrap_or("-"))),
         field(
             "era",
             status.era.map_or("-".to_string(), |e| e.name().to_string()),

@@ -166,6 +166,9 @@ pub struct HttpServer {
     pub oauth_workload_assertion: Option<String>,
     /// `"timeout"` and `"startup_timeout"`.
     pub timeouts: Timeouts,
+    /// `"proxy"`: the HTTP proxy of its exchanges, OAuth's too (absent: the environment's;
+    /// `false`: none; a URL, `$VAR` expanded at connect time).
+    pub proxy: crate::Proxy,
 }
 
 impl fmt::Debug for HttpServer {
@@ -184,6 +187,7 @@ impl fmt::Debug for HttpServer {
             .field("oauth_client_private_key", &self.oauth_client_private_key)
             .field("oauth_workload_assertion", &self.oauth_workload_assertion)
             .field("timeouts", &self.timeouts)
+            .field("proxy", &self.proxy)
             .finish()
     }
 }
@@ -247,6 +251,7 @@ impl HttpServer {
             oauth_client_private_key: None,
             oauth_workload_assertion: None,
             timeouts: Timeouts::default(),
+            proxy: crate::Proxy::Environment,
         }
     }
 
@@ -315,6 +320,21 @@ impl HttpServer {
     pub fn with_timeouts(mut self, timeouts: Timeouts) -> Self {
         self.timeouts = timeouts;
         self
+    }
+
+    /// With its exchanges going through `proxy`.
+    pub fn with_proxy(mut self, proxy: crate::Proxy) -> Self {
+        self.proxy = proxy;
+        self
+    }
+
+    /// The proxy with `$VAR` expanded in its URL from the process environment. It may hold
+    /// the proxy's credentials: never log it (its `Debug` hides them).
+    pub fn expanded_proxy(&self) -> crate::Proxy {
+        match &self.proxy {
+            crate::Proxy::Url(url) => crate::Proxy::Url(expand_env(url)),
+            other => other.clone(),
+        }
     }
 
     /// What is wrong with the entry's choice of grant, if anything.
@@ -456,6 +476,7 @@ impl ServerConfig {
                         "oauth_workload_assertion",
                     )?,
                     timeouts: Timeouts::read(name, entry)?,
+                    proxy: proxy_member(name, entry)?,
                 };
                 match http.grant_problem() {
                     Some(why) => bad(why),
@@ -503,6 +524,15 @@ impl ServerConfig {
                         entry.insert(key.into(), json!(v));
                     }
                 }
+                match &h.proxy {
+                    crate::Proxy::Url(url) => {
+                        entry.insert("proxy".into(), json!(url));
+                    }
+                    crate::Proxy::Direct => {
+                        entry.insert("proxy".into(), json!(false));
+                    }
+                    _ => {}
+                }
             }
         }
         self.timeouts().write(&mut entry);
@@ -543,6 +573,7 @@ impl HttpServer {
     pub fn http_config(&self) -> crate::HttpConfig {
         let mut config = crate::HttpConfig::new(&self.url);
         config.headers = self.expanded_headers().into_iter().collect();
+        config.proxy = self.expanded_proxy();
         config
     }
 }
@@ -563,6 +594,25 @@ pub(super) fn enabled_member(name: &str, value: &Value) -> Result<bool, ConfigEr
         Some(_) => Err(ConfigError::server(
             name,
             "\"enabled\" must be true or false",
+        )),
+    }
+}
+
+/// An entry's `"proxy"`: absent for the environment's, `false` for none, or a URL.
+fn proxy_member(name: &str, entry: &Map<String, Value>) -> Result<crate::Proxy, ConfigError> {
+    match entry.get("proxy") {
+        None | Some(Value::Null) => Ok(crate::Proxy::Environment),
+        Some(Value::Bool(false)) => Ok(crate::Proxy::Direct),
+        // A `$VAR` is read at connect time; a written URL must say http:// (the one kind
+        // of proxy spoken), so a SOCKS one fails here rather than at the first request.
+        Some(Value::String(url))
+            if url.contains('$') || url.to_ascii_lowercase().starts_with("http://") =>
+        {
+            Ok(crate::Proxy::Url(url.clone()))
+        }
+        Some(_) => Err(ConfigError::server(
+            name,
+            "\"proxy\" must be an http:// URL (http://user:password@host:port; SOCKS and https:// proxies are not supported) or false for none; leave it out to use HTTPS_PROXY and the other variables",
         )),
     }
 }

@@ -285,7 +285,17 @@ impl Slot {
                 .and_then(|t| t.startup)
                 .or(defaults.startup_timeout)
                 .unwrap_or(timeout),
+            proxy: self.config.as_ref().ok().and_then(proxy_route),
         }
+    }
+}
+
+/// What an HTTP server's exchanges go through (see [`ServerStatus::proxy`]).
+fn proxy_route(config: &ServerConfig) -> Option<String> {
+    match config {
+        #[cfg(feature = "http")]
+        ServerConfig::Http(http) => Some(http.expanded_proxy().route_for(&http.url)),
+        _ => None,
     }
 }
 
