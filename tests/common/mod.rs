@@ -196,9 +196,14 @@ pub struct HttpFixture {
 impl HttpFixture {
     /// Starts `agenvoy-mcp-fixture --http 127.0.0.1:0 --mode MODE` plus `extra` flags.
     pub fn start(mode: &str, extra: &[&str]) -> HttpFixture {
+        HttpFixture::start_at("127.0.0.1:0", mode, extra)
+    }
+
+    /// [`HttpFixture::start`] listening on `address` (`IP:0` for a free port).
+    pub fn start_at(address: &str, mode: &str, extra: &[&str]) -> HttpFixture {
         let mut command = std::process::Command::new(fixture_binary());
         command
-            .args(["--http", "127.0.0.1:0", "--mode", mode])
+            .args(["--http", address, "--mode", mode])
             .args(extra);
         let server = Listening::start(command);
         HttpFixture {

@@ -41,7 +41,10 @@ pub fn https_client(server: &str, connect_timeout: Duration, proxy: &Proxy) -> H
 
 impl HttpsClient {
     /// Sends `request`; one to an `http` URL through a proxy carries the proxy's
-    /// credentials (an `https` one sends them in the tunnel's `CONNECT` instead).
+    /// credentials (an `https` one sends them in the tunnel's `CONNECT` instead) and
+    /// `Connection: close`: a proxy may close a connection after any answer without saying
+    /// so (tinyproxy does), and a POST cut so cannot be sent again. A connection per
+    /// request costs a handshake with a nearby proxy; `https` tunnels are kept.
     pub fn request(
         &self,
         mut request: Request<Full<Bytes>>,
@@ -50,12 +53,14 @@ impl HttpsClient {
             Ok(Some(proxy)) if request.uri().scheme() != Some(&Scheme::HTTPS) => Some(proxy),
             _ => None,
         };
-        let authorization = proxied.and_then(|p| p.authorization.as_ref());
-        if let Some(Ok(mut value)) = authorization.map(|a| HeaderValue::from_str(a.expose())) {
-            value.set_sensitive(true);
-            request
-                .headers_mut()
-                .insert(header::PROXY_AUTHORIZATION, value);
+        if let Some(proxy) = proxied {
+            let headers = request.headers_mut();
+            headers.insert(header::CONNECTION, HeaderValue::from_static("close"));
+            let authorization = proxy.authorization.as_ref();
+            if let Some(Ok(mut value)) = authorization.map(|a| HeaderValue::from_str(a.expose())) {
+                value.set_sensitive(true);
+                headers.insert(header::PROXY_AUTHORIZATION, value);
+            }
         }
         self.hyper.request(request)
     }

@@ -301,10 +301,11 @@ pub(crate) fn refusal(proxy: &ProxyServer, status: u16) -> String {
         .ok()
         .and_then(|s| s.canonical_reason())
         .unwrap_or("");
+    // 401 too: tinyproxy refuses wrong credentials so.
     let hint = match (status, proxy.authorization.is_some()) {
-        (407, true) => " (check the proxy credentials)",
+        (401 | 407, true) => " (check the proxy credentials)",
         (407, false) => {
-            " (the proxy wants credentials: give them in the proxy URL, http://user:password@host:port)"
+            " (the proxy wants credentials: put the user name and password in the proxy URL)"
         }
         _ => "",
     };
@@ -329,6 +330,7 @@ pub(crate) async fn open_tunnel(
     stream.write_all(request.as_bytes()).await.map_err(failed)?;
     let mut answer = Vec::with_capacity(256);
     let mut chunk = [0u8; 1024];
+    let mut extra = false;
     loop {
         let read = stream.read(&mut chunk).await.map_err(failed)?;
         if read == 0 {
@@ -339,12 +341,8 @@ pub(crate) async fn open_tunnel(
         }
         answer.extend_from_slice(&chunk[..read]);
         if let Some(end) = answer.windows(4).position(|w| w == b"\r\n\r\n") {
-            if end + 4 != answer.len() {
-                return Err(format!(
-                    "proxy {} sent data before the tunnel to {target} opened",
-                    proxy.shown
-                ));
-            }
+            // A refusal may come with a page; a tunnel must start empty.
+            extra = end + 4 != answer.len();
             break;
         }
         if answer.len() > MAX_CONNECT_ANSWER {
@@ -360,6 +358,10 @@ pub(crate) async fn open_tunnel(
         .and_then(|code| std::str::from_utf8(code).ok())
         .and_then(|code| code.parse::<u16>().ok());
     match status {
+        Some(200..=299) if extra => Err(format!(
+            "proxy {} sent data before the tunnel to {target} opened",
+            proxy.shown
+        )),
         Some(200..=299) => Ok(()),
         Some(status) => Err(refusal(proxy, status)),
         None => Err(format!(
