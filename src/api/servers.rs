@@ -648,6 +648,13 @@ mod tests {
             "https://u:***@h.test/mcp?api_key=***&x=***"
         );
         assert_eq!(redact(&json!({"url": "${URL}"}))["url"], "${URL}");
+        // A proxy URL is shown without its credentials; a reference as it is.
+        assert_eq!(
+            redact(&json!({"proxy": "http://alice:pw@proxy.corp:3128"}))["proxy"],
+            "http://proxy.corp:3128"
+        );
+        assert_eq!(redact(&json!({"proxy": "${PROXY}"}))["proxy"], "${PROXY}");
+        assert_eq!(redact(&json!({"proxy": false}))["proxy"], false);
         assert_eq!(redact(&json!("Bearer abc")), REDACTED);
     }
 }

@@ -655,6 +655,52 @@ mod tests {
     }
 
     #[test]
+    fn an_entry_proxy_is_read_checked_expanded_and_written_back() {
+        let entry = |proxy: &str| {
+            Config::parse(&format!(
+                r#"{{"servers": {{"s": {{"url": "https://h/mcp"{proxy}}}}}}}"#
+            ))
+            .unwrap()
+            .server("s")
+            .unwrap()
+        };
+        let http = |server: ServerConfig| match server {
+            ServerConfig::Http(h) => h,
+            ServerConfig::Stdio(_) => unreachable!(),
+        };
+        assert_eq!(http(entry("").unwrap()).proxy, crate::Proxy::Environment);
+        let none = entry(r#", "proxy": false"#).unwrap();
+        assert_eq!(none.to_value()["proxy"], json!(false));
+        assert_eq!(http(none).proxy, crate::Proxy::Direct);
+        let given =
+            entry(r#", "proxy": "http://u:${AGENVOY_TEST_PROXY_PASSWORD}@p:3128""#).unwrap();
+        assert_eq!(
+            given.to_value()["proxy"],
+            json!("http://u:${AGENVOY_TEST_PROXY_PASSWORD}@p:3128"),
+            "written back as it was, unexpanded"
+        );
+        let given = http(given);
+        assert_eq!(
+            given.expanded_proxy(),
+            crate::Proxy::Url("http://u:@p:3128".into()),
+            "an unset variable expands to nothing"
+        );
+        assert!(!format!("{given:?}").contains("u:"));
+        for bad in [
+            r#", "proxy": true"#,
+            r#", "proxy": "socks5://p:1080""#,
+            r#", "proxy": 3128"#,
+        ] {
+            let why = entry(bad).unwrap_err().to_string();
+            assert!(
+                why.contains("\"proxy\" must be an http:// URL") && why.contains("\"s\""),
+                "{bad}: {why}"
+            );
+            assert!(!why.contains("p:1080"), "the value is not repeated: {why}");
+        }
+    }
+
+    #[test]
     fn timeouts_are_read_checked_and_written_back() {
         let entry = |timeouts: &str| {
             Config::parse(&format!(

@@ -330,8 +330,9 @@ pub(crate) async fn open_tunnel(
     stream.write_all(request.as_bytes()).await.map_err(failed)?;
     let mut answer = Vec::with_capacity(256);
     let mut chunk = [0u8; 1024];
-    let mut extra = false;
-    loop {
+    // Whether bytes came after the answer's head: a refusal may come with a page, a tunnel
+    // must start empty.
+    let extra = loop {
         let read = stream.read(&mut chunk).await.map_err(failed)?;
         if read == 0 {
             return Err(format!(
@@ -341,9 +342,7 @@ pub(crate) async fn open_tunnel(
         }
         answer.extend_from_slice(&chunk[..read]);
         if let Some(end) = answer.windows(4).position(|w| w == b"\r\n\r\n") {
-            // A refusal may come with a page; a tunnel must start empty.
-            extra = end + 4 != answer.len();
-            break;
+            break end + 4 != answer.len();
         }
         if answer.len() > MAX_CONNECT_ANSWER {
             return Err(format!(
@@ -351,7 +350,7 @@ pub(crate) async fn open_tunnel(
                 proxy.shown
             ));
         }
-    }
+    };
     let status = answer
         .strip_prefix(b"HTTP/1.")
         .and_then(|rest| rest.get(2..5))
