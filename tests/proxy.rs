@@ -488,3 +488,42 @@ async fn an_oauth_login_goes_through_the_proxy() {
         "{err}"
     );
 }
+
+#[test]
+fn the_api_shows_each_servers_proxy_without_credentials() {
+    let Some(proxy) = Tinyproxy::start(true) else {
+        return;
+    };
+    let fixture = common::HttpFixture::start("modern", &[]);
+    let daemon = common::daemon::Daemon::start(Some(json!({"servers": {
+        "through": {"url": fixture.url, "proxy": proxy.with_credentials(PASSWORD)},
+    }})));
+    let api = &daemon.api;
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while api.status_of("through")["state"] != "connected" {
+        assert!(Instant::now() < deadline, "{}", api.status_of("through"));
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    assert_eq!(api.status_of("through")["proxy"], json!(proxy.url));
+    let entries = api.get("/v1/mcp");
+    assert_eq!(entries["servers"]["through"]["proxy"], json!(proxy.url));
+    // Added at run time with no proxy: straight to the server.
+    let added = api.post(
+        "/v1/mcp",
+        json!({"name": "around", "url": fixture.url, "proxy": false}),
+    );
+    assert_eq!(added.status, 201, "{added:?}");
+    assert_eq!(added.json()["server"]["proxy"], "direct");
+    let everything = format!(
+        "{}{}{}",
+        api.get("/v1/mcp/status"),
+        api.get("/v1/mcp"),
+        added.json()
+    );
+    assert!(!everything.contains(PASSWORD), "{everything}");
+    let requests = proxy.requests();
+    assert!(
+        requests.contains(&format!("POST {} HTTP/1.1", fixture.url)),
+        "{requests:?}"
+    );
+}

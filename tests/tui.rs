@@ -310,6 +310,33 @@ async fn the_server_screen_and_its_actions() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_server_screen_shows_the_proxy_without_its_credentials() {
+    let mut entry = unreachable_entry(false);
+    entry["proxy"] = json!("http://alice:pr0xy-s3cret@127.0.0.1:9");
+    let mut h = Harness::start(json!({"servers": {"far": entry, "fx": fixture_entry(&[])}}));
+    h.settle().await;
+    h.enter();
+    let screen = h.screen();
+    assert!(
+        screen.contains("proxy        http://127.0.0.1:9"),
+        "{screen}"
+    );
+    assert!(
+        !screen.contains("pr0xy-s3cret") && !screen.contains("alice"),
+        "{screen}"
+    );
+    h.key(KeyCode::Esc);
+    h.key(KeyCode::Down);
+    h.enter();
+    let screen = h.screen();
+    assert!(
+        screen.contains("/mcp · fx") && screen.contains("proxy        -"),
+        "{screen}"
+    );
+    h.close().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn tool_toggles_rewrite_only_this_servers_entries() {
     let mut h = Harness::start(json!({"servers": {"fx": fixture_entry(&[])}}));
     std::fs::write(h.path("allow_tool"), "# mine\nbash\nmcp__other__*\n").unwrap();
