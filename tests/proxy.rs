@@ -252,6 +252,25 @@ fn probe_reaches_an_https_server_through_the_proxy_with_credentials() {
     let shown = text(&unknown_ca);
     assert!(!unknown_ca.status.success());
     assert!(shown.contains("certificate"), "{shown}");
+
+    // A proxy that asks for no credentials gets none.
+    let Some(open) = Tinyproxy::start(false) else {
+        return;
+    };
+    let output = run(
+        &["probe", "--json", "--proxy", &open.url, &server.url],
+        &[("SSL_CERT_FILE", ca)],
+    );
+    assert!(output.status.success(), "{}", text(&output));
+    let report: Value = serde_json::from_slice(&output.stdout).unwrap();
+    assert_eq!(report["proxy"], json!(open.url));
+    assert!(
+        open.requests()
+            .contains(&format!("CONNECT {authority} HTTP/1.1")),
+        "{:?}",
+        open.requests()
+    );
+    assert!(!open.log().contains("Proxy-Authorization"));
 }
 
 #[test]
