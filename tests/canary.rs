@@ -45,6 +45,7 @@ const QUERY: &str = "CANARY-query-3e5a";
 const QUERY_DOWN: &str = "CANARY-query-down-0d6b";
 const QUERY_500: &str = "CANARY-query-http500-8f2c";
 const PASSWORD: &str = "CANARY-password-c0de";
+const PROXY_PASSWORD: &str = "CANARY-proxy-password-7d3e";
 const ACCESS: &str = "CANARY-access-token-51aa";
 const REFRESH: &str = "CANARY-refresh-token-8b7e";
 const STORED_CLIENT_SECRET: &str = "CANARY+stored/client=secret-62f0";
@@ -82,6 +83,7 @@ const IN_CONFIG: &[&str] = &[
     QUERY_DOWN,
     QUERY_500,
     PASSWORD,
+    PROXY_PASSWORD,
     CONFIG_CLIENT_SECRET,
     API_ENV,
     API_HEADER,
@@ -218,6 +220,14 @@ fn leaks(seen: &Seen, secrets: &[String]) -> Vec<String> {
 
 // The config.
 
+/// A proxy URL with [`PROXY_PASSWORD`] at the authority of `closed` (nothing listens).
+fn proxy_with_password(closed: &str) -> String {
+    let authority = closed
+        .trim_start_matches("http://")
+        .trim_end_matches("/mcp");
+    format!("http://user:{PROXY_PASSWORD}@{authority}")
+}
+
 fn config(shared: &Shared) -> Value {
     let mut local = fixture_entry(&[]);
     local["env"] = json!({"TOKEN": ENV_LITERAL, "EXPANDED": "${AGENVOY_TEST_SECRET}"});
@@ -235,6 +245,8 @@ fn config(shared: &Shared) -> Value {
         "broken": {"url": format!("{}?key={QUERY_500}", shared.broken),
                    "headers": {"Authorization": format!("Bearer {HEADER_500}")}},
         "userinfo": {"url": closed.replace("http://", &format!("http://user:{PASSWORD}@"))},
+        // A proxy with credentials that refuses connections: the error names the proxy.
+        "proxied": {"url": shared.http.url, "proxy": proxy_with_password(closed)},
     });
     if let Some(py) = &shared.py {
         let url = &py.server.url;
@@ -468,6 +480,12 @@ fn run_commands(home: &Home, shared: &Shared, seen: &mut Seen) {
             .map(String::from)
             .to_vec()
     };
+    let proxied = vec![
+        "probe".into(),
+        "--proxy".into(),
+        proxy_with_password(&shared.closed),
+        remote.clone(),
+    ];
     // Each with the exit status it must end with.
     let mut commands: Vec<(i32, Vec<String>)> = vec![
         // Some servers fail: exit 3.
@@ -512,6 +530,7 @@ fn run_commands(home: &Home, shared: &Shared, seen: &mut Seen) {
         (1, vec!["probe".into(), down]),
         (1, vec!["probe".into(), "--json".into(), broken.clone()]),
         (1, vec!["probe".into(), userinfo]),
+        (1, proxied),
         (
             0,
             vec![
