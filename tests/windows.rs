@@ -1,7 +1,7 @@
 //! A stdio server on Windows, run for real (CI runs this file under Wine, `.ci/wine/run`): a
 //! `.cmd` or `.bat` server found by name over `PATH` and `PATHEXT` gets hostile arguments
-//! intact or a clear refusal, a server's grandchild ends with its Job Object, and the startup
-//! timeout fires.
+//! intact or a clear refusal, a server's grandchild ends with its Job Object, the startup
+//! timeout fires, and two writers of one allowlist lose no change (the lock across processes).
 #![cfg(windows)]
 
 mod common;
@@ -127,4 +127,48 @@ async fn a_server_that_never_answers_the_handshake_fails_at_the_startup_timeout(
         "{:?}",
         started.elapsed()
     );
+}
+
+/// Two `Control`s on one config folder, as a daemon and a panel in two processes would be
+/// (each has its own in-process lock, so only the lock file keeps them apart), each changing
+/// the allowlist 15 times at once with the other: every change is kept.
+#[cfg(feature = "cli")]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn two_writers_of_one_allowlist_lose_no_change() {
+    use agenvoy_mcp::auth::MemoryStore;
+    use agenvoy_mcp::host::{Control, Manager, ManagerOptions};
+    use std::sync::Arc;
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("mcp.json");
+    std::fs::write(&path, r#"{"servers": {}}"#).unwrap();
+    let control = || async {
+        let options = ManagerOptions::default()
+            .with_allowlist_path(dir.path().join("allow_tool"))
+            .with_token_store(Arc::new(MemoryStore::new()));
+        Control::new(Manager::load(&path, options).await.unwrap(), path.clone())
+    };
+    let (a, b) = (control().await, control().await);
+    let writes = |control: Control, side: &'static str| async move {
+        for n in 0..15 {
+            let prefix = format!("mcp__{side}{n}__");
+            control
+                .set_allowed(&prefix, &[format!("{prefix}*")])
+                .await
+                .unwrap();
+        }
+        control
+    };
+    let (a, b) = tokio::join!(tokio::spawn(writes(a, "a")), tokio::spawn(writes(b, "b")));
+    let kept = std::fs::read_to_string(dir.path().join("allow_tool")).unwrap();
+    for side in ["a", "b"] {
+        for n in 0..15 {
+            assert!(
+                kept.contains(&format!("mcp__{side}{n}__*")),
+                "{side}{n} lost: {kept}"
+            );
+        }
+    }
+    assert!(dir.path().join("allow_tool.lock").is_file());
+    a.unwrap().close().await;
+    b.unwrap().close().await;
 }
