@@ -2,15 +2,15 @@
 //! the allowlist) or of one server's OAuth tokens: the daemon, a panel and the commands may
 //! change the same file, or refresh the same tokens, at once.
 //!
-//! The lock is `flock(2)` on a lock file beside the file (`mcp.lock` beside `mcp.json`,
+//! The lock is `flock(2)` (on Windows `LockFileEx`) on a lock file beside the file (`mcp.lock` beside `mcp.json`,
 //! `allow_tool.lock` beside `allow_tool`), never on the file itself: saves rename a new file
 //! over the old one, so a lock on the old one would guard nothing. It is taken after the
 //! in-process lock and let go when the [`FileLock`] is dropped (closing the descriptor), so
 //! a process that dies holding it frees it. Only programs that take it are held off; an
 //! editor is not.
 //!
-//! Unix only (`flock` through `libc`); elsewhere [`lock`] takes no lock and only the
-//! in-process lock guards the file.
+//! Other platforms (none is built for today) take no lock: only the in-process lock guards the
+//! file there.
 
 use std::path::{Path, PathBuf};
 use std::time::Duration;
@@ -21,13 +21,13 @@ pub(crate) const LOCK_WAIT: Duration = Duration::from_secs(10);
 /// A held lock; dropping it lets go.
 #[derive(Debug)]
 pub(crate) struct FileLock {
-    #[cfg(unix)]
+    #[cfg(any(unix, windows))]
     _file: std::fs::File,
 }
 
 /// The lock file of `path`: its stem with `.lock` (`mcp.json` → `mcp.lock`), or its name
 /// with `.lock` when that would be the file itself.
-#[cfg_attr(not(unix), allow(dead_code))]
+#[cfg_attr(not(any(unix, windows)), allow(dead_code))]
 pub(crate) fn lock_path(path: &Path) -> PathBuf {
     let name = path
         .file_name()
@@ -44,31 +44,23 @@ pub(crate) fn lock_path(path: &Path) -> PathBuf {
 
 /// Takes the lock of `path` (see [`lock_path`]), waiting up to `limit` for another process
 /// to let it go.
-#[cfg(unix)]
+#[cfg(any(unix, windows))]
 pub(crate) async fn lock(path: &Path, limit: Duration) -> std::io::Result<FileLock> {
-    use std::os::unix::fs::OpenOptionsExt;
-    use std::os::unix::io::AsRawFd;
     let lock_file = lock_path(path);
     if let Some(dir) = lock_file.parent().filter(|d| !d.as_os_str().is_empty()) {
         crate::secret_files::create_private_dir(dir)?;
     }
-    let file = std::fs::OpenOptions::new()
-        .read(true)
-        .write(true)
-        .create(true)
-        .truncate(false)
-        .mode(0o600)
-        .open(&lock_file)?;
+    let mut options = std::fs::OpenOptions::new();
+    options.read(true).write(true).create(true).truncate(false);
+    #[cfg(unix)]
+    std::os::unix::fs::OpenOptionsExt::mode(&mut options, 0o600);
+    let file = options.open(&lock_file)?;
     let started = tokio::time::Instant::now();
     loop {
-        // SAFETY: flock on a descriptor this function owns; no memory is passed.
-        if unsafe { libc::flock(file.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) } == 0 {
-            return Ok(FileLock { _file: file });
-        }
-        let error = std::io::Error::last_os_error();
-        match error.kind() {
-            std::io::ErrorKind::WouldBlock | std::io::ErrorKind::Interrupted => {}
-            _ => return Err(error),
+        match try_lock(&file) {
+            Ok(()) => return Ok(FileLock { _file: file }),
+            Err(e) if is_held_elsewhere(&e) => {}
+            Err(e) => return Err(e),
         }
         if started.elapsed() >= limit {
             return Err(std::io::Error::new(
@@ -84,8 +76,57 @@ pub(crate) async fn lock(path: &Path, limit: Duration) -> std::io::Result<FileLo
     }
 }
 
-/// Takes no lock: this build has no `flock` (see the module doc).
-#[cfg(not(unix))]
+/// Locks `file` exclusively without waiting (released when it is closed).
+#[cfg(unix)]
+fn try_lock(file: &std::fs::File) -> std::io::Result<()> {
+    use std::os::unix::io::AsRawFd;
+    // SAFETY: flock on a descriptor the caller owns; no memory is passed.
+    if unsafe { libc::flock(file.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) } == 0 {
+        return Ok(());
+    }
+    Err(std::io::Error::last_os_error())
+}
+
+/// Locks `file`'s first byte exclusively without waiting (released when it is closed).
+#[cfg(windows)]
+fn try_lock(file: &std::fs::File) -> std::io::Result<()> {
+    use std::os::windows::io::AsRawHandle;
+    use windows_sys::Win32::Storage::FileSystem::{
+        LOCKFILE_EXCLUSIVE_LOCK, LOCKFILE_FAIL_IMMEDIATELY, LockFileEx,
+    };
+    // SAFETY: OVERLAPPED is plain data; all zero locks from offset 0.
+    let mut at_start = unsafe { std::mem::zeroed() };
+    // SAFETY: a handle the caller owns, opened synchronously, so the call completes before it
+    // returns and `at_start` outlives it.
+    let ok = unsafe {
+        LockFileEx(
+            file.as_raw_handle(),
+            LOCKFILE_EXCLUSIVE_LOCK | LOCKFILE_FAIL_IMMEDIATELY,
+            0,
+            1,
+            0,
+            &mut at_start,
+        )
+    };
+    if ok != 0 {
+        return Ok(());
+    }
+    Err(std::io::Error::last_os_error())
+}
+
+/// Whether `error` from [`try_lock`] says another holder has the lock (try again).
+#[cfg(any(unix, windows))]
+fn is_held_elsewhere(error: &std::io::Error) -> bool {
+    // ERROR_LOCK_VIOLATION: Windows's answer to a lock that is taken.
+    const ERROR_LOCK_VIOLATION: i32 = 33;
+    matches!(
+        error.kind(),
+        std::io::ErrorKind::WouldBlock | std::io::ErrorKind::Interrupted
+    ) || (cfg!(windows) && error.raw_os_error() == Some(ERROR_LOCK_VIOLATION))
+}
+
+/// Takes no lock: this build has neither `flock` nor `LockFileEx` (see the module doc).
+#[cfg(not(any(unix, windows)))]
 pub(crate) async fn lock(_path: &Path, _limit: Duration) -> std::io::Result<FileLock> {
     Ok(FileLock {})
 }
@@ -120,7 +161,6 @@ mod tests {
         }
     }
 
-    #[cfg(unix)]
     #[tokio::test]
     async fn a_second_holder_waits_then_gives_up_with_the_reason() {
         let dir = tempfile::tempdir().unwrap();

@@ -156,7 +156,7 @@ mod acl {
     }
 
     /// The current user's SID, as text (`S-1-5-21-...`).
-    fn user_sid() -> io::Result<String> {
+    pub(super) fn user_sid() -> io::Result<String> {
         let mut token: HANDLE = std::ptr::null_mut();
         // SAFETY: the pseudo-handle of this process; `token` receives a handle closed below.
         if unsafe { OpenProcessToken(GetCurrentProcess(), TOKEN_QUERY, &mut token) } == 0 {
@@ -342,5 +342,94 @@ mod tests {
         std::fs::set_permissions(&open, std::fs::Permissions::from_mode(0o755)).unwrap();
         write_private(&open.join("f"), b"x").unwrap();
         assert_eq!(mode(&open), 0o755);
+    }
+}
+
+#[cfg(all(test, windows))]
+mod windows_tests {
+    use super::*;
+    use windows_sys::Win32::Foundation::LocalFree;
+    use windows_sys::Win32::Security::Authorization::{
+        ConvertSecurityDescriptorToStringSecurityDescriptorW, GetNamedSecurityInfoW,
+        SDDL_REVISION_1, SE_FILE_OBJECT,
+    };
+    use windows_sys::Win32::Security::{DACL_SECURITY_INFORMATION, PSECURITY_DESCRIPTOR};
+
+    /// The DACL of `path` as SDDL (`D:P(A;;FA;;;S-1-5-...)...`).
+    fn dacl(path: &Path) -> String {
+        use std::os::windows::ffi::OsStrExt;
+        let name: Vec<u16> = path.as_os_str().encode_wide().chain(Some(0)).collect();
+        let mut descriptor: PSECURITY_DESCRIPTOR = std::ptr::null_mut();
+        // SAFETY: a NUL-terminated path; `descriptor` receives a LocalAlloc'd one, freed below.
+        let status = unsafe {
+            GetNamedSecurityInfoW(
+                name.as_ptr(),
+                SE_FILE_OBJECT,
+                DACL_SECURITY_INFORMATION,
+                std::ptr::null_mut(),
+                std::ptr::null_mut(),
+                std::ptr::null_mut(),
+                std::ptr::null_mut(),
+                &mut descriptor,
+            )
+        };
+        assert_eq!(status, 0, "reading the DACL of {}", path.display());
+        let mut text = std::ptr::null_mut();
+        // SAFETY: the descriptor read above; `text` receives a LocalAlloc'd wide string.
+        let ok = unsafe {
+            ConvertSecurityDescriptorToStringSecurityDescriptorW(
+                descriptor,
+                SDDL_REVISION_1,
+                DACL_SECURITY_INFORMATION,
+                &mut text,
+                std::ptr::null_mut(),
+            )
+        };
+        assert_ne!(ok, 0, "{}", io::Error::last_os_error());
+        // SAFETY: a NUL-terminated wide string that Windows allocated.
+        let length = (0..).take_while(|&i| unsafe { *text.add(i) } != 0).count();
+        // SAFETY: `length` wide characters at `text`.
+        let sddl = String::from_utf16_lossy(unsafe { std::slice::from_raw_parts(text, length) });
+        // SAFETY: both allocated by Windows with LocalAlloc.
+        unsafe {
+            LocalFree(text.cast());
+            LocalFree(descriptor);
+        }
+        sddl
+    }
+
+    /// Whether this runs under Wine (its ntdll exports `wine_get_version`; Windows's does not).
+    fn under_wine() -> bool {
+        use windows_sys::Win32::System::LibraryLoader::{GetModuleHandleA, GetProcAddress};
+        // SAFETY: NUL-terminated names; ntdll is loaded in every process and never unloaded.
+        unsafe {
+            let ntdll = GetModuleHandleA(c"ntdll.dll".as_ptr().cast());
+            !ntdll.is_null() && GetProcAddress(ntdll, c"wine_get_version".as_ptr().cast()).is_some()
+        }
+    }
+
+    /// Files and the folders made for them grant the user and SYSTEM only, inheriting nothing
+    /// from the folder above (which here grants others too).
+    #[test]
+    fn files_and_created_folders_are_the_users_and_systems_only() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("a").join("b").join("tokens.json");
+        write_private(&path, b"{}").unwrap();
+        assert_eq!(std::fs::read_to_string(&path).unwrap(), "{}");
+        if under_wine() {
+            // Wine 8 takes the DACL without an error but does not keep it: it reads back one of
+            // its own, unprotected and granting Everyone read (`...(A;;0x1200a9;;;WD)`).
+            println!(
+                "SKIPPED files_and_created_folders_are_the_users_and_systems_only: Wine reads back \
+                 a DACL of its own ({}), not the one set",
+                dacl(&path)
+            );
+            return;
+        }
+        let sid = acl::user_sid().unwrap();
+        let folder = format!("D:P(A;OICI;FA;;;{sid})(A;OICI;FA;;;SY)");
+        assert_eq!(dacl(&dir.path().join("a")), folder);
+        assert_eq!(dacl(&dir.path().join("a").join("b")), folder);
+        assert_eq!(dacl(&path), format!("D:P(A;;FA;;;{sid})(A;;FA;;;SY)"));
     }
 }

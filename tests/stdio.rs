@@ -540,6 +540,8 @@ async fn a_crash_mid_call_fails_the_call_at_once() {
 /// A server that exits at start says why: the error names its exit status (or signal) and its
 /// last stderr lines, bounded, escaped, with its `env` values hidden; and being a handshake, it
 /// is not a request that "may have been carried out".
+// Unix: `sh`, process groups, SIGTERM; tests/windows.rs has the Windows counterparts.
+#[cfg(unix)]
 #[tokio::test]
 async fn a_server_that_exits_at_start_names_its_status_and_last_stderr_lines() {
     let script = "for i in $(seq 1 40); do echo \"line $i\" >&2; done; \
@@ -600,6 +602,7 @@ async fn no_initialize_response_times_out_and_leaves_nothing() {
     assert!(err.is_timeout(), "{err}");
     assert_eq!(err.method(), Some("initialize"));
     assert!(started.elapsed() < Duration::from_secs(8));
+    #[cfg(unix)]
     assert_eq!(
         processes_with_arg("no-init-response"),
         Vec::<u32>::new(),
@@ -607,6 +610,8 @@ async fn no_initialize_response_times_out_and_leaves_nothing() {
     );
 }
 
+// Unix: `sh`, process groups, SIGTERM; tests/windows.rs has the Windows counterparts.
+#[cfg(unix)]
 #[tokio::test]
 async fn close_stops_grandchildren_too() {
     let client = connect(&["--mode", "spawn-grandchild"], ClientOptions::default()).await;
@@ -628,6 +633,8 @@ async fn close_stops_grandchildren_too() {
     );
 }
 
+// Unix: `sh`, process groups, SIGTERM; tests/windows.rs has the Windows counterparts.
+#[cfg(unix)]
 #[tokio::test]
 async fn close_kills_a_server_that_ignores_sigterm() {
     let client = connect(&["--mode", "ignore-sigterm"], ClientOptions::default()).await;

@@ -565,6 +565,9 @@ impl OAuth {
             tracing::warn!(server = %server, "the tokens could not be stored ({e}); they last until this process ends");
         }
         rt.unsaved = kept.err();
+        // Held as read: tokens the store could not keep are not dropped by a read of it that
+        // finds none (on Windows a file under a path that is no folder reads as missing).
+        rt.loaded = true;
         rt.tokens = Some(tokens);
         rt.dpop = dpop;
         rt.obtained_at = Some(Instant::now());

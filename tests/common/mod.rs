@@ -42,8 +42,12 @@ pub async fn connect(flags: &[&str], options: ClientOptions) -> Client {
         .expect("connect the fixture server")
 }
 
-/// Every process of a process group, as (pid, state letter), from /proc.
+/// Every process of a process group, as (pid, state letter), from /proc. Unix only (under
+/// Wine, `/proc` would be the Linux host's, which knows no Windows pid).
 pub fn group_members(pgid: u32) -> Vec<(u32, String)> {
+    if !cfg!(unix) {
+        panic!("process groups are Unix; tests/windows.rs has Windows's");
+    }
     let mut members = Vec::new();
     for entry in std::fs::read_dir("/proc").unwrap().flatten() {
         let Ok(pid) = entry.file_name().to_string_lossy().parse::<u32>() else {
@@ -63,7 +67,42 @@ pub fn group_members(pgid: u32) -> Vec<(u32, String)> {
     members
 }
 
+/// Waits until the group has no process at all (neither running nor zombie), or panics. On
+/// Windows, until the server process `pgid` has ended (its tree is the Job Object's:
+/// tests/windows.rs).
+#[cfg(windows)]
+pub fn assert_group_gone_within(pgid: u32, limit: Duration) {
+    let deadline = Instant::now() + limit;
+    while process_running(pgid) {
+        assert!(
+            Instant::now() < deadline,
+            "process {pgid} runs after {limit:?}"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+/// Whether Windows process `pid` is still running.
+#[cfg(windows)]
+pub fn process_running(pid: u32) -> bool {
+    use windows_sys::Win32::Foundation::{CloseHandle, WAIT_TIMEOUT};
+    use windows_sys::Win32::System::Threading::{
+        OpenProcess, PROCESS_SYNCHRONIZE, WaitForSingleObject,
+    };
+    // SAFETY: opens a handle that is closed below; a process that is gone gives null.
+    let handle = unsafe { OpenProcess(PROCESS_SYNCHRONIZE, 0, pid) };
+    if handle.is_null() {
+        return false;
+    }
+    // SAFETY: the handle opened above, polled without blocking.
+    let waiting = unsafe { WaitForSingleObject(handle, 0) } == WAIT_TIMEOUT;
+    // SAFETY: as above; closed once.
+    unsafe { CloseHandle(handle) };
+    waiting
+}
+
 /// Waits until the group has no process at all (neither running nor zombie), or panics.
+#[cfg(not(windows))]
 pub fn assert_group_gone_within(pgid: u32, limit: Duration) {
     let deadline = Instant::now() + limit;
     loop {
@@ -84,8 +123,12 @@ pub fn server_pid(client: &Client) -> u32 {
     client.server_pid().expect("a stdio transport has a pid")
 }
 
-/// Pids of running (not zombie) processes whose command line has `arg` as one argument.
+/// Pids of running (not zombie) processes whose command line has `arg` as one argument. Unix
+/// only (/proc).
 pub fn processes_with_arg(arg: &str) -> Vec<u32> {
+    if !cfg!(unix) {
+        panic!("/proc is Unix");
+    }
     let mut found = Vec::new();
     for entry in std::fs::read_dir("/proc").unwrap().flatten() {
         let Ok(pid) = entry.file_name().to_string_lossy().parse::<u32>() else {
