@@ -346,7 +346,8 @@ fn the_environment_proxies_plain_http_and_no_proxy_goes_direct() {
         return;
     };
     let Some(ip) = own_address() else {
-        println!("this machine has no address but loopback; the environment cannot be tested");
+        // The environment's proxy never applies to loopback.
+        common::not_installed("a network address other than loopback");
         return;
     };
     let fixture = common::HttpFixture::start_at(&format!("{ip}:0"), "modern", &[]);
@@ -405,7 +406,8 @@ fn an_entry_chooses_its_proxy_and_tools_shows_it() {
     };
     let through = common::HttpFixture::start("modern", &[]);
     let Some(ip) = own_address() else {
-        println!("this machine has no address but loopback; the environment cannot be tested");
+        // The environment's proxy never applies to loopback.
+        common::not_installed("a network address other than loopback");
         return;
     };
     let around = common::HttpFixture::start_at(&format!("{ip}:0"), "modern", &[]);
