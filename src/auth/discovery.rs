@@ -37,6 +37,8 @@ pub struct Challenge {
     pub scope: Option<String>,
     /// `error`, e.g. `invalid_token`, `insufficient_scope` or (DPoP) `use_dpop_nonce`.
     pub error: Option<String>,
+    /// Whether a `DPoP` challenge was among them: the resource takes DPoP-bound tokens.
+    pub dpop: bool,
 }
 
 impl Challenge {
@@ -91,8 +93,9 @@ impl Challenge {
                 rest = remaining;
             } else {
                 if !token.is_empty() {
-                    in_bearer =
-                        token.eq_ignore_ascii_case("bearer") || token.eq_ignore_ascii_case("dpop");
+                    let dpop = token.eq_ignore_ascii_case("dpop");
+                    challenge.dpop |= dpop;
+                    in_bearer = token.eq_ignore_ascii_case("bearer") || dpop;
                 }
                 rest = if end == 0 {
                     &rest[rest.chars().next().map_or(0, char::len_utf8)..]
@@ -131,6 +134,24 @@ pub struct ProtectedResource {
     /// Scopes the resource knows.
     #[serde(default)]
     pub scopes_supported: Option<Vec<String>>,
+    /// The DPoP proof algorithms the resource takes (RFC 9728 section 2).
+    #[serde(default)]
+    pub dpop_signing_alg_values_supported: Option<Vec<String>>,
+    /// Whether the resource takes DPoP-bound tokens only (RFC 9728 section 2).
+    #[serde(default)]
+    pub dpop_bound_access_tokens_required: Option<bool>,
+}
+
+impl ProtectedResource {
+    /// Whether the resource says it takes DPoP-bound tokens: it requires them, or names
+    /// the DPoP proof algorithms it takes.
+    pub fn takes_dpop(&self) -> bool {
+        self.dpop_bound_access_tokens_required == Some(true)
+            || self
+                .dpop_signing_alg_values_supported
+                .as_ref()
+                .is_some_and(|algs| !algs.is_empty())
+    }
 }
 
 /// Authorization server metadata (RFC 8414, and OpenID Connect discovery), the members this

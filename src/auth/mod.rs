@@ -30,8 +30,11 @@
 //! assertion ([`PreRegistered::private_key`]).
 //!
 //! When the authorization server offers DPoP with ES256 (`dpop_signing_alg_values_supported`,
-//! RFC 9449), every token request carries a proof from a key pair made for this server and
-//! kept in the store beside the tokens (`dpop:<server>`); a DPoP-bound token is then sent
+//! RFC 9449) and the MCP server says it takes DPoP-bound tokens (a `DPoP` challenge, or
+//! `dpop_bound_access_tokens_required` or `dpop_signing_alg_values_supported` in its RFC 9728
+//! metadata; otherwise Bearer, which a Bearer-only server takes), every token request
+//! carries a proof from a key pair made for this server and kept in the store beside the
+//! tokens (`dpop:<server>`); a DPoP-bound token is then sent
 //! with the `DPoP` scheme and a fresh proof per request (`htm`, `htu`, `iat`, `jti`, `ath`).
 //! A `use_dpop_nonce` answer, from the token endpoint or the MCP server, is retried once with
 //! the nonce it names, and only when the nonce is new.
@@ -680,9 +683,17 @@ impl OAuth {
             )));
         }
         *n += 1;
-        // RFC 9449: when the authorization server binds tokens to a key, the key of the
-        // tokens being replaced, else a new one for this server.
-        let dpop = match (found.server.offers_dpop_es256(), rt.dpop.clone()) {
+        // RFC 9449: when the authorization server binds tokens to a key and the resource
+        // says it takes them (its metadata or a `DPoP` challenge; a Bearer-only resource
+        // would refuse a DPoP-bound token), the key of the tokens being replaced, else a
+        // new one for this server.
+        let resource_takes_dpop = challenge.is_some_and(|c| c.dpop)
+            || found
+                .protected_resource
+                .as_ref()
+                .is_some_and(discovery::ProtectedResource::takes_dpop);
+        let offered = found.server.offers_dpop_es256() && resource_takes_dpop;
+        let dpop = match (offered, rt.dpop.clone()) {
             (false, _) => None,
             (true, Some(key)) => Some(key),
             (true, None) => Some(Arc::new(

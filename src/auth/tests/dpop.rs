@@ -267,3 +267,78 @@ async fn a_nonce_that_is_not_new_is_not_retried() {
         assert!(err.contains("keeps asking for a DPoP nonce"), "{err}");
     }
 }
+
+/// An authorization server offering DPoP in front of a resource that takes Bearer only (its
+/// challenge is `Bearer`, its metadata says nothing of DPoP), as oidc-provider's defaults and
+/// the Python SDK's stock server are: a proof-less token request gets a Bearer token.
+fn bearer_only_resource(r: &Seen, base: &str) -> Reply {
+    match r.path() {
+        "/token" if r.header("dpop").is_none() => Reply::json(
+            200,
+            json!({"access_token": "AT-BEARER", "token_type": "Bearer", "expires_in": 3600}),
+        ),
+        "/token" => Reply::json(
+            200,
+            json!({"access_token": "AT-DPOP", "token_type": "DPoP", "expires_in": 3600}),
+        ),
+        "/.well-known/oauth-protected-resource/mcp" => Reply::json(
+            200,
+            json!({"resource": format!("{base}/mcp"), "authorization_servers": [base]}),
+        ),
+        "/mcp" if r.header("authorization") == Some("Bearer AT-BEARER") => {
+            if r.method == "POST" {
+                mcp_answer(&r.body)
+            } else {
+                Reply::text(405, "no stream here")
+            }
+        }
+        "/mcp" => Reply {
+            status: 401,
+            headers: vec![(
+                "WWW-Authenticate",
+                format!(
+                    "Bearer resource_metadata=\"{base}/.well-known/oauth-protected-resource/mcp\""
+                ),
+            )],
+            body: String::new(),
+        },
+        _ => dpop_server(r, base),
+    }
+}
+
+/// A resource that says nothing of DPoP gets Bearer tokens, though its authorization server
+/// offers DPoP: a DPoP-bound token would be refused by it, and logging in again could not help.
+#[tokio::test]
+async fn a_bearer_only_resource_gets_bearer_tokens_though_the_server_offers_dpop() {
+    let server = TestServer::start(bearer_only_resource).await;
+    let url = format!("{}/mcp", server.base);
+    let mut config = OAuthConfig::new("s", &url);
+    config.grant = Grant::WorkloadIdentity {
+        assertion: SecretSource::Value("workload.jwt.here".into()),
+    };
+    let oauth = Arc::new(OAuth::new(config, Arc::new(MemoryStore::new())));
+    let mut http = crate::transport::http::HttpConfig::new(&url);
+    http.authorizer = Some(oauth.clone());
+    let options = crate::ClientOptions {
+        era: crate::protocol::era::EraPreference::Handshake,
+        ..Default::default()
+    };
+    let client = crate::Client::connect_http("s", &http, options)
+        .await
+        .unwrap();
+    assert_eq!(client.list_tools().await.unwrap().len(), 1);
+    client.close().await;
+    let token = server.seen_at("/token");
+    assert_eq!(token.len(), 1);
+    assert!(
+        token[0].header("dpop").is_none(),
+        "no proof: Bearer asked for"
+    );
+    assert!(
+        server
+            .seen_at("/mcp")
+            .iter()
+            .filter_map(|r| r.header("authorization"))
+            .all(|a| a == "Bearer AT-BEARER")
+    );
+}
