@@ -61,6 +61,11 @@ impl OAuth {
         if !scope.is_empty() {
             pairs.push(("scope", scope.as_str()));
         }
+        // OpenID Connect Core section 11: without `prompt=consent` an OpenID provider
+        // ignores `offline_access` and issues no refresh token (oidc-provider does).
+        if scopes.iter().any(|s| s == "offline_access") {
+            pairs.push(("prompt", "consent"));
+        }
         let separator = if authorize.contains('?') { '&' } else { '?' };
         let url = format!("{authorize}{separator}{}", pkce::form(&pairs));
         let redirected = agent

@@ -160,3 +160,28 @@ async fn a_login_without_pkce_s256_is_refused() {
         Some("S256")
     );
 }
+
+/// Asking for `offline_access` (the server lists it) asks for consent too, as OpenID
+/// Connect Core section 11 requires for a refresh token to be issued; otherwise no `prompt`.
+#[tokio::test]
+async fn offline_access_is_asked_for_with_prompt_consent() {
+    let offline = OWN_METADATA.replace(
+        r#""code_challenge_methods_supported""#,
+        r#""scopes_supported": ["openid", "offline_access"], "code_challenge_methods_supported""#,
+    );
+    for (metadata, prompt) in [(offline.as_str(), Some("consent")), (OWN_METADATA, None)] {
+        let metadata = metadata.to_string();
+        let server = TestServer::start(move |r, base| own_as(r, base, Some(&metadata))).await;
+        headless_login(&server.base, Arc::new(MemoryStore::new()))
+            .await
+            .unwrap();
+        let authorize = &server.seen_at("/authorize")[0];
+        assert_eq!(authorize.param("prompt").as_deref(), prompt);
+        let scope = authorize.param("scope").unwrap_or_default();
+        assert_eq!(
+            scope.contains("offline_access"),
+            prompt.is_some(),
+            "{scope}"
+        );
+    }
+}
