@@ -175,26 +175,7 @@ fn parse_proxy(value: &str, source: &str) -> Result<ProxyServer, String> {
 
 /// `text` with its `%XX` escapes decoded (a user name or password in a URL).
 fn percent_decode(text: &str) -> String {
-    let bytes = text.as_bytes();
-    let mut out = Vec::with_capacity(bytes.len());
-    let mut i = 0;
-    while i < bytes.len() {
-        let hex = bytes
-            .get(i + 1..i + 3)
-            .and_then(|h| std::str::from_utf8(h).ok())
-            .and_then(|h| u8::from_str_radix(h, 16).ok());
-        match (bytes[i], hex) {
-            (b'%', Some(byte)) => {
-                out.push(byte);
-                i += 3;
-            }
-            (byte, _) => {
-                out.push(byte);
-                i += 1;
-            }
-        }
-    }
-    String::from_utf8_lossy(&out).into_owned()
+    String::from_utf8_lossy(&crate::web_url::percent_decode(text)).into_owned()
 }
 
 /// The hosts `NO_PROXY` sends direct: `*`, hosts and domains (`corp.example` and
