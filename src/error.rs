@@ -62,7 +62,9 @@ pub enum ErrorKind {
     Disabled,
     /// This build leaves out the feature that is needed (`"stdio"`, `"http"`, `"oauth"`).
     FeatureMissing(&'static str),
-    /// The server needs an OAuth login (no usable token, and no way to get one here).
+    /// The server needs an OAuth login (no usable token, and no way to get one here). The
+    /// text says only that: how to log in depends on where it is read (`agenvoy-mcp login
+    /// NAME`, `GET /v1/mcp/oauth?name=NAME`, the panel's `l`, or [`crate::auth::OAuth::login`]).
     LoginRequired,
     /// OAuth failed: discovery, registration, the authorization or token request.
     Auth(String),
@@ -128,9 +130,19 @@ impl Error {
         safe(&KindText(self).to_string())
     }
 
-    /// Whether the server needs an OAuth login before it can be used.
+    /// Whether the server needs an OAuth login before it can be used: no usable token is
+    /// stored, the stored login was lost (its refresh token refused), or the server asked
+    /// for a scope the tokens lack (a 403 `insufficient_scope`; the next login asks for it).
+    /// The error's text says which; how to log in is the front end's to say.
     pub fn needs_login(&self) -> bool {
-        matches!(self.kind, ErrorKind::LoginRequired)
+        match self.kind {
+            ErrorKind::LoginRequired => true,
+            #[cfg(feature = "oauth")]
+            ErrorKind::Auth(_) => self
+                .auth_error()
+                .is_some_and(crate::auth::AuthError::needs_login),
+            _ => false,
+        }
     }
 
     /// Whether the server or its authorization server refused or failed an OAuth step
@@ -283,11 +295,7 @@ impl fmt::Display for KindText<'_> {
                 f,
                 "this build has no {feature:?} feature, which this needs; build with it"
             ),
-            ErrorKind::LoginRequired => write!(
-                f,
-                "oauth login required, run /mcp → {} → login",
-                error.server
-            ),
+            ErrorKind::LoginRequired => write!(f, "oauth login required"),
             ErrorKind::Auth(why) => write!(f, "oauth: {why}"),
         }
     }

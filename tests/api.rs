@@ -1077,6 +1077,17 @@ fn oauth_login_through_the_stream_and_by_paste_back() {
     );
     assert_eq!(added.status, 201, "{added:?}");
     assert_eq!(added.json()["server"]["state"], "needs login");
+    // A call before the login says how an API client logs in (issue 44 §4).
+    let before = api.post(
+        "/v1/mcp/call",
+        json!({"name": "mcp__py__whoami", "mode": "auto"}),
+    );
+    assert_eq!(before.status, 409, "{before:?}");
+    assert_eq!(before.json()["error"]["type"], "login_required");
+    assert_eq!(
+        before.error(),
+        "mcp__py__whoami cannot be called: server \"py\" needs a login: mcp server \"py\": oauth login required; log in with GET /v1/mcp/oauth?name=py"
+    );
 
     // Errors first: nothing is pending, the server is not one that logs in, or unknown.
     let no_login = api.post(

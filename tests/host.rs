@@ -311,12 +311,7 @@ async fn http_entries_connect_and_failures_keep_secrets_out() {
     assert_eq!(down.state, ServerState::Failed);
     let login = status_of(&manager, "login");
     assert_eq!(login.state, ServerState::NeedsLogin);
-    assert!(
-        login
-            .last_error
-            .unwrap()
-            .contains("oauth login required, run /mcp → login → login")
-    );
+    assert!(login.last_error.unwrap().ends_with("oauth login required"));
     for name in ["down", "login"] {
         let e = status_of(&manager, name).last_error.unwrap();
         assert!(e.contains(&format!("\"{name}\"")), "{e}");
@@ -904,6 +899,50 @@ fn write_config(dir: &Path, servers: Value) -> PathBuf {
     let path = dir.join("custom.json");
     std::fs::write(&path, json!({ "servers": servers }).to_string()).unwrap();
     path
+}
+
+/// Issue 44 §4: a server that needs a login is told as the command line does it (the
+/// command to run), in `tools` and in the last line of a `call` of one of its tools (which
+/// used to say only that no such tool is registered).
+#[test]
+fn tools_and_call_say_which_command_logs_in() {
+    let dir = tempfile::tempdir().unwrap();
+    let entry = json!({"url": "http://127.0.0.1:9/mcp", "auth": "oauth"});
+    let path = write_config(dir.path(), json!({ "needs-login-44": entry }));
+    let config = path.to_str().unwrap();
+    let (out, stdout, stderr) = run(dir.path(), &["tools", "--config", config]);
+    assert_eq!(out.status.code(), Some(3), "{stderr}");
+    assert!(
+        stdout.contains(
+            "error: mcp server \"needs-login-44\": oauth login required; run `agenvoy-mcp login needs-login-44`"
+        ),
+        "{stdout}"
+    );
+    let (out, _, stderr) = run(
+        dir.path(),
+        &[
+            "call",
+            "--yes",
+            "--config",
+            config,
+            "mcp__needs-login-44__whoami",
+        ],
+    );
+    assert_eq!(out.status.code(), Some(1), "{stderr}");
+    assert_eq!(
+        stderr.lines().last().unwrap_or_default(),
+        "call failed: mcp__needs-login-44__whoami cannot be called: server \"needs-login-44\" needs a login: mcp server \"needs-login-44\": oauth login required; run `agenvoy-mcp login needs-login-44`",
+        "{stderr}"
+    );
+    // A tool of no server is still only unknown.
+    let (_, _, stderr) = run(
+        dir.path(),
+        &["call", "--yes", "--config", config, "mcp__other__whoami"],
+    );
+    assert!(
+        stderr.contains("no MCP tool named mcp__other__whoami is registered"),
+        "{stderr}"
+    );
 }
 
 #[test]

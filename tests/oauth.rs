@@ -117,7 +117,7 @@ async fn login_call_expire_refresh_against_the_python_sdk() {
     };
     assert_eq!(
         err.to_string(),
-        "mcp server \"py\", server/discover: oauth login required, run /mcp → py → login"
+        "mcp server \"py\", server/discover: oauth login required"
     );
     assert!(stale.load("tokens:py").unwrap().is_none(), "dropped");
     let stats = server.request("GET", "/test/stats");
@@ -150,7 +150,7 @@ async fn the_host_needs_a_login_then_connects() {
     assert_eq!(status.state, ServerState::NeedsLogin);
     assert_eq!(
         status.last_error.as_deref(),
-        Some("mcp server \"py\": oauth login required, run /mcp → py → login")
+        Some("mcp server \"py\": oauth login required")
     );
 
     let agent = loopback();
@@ -202,6 +202,35 @@ async fn logged_in_folder(url: &str) -> tempfile::TempDir {
         .await
         .expect("login");
     dir
+}
+
+/// Issue 44 §1: a login that brings no refresh token says how long it lasts (the CLI prints
+/// this note, the API's login stream and the panel show it); one with a refresh token says
+/// nothing more.
+#[tokio::test]
+async fn a_login_without_a_refresh_token_says_how_long_it_lasts() {
+    let Some(server) = PyServer::start_with(&["--no-refresh-token", "--token-lifetime", "900"])
+    else {
+        return;
+    };
+    let dir = logged_in_folder(&server.url).await;
+    assert_eq!(stored_in(dir.path()).refresh_token, None);
+    let config = Config::load(&dir.path().join("mcp.json")).unwrap();
+    let store = Arc::new(FileStore::new(dir.path().join("oauth-tokens.json")));
+    let note = agenvoy_mcp::host::login_note(&config, "py", store).expect("a note");
+    assert!(
+        note == "no refresh token was issued, so this login lasts only until its access token expires in 14 minutes; then log in again"
+            || note.contains("expires in 15 minutes"),
+        "{note}"
+    );
+
+    let Some(server) = PyServer::start() else {
+        return;
+    };
+    let dir = logged_in_folder(&server.url).await;
+    let config = Config::load(&dir.path().join("mcp.json")).unwrap();
+    let store = Arc::new(FileStore::new(dir.path().join("oauth-tokens.json")));
+    assert_eq!(agenvoy_mcp::host::login_note(&config, "py", store), None);
 }
 
 /// The tokens of `py` in the folder's token file.
@@ -336,15 +365,28 @@ async fn a_lost_login_shows_in_the_status() {
     let daemon = Daemon::start_in(dir, &[]);
     assert_eq!(daemon.api.status_of("py")["state"], "connected");
     server.request("POST", "/test/revoke");
+    // The API's answer says how its own clients log in (issue 44 §4).
     let reply = daemon_call(&daemon.api);
-    assert_ne!(reply.status, 200, "{reply:?}");
-    assert!(reply.error().contains("oauth login required"), "{reply:?}");
+    assert_eq!(reply.status, 409, "{reply:?}");
+    assert_eq!(reply.json()["error"]["type"], "login_required", "{reply:?}");
+    assert_eq!(
+        reply.error(),
+        "mcp server \"py\", tools/call: oauth login required; log in with GET /v1/mcp/oauth?name=py"
+    );
     let status = daemon.api.status_of("py");
     assert_eq!(status["state"], "needs login", "{status}");
     assert_eq!(
-        status["lastError"],
-        "mcp server \"py\", tools/call: oauth login required, run /mcp → py → login",
+        status["lastError"], "mcp server \"py\", tools/call: oauth login required",
         "{status}"
+    );
+    // `call` on the same folder finds no tokens: its last line gives that reason and the
+    // command to run, not "no MCP tool named ... is registered".
+    let (ok, text) = answered(cli_call(daemon.dir.path()));
+    assert!(!ok, "{text}");
+    assert_eq!(
+        text.lines().last().unwrap_or_default(),
+        "call failed: mcp__py__whoami cannot be called: server \"py\" needs a login: mcp server \"py\": oauth login required; run `agenvoy-mcp login py`",
+        "{text}"
     );
     let stats = server.request("GET", "/test/stats");
     assert_eq!(stats["refused_refresh"], 1, "{stats}");

@@ -291,7 +291,11 @@ async fn the_server_screen_and_its_actions() {
     h.key(KeyCode::Down);
     h.enter();
     let screen = h.screen();
-    assert!(screen.contains("oauth login required"), "{screen}");
+    // The panel's own way to log in, not a command or a route (issue 44 §4).
+    assert!(
+        screen.contains("oauth login required; press l to log in"),
+        "{screen}"
+    );
     assert!(
         screen.contains(
             "t tools  R resources  P prompts  r reconnect  e on/off  l login  c client  Esc"
@@ -571,7 +575,7 @@ async fn the_add_wizard_saves_connects_and_refuses_bad_input() {
     h.enter();
     h.enter();
     h.enter();
-    h.wait_for("web needs a login");
+    h.wait_for("web needs a login; log in: open web in the list and press l");
     assert_eq!(
         h.config()["servers"]["web"],
         json!({"url": "http://127.0.0.1:9/mcp", "auth": "oauth"})

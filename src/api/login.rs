@@ -61,6 +61,7 @@ pub(super) fn start(state: Arc<State>, query: &str) -> Answer {
             let chunk = tokio::select! {
                 next = login.next() => match next {
                     Some(LoginEvent::Url(url)) => event(&json!({"url": url})),
+                    Some(LoginEvent::Note(note)) => event(&json!({"note": note})),
                     Some(LoginEvent::Done(Ok(()))) => event(&json!({"done": true, "ok": true})),
                     Some(LoginEvent::Done(Err(e))) => event(&json!({"done": true, "ok": false, "error": e.to_string()})),
                     None => break,

@@ -305,6 +305,16 @@ impl ApiError {
         }
     }
 
+    /// 409 `login_required`: `server` needs an OAuth login first (none is stored, it was
+    /// lost, or the server asked for more scope); the message says how to log in here.
+    pub(crate) fn login_required(server: &str, message: impl std::fmt::Display) -> Self {
+        ApiError::new(
+            StatusCode::CONFLICT,
+            "login_required",
+            format!("{message}; log in with GET /v1/mcp/oauth?name={server}"),
+        )
+    }
+
     /// The status, the `type` and the message the answer carries.
     #[cfg(fuzzing)]
     pub(crate) fn into_parts(self) -> (u16, &'static str, String) {

@@ -46,10 +46,14 @@ fn required_param(query: &str, key: &str) -> Result<String, ApiError> {
         .ok_or_else(|| ApiError::bad_request(format!("give ?{key}= in the query")))
 }
 
-/// A library error of a server's request: 404 for a server that is not there, 504 for a
-/// timeout, else 502, with the error's text (which names the server and the method).
+/// A library error of a server's request: 404 for a server that is not there, 409
+/// `login_required` for one that needs a login, 504 for a timeout, else 502, with the
+/// error's text (which names the server and the method).
 fn server_error(e: crate::Error) -> ApiError {
     use crate::error::ErrorKind;
+    if e.needs_login() {
+        return ApiError::login_required(&e.server, &e);
+    }
     let (status, kind) = match e.kind() {
         ErrorKind::Usage(_) | ErrorKind::UnknownServer | ErrorKind::Disabled => {
             (StatusCode::NOT_FOUND, "not_found")

@@ -472,8 +472,16 @@ pub(super) async fn call(state: &State, body: Value) -> Answer {
 
 /// A call's error as the API answers it.
 fn call_error(e: CallError) -> ApiError {
+    if let Some(server) = e.needs_login() {
+        return ApiError::login_required(server, &e);
+    }
     match e {
         CallError::UnknownTool(_) => ApiError::not_found(e.to_string()),
+        CallError::Unavailable { .. } => ApiError::new(
+            StatusCode::SERVICE_UNAVAILABLE,
+            "unavailable",
+            e.to_string(),
+        ),
         CallError::Denied(denied) => {
             ApiError::new(StatusCode::FORBIDDEN, "denied", denied.to_string())
         }

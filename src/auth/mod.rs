@@ -6,7 +6,9 @@
 //! about to expire, refreshes once on a 401 and retries, and re-authorizes with the union of
 //! the scopes on a 403 `insufficient_scope` (at most 3 authorizations for one set of scopes).
 //! Without a usable token, and without a [`UserAgent`] to log in with, a request fails with
-//! [`ErrorKind::LoginRequired`]: "oauth login required, run /mcp → NAME → login".
+//! [`ErrorKind::LoginRequired`] ("oauth login required"). A 403 `insufficient_scope` that
+//! cannot be answered there is remembered in the stored tokens
+//! ([`StoredTokens::step_up_scope`]), and the next login asks for those scopes too.
 //!
 //! A login ([`OAuth::login`]):
 //! 1. Discovery: protected resource metadata (RFC 9728), its `resource` checked against
@@ -117,6 +119,10 @@ pub(crate) const MAX_AUTHORIZATIONS_PER_SCOPE: u32 = 3;
 const REFRESH_PAUSE: Duration = Duration::from_secs(10);
 /// Token requests sent again after `use_dpop_nonce` answers, each with a new nonce.
 const NONCE_RETRIES: u32 = 2;
+/// The most scopes a server's step-up requests are remembered for (a hostile server could
+/// name thousands), and the longest scope kept.
+const MAX_STEP_UP_SCOPES: usize = 32;
+const MAX_SCOPE_LEN: usize = 256;
 /// The RFC 7523 JWT bearer grant type.
 const JWT_BEARER: &str = "urn:ietf:params:oauth:grant-type:jwt-bearer";
 
@@ -331,6 +337,22 @@ fn now_secs() -> u64 {
         .map_or(0, |d| d.as_secs())
 }
 
+/// The scopes among `scopes` that are RFC 6749 scope tokens (printable ASCII but the quote
+/// and the backslash, at most [`MAX_SCOPE_LEN`] bytes), without repeats, at most [`MAX_STEP_UP_SCOPES`].
+fn scope_tokens(scopes: &[String]) -> Vec<String> {
+    let mut kept: Vec<String> = Vec::new();
+    for s in scopes {
+        let valid = !s.is_empty()
+            && s.len() <= MAX_SCOPE_LEN
+            && s.bytes()
+                .all(|b| (0x21..=0x7e).contains(&b) && b != b'"' && b != b'\\');
+        if valid && !kept.contains(s) && kept.len() < MAX_STEP_UP_SCOPES {
+            kept.push(s.clone());
+        }
+    }
+    kept
+}
+
 fn scope_key(scopes: &[String]) -> String {
     let set: BTreeSet<&str> = scopes.iter().map(String::as_str).collect();
     set.into_iter().collect::<Vec<_>>().join(" ")
@@ -473,7 +495,9 @@ impl OAuth {
         })?;
         let mut rt = self.runtime.lock().await;
         rt.attempts.clear();
-        self.obtain(&mut rt, challenge.as_ref(), &[], agent).await?;
+        let step_up = self.step_up_scopes();
+        self.obtain(&mut rt, challenge.as_ref(), &step_up, agent)
+            .await?;
         match rt.unsaved.take() {
             // A login is for later processes too: tokens this one alone holds are not one.
             Some(e) => {
@@ -485,6 +509,65 @@ impl OAuth {
                     .auth_failed(AuthError::new(AuthErrorKind::Store(e.kind()), why).caused_by(e)))
             }
             None => Ok(()),
+        }
+    }
+
+    /// The scopes a login asks for beyond the server's challenge: when the stored tokens
+    /// record a step-up the server asked for ([`StoredTokens::step_up_scope`]), those
+    /// scopes and the ones granted, so the new tokens can do what the old ones did and more.
+    fn step_up_scopes(&self) -> Vec<String> {
+        let Ok(Some(tokens)) = self.stored_tokens() else {
+            return Vec::new();
+        };
+        let Some(step_up) = tokens.step_up_scope.as_deref() else {
+            return Vec::new();
+        };
+        let mut scopes = split_scopes(tokens.scope.as_deref());
+        for s in split_scopes(Some(step_up)) {
+            if !scopes.contains(&s) {
+                scopes.push(s);
+            }
+        }
+        scope_tokens(&scopes)
+    }
+
+    /// Remembers the scopes a 403 `insufficient_scope` asked for in the stored tokens'
+    /// [`StoredTokens::step_up_scope`], for the next login of any process sharing the store.
+    /// Under the refresh lock, on the entry the store holds (another process may have
+    /// refreshed it since); a failure only loses the hint, so it is logged.
+    async fn remember_step_up(&self, rt: &mut Runtime, asked: &[String]) {
+        let server = &self.config.server;
+        if asked.is_empty() {
+            return;
+        }
+        let _lock = match self.lock_refresh().await {
+            Ok(lock) => lock,
+            Err(e) => {
+                tracing::warn!(server = %server, "the scope the server asked for is not remembered: {e}");
+                return;
+            }
+        };
+        let Some(mut tokens) = self.stored_tokens().ok().flatten() else {
+            return;
+        };
+        let held_same = rt.tokens.as_ref().is_some_and(|t| {
+            t.access_token == tokens.access_token && t.refresh_token == tokens.refresh_token
+        });
+        let mut wanted = split_scopes(tokens.step_up_scope.as_deref());
+        for s in asked {
+            if !wanted.contains(s) {
+                wanted.push(s.clone());
+            }
+        }
+        wanted = scope_tokens(&wanted);
+        tokens.step_up_scope = Some(wanted.join(" "));
+        let text = serde_json::to_string(&tokens).expect("tokens serialize");
+        if let Err(e) = self.store.save(&store::tokens_key(server), &text) {
+            tracing::warn!(server = %server, "the scope the server asked for is not remembered: {e}");
+            return;
+        }
+        if held_same {
+            rt.tokens = Some(tokens);
         }
     }
 
@@ -1022,12 +1105,13 @@ impl OAuth {
             403 if challenge.error.as_deref() == Some("insufficient_scope") => {
                 let current = split_scopes(rt.tokens.as_ref().and_then(|t| t.scope.as_deref()));
                 if !self.can_obtain() {
+                    let asked = scope_tokens(&challenge.scopes());
+                    self.remember_step_up(&mut rt, &asked).await;
                     return Err(self.auth_error(
                         AuthErrorKind::LoginRequired,
                         format!(
-                            "the server needs scope {:?}; run /mcp → {} → login",
-                            challenge.scope.unwrap_or_default(),
-                            self.config.server
+                            "the server needs scope {:?}, which the login did not grant (insufficient_scope); the next login asks for it",
+                            asked.join(" ")
                         ),
                     ));
                 }

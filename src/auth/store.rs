@@ -538,6 +538,33 @@ pub struct StoredTokens {
     pub token_endpoint: String,
     /// The RFC 8707 resource the tokens were issued for.
     pub resource: String,
+    /// Scopes the server asked for on a 403 `insufficient_scope` that these tokens lack
+    /// (space-separated): the next login, from any process sharing the store, asks for them
+    /// with the granted ones.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub step_up_scope: Option<String>,
+}
+
+impl StoredTokens {
+    /// What the person who logged in should know of these tokens, if anything: with no
+    /// refresh token (the authorization server did not grant `offline_access`, or issues
+    /// none), the login lasts only as long as its access token.
+    pub fn login_note(&self) -> Option<String> {
+        if self.refresh_token.is_some() {
+            return None;
+        }
+        let now = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.as_secs());
+        let lasts = match self.expires_at.map(|at| at.saturating_sub(now)) {
+            Some(s) if s >= 120 => format!("until its access token expires in {} minutes", s / 60),
+            Some(s) => format!("until its access token expires in {s} seconds"),
+            None => "as long as its access token".to_string(),
+        };
+        Some(format!(
+            "no refresh token was issued, so this login lasts only {lasts}; then log in again"
+        ))
+    }
 }
 
 /// A client registered with an authorization server, as stored under `client:<issuer>`.

@@ -22,6 +22,7 @@ impl OAuth {
             issuer: found.server.issuer.clone(),
             token_endpoint: found.server.token_endpoint.clone().unwrap_or_default(),
             resource: found.resource.clone(),
+            step_up_scope: None,
         }
     }
 

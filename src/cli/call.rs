@@ -153,7 +153,11 @@ async fn call(
             super::output::exit_code("call", written.map(|()| code))
         }
         Err(e) => {
-            eprintln!("call failed: {}", escape_controls(&e.to_string()));
+            let mut why = escape_controls(&e.to_string()).into_owned();
+            if let Some(server) = e.needs_login() {
+                why = format!("{why}; {}", super::output::login_advice(server));
+            }
+            eprintln!("call failed: {why}");
             ExitCode::from(1)
         }
     }

@@ -62,6 +62,9 @@ pub async fn run(args: LoginArgs) -> ExitCode {
     ) {
         return super::output::exit_code("login", Err(e));
     }
+    if let Some(note) = host::login_note(&loaded, &args.name, store.clone()) {
+        eprintln!("note: {note}");
+    }
     let Some(Ok(server @ ServerConfig::Http(_))) = loaded.server(&args.name) else {
         return ExitCode::SUCCESS;
     };

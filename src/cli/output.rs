@@ -15,6 +15,12 @@ use std::process::ExitCode;
 /// it matches the 128 plus N of the other signals these commands handle themselves.
 pub const CLOSED: u8 = 141;
 
+/// How to log in to `server` from the command line: what the commands add to an error that
+/// needs a login.
+pub fn login_advice(server: &str) -> String {
+    format!("run `agenvoy-mcp login {server}`")
+}
+
 /// Writes one line (like `println!`) to stdout and returns how the write went.
 macro_rules! out {
     ($($arg:tt)*) => {

@@ -216,7 +216,11 @@ fn report(manager: &Manager, source: &str) -> std::io::Result<()> {
             out!("    proxy: {}", escape_controls(proxy))?;
         }
         if let Some(e) = &s.last_error {
-            out!("{}", output::labelled("    error: ", &escape_controls(e)))?;
+            let mut e = escape_controls(e).into_owned();
+            if s.state == ServerState::NeedsLogin {
+                e = format!("{e}; {}", output::login_advice(&s.name));
+            }
+            out!("{}", output::labelled("    error: ", &e))?;
         }
     }
     out!("tools ({}):", registry.len())?;

@@ -322,12 +322,14 @@ impl Manager {
         if let Some(outcome) = self.call_host_tool(name, &arguments, mode).await {
             return outcome;
         }
-        let (server, tool) = {
-            let registry = self.servers.registered.read();
-            let (s, t) = registry
-                .resolve(name)
-                .ok_or_else(|| CallError::UnknownTool(name.to_string()))?;
-            (s.to_string(), t.to_string())
+        let resolved = self
+            .servers
+            .registered
+            .read()
+            .resolve(name)
+            .map(|(s, t)| (s.to_string(), t.to_string()));
+        let Some((server, tool)) = resolved else {
+            return Err(self.unregistered(name));
         };
         self.servers
             .gate
@@ -376,6 +378,33 @@ impl Manager {
                     return Err(CallError::Server(e));
                 }
             }
+        }
+    }
+
+    /// Why no tool is registered as `name`: its server is not connected
+    /// ([`CallError::Unavailable`], with the server's state and last error), or no server has
+    /// it ([`CallError::UnknownTool`]).
+    fn unregistered(&self, name: &str) -> CallError {
+        let of_server = |server: &str| {
+            name.strip_prefix("mcp__")
+                .and_then(|rest| rest.strip_prefix(server))
+                .and_then(|rest| rest.strip_prefix("__"))
+                .is_some_and(|tool| !tool.is_empty())
+        };
+        // The longest name wins: `a__b` over `a` for `mcp__a__b__t`.
+        let down = self
+            .status()
+            .into_iter()
+            .filter(|s| s.state != ServerState::Connected && of_server(&s.name))
+            .max_by_key(|s| s.name.len());
+        match down {
+            Some(s) => CallError::Unavailable {
+                tool: name.to_string(),
+                server: s.name,
+                state: s.state,
+                error: s.last_error,
+            },
+            None => CallError::UnknownTool(name.to_string()),
         }
     }
 

@@ -17,7 +17,7 @@
 //! - [`Gate`]: the confirm gate, permission modes ([`PermissionMode`]) and the
 //!   [`Allowlist`] file.
 //! - [`Manager::instructions`]: the servers' instructions as a block for the system prompt.
-//! - With feature `oauth`: [`login`] and [`token_store`], OAuth settings from an entry.
+//! - With feature `oauth`: [`login`], [`login_note`] and [`token_store`], OAuth settings from an entry.
 //!
 //! ```no_run
 //! # async fn demo() -> Result<(), Box<dyn std::error::Error>> {
@@ -77,7 +77,7 @@ pub use manager::{
     READ_RESOURCE_TOOL, ServerTool, connect_server,
 };
 #[cfg(feature = "oauth")]
-pub use oauth::{login, token_store};
+pub use oauth::{login, login_note, token_store};
 pub use pending_requests::{
     Asked, DECLINED, DEFAULT_EXPIRY, ElicitationHandler, MAX_SERVER_WAITING_BYTES, MAX_WAITING,
     MAX_WAITING_BYTES, MAX_WAITING_PER_SERVER, PendingRequests, Reply, ReplyError, SamplingHandler,

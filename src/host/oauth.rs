@@ -175,6 +175,17 @@ pub async fn login(
         .await
 }
 
+/// What the user should know of the login to `name` just made, if anything
+/// ([`StoredTokens::login_note`](crate::auth::StoredTokens::login_note): no refresh token was
+/// issued).
+pub fn login_note(config: &Config, name: &str, store: Arc<dyn TokenStore>) -> Option<String> {
+    let http = oauth_entry(config, name).ok()?;
+    server_oauth(name, &http, store)
+        .stored_tokens()
+        .ok()??
+        .login_note()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -73,7 +73,7 @@ pub(crate) enum Update {
     /// A client was saved (the redirect URI in force) or refused.
     ClientSaved(String, Result<String, String>),
     LoginUrl(String, String),
-    LoginDone(String, Result<(), String>),
+    LoginDone(String, Result<Option<String>, String>),
     /// A pasted URL was refused (the login goes on).
     PasteRefused(String, String),
     /// A read, prompt or call ended: the text to show, or why it failed.
@@ -636,7 +636,8 @@ impl App {
                         *state = LoginState::Done(outcome);
                     }
                     _ => match outcome {
-                        Ok(()) => self.tell(format!("logged in to {name}")),
+                        Ok(None) => self.tell(format!("logged in to {name}")),
+                        Ok(Some(note)) => self.warn(format!("logged in to {name}; {note}")),
                         Err(e) => self.warn(format!("the login to {name} failed: {e}")),
                     },
                 }
@@ -942,7 +943,7 @@ mod tests {
         // A login that ends: Enter goes back; a release of a key does nothing.
         app.jobs.clear();
         app.handle_key(key(KeyCode::Char('l')));
-        app.apply(Update::LoginDone("py".into(), Ok(())));
+        app.apply(Update::LoginDone("py".into(), Ok(None)));
         assert!(app.jobs.is_empty());
         let mut release = key(KeyCode::Enter);
         release.kind = KeyEventKind::Release;
@@ -950,7 +951,7 @@ mod tests {
         assert!(matches!(
             &app.screen,
             Screen::Login {
-                state: LoginState::Done(Ok(())),
+                state: LoginState::Done(Ok(None)),
                 ..
             }
         ));

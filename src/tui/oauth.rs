@@ -30,7 +30,10 @@ pub(crate) struct ClientForm {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) enum LoginState {
     Waiting,
-    Done(Result<(), String>),
+    /// How it ended: `Ok` with the login's note, if any ([`LoginEvent::Note`]).
+    ///
+    /// [`LoginEvent::Note`]: crate::host::LoginEvent::Note
+    Done(Result<Option<String>, String>),
 }
 
 impl ClientForm {

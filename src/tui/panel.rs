@@ -155,11 +155,16 @@ fn snapshot(control: &Control, catalog_of: Option<&str>) -> Snapshot {
     }
 }
 
+/// How to log in to `server` from the panel: what it adds to an error that needs a login.
+fn login_advice(server: &str) -> String {
+    format!("log in: open {server} in the list and press l")
+}
+
 /// How an added server's first connect went, for the status line.
 fn connected(name: &str, status: crate::host::ServerStatus) -> Result<String, String> {
     match status.state {
         ServerState::Connected => Ok(format!("{name} connected: {} tools", status.tool_count)),
-        ServerState::NeedsLogin => Ok(format!("{name} needs a login: open it and press l")),
+        ServerState::NeedsLogin => Ok(format!("{name} needs a login; {}", login_advice(name))),
         state => Err(format!(
             "{name} {state}: {}",
             status.last_error.unwrap_or_default()
@@ -510,13 +515,18 @@ impl Panel {
                 let updates = self.updates_tx.clone();
                 let server = name.clone();
                 let follower = self.spawn_job(async move {
+                    let mut note = None;
                     while let Some(event) = login.next().await {
                         let update = match event {
                             LoginEvent::Url(url) => Update::LoginUrl(server.clone(), url),
+                            LoginEvent::Note(text) => {
+                                note = Some(text);
+                                continue;
+                            }
                             LoginEvent::Done(outcome) => {
                                 return Some(Update::LoginDone(
                                     server,
-                                    outcome.map_err(|e| e.to_string()),
+                                    outcome.map(|()| note).map_err(|e| e.to_string()),
                                 ));
                             }
                         };
@@ -577,7 +587,10 @@ impl Panel {
                             Ok(format!("The tool reported an error:\n{}", done.output.text))
                         }
                         Ok(done) => Ok(done.output.text),
-                        Err(e) => Err(e.to_string()),
+                        Err(e) => Err(match e.needs_login() {
+                            Some(server) => format!("{e}; {}", login_advice(server)),
+                            None => e.to_string(),
+                        }),
                     };
                     Some(Update::Output { ticket, outcome })
                 });

@@ -272,7 +272,10 @@ fn draw_server(app: &App, frame: &mut Frame, area: Rect, name: &str) {
     };
     lines.push(field("auth", auth));
     // A long error wraps under its start, not under its label.
-    let error = clean_line(status.last_error.as_deref().unwrap_or("-"));
+    let mut error = clean_line(status.last_error.as_deref().unwrap_or("-"));
+    if status.state == ServerState::NeedsLogin {
+        error.push_str("; press l to log in");
+    }
     let room = usize::from(area.width).saturating_sub(LABEL);
     for (i, part) in crate::safe_text::wrap(&error, room, unicode_width)
         .into_iter()
@@ -553,8 +556,12 @@ fn draw_login(app: &App, frame: &mut Frame, area: Rect) {
             "{} Logging in to {server}: waiting for the browser…",
             spinner(app.frame)
         )),
-        LoginState::Done(Ok(())) => {
+        LoginState::Done(Ok(None)) => {
             Line::from(format!("Logged in to {server}.")).style(Style::new().fg(Color::Green))
+        }
+        LoginState::Done(Ok(Some(note))) => {
+            Line::from(format!("Logged in to {server}, but {}", clean_line(note)))
+                .style(Style::new().fg(Color::Yellow))
         }
         LoginState::Done(Err(e)) => Line::from(format!("The login failed: {}", clean_line(e)))
             .style(Style::new().fg(Color::Red)),

@@ -70,6 +70,7 @@ fn tokens(endpoint: &str, expires_at: u64) -> StoredTokens {
         issuer: "http://127.0.0.1:9".into(),
         token_endpoint: endpoint.into(),
         resource: "http://127.0.0.1:9/mcp".into(),
+        step_up_scope: None,
     }
 }
 

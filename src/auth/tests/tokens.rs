@@ -5,15 +5,13 @@
 use super::*;
 
 #[tokio::test]
-async fn without_a_token_the_error_says_how_to_log_in() {
+async fn without_a_token_the_error_says_a_login_is_needed() {
     let (oauth, _) = oauth_with(None);
     let err = header_of(&oauth).await.unwrap_err();
     assert!(err.needs_login());
     assert_eq!(kind_of(&err), Some(&AuthErrorKind::LoginRequired));
-    assert_eq!(
-        err.to_string(),
-        "mcp server \"s\": oauth login required, run /mcp → s → login"
-    );
+    // How to log in is each front end's to say (a command, a route, a key).
+    assert_eq!(err.to_string(), "mcp server \"s\": oauth login required");
     let err = oauth.challenge(Refusal::new(401, None)).await.unwrap_err();
     assert!(err.needs_login());
     let err = oauth
@@ -23,7 +21,8 @@ async fn without_a_token_the_error_says_how_to_log_in() {
         ))
         .await
         .unwrap_err();
-    assert!(err.to_string().ends_with("run /mcp → s → login"), "{err}");
+    assert!(err.needs_login(), "{err}");
+    assert!(err.to_string().contains("needs scope \"x\""), "{err}");
     assert_eq!(kind_of(&err), Some(&AuthErrorKind::LoginRequired));
     assert!(
         !oauth
@@ -229,4 +228,63 @@ async fn errors_describe_answers_without_quoting_secrets() {
         assert!(text.contains(says), "{text}");
         assert!(!text.contains(secret), "{text}");
     }
+}
+
+/// A 403 `insufficient_scope` with no way to log in here fails as a needed login naming the
+/// scope, and is remembered in the stored tokens for the next login; scopes from several
+/// refusals add up, and what is not an RFC 6749 scope token (or past the bound) is left out.
+#[tokio::test]
+async fn a_step_up_the_server_asks_for_is_remembered_for_the_next_login() {
+    let (oauth, store) = oauth_with(Some(tokens("http://127.0.0.1:9/token", now_secs() + 3600)));
+    let refuse = |scope: &str| {
+        Refusal::new(
+            403,
+            Some(format!(
+                r#"Bearer error="insufficient_scope", scope="{scope}""#
+            )),
+        )
+    };
+    let err = oauth.challenge(refuse("a mcp:admin")).await.unwrap_err();
+    assert!(err.needs_login(), "{err}");
+    assert_eq!(
+        err.to_string(),
+        "mcp server \"s\": oauth: the server needs scope \"a mcp:admin\", which the login did not grant (insufficient_scope); the next login asks for it"
+    );
+    let stored = stored_tokens(&store).unwrap();
+    assert_eq!(stored.step_up_scope.as_deref(), Some("a mcp:admin"));
+    assert_eq!(stored.access_token.expose(), "AT0", "the tokens are kept");
+    let many: Vec<String> = (0..100).map(|i| format!("s{i}")).collect();
+    let _ = oauth
+        .challenge(refuse(&format!("mcp:write {}", many.join(" "))))
+        .await;
+    let _ = oauth.challenge(refuse("caf\u{e9}")).await;
+    let step_up = stored_tokens(&store).unwrap().step_up_scope.unwrap();
+    let kept: Vec<&str> = step_up.split(' ').collect();
+    assert_eq!(kept[..3], ["a", "mcp:admin", "mcp:write"]);
+    assert_eq!(kept.len(), MAX_STEP_UP_SCOPES, "{step_up}");
+    assert!(!step_up.contains("caf"), "{step_up}");
+    // The next login asks for the granted scopes and the remembered ones.
+    let asked = oauth.step_up_scopes();
+    assert_eq!(asked[..4], ["a", "b", "mcp:admin", "mcp:write"]);
+    assert_eq!(asked.len(), MAX_STEP_UP_SCOPES);
+}
+
+/// A login made after a remembered step-up asks for the scopes granted before and those the
+/// server asked for; the new tokens record no step-up.
+#[tokio::test]
+async fn a_login_after_a_step_up_asks_for_the_granted_and_the_asked_scopes() {
+    let server = TestServer::start(|r, base| own_as(r, base, Some(OWN_METADATA))).await;
+    let store = Arc::new(MemoryStore::new());
+    let mut before = tokens(&format!("{}/token", server.base), now_secs() + 3600);
+    before.server_url = format!("{}/mcp", server.base);
+    before.step_up_scope = Some("mcp:admin".into());
+    store
+        .save("tokens:s", &serde_json::to_string(&before).unwrap())
+        .unwrap();
+    headless_login(&server.base, store.clone()).await.unwrap();
+    let authorize = &server.seen_at("/authorize")[0];
+    assert_eq!(authorize.param("scope").as_deref(), Some("a b mcp:admin"));
+    let after = stored_tokens(&store).unwrap();
+    assert_eq!(after.step_up_scope, None);
+    assert_eq!(after.scope.as_deref(), Some("a b mcp:admin"));
 }

@@ -108,6 +108,11 @@ impl LoginOptions {
 pub enum LoginEvent {
     /// The authorization URL to open (from the server's metadata: show it escaped).
     Url(String),
+    /// The login succeeded, with something the user should know ([`StoredTokens::login_note`]:
+    /// no refresh token was issued); [`LoginEvent::Done`] follows.
+    ///
+    /// [`StoredTokens::login_note`]: crate::auth::StoredTokens::login_note
+    Note(String),
     /// The login ended (the server was reconnected first): `Err` says why it failed
     /// ([`Error::auth_error`](crate::Error::auth_error) tells a refused login from a locked
     /// keychain or a network failure; a login that ran out of time is a timeout).
@@ -253,7 +258,7 @@ impl OAuthState {
         let (store, logins) = (self.store.clone(), self.logins.clone());
         let name = name.to_string();
         tokio::spawn(async move {
-            let login = oauth::login(&config, &name, store, &agent);
+            let login = oauth::login(&config, &name, store.clone(), &agent);
             let outcome = tokio::select! {
                 r = tokio::time::timeout(options.timeout + Duration::from_secs(5), login) => match r {
                     Ok(Ok(())) => Ok(()),
@@ -264,6 +269,11 @@ impl OAuthState {
             };
             drop(agent);
             logins.lock().expect("logins lock").remove(&name);
+            if outcome.is_ok()
+                && let Some(note) = oauth::login_note(&config, &name, store)
+            {
+                let _ = events.try_send(LoginEvent::Note(note));
+            }
             let running = manager.status().iter().any(|s| s.name == name);
             if outcome.is_ok()
                 && running
@@ -297,7 +307,7 @@ impl OAuthState {
             let logins = self.logins.lock().expect("logins lock");
             let pending = logins.get(name).ok_or_else(|| {
                 ControlError::NotFound(format!(
-                    "no login to {name} is in progress; start one first (/mcp → {name} → login)"
+                    "no login to {name} is in progress; start one first"
                 ))
             })?;
             let state = pending.state.lock().expect("login state lock").clone();

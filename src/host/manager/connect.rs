@@ -15,8 +15,8 @@ use tokio::sync::{broadcast, mpsc, watch};
 /// stdio entries start their command (with `$VAR` expanded); `url` entries connect over
 /// HTTP with their headers expanded; `"auth": "oauth"` entries carry the server's
 /// [`crate::auth::OAuth`] as the transport's authorizer, with the tokens of
-/// [`crate::host::oauth::token_store`], and fail with "oauth login required, run /mcp → NAME →
-/// login" (state `needs login`) while there is no token, unless their grant needs no person
+/// [`crate::host::oauth::token_store`], and fail with "oauth login required" (state `needs
+/// login`) while there is no token, unless their grant needs no person
 /// (client credentials, workload identity: tokens come at the server's first 401).
 pub async fn connect_server(
     name: &str,

@@ -3,6 +3,7 @@
 use crate::error::Error;
 use crate::host::config::server_name_problem;
 use crate::host::gate::Denied;
+use crate::host::status::ServerState;
 use std::fmt;
 
 /// Why a tool call ([`Manager::call`](crate::host::Manager::call),
@@ -12,6 +13,19 @@ use std::fmt;
 pub enum CallError {
     /// No registered tool has this name.
     UnknownTool(String),
+    /// No registered tool has this name, and it is one of a server that is not connected
+    /// (it failed, needs a login, is connecting or disabled): its tools are registered once
+    /// it connects. The error says why it is not.
+    Unavailable {
+        /// The registered name asked for, `mcp__<server>__<tool>`.
+        tool: String,
+        /// The server.
+        server: String,
+        /// Where it is.
+        state: ServerState,
+        /// Its last error, if any.
+        error: Option<String>,
+    },
     /// The gate refused the call.
     Denied(Denied),
     /// The server failed the call (after one reconnect and retry if the session died).
@@ -38,6 +52,25 @@ impl fmt::Display for CallError {
                 f,
                 "no MCP tool named {name} is registered; list the tools and each server's state with `agenvoy-mcp tools`"
             ),
+            CallError::Unavailable {
+                tool,
+                server,
+                state,
+                error,
+            } => {
+                let why = match state {
+                    ServerState::NeedsLogin => "needs a login",
+                    ServerState::Failed => "failed to connect",
+                    ServerState::Connecting => "is still connecting",
+                    ServerState::Disabled => "is disabled",
+                    _ => "is not connected",
+                };
+                write!(f, "{tool} cannot be called: server {server:?} {why}")?;
+                match error {
+                    Some(error) => write!(f, ": {error}"),
+                    None => Ok(()),
+                }
+            }
             CallError::Denied(d) => d.fmt(f),
             CallError::Server(e) => e.fmt(f),
             CallError::Busy { server, most } => write!(
@@ -51,6 +84,23 @@ impl fmt::Display for CallError {
             CallError::Cancelled(id) => {
                 write!(f, "the call {id:?} was cancelled; the server was told")
             }
+        }
+    }
+}
+
+impl CallError {
+    /// The server that needs an OAuth login before this call can succeed, if that is why it
+    /// failed: no usable token, a lost login, or a scope the server asked for
+    /// ([`Error::needs_login`]). Front ends add how to log in.
+    pub fn needs_login(&self) -> Option<&str> {
+        match self {
+            CallError::Server(e) if e.needs_login() => Some(&e.server),
+            CallError::Unavailable {
+                server,
+                state: ServerState::NeedsLogin,
+                ..
+            } => Some(server),
+            _ => None,
         }
     }
 }
