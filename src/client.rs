@@ -11,6 +11,7 @@ use crate::protocol::session::{
     DEFAULT_MAX_DURATION, DEFAULT_TIMEOUT, Handlers, ProgressWatch, Reply, RequestOptions, Session,
     TaskMode,
 };
+use crate::protocol::skills::{self, MAX_SKILL_PAGES, SKILLS_EXTENSION, Skill, SkillFileContent};
 use crate::protocol::stateless::{HeaderParam, header_params_of};
 use crate::protocol::types::Era;
 use crate::protocol::types::{ServerDetails, TaskSupport, Tool, ToolOutput};
@@ -262,6 +263,7 @@ page!(
     "prompts"
 );
 page!(TasksPage, Task, "tasks", methods::TASKS_LIST, "tasks");
+page!(SkillsPage, Skill, "skills", methods::SKILLS_LIST, "skills");
 
 /// Typed notifications of one server ([`Client::server_notifications`]).
 pub struct ServerNotifications(broadcast::Receiver<Notification>);
@@ -505,6 +507,140 @@ impl Client {
     /// [`list_resources`](Self::list_resources) is.
     pub async fn list_prompts(&self) -> Result<Vec<Prompt>> {
         Ok(self.list_all::<PromptsPage>().await?.0)
+    }
+
+    /// Lists the server's skills (`skills/list`, the skills extension), paged and bounded as
+    /// [`list_resources`](Self::list_resources) is. Only the entries are read: no skill
+    /// file is fetched until [`read_skill_file`](Self::read_skill_file) asks for it. A server
+    /// that does not declare the extension is an error that says so.
+    pub async fn list_skills(&self) -> Result<Vec<Skill>> {
+        self.skills_declared(methods::SKILLS_LIST)?;
+        Ok(self.list_all::<SkillsPage>().await?.0)
+    }
+
+    /// The entry of the skill whose `SKILL.md` is at `uri` (`skills/get`), listed or not.
+    pub async fn get_skill(&self, uri: &str) -> Result<Skill> {
+        #[derive(serde::Deserialize)]
+        struct GetSkill {
+            skill: Skill,
+        }
+        let method = methods::SKILLS_GET;
+        self.skills_declared(method)?;
+        let params = json!({"uri": uri});
+        let (got, _) = self
+            .session
+            .request_as::<GetSkill>(method, Some(params), RequestOptions::default())
+            .await?;
+        if got.skill.uri != uri {
+            let why = format!(
+                "asked for the skill at {uri}, the server answered with {}",
+                got.skill.uri
+            );
+            return Err(self.error(method, ErrorKind::Protocol(why)));
+        }
+        Ok(got.skill)
+    }
+
+    /// Reads one file of `skill` through its `skill://` URI (`resources/read`) and checks it
+    /// against the skill's entry: its size and SHA-256 digest. A file whose bytes do not
+    /// match, or one the entry does not list, is an error, never content. The read is whole
+    /// (a skill file is for the model to follow, not cut), bounded by
+    /// [`ClientOptions::max_message`]. A skill whose files are `"dynamic"` has no digests:
+    /// its files are read unchecked ([`SkillFileContent::verified`] is false).
+    pub async fn read_skill_file(&self, skill: &Skill, uri: &str) -> Result<SkillFileContent> {
+        let method = methods::RESOURCES_READ;
+        let listed = skill.file(uri);
+        if skill.files.is_some() && listed.is_none() {
+            let why = format!(
+                "{uri} is not a file of the skill {} (its entry lists {}); read one of those",
+                skill.name(),
+                skill
+                    .files
+                    .iter()
+                    .flatten()
+                    .map(|f| f.uri.as_str())
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            );
+            return Err(self.error(method, ErrorKind::Usage(why)));
+        }
+        let params = json!({"uri": uri});
+        let result = self
+            .session
+            .request(method, Some(params), RequestOptions::default())
+            .await?;
+        let (bytes, mime_type) = skills::content_bytes(&result, uri)
+            .map_err(|why| self.error(method, ErrorKind::Protocol(format!("{uri}: {why}"))))?;
+        if let Some(file) = listed {
+            skills::verify(file, &bytes).map_err(|why| {
+                let why = format!("{why}: the file was refused (ask the server's maintainers)");
+                self.error(method, ErrorKind::Protocol(why))
+            })?;
+        }
+        Ok(SkillFileContent {
+            uri: uri.to_string(),
+            mime_type,
+            bytes,
+            verified: listed.is_some(),
+        })
+    }
+
+    /// The direct children of a directory resource (`resources/directory/read`), such as a
+    /// skill's folder, following `nextCursor` for at most 100 pages. Only for a server that
+    /// declares the skills extension with `directoryRead`.
+    pub async fn read_skill_directory(&self, uri: &str) -> Result<Vec<Resource>> {
+        #[derive(serde::Deserialize)]
+        struct DirectoryPage {
+            resources: Vec<Resource>,
+            #[serde(rename = "nextCursor", default)]
+            next_cursor: Option<String>,
+        }
+        let method = methods::RESOURCES_DIRECTORY_READ;
+        let declared = self.skills_declared(method)?;
+        if declared.get("directoryRead") != Some(&Value::Bool(true)) {
+            let why = "the server does not declare directoryRead in its skills extension: list a skill's files from its entry instead".to_string();
+            return Err(self.error(method, ErrorKind::Usage(why)));
+        }
+        let mut children = Vec::new();
+        let mut cursor: Option<String> = None;
+        for _ in 0..MAX_SKILL_PAGES {
+            let mut params = json!({"uri": uri});
+            if let Some(c) = cursor.take() {
+                params["cursor"] = json!(c);
+            }
+            let (page, _) = self
+                .session
+                .request_as::<DirectoryPage>(method, Some(params), RequestOptions::default())
+                .await?;
+            children.extend(page.resources);
+            if children.len() > self.list_limits.max_items {
+                let why = format!(
+                    "{uri} has more than {} children",
+                    self.list_limits.max_items
+                );
+                return Err(self.error(method, ErrorKind::Limit(why)));
+            }
+            match page.next_cursor {
+                Some(next) if !next.is_empty() => cursor = Some(next),
+                _ => return Ok(children),
+            }
+        }
+        tracing::warn!(server = %self.name(), "{method}: stopping after {MAX_SKILL_PAGES} pages of {uri}");
+        Ok(children)
+    }
+
+    /// The server's declaration of the skills extension, or an error for `method` saying it
+    /// has none.
+    fn skills_declared(&self, method: &str) -> Result<&Value> {
+        self.details
+            .capabilities
+            .get("extensions")
+            .and_then(|e| e.get(SKILLS_EXTENSION))
+            .filter(|d| d.is_object())
+            .ok_or_else(|| {
+                let why = format!("the server does not declare the skills extension ({SKILLS_EXTENSION}): it serves no skills");
+                self.error(method, ErrorKind::Usage(why))
+            })
     }
 
     /// Reads a resource and returns what a model sees of it: its contents rendered (text as

@@ -98,6 +98,7 @@ pub use protocol::session::{
     DEFAULT_MAX_DURATION, DEFAULT_TIMEOUT, Handlers, ProgressCallback, RequestOptions, Session,
     TaskMode,
 };
+pub use protocol::skills::{SKILLS_EXTENSION, Skill, SkillFile, SkillFileContent};
 pub use protocol::types::{
     Era, HANDSHAKE_VERSIONS, LATEST_HANDSHAKE_VERSION, LATEST_STATELESS_VERSION, Progress, RawJson,
     Root, STATELESS_VERSIONS, ServerDetails, TaskSupport, Tool, ToolOutput,

@@ -20,12 +20,18 @@ pub(crate) const PROMPTS_LIST: &str = "prompts/list";
 pub(crate) const RESOURCES_LIST: &str = "resources/list";
 /// `resources/read`.
 pub(crate) const RESOURCES_READ: &str = "resources/read";
+/// `resources/directory/read` (the skills extension).
+pub(crate) const RESOURCES_DIRECTORY_READ: &str = "resources/directory/read";
 /// `resources/subscribe`.
 pub(crate) const RESOURCES_SUBSCRIBE: &str = "resources/subscribe";
 /// `resources/templates/list`.
 pub(crate) const RESOURCES_TEMPLATES_LIST: &str = "resources/templates/list";
 /// `resources/unsubscribe`.
 pub(crate) const RESOURCES_UNSUBSCRIBE: &str = "resources/unsubscribe";
+/// `skills/get` (the skills extension).
+pub(crate) const SKILLS_GET: &str = "skills/get";
+/// `skills/list` (the skills extension).
+pub(crate) const SKILLS_LIST: &str = "skills/list";
 /// `roots/list`.
 pub(crate) const ROOTS_LIST: &str = "roots/list";
 /// `sampling/createMessage`.

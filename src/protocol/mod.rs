@@ -3,6 +3,7 @@
 //! - [`types`]: tools, roots, progress, server details, eras and versions.
 //! - [`items`]: resources, templates, prompts, completions, log levels, typed notifications.
 //! - [`input`]: what a server asks of the embedder, typed: elicitation, sampling.
+//! - [`skills`]: the skills extension's entries, files and their verification.
 //! - [`session`]: ids, correlation, timeouts, cancellation, progress, server requests.
 //! - [`era`]: how a session starts, behind one seam: the stateless era's `server/discover`
 //!   and per-request `_meta`, or the `initialize` handshake.
@@ -16,6 +17,7 @@ pub mod era;
 pub mod items;
 pub mod server_requests;
 pub mod session;
+pub mod skills;
 pub mod stateless;
 pub mod types;
 

@@ -106,9 +106,19 @@ pub struct Handlers {
     /// Answers `elicitation/create`, in form and URL mode ([`Handlers::with_elicitation`]);
     /// `None` answers method-not-found.
     pub elicitation: Option<ElicitationFn>,
+    /// Whether the embedder uses skills ([`Handlers::with_skills`]): declares the skills
+    /// extension (`io.modelcontextprotocol/skills`) in the client's capabilities.
+    pub skills: bool,
 }
 
 impl Handlers {
+    /// With the skills extension declared: the embedder lists and loads skills
+    /// ([`Client::list_skills`](crate::Client::list_skills)).
+    pub fn with_skills(mut self, skills: bool) -> Self {
+        self.skills = skills;
+        self
+    }
+
     /// With `roots` listed at the start (announces the `roots` capability).
     pub fn with_roots(mut self, roots: Vec<Root>) -> Self {
         self.roots = Some(roots);
@@ -162,6 +172,10 @@ impl Handlers {
         if self.elicitation.is_some() {
             caps.insert("elicitation".into(), json!({"form": {}, "url": {}}));
         }
+        if self.skills {
+            let extension = super::skills::SKILLS_EXTENSION;
+            caps.insert("extensions".into(), json!({ extension: {} }));
+        }
         Value::Object(caps)
     }
 }
@@ -173,6 +187,7 @@ impl std::fmt::Debug for Handlers {
             .field("sampling", &self.sampling.is_some())
             .field("sampling_tools", &self.sampling_tools)
             .field("elicitation", &self.elicitation.is_some())
+            .field("skills", &self.skills)
             .finish()
     }
 }
@@ -988,6 +1003,10 @@ mod tests {
             all.capabilities(),
             json!({"roots": {"listChanged": true}, "sampling": {"tools": {}},
                    "elicitation": {"form": {}, "url": {}}})
+        );
+        assert_eq!(
+            Handlers::default().with_skills(true).capabilities(),
+            json!({"extensions": {"io.modelcontextprotocol/skills": {}}})
         );
     }
 }

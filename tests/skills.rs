@@ -1,0 +1,204 @@
+//! The skills extension (SEP-2640) from the library: listed lazily, read through `skill://`
+//! URIs and verified against their digests, against the fixture (the 2026-07-28 era over
+//! HTTP; the handshake era over stdio with a file that lies about its digest) and the
+//! TypeScript SDK 2.4 server's `SkillsExtension`.
+#![cfg(feature = "cli")]
+
+mod common;
+
+use agenvoy_mcp::{Client, ClientOptions, ErrorKind, Handlers, HttpConfig, Skill, StdioConfig};
+use common::{Listening, fixture, fixture_binary, installed};
+
+fn with_skills() -> ClientOptions {
+    ClientOptions::default().with_handlers(Handlers::default().with_skills(true))
+}
+
+/// The methods the fixture was asked, one a line, from its `FIXTURE_METHOD_LOG`.
+fn methods_in(log: &std::path::Path) -> Vec<String> {
+    std::fs::read_to_string(log)
+        .unwrap_or_default()
+        .lines()
+        .map(str::to_string)
+        .collect()
+}
+
+fn skill<'a>(skills: &'a [Skill], name: &str) -> &'a Skill {
+    skills
+        .iter()
+        .find(|s| s.name() == name)
+        .unwrap_or_else(|| panic!("no skill {name} in {skills:?}"))
+}
+
+#[tokio::test]
+async fn a_modern_fixture_over_http_lists_skills_without_reading_a_file_until_one_is_loaded() {
+    let dir = tempfile::tempdir().unwrap();
+    let log = dir.path().join("methods");
+    let mut command = std::process::Command::new(fixture_binary());
+    command
+        .args([
+            "--http",
+            "127.0.0.1:0",
+            "--mode",
+            "modern",
+            "--page-size",
+            "1",
+        ])
+        .env("FIXTURE_METHOD_LOG", &log);
+    let server = Listening::start(command);
+    let client = Client::connect_http("fixture", &HttpConfig::new(&server.url), with_skills())
+        .await
+        .unwrap();
+
+    let skills = client.list_skills().await.unwrap();
+    let names: Vec<&str> = skills.iter().map(Skill::name).collect();
+    assert_eq!(names, ["greeting", "counting"], "both pages are read");
+    let greeting = skill(&skills, "greeting");
+    assert_eq!(greeting.description(), "Greet a person in the house style");
+    assert_eq!(greeting.files.as_ref().unwrap().len(), 2);
+    let asked = methods_in(&log);
+    assert!(
+        !asked.iter().any(|m| m == "resources/read"),
+        "listing reads no skill file: {asked:?}"
+    );
+
+    let style = "skill://greeting/references/STYLE.md";
+    let file = client.read_skill_file(greeting, style).await.unwrap();
+    assert_eq!(file.text(), Some("Say hello warmly, in one sentence.\n"));
+    assert!(file.verified);
+    let reads = methods_in(&log)
+        .iter()
+        .filter(|m| *m == "resources/read")
+        .count();
+    assert_eq!(reads, 1, "one file asked, one file read");
+
+    let got = client.get_skill("skill://counting/SKILL.md").await.unwrap();
+    assert_eq!(got.description(), "Count things one by one");
+    let err = client.get_skill("skill://nope/SKILL.md").await.unwrap_err();
+    assert!(
+        matches!(err.kind(), ErrorKind::Rpc(e) if e.code == -32602),
+        "{err}"
+    );
+
+    let children = client
+        .read_skill_directory("skill://greeting")
+        .await
+        .unwrap();
+    let uris: Vec<&str> = children.iter().map(|r| r.uri.as_str()).collect();
+    assert_eq!(
+        uris,
+        ["skill://greeting/SKILL.md", "skill://greeting/references"]
+    );
+
+    let unlisted = client
+        .read_skill_file(greeting, "skill://counting/SKILL.md")
+        .await
+        .unwrap_err();
+    assert!(
+        unlisted
+            .to_string()
+            .contains("is not a file of the skill greeting"),
+        "{unlisted}"
+    );
+    client.close().await;
+}
+
+#[tokio::test]
+async fn a_file_that_does_not_match_its_digest_is_an_error_never_content() {
+    let client =
+        Client::connect_stdio("liar", &fixture(&["--mode", "lying-skills"]), with_skills())
+            .await
+            .unwrap();
+    let skills = client.list_skills().await.unwrap();
+    let greeting = skill(&skills, "greeting");
+    let skill_md = client
+        .read_skill_file(greeting, "skill://greeting/SKILL.md")
+        .await
+        .unwrap();
+    assert!(skill_md.text().unwrap().contains("name: greeting"));
+
+    let err = client
+        .read_skill_file(greeting, "skill://greeting/references/STYLE.md")
+        .await
+        .unwrap_err();
+    let text = err.to_string();
+    assert!(text.contains("liar"), "names the server: {text}");
+    assert!(text.contains("resources/read"), "names the method: {text}");
+    assert!(
+        text.contains("does not match the digest") && text.contains("refused"),
+        "{text}"
+    );
+    assert!(
+        !text.contains("system prompt"),
+        "the lie is never shown: {text}"
+    );
+    client.close().await;
+}
+
+#[tokio::test]
+async fn a_server_without_the_extension_is_an_error_that_says_so() {
+    let client = Client::connect_stdio("plain", &fixture(&[]), with_skills())
+        .await
+        .unwrap();
+    let err = client.list_skills().await.unwrap_err();
+    assert!(matches!(err.kind(), ErrorKind::Usage(_)), "{err}");
+    assert!(
+        err.to_string()
+            .contains("does not declare the skills extension"),
+        "{err}"
+    );
+    client.close().await;
+}
+
+#[tokio::test]
+async fn the_typescript_sdk_server_serves_a_folder_of_skills_that_verify() {
+    let Some(modules) = installed("node_modules/@modelcontextprotocol/server") else {
+        return;
+    };
+    let modules = modules.parent().unwrap().parent().unwrap().to_owned();
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
+    let config = StdioConfig::new("node").args([
+        root.join("fixtures/node/skills_server.mjs")
+            .display()
+            .to_string(),
+        modules.display().to_string(),
+        root.join("fixtures/skills").display().to_string(),
+    ]);
+    agenvoy_mcp::unstable::become_subreaper();
+    let client = Client::connect_stdio("ts-skills", &config, with_skills())
+        .await
+        .unwrap();
+    let skills = client.list_skills().await.unwrap();
+    let names: Vec<&str> = skills.iter().map(Skill::name).collect();
+    assert_eq!(names, ["code-review", "release-notes"]);
+    let notes = skill(&skills, "release-notes");
+    assert_eq!(
+        notes.files.as_ref().unwrap().len(),
+        3,
+        "SKILL.md, FORMAT.md, group.sh"
+    );
+    for file in notes.files.as_ref().unwrap() {
+        let read = client.read_skill_file(notes, &file.uri).await.unwrap();
+        let on_disk = file.uri.replace("skill://", "fixtures/skills/");
+        assert_eq!(
+            read.bytes,
+            std::fs::read(root.join(on_disk)).unwrap(),
+            "{}",
+            file.uri
+        );
+        assert!(read.verified);
+    }
+    let got = client
+        .get_skill("skill://code-review/SKILL.md")
+        .await
+        .unwrap();
+    assert_eq!(
+        got.description(),
+        "Review a change for correctness before style"
+    );
+    let children = client
+        .read_skill_directory("skill://release-notes")
+        .await
+        .unwrap();
+    assert_eq!(children.len(), 3, "{children:?}");
+    client.close().await;
+}
