@@ -50,16 +50,19 @@ fuzz_target!(|input: &[u8]| {
     let mut parts = header
         .split('\0')
         .map(|p| Some(p.to_string()).filter(|p| !p.is_empty()));
-    let challenge = Challenge {
+    let mut challenge = Challenge {
         resource_metadata: parts.next().flatten(),
         scope: parts.next().flatten(),
         error: parts.next().flatten(),
+        dpop: false,
     };
     if challenge == Challenge::default() {
         return;
     }
     let scheme =
         ["Bearer", "bearer", "DPoP", "BEARER"][input.first().map_or(0, |b| *b as usize % 4)];
+    // A DPoP challenge says the resource takes DPoP-bound tokens.
+    challenge.dpop = scheme == "DPoP";
     let rendered = format!(
         "Basic realm=\"x, Bearer error=y\", {}, Negotiate abc=, Digest error=\"z\"",
         render(scheme, &challenge)
