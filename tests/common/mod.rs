@@ -2,6 +2,7 @@
 #![allow(dead_code)]
 
 pub mod daemon;
+pub mod oidc;
 pub mod py_oauth;
 pub mod tmux;
 
