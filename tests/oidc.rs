@@ -11,32 +11,47 @@
 mod common;
 
 use agenvoy_mcp::HttpConfig;
-use agenvoy_mcp::auth::{LoopbackAgent, MemoryStore, OAuth, OAuthConfig, TokenStore};
+use agenvoy_mcp::auth::{FileStore, LoopbackAgent, MemoryStore, OAuth, OAuthConfig, TokenStore};
 use agenvoy_mcp::{Client, ClientOptions};
 use common::oidc::{Oidc, browser};
 use serde_json::json;
 use std::sync::Arc;
+use std::time::Duration;
 
-fn oauth(server: &Oidc, store: Arc<MemoryStore>) -> Arc<OAuth> {
+/// The OAuth of server `rs` on `store` with a user agent: headless Chromium logs in.
+fn oauth(server: &Oidc, store: Arc<dyn TokenStore>) -> Arc<OAuth> {
     let mut config = OAuthConfig::new("rs", &server.url);
     // Port 0: the listener takes a free port, so tests never fight over 17988.
     config.redirect_uri = "http://localhost:0/callback".into();
     let mut agent = LoopbackAgent::new();
     agent.open_browser = false;
     // The browser ends within its own bound; a login that went wrong fails soon after.
-    agent.timeout = std::time::Duration::from_secs(90);
+    agent.timeout = Duration::from_secs(90);
     agent.show_url = Arc::new(browser);
     Arc::new(OAuth::new(config, store).with_user_agent(Arc::new(agent)))
 }
 
+/// The OAuth of server `rs` on `store` with no user agent, as the daemon, the panel and
+/// `call` have: it uses stored tokens and refreshes them, and never logs in.
+fn headless(server: &Oidc, store: Arc<dyn TokenStore>) -> Arc<OAuth> {
+    Arc::new(OAuth::new(OAuthConfig::new("rs", &server.url), store))
+}
+
 async fn whoami(server: &Oidc, oauth: &Arc<OAuth>) -> agenvoy_mcp::Result<String> {
+    call(server, oauth, "whoami").await
+}
+
+/// Connects to the resource server with `oauth`, calls `tool` and closes.
+async fn call(server: &Oidc, oauth: &Arc<OAuth>, tool: &str) -> agenvoy_mcp::Result<String> {
     let mut config = HttpConfig::new(&server.url);
     config.authorizer = Some(oauth.clone());
     let client = Client::connect_http("rs", &config, ClientOptions::default()).await?;
-    let out = client.call_tool("whoami", json!({})).await;
+    let out = client.call_tool(tool, json!({})).await;
     client.close().await;
     Ok(out?.text)
 }
+
+const HELLO: &str = "hello from the oidc-protected server";
 
 #[tokio::test]
 async fn provider_defaults_give_a_refresh_token_and_a_bearer_token_the_server_takes() {
@@ -58,7 +73,7 @@ async fn provider_defaults_give_a_refresh_token_and_a_bearer_token_the_server_ta
     );
     assert_eq!(
         whoami(&server, &oauth).await.expect("the call succeeds"),
-        "hello from the oidc-protected server"
+        HELLO
     );
     let stats = server.stats();
     assert!(stats["accepted"].as_u64().unwrap() > 0, "{stats}");
@@ -76,12 +91,130 @@ async fn a_resource_requiring_dpop_gets_bound_tokens_and_checked_proofs() {
     assert!(store.load("dpop:rs").unwrap().is_some(), "DPoP-bound");
     assert_eq!(
         whoami(&server, &oauth).await.expect("the call succeeds"),
-        "hello from the oidc-protected server"
+        HELLO
     );
     let stats = server.stats();
     let checked = stats["dpop_proofs_checked"].as_u64().unwrap();
     assert!(
         checked >= stats["accepted"].as_u64().unwrap() && checked > 0,
         "{stats}"
+    );
+}
+
+/// Issue 44 §4: with 8 s access tokens, calls made over two lifetimes refresh about once a
+/// half-life, not before every request (the margin is the smaller of 60 s and half the
+/// lifetime); every call works and no token request is refused.
+#[tokio::test]
+async fn short_lived_tokens_are_refreshed_at_half_their_life_not_before_each_request() {
+    let Some(server) = Oidc::start("bearer", &["--access-ttl", "8"]) else {
+        return;
+    };
+    let store: Arc<dyn TokenStore> = Arc::new(MemoryStore::new());
+    let oauth = oauth(&server, store.clone());
+    oauth.login().await.expect("the login succeeds");
+    let mut config = HttpConfig::new(&server.url);
+    config.authorizer = Some(oauth.clone());
+    let client = Client::connect_http("rs", &config, ClientOptions::default())
+        .await
+        .expect("connected");
+    let started = std::time::Instant::now();
+    let mut calls = 0;
+    while started.elapsed() < Duration::from_secs(16) {
+        let out = client.call_tool("whoami", json!({})).await.expect("a call");
+        assert_eq!(out.text, HELLO);
+        calls += 1;
+        tokio::time::sleep(Duration::from_millis(500)).await;
+    }
+    client.close().await;
+    let stats = server.provider_stats();
+    let refreshes = stats["grants"]["refresh_token"].as_u64().unwrap_or(0);
+    assert!(calls >= 16, "{calls} calls");
+    assert!(
+        (1..=6).contains(&refreshes),
+        "{refreshes} refreshes for {calls} calls over 16 s of 8 s tokens: {stats}"
+    );
+    assert_eq!(stats["refused"], json!({}), "{stats}");
+}
+
+/// Issue 44 §2 and §5: two processes on one token store (two OAuth instances, each its own
+/// file store on the same file, as the daemon and `call` are), the provider rotating refresh
+/// tokens and issuing them always: the first refreshes; the second, still holding the old
+/// refresh token, takes the first's tokens instead of presenting it. oidc-provider would
+/// treat that as a replay and revoke the grant, logging both out; here one refresh is made,
+/// none refused, and both go on working.
+#[tokio::test]
+async fn a_rotated_refresh_token_is_taken_by_the_other_process_not_replayed() {
+    let Some(server) = Oidc::start("bearer", &["--access-ttl", "6", "--always-refresh"]) else {
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("oauth-tokens.json");
+    let store_of = || -> Arc<dyn TokenStore> { Arc::new(FileStore::new(&file)) };
+    let first = oauth(&server, store_of());
+    first.login().await.expect("the login succeeds");
+    let second = headless(&server, store_of());
+    assert_eq!(
+        whoami(&server, &second).await.expect("second, fresh"),
+        HELLO
+    );
+    let before = first.stored_tokens().unwrap().unwrap();
+    // Past half the token's life: the next request of either refreshes.
+    tokio::time::sleep(Duration::from_secs(4)).await;
+    assert_eq!(
+        whoami(&server, &first).await.expect("first refreshes"),
+        HELLO
+    );
+    let rotated = first.stored_tokens().unwrap().unwrap();
+    assert_ne!(rotated.refresh_token, before.refresh_token, "rotated");
+    assert_eq!(
+        whoami(&server, &second).await.expect("second takes it"),
+        HELLO
+    );
+    assert_eq!(whoami(&server, &first).await.expect("first again"), HELLO);
+    let stats = server.provider_stats();
+    assert_eq!(stats["grants"]["refresh_token"], 1, "{stats}");
+    assert_eq!(stats["refused"], json!({}), "no replay: {stats}");
+    assert_eq!(second.stored_tokens().unwrap().unwrap(), rotated);
+}
+
+/// Issue 44 §3: a tool that needs `mcp:admin` answers 403 `insufficient_scope`; with no user
+/// agent (the daemon, the panel, `call`) the call fails as a needed login naming the scope,
+/// which is remembered, and the next login (another instance, as another front end's) asks
+/// for it with the granted scopes: the provider grants it and the tool works.
+#[tokio::test]
+async fn a_step_up_is_reached_by_the_next_login() {
+    let Some(server) = Oidc::start("bearer", &[]) else {
+        return;
+    };
+    let store: Arc<dyn TokenStore> = Arc::new(MemoryStore::new());
+    oauth(&server, store.clone())
+        .login()
+        .await
+        .expect("the first login succeeds");
+    let daemon = headless(&server, store.clone());
+    assert_eq!(whoami(&server, &daemon).await.expect("whoami"), HELLO);
+    let err = call(&server, &daemon, "admin").await.unwrap_err();
+    assert!(err.needs_login(), "{err}");
+    assert!(err.to_string().contains("mcp:admin"), "{err}");
+    let remembered = daemon.stored_tokens().unwrap().unwrap();
+    assert_eq!(
+        remembered.step_up_scope.as_deref(),
+        Some("mcp:read mcp:admin")
+    );
+    oauth(&server, store.clone())
+        .login()
+        .await
+        .expect("the step-up login succeeds");
+    let after = headless(&server, store.clone());
+    assert_eq!(
+        call(&server, &after, "admin").await.expect("admin"),
+        "admin granted"
+    );
+    let granted = after.stored_tokens().unwrap().unwrap();
+    assert_eq!(granted.step_up_scope, None);
+    let scope = granted.scope.unwrap_or_default();
+    assert!(
+        scope.contains("mcp:admin") && scope.contains("mcp:read"),
+        "{scope}"
     );
 }

@@ -83,6 +83,14 @@ impl Oidc {
         let (_, body) = super::py_oauth::raw_http(authority, "GET", "/test/stats");
         serde_json::from_str(&body).unwrap()
     }
+
+    /// The provider's `/test/stats`: `grants` by grant type, `refused` token requests by
+    /// OAuth error.
+    pub fn provider_stats(&self) -> Value {
+        let authority = self.issuer.trim_start_matches("http://");
+        let (_, body) = super::py_oauth::raw_http(authority, "GET", "/test/stats");
+        serde_json::from_str(&body).unwrap()
+    }
 }
 
 /// Completes a login at the authorization URL `url` in headless Chromium, on a thread of
