@@ -218,3 +218,52 @@ async fn a_step_up_is_reached_by_the_next_login() {
         "{scope}"
     );
 }
+
+/// Issue 44 §3 and §4 through the daemon and `call`, on a config folder logged in to the
+/// provider: the admin tool's 403 `insufficient_scope` is a 409 `login_required` naming the
+/// scope and the API's login route, the server's status shows `needs login`, and `call` on the
+/// same folder ends with the scope and the command that logs in.
+#[tokio::test]
+async fn a_step_up_through_the_daemon_and_call_says_how_to_log_in_there() {
+    let Some(server) = Oidc::start("bearer", &[]) else {
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let entry = json!({"servers": {"rs": {"url": server.url, "auth": "oauth"}}});
+    std::fs::write(dir.path().join("mcp.json"), entry.to_string()).unwrap();
+    let store: Arc<dyn TokenStore> = Arc::new(FileStore::new(dir.path().join("oauth-tokens.json")));
+    oauth(&server, store)
+        .login()
+        .await
+        .expect("the login succeeds");
+    let daemon = common::daemon::Daemon::start_in(dir, &[]);
+    assert_eq!(daemon.api.status_of("rs")["state"], "connected");
+    let reply = daemon.api.post(
+        "/v1/mcp/call",
+        json!({"name": "mcp__rs__admin", "arguments": {}, "mode": "auto"}),
+    );
+    assert_eq!(reply.status, 409, "{reply:?}");
+    assert_eq!(reply.json()["error"]["type"], "login_required");
+    let message = reply.error();
+    assert!(
+        message.contains("the server needs scope \"mcp:read mcp:admin\"")
+            && message.ends_with("; log in with GET /v1/mcp/oauth?name=rs"),
+        "{message}"
+    );
+    assert_eq!(daemon.api.status_of("rs")["state"], "needs login");
+
+    let out = std::process::Command::new(common::binary())
+        .args(["call", "--yes", "mcp__rs__admin"])
+        .env("AGENVOY_CONFIG_DIR", daemon.dir.path())
+        .env("HOME", daemon.dir.path())
+        .env_remove("DBUS_SESSION_BUS_ADDRESS")
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    let last = stderr.lines().last().unwrap_or_default();
+    assert!(
+        last.contains("needs scope \"mcp:read mcp:admin\"")
+            && last.ends_with("; run `agenvoy-mcp login rs`"),
+        "{stderr}"
+    );
+}
