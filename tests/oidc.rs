@@ -267,3 +267,53 @@ async fn a_step_up_through_the_daemon_and_call_says_how_to_log_in_there() {
         "{stderr}"
     );
 }
+
+/// Issue 44 §2 with the real processes: the daemon and `call` on one config folder, the
+/// provider rotating refresh tokens with 6 s access tokens. `call` refreshes first; the
+/// daemon, holding the old refresh token, takes the new tokens instead of replaying it (which
+/// would revoke the grant and log both out). One refresh in all, none refused, the daemon
+/// still connected.
+#[tokio::test]
+async fn the_daemon_and_call_share_one_rotating_login() {
+    let Some(server) = Oidc::start("bearer", &["--access-ttl", "6"]) else {
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let entry = json!({"servers": {"rs": {"url": server.url, "auth": "oauth"}}});
+    std::fs::write(dir.path().join("mcp.json"), entry.to_string()).unwrap();
+    let store: Arc<dyn TokenStore> = Arc::new(FileStore::new(dir.path().join("oauth-tokens.json")));
+    oauth(&server, store)
+        .login()
+        .await
+        .expect("the login succeeds");
+    let daemon = common::daemon::Daemon::start_in(dir, &[]);
+    let daemon_call = || {
+        daemon.api.post(
+            "/v1/mcp/call",
+            json!({"name": "mcp__rs__whoami", "arguments": {}, "mode": "auto"}),
+        )
+    };
+    assert_eq!(daemon_call().json()["text"], HELLO);
+    // Past half the token's life: the next request of either process refreshes.
+    tokio::time::sleep(Duration::from_secs(4)).await;
+    let out = std::process::Command::new(common::binary())
+        .args(["call", "--yes", "mcp__rs__whoami"])
+        .env("AGENVOY_CONFIG_DIR", daemon.dir.path())
+        .env("HOME", daemon.dir.path())
+        .env_remove("DBUS_SESSION_BUS_ADDRESS")
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success() && stdout.contains(HELLO),
+        "{stdout}{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let reply = daemon_call();
+    assert_eq!(reply.status, 200, "{reply:?}");
+    assert_eq!(reply.json()["text"], HELLO);
+    let stats = server.provider_stats();
+    assert_eq!(stats["grants"]["refresh_token"], 1, "{stats}");
+    assert_eq!(stats["refused"], json!({}), "no replay: {stats}");
+    assert_eq!(daemon.api.status_of("rs")["state"], "connected");
+}
