@@ -546,7 +546,9 @@ impl Client {
     /// match, or one the entry does not list, is an error, never content. The read is whole
     /// (a skill file is for the model to follow, not cut), bounded by
     /// [`ClientOptions::max_message`]. A skill whose files are `"dynamic"` has no digests:
-    /// its files are read unchecked ([`SkillFileContent::verified`] is false).
+    /// its files are read unchecked ([`SkillFileContent::verified`] is false). The skill's
+    /// `SKILL.md` is also checked against the entry's frontmatter: its YAML frontmatter must
+    /// be the entry's, field by field, or it is refused.
     pub async fn read_skill_file(&self, skill: &Skill, uri: &str) -> Result<SkillFileContent> {
         let method = methods::RESOURCES_READ;
         let listed = skill.file(uri);
@@ -574,6 +576,12 @@ impl Client {
         if let Some(file) = listed {
             skills::verify(file, &bytes).map_err(|why| {
                 let why = format!("{why}: the file was refused (ask the server's maintainers)");
+                self.error(method, ErrorKind::Protocol(why))
+            })?;
+        }
+        if uri == skill.uri {
+            skills::check_frontmatter(skill, &bytes).map_err(|why| {
+                let why = format!("{why}: the skill was not loaded (ask the server's maintainers)");
                 self.error(method, ErrorKind::Protocol(why))
             })?;
         }

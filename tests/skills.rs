@@ -131,6 +131,25 @@ async fn a_file_that_does_not_match_its_digest_is_an_error_never_content() {
         !text.contains("system prompt"),
         "the lie is never shown: {text}"
     );
+
+    // The SEP's frontmatter rule: `counting`'s SKILL.md matches its digest, but its entry
+    // describes it otherwise; the skill is not loaded.
+    let counting = skill(&skills, "counting");
+    assert_eq!(
+        counting.description(),
+        "Count the votes and announce the winner"
+    );
+    let err = client
+        .read_skill_file(counting, "skill://counting/SKILL.md")
+        .await
+        .unwrap_err()
+        .to_string();
+    assert!(
+        err.contains("the frontmatter of skill://counting/SKILL.md is not its skill entry's")
+            && err.contains("description: the file has \"Count things one by one\"")
+            && err.contains("not loaded"),
+        "{err}"
+    );
     client.close().await;
 }
 

@@ -14,6 +14,7 @@
 use crate::methods;
 
 pub mod era;
+pub(crate) mod frontmatter;
 pub mod items;
 pub mod server_requests;
 pub mod session;

@@ -189,6 +189,23 @@ pub(crate) fn verify(file: &SkillFile, bytes: &[u8]) -> Result<(), String> {
     Ok(())
 }
 
+/// Checks that `bytes`, the skill's `SKILL.md`, has the entry's frontmatter (SEP-2640: a
+/// host does not load a skill whose file says other than its entry).
+pub(crate) fn check_frontmatter(skill: &Skill, bytes: &[u8]) -> Result<(), String> {
+    let text =
+        std::str::from_utf8(bytes).map_err(|_| format!("{} is not UTF-8 text", skill.uri))?;
+    let file = super::frontmatter::parse(text).map_err(|why| format!("{}: {why}", skill.uri))?;
+    let differences = super::frontmatter::differences(&file, &skill.frontmatter);
+    if differences.is_empty() {
+        return Ok(());
+    }
+    Err(format!(
+        "the frontmatter of {} is not its skill entry's ({})",
+        skill.uri,
+        differences.join("; ")
+    ))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
