@@ -20,7 +20,7 @@
 use agenvoy_mcp::EraPreference;
 use agenvoy_mcp::HttpConfig;
 use agenvoy_mcp::auth::{Grant, MemoryStore, OAuth, OAuthConfig, PreRegistered, SecretSource};
-use agenvoy_mcp::{Client, ClientOptions};
+use agenvoy_mcp::{Client, ClientOptions, SKILLS_EXTENSION};
 use agenvoy_mcp::{ElicitationAnswer, ElicitationRequest, Handlers, RequestOptions};
 use serde_json::{Map, Value, json};
 use std::process::ExitCode;
@@ -52,9 +52,11 @@ pub async fn run(url: &str) -> ExitCode {
 }
 
 async fn scenario_run(url: &str, scenario: &str) -> agenvoy_mcp::Result<()> {
-    let handlers = Handlers::default().with_elicitation(|request: ElicitationRequest| async move {
-        ElicitationAnswer::accept(accept_with_defaults(&request.raw)["content"].take())
-    });
+    let handlers = Handlers::default().with_skills(true).with_elicitation(
+        |request: ElicitationRequest| async move {
+            ElicitationAnswer::accept(accept_with_defaults(&request.raw)["content"].take())
+        },
+    );
     // The suite says which revision the scenario is graded on.
     let era = match std::env::var("MCP_CONFORMANCE_PROTOCOL_VERSION").as_deref() {
         Ok("2026-07-28") => EraPreference::Stateless,
@@ -151,6 +153,7 @@ async fn exercise(client: &Client, scenario: &str, context: &Value) -> agenvoy_m
             eprintln!("conformance {scenario}: {name} -> {}", output.text);
         }
     }
+    exercise_skills(client, scenario).await?;
     let session = client.session();
     let capabilities = &client.details().capabilities;
     if capabilities.get("resources").is_some() {
@@ -213,6 +216,41 @@ async fn exercise(client: &Client, scenario: &str, context: &Value) -> agenvoy_m
                     .await,
             )?;
         }
+    }
+    Ok(())
+}
+
+/// Lists the skills of a server that serves them, reading no file (the extension's lazy
+/// rule). The `sep-2640-client-verify-*` scenarios stand for a model loading the first skill:
+/// its `SKILL.md` is read, checked, and only if it passes are the skill's other files read.
+async fn exercise_skills(client: &Client, scenario: &str) -> agenvoy_mcp::Result<()> {
+    let declared = client
+        .details()
+        .capabilities
+        .get("extensions")
+        .and_then(|e| e.get(SKILLS_EXTENSION));
+    if declared.is_none() {
+        return Ok(());
+    }
+    let Some(skills) = tolerate(client.list_skills().await)? else {
+        return Ok(());
+    };
+    eprintln!("conformance {scenario}: {} skills listed", skills.len());
+    let Some(skill) = skills
+        .first()
+        .filter(|_| scenario.starts_with("sep-2640-client-verify"))
+    else {
+        return Ok(());
+    };
+    if let Err(refused) = client.read_skill_file(skill, &skill.uri).await {
+        eprintln!(
+            "conformance {scenario}: the skill {} was not loaded: {refused}",
+            skill.name()
+        );
+        return Ok(());
+    }
+    for file in skill.files.iter().flatten().filter(|f| f.uri != skill.uri) {
+        tolerate(client.read_skill_file(skill, &file.uri).await)?;
     }
     Ok(())
 }

@@ -244,7 +244,9 @@ impl<'a> Parser<'a> {
                 '-' | '+' => chomp = c,
                 '1'..='9' => explicit = c.to_digit(10).map(|d| indent + d as usize),
                 _ => {
-                    return Err(self.error(&format!("an unreadable block scalar header {header:?}")));
+                    return Err(
+                        self.error(&format!("an unreadable block scalar header {header:?}"))
+                    );
                 }
             }
         }
