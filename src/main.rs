@@ -52,6 +52,8 @@ impl HostOptions {
     }
 }
 
+// Parsed once per run: the size of its largest variant (probe's flags) costs nothing.
+#[allow(clippy::large_enum_variant)]
 #[derive(Subcommand)]
 enum Command {
     /// The daemon: connect every configured server, then serve the management API (routes in
@@ -137,8 +139,9 @@ enum Command {
         name: String,
     },
     /// Connect one server with no config; print its era, version, info, capabilities,
-    /// instructions, tools, resources, resource templates and prompts; optionally call one
-    /// tool, read one resource, get one prompt or complete one argument.
+    /// instructions, tools, resources, resource templates, prompts and skills; optionally
+    /// call one tool, read one resource, get one prompt, load one skill or complete one
+    /// argument.
     ///
     /// What it prints (text, `--json`'s members, stderr) and its exit status: docs/PROBE.md
     /// (in the repository and in the published crate).
@@ -155,6 +158,10 @@ enum Command {
         /// Get this prompt (with --args) and print its messages.
         #[arg(long, value_name = "NAME")]
         prompt: Option<String>,
+        /// Load this skill (its name or SKILL.md URI, or one of its files' URIs) and print
+        /// it, verified against its entry.
+        #[arg(long, value_name = "NAME")]
+        skill: Option<String>,
         /// Ask for completions of one argument: REF is prompt/NAME or resource/URI_TEMPLATE,
         /// then the argument and what is typed so far (ARG or ARG=VALUE); --args gives the
         /// arguments already chosen, as context.
@@ -377,6 +384,7 @@ fn main() -> ExitCode {
             call,
             read,
             prompt,
+            skill,
             complete,
             log_level,
             args,
@@ -410,6 +418,7 @@ fn main() -> ExitCode {
                 call,
                 read,
                 prompt,
+                skill,
                 complete,
                 log_level,
                 args,

@@ -194,6 +194,7 @@ fn resources_templates_and_prompts_follow_the_tools() {
         let (out, stdout, stderr) = run(&[], era);
         assert!(out.status.success(), "{stderr}");
         let expected = "resources (2):\n  fixture://readme  readme  What the fixture server is.\n  fixture://logo    logo\nresource templates (1):\n  fixture://big/{bytes}  big  That many bytes of text.\nprompts (2):\n  greet      (name*, style)  Greets someone.\n  summarize  ()              Summarizes the readme.\n";
+        let stdout = stdout.split("skills (").next().unwrap();
         assert!(stdout.ends_with(expected), "{era:?}:\n{stdout}");
     }
     let (_, stdout, _) = run(&["--json"], &[]);
@@ -432,25 +433,29 @@ fn the_json_report_has_the_members_docs_probe_md_lists() {
     assert!(documented.contains("server"), "{section}");
 
     let mut printed = std::collections::BTreeSet::new();
-    for flags in [
-        &[
-            "--call",
-            "echo",
-            "--args",
-            r#"{"text":"hi"}"#,
-            "--complete",
-            "prompt/greet",
-            "name=A",
-        ][..],
-        &["--read", "fixture://readme"],
-        &["--prompt", "greet", "--args", r#"{"name":"Ada"}"#],
+    for (flags, server) in [
+        (
+            &[
+                "--call",
+                "echo",
+                "--args",
+                r#"{"text":"hi"}"#,
+                "--complete",
+                "prompt/greet",
+                "name=A",
+            ][..],
+            &[][..],
+        ),
+        (&["--read", "fixture://readme"], &[]),
+        (&["--prompt", "greet", "--args", r#"{"name":"Ada"}"#], &[]),
+        (&["--skill", "greeting"], &["--mode", "modern"]),
     ] {
-        let (out, stdout, stderr) = run(&[&["--json"], flags].concat(), &[]);
+        let (out, stdout, stderr) = run(&[&["--json"], flags].concat(), server);
         assert!(out.status.success(), "{flags:?}: {stderr}");
         let report: Value = serde_json::from_str(&stdout).unwrap();
         for (member, value) in report.as_object().unwrap() {
             printed.insert(member.clone());
-            if !["call", "read", "prompt", "completion"].contains(&member.as_str()) {
+            if !["call", "read", "prompt", "skill", "completion"].contains(&member.as_str()) {
                 continue;
             }
             for (inner, value) in value.as_object().unwrap() {
@@ -465,6 +470,47 @@ fn the_json_report_has_the_members_docs_probe_md_lists() {
         }
     }
     assert_eq!(documented, printed);
+}
+
+#[test]
+fn skills_are_listed_and_one_is_printed_only_once_verified() {
+    let (out, stdout, stderr) = run(&["--skill", "greeting"], &["--mode", "modern"]);
+    assert!(out.status.success(), "{stderr}");
+    assert!(
+        stdout.contains("skills (2):")
+            && stdout.contains(
+                "greeting  skill://greeting/SKILL.md  2 files  Greet a person in the house style"
+            ),
+        "{stdout}"
+    );
+    assert!(
+        stdout
+            .contains("skill greeting (skill://greeting/SKILL.md, verified):\n---\nname: greeting"),
+        "{stdout}"
+    );
+    let (out, stdout, _) = run(&["--json"], &["--mode", "modern"]);
+    assert!(out.status.success());
+    let report: Value = serde_json::from_str(&stdout).unwrap();
+    assert_eq!(report["skills"][1]["uri"], "skill://counting/SKILL.md");
+    assert!(report.get("skill").is_none());
+
+    let lie = assert_fails_at(
+        "resources/read",
+        run(
+            &["--skill", "skill://greeting/references/STYLE.md"],
+            &["--mode", "lying-skills"],
+        ),
+    );
+    assert!(lie.contains("does not match the digest"), "{lie}");
+    assert!(!lie.contains("system prompt"), "{lie}");
+    let unknown = assert_fails_at(
+        "skills/list",
+        run(&["--skill", "juggling"], &["--mode", "modern"]),
+    );
+    assert!(
+        unknown.contains("lists no skill or skill file \"juggling\""),
+        "{unknown}"
+    );
 }
 
 /// The README installs the command before it first runs `agenvoy-mcp` bare, in an example

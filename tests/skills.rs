@@ -221,3 +221,193 @@ async fn the_typescript_sdk_server_serves_a_folder_of_skills_that_verify() {
     assert_eq!(children.len(), 3, "{children:?}");
     client.close().await;
 }
+
+/// The skills of the host's servers, as an embedder's manager sees them: the servers listed
+/// beside the bundled fixture's two eras, and one that lies.
+fn skill_servers(log: &std::path::Path) -> serde_json::Value {
+    let mut kit = common::fixture_entry(&["--mode", "modern"]);
+    kit["env"] = serde_json::json!({"FIXTURE_METHOD_LOG": log});
+    serde_json::json!({
+        "kit": kit,
+        "liar": common::fixture_entry(&["--mode", "lying-skills"]),
+        "plain": common::fixture_entry(&[]),
+    })
+}
+
+#[tokio::test]
+async fn a_host_offers_skills_to_the_model_and_loads_one_through_the_gate_and_the_checks() {
+    use agenvoy_mcp::host::{
+        CallError, Config, LOAD_SKILL_TOOL, Manager, ManagerOptions, PermissionMode,
+    };
+    agenvoy_mcp::unstable::become_subreaper();
+    let dir = tempfile::tempdir().unwrap();
+    let log = dir.path().join("methods");
+    let config =
+        Config::parse(&serde_json::json!({"servers": skill_servers(&log)}).to_string()).unwrap();
+    let options = ManagerOptions::default()
+        .with_client(with_skills())
+        .with_allowlist_path(dir.path().join("allow_tool"));
+    let manager = Manager::new(config, options).await;
+
+    let counts: Vec<(String, usize)> = manager
+        .status()
+        .into_iter()
+        .map(|s| (s.name, s.skill_count))
+        .collect();
+    assert_eq!(
+        counts,
+        [("kit".into(), 2), ("liar".into(), 2), ("plain".into(), 0)]
+    );
+    let definition = manager
+        .tool_definition(LOAD_SKILL_TOOL)
+        .expect("the skill tool is offered");
+    assert!(
+        definition
+            .description
+            .contains("kit/greeting: Greet a person in the house style")
+            && definition.description.contains("liar/counting"),
+        "{}",
+        definition.description
+    );
+    assert!(
+        definition
+            .input_schema
+            .get()
+            .contains(r#""enum":["kit","liar"]"#),
+        "{}",
+        definition.input_schema.get()
+    );
+    assert!(
+        manager
+            .tool_definitions()
+            .iter()
+            .any(|d| d.name == LOAD_SKILL_TOOL)
+    );
+    assert!(
+        !methods_in(&log).iter().any(|m| m == "resources/read"),
+        "no skill file is read before one is loaded: {:?}",
+        methods_in(&log)
+    );
+
+    let load = |arguments: serde_json::Value, mode| {
+        let manager = &manager;
+        async move { manager.call(LOAD_SKILL_TOOL, arguments, mode).await }
+    };
+    let denied = load(
+        serde_json::json!({"server": "kit", "skill": "greeting"}),
+        PermissionMode::Confirm,
+    )
+    .await;
+    assert!(matches!(denied, Err(CallError::Denied(_))), "{denied:?}");
+    assert!(!methods_in(&log).iter().any(|m| m == "resources/read"));
+
+    let skill_md = load(
+        serde_json::json!({"server": "kit", "skill": "greeting"}),
+        PermissionMode::Auto,
+    )
+    .await
+    .unwrap();
+    assert!(
+        skill_md.text.contains("# Greeting")
+            && skill_md.text.contains(
+                "[files of the skill greeting, read one with \"file\": skill://greeting/references/STYLE.md]"
+            ),
+        "{}",
+        skill_md.text
+    );
+    let style = load(
+        serde_json::json!({"server": "kit", "skill": "greeting", "file": "skill://greeting/references/STYLE.md"}),
+        PermissionMode::Auto,
+    )
+    .await
+    .unwrap();
+    assert_eq!(style.text, "Say hello warmly, in one sentence.\n");
+
+    let lie = load(
+        serde_json::json!({"server": "liar", "skill": "counting"}),
+        PermissionMode::Auto,
+    )
+    .await
+    .unwrap_err()
+    .to_string();
+    assert!(lie.contains("not its skill entry's"), "{lie}");
+    let unknown = load(
+        serde_json::json!({"server": "kit", "skill": "juggling"}),
+        PermissionMode::Auto,
+    )
+    .await
+    .unwrap_err()
+    .to_string();
+    assert!(
+        unknown.contains("kit lists no skill or skill file \"juggling\""),
+        "{unknown}"
+    );
+    manager.close().await;
+
+    // An embedder that did not ask for skills declares nothing: no skills, no skill tool.
+    let config =
+        Config::parse(&serde_json::json!({"servers": skill_servers(&log)}).to_string()).unwrap();
+    let options = ManagerOptions::default().with_allowlist_path(dir.path().join("allow_tool"));
+    let manager = Manager::new(config, options).await;
+    assert!(manager.status().iter().all(|s| s.skill_count == 0));
+    assert!(manager.tool_definition(LOAD_SKILL_TOOL).is_none());
+    manager.close().await;
+}
+
+#[test]
+fn the_daemon_lists_skills_and_serves_a_verified_file_never_a_lie() {
+    let dir = tempfile::tempdir().unwrap();
+    let log = dir.path().join("methods");
+    let config = serde_json::json!({"servers": skill_servers(&log)});
+    let daemon = common::daemon::Daemon::start(Some(config));
+    assert_eq!(daemon.api.status_of("kit")["skillCount"], 2);
+    assert_eq!(daemon.api.status_of("plain")["skillCount"], 0);
+
+    let listed = daemon.api.get("/v1/mcp/skills?name=kit");
+    let uris: Vec<&str> = listed["skills"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| s["uri"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        uris,
+        ["skill://greeting/SKILL.md", "skill://counting/SKILL.md"]
+    );
+    assert_eq!(listed["skills"][0]["frontmatter"]["name"], "greeting");
+    assert!(!methods_in(&log).iter().any(|m| m == "resources/read"));
+
+    let by_name = daemon.api.get("/v1/mcp/skill?name=kit&uri=greeting");
+    assert_eq!(by_name["uri"], "skill://greeting/SKILL.md");
+    assert_eq!(by_name["verified"], true);
+    assert!(
+        by_name["text"].as_str().unwrap().contains("# Greeting"),
+        "{by_name}"
+    );
+    let file = daemon
+        .api
+        .get("/v1/mcp/skill?name=kit&uri=skill://greeting/references/STYLE.md");
+    assert_eq!(
+        (file["skill"].as_str(), file["text"].as_str()),
+        (
+            Some("greeting"),
+            Some("Say hello warmly, in one sentence.\n")
+        )
+    );
+
+    let lie = daemon.api.send(
+        "GET",
+        "/v1/mcp/skill?name=liar&uri=skill://greeting/references/STYLE.md",
+        None,
+    );
+    assert_eq!(lie.status, 502, "{lie:?}");
+    assert!(lie.error().contains("does not match the digest"), "{lie:?}");
+    assert!(!format!("{lie:?}").contains("system prompt"), "{lie:?}");
+    let unknown = daemon
+        .api
+        .send("GET", "/v1/mcp/skill?name=kit&uri=juggling", None);
+    assert_eq!(unknown.status, 404, "{unknown:?}");
+    assert!(unknown.error().contains("lists no skill"), "{unknown:?}");
+    let no_uri = daemon.api.send("GET", "/v1/mcp/skill?name=kit", None);
+    assert_eq!(no_uri.status, 400, "{no_uri:?}");
+}

@@ -22,6 +22,8 @@
 //! | `POST /v1/mcp/call/cancel` | cancels a call by its `id` (the server is told) |
 //! | `GET /v1/mcp/resources?name=` | a server's resources and templates |
 //! | `GET /v1/mcp/resource?name=&uri=` | one resource, as the model would see it |
+//! | `GET /v1/mcp/skills?name=` | a server's skills (entries; no file read) |
+//! | `GET /v1/mcp/skill?name=&uri=` | a skill's `SKILL.md` or one of its files, verified |
 //! | `GET /v1/mcp/prompts?name=` | a server's prompts |
 //! | `POST /v1/mcp/prompt` | a prompt filled in (`{name, prompt, arguments}`) |
 //! | `POST /v1/mcp/complete` | values for a prompt's or a template's argument |
@@ -442,6 +444,8 @@ enum Route {
     CancelCall,
     Resources,
     Resource,
+    Skills,
+    Skill,
     Prompts,
     Prompt,
     Complete,
@@ -465,6 +469,8 @@ const ROUTES: &[(&str, &str, Route)] = &[
     ("/v1/mcp/call/cancel", "POST", Route::CancelCall),
     ("/v1/mcp/resources", "GET", Route::Resources),
     ("/v1/mcp/resource", "GET", Route::Resource),
+    ("/v1/mcp/skills", "GET", Route::Skills),
+    ("/v1/mcp/skill", "GET", Route::Skill),
     ("/v1/mcp/prompts", "GET", Route::Prompts),
     ("/v1/mcp/prompt", "POST", Route::Prompt),
     ("/v1/mcp/complete", "POST", Route::Complete),
@@ -625,6 +631,8 @@ async fn dispatch(
         Route::CancelCall => server_features::cancel(&state, body),
         Route::Resources => server_features::resources(&state, &query),
         Route::Resource => server_features::resource(&state, &query).await,
+        Route::Skills => server_features::skills(&state, &query),
+        Route::Skill => server_features::skill(&state, &query).await,
         Route::Prompts => server_features::prompts(&state, &query),
         Route::Prompt => server_features::prompt(&state, body).await,
         Route::Complete => server_features::complete(&state, body).await,

@@ -98,6 +98,43 @@ pub(super) async fn resource(state: &State, query: &str) -> Answer {
     ok(json!({"text": read.text, "totalBytes": read.total_bytes}))
 }
 
+/// `GET /v1/mcp/skills?name=`: the server's skills as last listed (entries only: no file is
+/// read).
+pub(super) fn skills(state: &State, query: &str) -> Answer {
+    let name = required_param(query, "name")?;
+    let control = &state.control;
+    let catalog = control.catalog(&name).ok_or_else(|| no_server(&name))?;
+    ok(json!({"name": name, "skills": catalog.skills}))
+}
+
+/// `GET /v1/mcp/skill?name=&uri=`: a skill's `SKILL.md` (`uri` its URI or the skill's name)
+/// or one of its files, read whole and verified against the skill's entry; text as `text`,
+/// other bytes as base64 `blob`. A file that fails its check is an error, never content.
+pub(super) async fn skill(state: &State, query: &str) -> Answer {
+    use base64::Engine as _;
+    let name = required_param(query, "name")?;
+    let uri = required_param(query, "uri")?;
+    let (skill, file) = state
+        .control
+        .load_skill(&name, &uri)
+        .await
+        .map_err(server_error)?;
+    let mut answer = json!({
+        "name": name,
+        "skill": skill.name(),
+        "uri": file.uri,
+        "mimeType": file.mime_type,
+        "verified": file.verified,
+    });
+    match file.text() {
+        Some(text) => answer["text"] = json!(text),
+        None => {
+            answer["blob"] = json!(base64::engine::general_purpose::STANDARD.encode(&file.bytes))
+        }
+    }
+    ok(answer)
+}
+
 /// `GET /v1/mcp/prompts?name=`: the server's prompts as last listed.
 pub(super) fn prompts(state: &State, query: &str) -> Answer {
     let name = required_param(query, "name")?;

@@ -71,13 +71,16 @@ pub fn token_store(token_file: Option<&std::path::Path>) -> (Arc<dyn TokenStore>
     (store, options)
 }
 
-/// `options` as the binary runs them: the clients' default timeout of `--timeout`, and the servers'
+/// `options` as the binary runs them: the clients' default timeout of `--timeout`, the skills
+/// extension declared, and the servers'
 /// eras remembered in the config folder (`server-eras.json`), so a server of the initialize
 /// era starts without the `server/discover` probe the next time.
 pub fn binary_options(args: &HostArgs, mut options: ManagerOptions) -> ManagerOptions {
     if let Some(timeout) = args.timeout {
         options.client.timeout = timeout;
     }
+    // The daemon, the panel and the commands list skills (no file is read until one is loaded).
+    options.client.handlers.skills = true;
     options.eras = options.eras.or_else(|| {
         let path = host::config_dir().join("server-eras.json");
         Some(Arc::new(EraMemory::new(path)))

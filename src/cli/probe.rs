@@ -17,7 +17,7 @@ use agenvoy_mcp::{
 use agenvoy_mcp::{
     ElicitationAnswer, ElicitationKind, ElicitationRequest, SamplingAnswer, SamplingRequest,
 };
-use agenvoy_mcp::{HttpConfig, Proxy, StdioConfig};
+use agenvoy_mcp::{HttpConfig, Proxy, SKILLS_EXTENSION, Skill, SkillFileContent, StdioConfig};
 use serde_json::{Value, json};
 use std::process::ExitCode;
 use std::sync::Arc;
@@ -32,6 +32,8 @@ pub struct ProbeArgs {
     pub read: Option<String>,
     /// The prompt to get, if any.
     pub prompt: Option<String>,
+    /// The skill to load (a name or `SKILL.md` URI, or a file's URI), if any.
+    pub skill: Option<String>,
     /// What to complete: the reference (`prompt/NAME` or `resource/URI_TEMPLATE`) and
     /// `ARG[=VALUE]`.
     pub complete: Option<Vec<String>>,
@@ -181,7 +183,8 @@ pub async fn run(args: ProbeArgs) -> ExitCode {
 /// The handlers `--elicit`, `--sample` and `--root` ask for; each request shown on stderr,
 /// escaped.
 fn handlers(args: &ProbeArgs) -> Result<Handlers, String> {
-    let mut handlers = Handlers::default();
+    // Skills are listed (never read ahead) wherever the server serves them.
+    let mut handlers = Handlers::default().with_skills(true);
     if let Some(given) = &args.elicit {
         let answer = elicit_answer(given)?;
         handlers = handlers.with_elicitation(move |request: ElicitationRequest| {
@@ -348,7 +351,10 @@ struct Found {
     resources: Option<(Vec<Resource>, Vec<ResourceTemplate>)>,
     /// Prompts, when the server declares `prompts`.
     prompts: Option<Vec<Prompt>>,
+    /// Skills, when the server declares the skills extension.
+    skills: Option<Vec<Skill>>,
     call: Option<(String, ToolOutput)>,
+    skill: Option<(Skill, SkillFileContent)>,
     read: Option<(String, ResourceOutput)>,
     prompt: Option<(String, PromptContents)>,
     completion: Option<(Completing, Completion)>,
@@ -397,6 +403,31 @@ async fn probe(
             Ok(p) => Some(p),
             Err(e) => return step_failed("prompts/list", e),
         };
+    }
+    if details
+        .capabilities
+        .get("extensions")
+        .and_then(|e| e.get(SKILLS_EXTENSION))
+        .is_some()
+    {
+        found.skills = match client.list_skills().await {
+            Ok(s) => Some(s),
+            Err(e) => return step_failed("skills/list", e),
+        };
+    }
+    if let Some(key) = &args.skill {
+        let skills = found.skills.as_deref().unwrap_or_default();
+        let Some((skill, uri)) = skill_file(skills, key) else {
+            let why = format!(
+                "the server lists no skill or skill file {:?}",
+                escape_controls(key)
+            );
+            return step_failed("skills/list", why);
+        };
+        match client.read_skill_file(&skill, &uri).await {
+            Ok(file) => found.skill = Some((skill, file)),
+            Err(e) => return step_failed("resources/read", e),
+        }
     }
     if let Some(tool) = &args.call {
         // Progress (a task's too) goes to stderr, escaped.
@@ -454,6 +485,16 @@ async fn probe(
     super::output::exit_code("probe", written)
 }
 
+/// The skill of `skills` that `key` names (its name or `SKILL.md` URI: its `SKILL.md`; a
+/// listed file's URI: that file), and the URI to read.
+fn skill_file(skills: &[Skill], key: &str) -> Option<(Skill, String)> {
+    if let Some(skill) = skills.iter().find(|s| s.uri == key || s.name() == key) {
+        return Some((skill.clone(), skill.uri.clone()));
+    }
+    let skill = skills.iter().find(|s| s.file(key).is_some())?;
+    Some((skill.clone(), key.to_string()))
+}
+
 /// The first line of a description, escaped.
 fn first_line(description: Option<&str>) -> String {
     let line = description.unwrap_or("").lines().next().unwrap_or("");
@@ -492,6 +533,14 @@ fn report(client: &Client, json: bool, found: &Found, route: Option<&str>) -> st
         }
         if let Some(prompts) = &found.prompts {
             report["prompts"] = json!(prompts);
+        }
+        if let Some(skills) = &found.skills {
+            report["skills"] = json!(skills);
+        }
+        if let Some((skill, file)) = &found.skill {
+            report["skill"] = json!({"name": skill.name(), "uri": file.uri,
+                "mimeType": file.mime_type, "verified": file.verified,
+                "text": String::from_utf8_lossy(&file.bytes)});
         }
         if let Some((tool, output)) = &found.call {
             report["call"] = json!({"tool": tool, "text": output.text,
@@ -595,6 +644,39 @@ fn report(client: &Client, json: bool, found: &Found, route: Option<&str>) -> st
                 })
                 .collect();
             table("prompts", &rows)?;
+        }
+        if let Some(skills) = &found.skills {
+            let rows: Vec<Vec<String>> = skills
+                .iter()
+                .map(|s| {
+                    let files = s.files.as_ref().map_or("dynamic".into(), |f| {
+                        format!("{} file{}", f.len(), if f.len() == 1 { "" } else { "s" })
+                    });
+                    vec![
+                        escape_controls(s.name()).into_owned(),
+                        escape_controls(&s.uri).into_owned(),
+                        files,
+                        first_line(Some(s.description())),
+                    ]
+                })
+                .collect();
+            table("skills", &rows)?;
+        }
+        if let Some((skill, file)) = &found.skill {
+            let checked = if file.verified {
+                "verified"
+            } else {
+                "dynamic: no digest to check"
+            };
+            out!(
+                "skill {} ({}, {checked}):",
+                escape_controls(skill.name()),
+                escape_controls(&file.uri)
+            )?;
+            out!(
+                "{}",
+                escape_controls_keep_lines(&String::from_utf8_lossy(&file.bytes))
+            )?;
         }
         if let Some((tool, output)) = &found.call {
             let flag = if output.is_error { " (tool error)" } else { "" };

@@ -655,6 +655,16 @@ impl Control {
         self.manager().read_resource(server, uri).await
     }
 
+    /// A file of a skill of server `server`, verified: `key` is a skill's name or `SKILL.md`
+    /// URI (its `SKILL.md`) or one of its files' URIs ([`Manager::load_skill`]).
+    pub async fn load_skill(
+        &self,
+        server: &str,
+        key: &str,
+    ) -> crate::Result<(crate::Skill, crate::SkillFileContent)> {
+        self.manager().load_skill(server, key).await
+    }
+
     /// Prompt `prompt` of server `server`, filled in with `arguments` (an object of strings).
     pub async fn get_prompt(
         &self,

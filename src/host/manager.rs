@@ -39,7 +39,10 @@ mod visibility;
 mod watch;
 
 pub use super::status::{ServerState, ServerStatus};
-pub use catalog::{Catalog, LIST_RESOURCES_TOOL, MAX_SUBSCRIPTIONS, READ_RESOURCE_TOOL};
+pub use catalog::{
+    Catalog, LIST_RESOURCES_TOOL, LOAD_SKILL_TOOL, MAX_SKILLS_DESCRIBED, MAX_SUBSCRIPTIONS,
+    READ_RESOURCE_TOOL,
+};
 pub use connect::connect_server;
 #[cfg(feature = "oauth")]
 pub use connect::connect_server_with_store;
@@ -57,11 +60,13 @@ use super::registry::{Collision, RegisteredTool, Registry, ToolDefinition};
 use super::tool_search::{Conversation, SEARCH_TOOL, ToolIndex, search_tool_definition};
 use crate::client::Client;
 use crate::error::Result;
+use crate::error::{Error, ErrorKind};
 use crate::methods;
 use crate::protocol::items::{Completion, CompletionRef, PromptContents, ResourceOutput};
 use crate::protocol::session::RequestOptions;
+use crate::protocol::skills::{Skill, SkillFileContent};
 use crate::protocol::types::{Era, ToolOutput};
-use catalog::{error_output, listing, no_such_server, text_argument};
+use catalog::{error_output, find_skill, listing, loaded_skill, no_such_server, text_argument};
 use registered::{search_arguments, search_output};
 use serde_json::Value;
 use servers::Servers;
@@ -251,10 +256,11 @@ impl Manager {
     /// connected server's tools are in it from [`Manager::new`] on (with
     /// [`Manager::start`], each server's once it has connected).
     /// With them, when any connected server has resources, the two host tools that list and
-    /// read them ([`LIST_RESOURCES_TOOL`], [`READ_RESOURCE_TOOL`]).
+    /// read them ([`LIST_RESOURCES_TOOL`], [`READ_RESOURCE_TOOL`]); when any has skills, the
+    /// one that loads a skill ([`LOAD_SKILL_TOOL`]).
     pub fn tool_definitions(&self) -> Vec<ToolDefinition> {
         let mut definitions = self.servers.registered.read().definitions();
-        let host_tools = self.servers.resource_tool_definitions();
+        let host_tools = self.servers.host_tool_definitions();
         if !host_tools.is_empty() {
             definitions.extend(host_tools);
             definitions.sort_by(|a, b| a.name.cmp(&b.name));
@@ -263,7 +269,7 @@ impl Manager {
     }
 
     /// The definition the model was given for the tool `name`: a registered tool's, a host
-    /// tool's ([`LIST_RESOURCES_TOOL`], [`READ_RESOURCE_TOOL`]) or the search tool's
+    /// tool's ([`LIST_RESOURCES_TOOL`], [`READ_RESOURCE_TOOL`], [`LOAD_SKILL_TOOL`]) or the search tool's
     /// ([`SEARCH_TOOL`](crate::host::SEARCH_TOOL)); `None` for any other name.
     pub fn tool_definition(&self, name: &str) -> Option<ToolDefinition> {
         if let Some(tool) = self.servers.registered.read().get(name) {
@@ -273,7 +279,7 @@ impl Manager {
             return Some(search_tool_definition());
         }
         self.servers
-            .resource_tool_definitions()
+            .host_tool_definitions()
             .into_iter()
             .find(|d| d.name == name)
     }
@@ -499,6 +505,30 @@ impl Manager {
         client.read_resource(uri).await
     }
 
+    /// Loads a file of a skill of server `server`, found in its last listed skills by `key`:
+    /// a skill's name or `SKILL.md` URI (its `SKILL.md`), or the URI of one of its files. The
+    /// file is read and verified as [`Client::read_skill_file`] does (the digest, the size,
+    /// and a `SKILL.md`'s frontmatter against the entry). Returns the skill's entry and the
+    /// file.
+    pub async fn load_skill(&self, server: &str, key: &str) -> Result<(Skill, SkillFileContent)> {
+        let method = methods::RESOURCES_READ;
+        let client = self.servers.live_client(server, method).await?;
+        let found = {
+            let slots = self.servers.slots();
+            let skills = slots.get(server).map(|s| &s.catalog.lists().skills);
+            skills.and_then(|skills| find_skill(skills, key))
+        };
+        let Some((entry, uri)) = found else {
+            let why = format!(
+                "{server} lists no skill or skill file {:?}; its skills are listed by GET /v1/mcp/skills?name={server}, probe, or the panel's S",
+                crate::safe_text::escape_controls(key)
+            );
+            return Err(Error::new(server, ErrorKind::Usage(why)).during(method));
+        };
+        let content = client.read_skill_file(&entry, &uri).await?;
+        Ok((entry, content))
+    }
+
     /// Fills in a prompt of a server with its arguments (`prompts/get`).
     pub async fn get_prompt(
         &self,
@@ -568,7 +598,8 @@ impl Manager {
         Ok(())
     }
 
-    /// Runs a host tool ([`LIST_RESOURCES_TOOL`], [`READ_RESOURCE_TOOL`]) through the gate;
+    /// Runs a host tool ([`LIST_RESOURCES_TOOL`], [`READ_RESOURCE_TOOL`], [`LOAD_SKILL_TOOL`])
+    /// through the gate;
     /// `None` when `name` is not one.
     async fn call_host_tool(
         &self,
@@ -576,7 +607,7 @@ impl Manager {
         arguments: &Value,
         mode: PermissionMode,
     ) -> Option<Result<ToolOutput, CallError>> {
-        if name != LIST_RESOURCES_TOOL && name != READ_RESOURCE_TOOL {
+        if ![LIST_RESOURCES_TOOL, READ_RESOURCE_TOOL, LOAD_SKILL_TOOL].contains(&name) {
             return None;
         }
         let Some(server) = text_argument(arguments, "server") else {
@@ -587,8 +618,20 @@ impl Manager {
         if let Err(denied) = gate.check(name, Some(server), arguments, mode).await {
             return Some(Err(CallError::Denied(denied)));
         }
+        let cap = self.servers.options.client.output_cap;
+        if name == LOAD_SKILL_TOOL {
+            let Some(skill) = text_argument(arguments, "skill") else {
+                let why =
+                    format!("{name} needs \"skill\": one of the skills its description names");
+                return Some(Ok(error_output(why)));
+            };
+            let key = text_argument(arguments, "file").unwrap_or(skill);
+            return Some(match self.load_skill(server, key).await {
+                Ok((entry, content)) => Ok(loaded_skill(&entry, &content, cap)),
+                Err(e) => Err(CallError::Server(e)),
+            });
+        }
         if name == LIST_RESOURCES_TOOL {
-            let cap = self.servers.options.client.output_cap;
             return Some(Ok(match self.catalog(server) {
                 Some(catalog) => listing(server, &catalog, cap),
                 None => error_output(format!(
@@ -734,7 +777,7 @@ impl Manager {
         if !self.tool_search_active() {
             return self.tool_definitions();
         }
-        let host_tools = self.servers.resource_tool_definitions();
+        let host_tools = self.servers.host_tool_definitions();
         self.servers.registered.offered(host_tools, conversation)
     }
 

@@ -73,8 +73,8 @@ pub use gate::{
 #[cfg(feature = "oauth")]
 pub use manager::connect_server_with_store;
 pub use manager::{
-    AddError, CallError, Catalog, LIST_RESOURCES_TOOL, MAX_SUBSCRIPTIONS, Manager, ManagerOptions,
-    READ_RESOURCE_TOOL, ServerTool, connect_server,
+    AddError, CallError, Catalog, LIST_RESOURCES_TOOL, LOAD_SKILL_TOOL, MAX_SKILLS_DESCRIBED,
+    MAX_SUBSCRIPTIONS, Manager, ManagerOptions, READ_RESOURCE_TOOL, ServerTool, connect_server,
 };
 #[cfg(feature = "oauth")]
 pub use oauth::{login, login_note, token_store};

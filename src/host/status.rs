@@ -84,6 +84,8 @@ pub struct ServerStatus {
     pub template_count: usize,
     /// How many prompts it lists.
     pub prompt_count: usize,
+    /// How many skills it lists (the skills extension, when both sides declare it).
+    pub skill_count: usize,
     /// Whether it declared instructions.
     pub has_instructions: bool,
     /// How long each request may wait for its answer (its entry's `timeout`, else the

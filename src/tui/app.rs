@@ -719,6 +719,7 @@ mod tests {
             resource_count: 0,
             template_count: 0,
             prompt_count: 0,
+            skill_count: 0,
             has_instructions: false,
             timeout: std::time::Duration::from_secs(60),
             startup_timeout: std::time::Duration::from_secs(60),
@@ -1030,6 +1031,7 @@ mod tests {
                     resources: vec![resource],
                     templates: vec![template],
                     prompts: vec![greet],
+                    skills: vec![],
                 },
                 completions: true,
             });

@@ -1,11 +1,13 @@
-//! What a server offers besides tools: its resources, resource templates and prompts,
+//! What a server offers besides tools: its resources, resource templates, prompts and skills,
 //! listed at connect and again on their `list_changed` ([`ServerCatalog`] keeps them with the
-//! resources followed), and the two host tools that let the model list and read resources.
+//! resources followed), the two host tools that let the model list and read resources, and
+//! the one that loads a skill.
 
 use crate::client::Client;
 use crate::error::{Error, ErrorKind, Result};
 use crate::host::registry::ToolDefinition;
 use crate::protocol::items::{Prompt, Resource, ResourceTemplate};
+use crate::protocol::skills::{SKILLS_EXTENSION, Skill, SkillFileContent};
 use crate::protocol::types::ToolOutput;
 use crate::wire::truncate::Truncator;
 use serde::Serialize;
@@ -21,6 +23,16 @@ pub const LIST_RESOURCES_TOOL: &str = "mcp__list_resources";
 /// The host tool that reads one resource of a server.
 pub const READ_RESOURCE_TOOL: &str = "mcp__read_resource";
 
+/// The host tool that loads a skill of a server (its `SKILL.md`, or one of its files).
+pub const LOAD_SKILL_TOOL: &str = "mcp__load_skill";
+
+/// Most skills [`LOAD_SKILL_TOOL`]'s description names, of all servers; the rest are loaded
+/// by name all the same.
+pub const MAX_SKILLS_DESCRIBED: usize = 64;
+
+/// Most characters of a skill's description in [`LOAD_SKILL_TOOL`]'s description.
+const MAX_SKILL_DESCRIPTION: usize = 200;
+
 /// Most resources a server may be followed for at once.
 pub const MAX_SUBSCRIPTIONS: usize = 256;
 
@@ -34,6 +46,10 @@ pub struct Catalog {
     pub templates: Vec<ResourceTemplate>,
     /// Its prompts.
     pub prompts: Vec<Prompt>,
+    /// Its skills' entries (the skills extension), when the client declares the extension
+    /// ([`Handlers::with_skills`](crate::Handlers::with_skills)) and the server serves it:
+    /// no skill file is read until one is loaded.
+    pub skills: Vec<Skill>,
 }
 
 /// Which lists a refresh reads again.
@@ -41,18 +57,21 @@ pub struct Catalog {
 pub(super) enum List {
     Resources,
     Prompts,
+    Skills,
 }
 
-/// Lists a server's resources, templates and prompts, as its capabilities announce them,
-/// all at once. A list that fails stays empty, with a warning: the server still serves its
-/// tools.
+/// Lists a server's resources, templates, prompts and skills, as its capabilities announce
+/// them, all at once. A list that fails stays empty, with a warning: the server still serves
+/// its tools.
 pub(super) async fn list_catalog(name: &str, client: &Client) -> Catalog {
-    let (resources, prompts) = tokio::join!(
+    let (resources, prompts, skills) = tokio::join!(
         list_of(name, client, List::Resources),
-        list_of(name, client, List::Prompts)
+        list_of(name, client, List::Prompts),
+        list_of(name, client, List::Skills)
     );
     let mut catalog = resources;
     catalog.prompts = prompts.prompts;
+    catalog.skills = skills.skills;
     catalog
 }
 
@@ -78,9 +97,22 @@ pub(super) async fn list_of(name: &str, client: &Client, list: List) -> Catalog 
                 Err(e) => tracing::warn!(server = %name, "listing its prompts failed: {e}"),
             }
         }
+        List::Skills if serves_skills(client) => match client.list_skills().await {
+            Ok(s) => catalog.skills = s,
+            Err(e) => tracing::warn!(server = %name, "listing its skills failed: {e}"),
+        },
         _ => {}
     }
     catalog
+}
+
+/// Whether both sides declared the skills extension.
+pub(super) fn serves_skills(client: &Client) -> bool {
+    let declared = client.details().capabilities.get("extensions");
+    client.session().handlers().skills
+        && declared
+            .and_then(|e| e.get(SKILLS_EXTENSION))
+            .is_some_and(Value::is_object)
 }
 
 /// A server's catalog as the manager keeps it: the lists as last read, and the resources it
@@ -122,6 +154,10 @@ impl ServerCatalog {
             List::Prompts => {
                 self.lists.prompts = fresh.prompts;
                 ("prompts", self.lists.prompts.len())
+            }
+            List::Skills => {
+                self.lists.skills = fresh.skills;
+                ("skills", self.lists.skills.len())
             }
         }
     }
@@ -197,6 +233,112 @@ pub(super) fn resource_tool_definitions(servers: Vec<String>) -> Vec<ToolDefinit
             }, "required": ["server", "uri"]}),
         ),
     ]
+}
+
+/// [`LOAD_SKILL_TOOL`]'s definition, naming the skills of `servers` (each server with its
+/// skills) up to [`MAX_SKILLS_DESCRIBED`], each description cut to 200 characters; none when
+/// no server has skills.
+pub(super) fn skill_tool_definition(servers: &[(String, Vec<Skill>)]) -> Option<ToolDefinition> {
+    let names: Vec<&String> = servers.iter().map(|(name, _)| name).collect();
+    if names.is_empty() {
+        return None;
+    }
+    let all = servers
+        .iter()
+        .flat_map(|(server, skills)| skills.iter().map(move |s| (server, s)));
+    let total = servers.iter().map(|(_, s)| s.len()).sum::<usize>();
+    let mut listed = String::new();
+    for (server, skill) in all.take(MAX_SKILLS_DESCRIBED) {
+        let description: String = skill
+            .description()
+            .chars()
+            .take(MAX_SKILL_DESCRIPTION)
+            .collect();
+        listed.push_str(&format!(
+            "\n- {}/{}: {}",
+            crate::safe_text::escape_controls(server),
+            crate::safe_text::escape_controls(skill.name()),
+            crate::safe_text::escape_controls(description.trim())
+        ));
+    }
+    if total > MAX_SKILLS_DESCRIBED {
+        listed.push_str(&format!("\n(and {} more)", total - MAX_SKILLS_DESCRIBED));
+    }
+    let description = format!(
+        "Loads an Agent Skill an MCP server offers: its SKILL.md instructions, verified, with the list of its other files; give \"file\" to read one of those. Load a skill when a task matches its description, then follow it. Skills (server/name: description):{listed}"
+    );
+    let schema = serde_json::json!({"type": "object", "properties": {
+        "server": {"type": "string", "enum": names, "description": "The MCP server."},
+        "skill": {"type": "string", "description": "The skill's name (or its SKILL.md URI)."},
+        "file": {"type": "string", "description": "One of the skill's files, by the URI its SKILL.md load listed."}
+    }, "required": ["server", "skill"]});
+    Some(ToolDefinition {
+        name: LOAD_SKILL_TOOL.into(),
+        description: Arc::from(description),
+        input_schema: serde_json::value::RawValue::from_string(schema.to_string())
+            .expect("valid JSON")
+            .into(),
+    })
+}
+
+/// The skill of `skills` that `key` names, and the URI of the file to read: a skill's name
+/// or `SKILL.md` URI gives its `SKILL.md`; a file's URI, the skill that lists it (or, for a
+/// skill whose files are `"dynamic"`, the one whose folder holds it).
+pub(super) fn find_skill(skills: &[Skill], key: &str) -> Option<(Skill, String)> {
+    let named = skills.iter().find(|s| s.uri == key);
+    let named = named.or_else(|| skills.iter().find(|s| s.name() == key));
+    if let Some(skill) = named {
+        return Some((skill.clone(), skill.uri.clone()));
+    }
+    let holds = |s: &&Skill| match &s.files {
+        Some(files) => files.iter().any(|f| f.uri == key),
+        None => key
+            .strip_prefix(s.uri.trim_end_matches("SKILL.md"))
+            .is_some_and(|rest| {
+                !rest.is_empty() && !rest.split('/').any(|p| p == ".." || p == ".")
+            }),
+    };
+    let skill = skills.iter().find(holds)?;
+    Some((skill.clone(), key.to_string()))
+}
+
+/// What the model sees of a loaded skill file: the file, and after a `SKILL.md` the skill's
+/// other files, through the truncator.
+pub(super) fn loaded_skill(skill: &Skill, file: &SkillFileContent, cap: usize) -> ToolOutput {
+    let mut out = Truncator::new(cap);
+    match file.text() {
+        Some(text) => out.push(crate::safe_text::escape_controls_keep_lines(text).as_bytes()),
+        None => out.push(
+            format!(
+                "[{} is binary: {} bytes of {}]",
+                file.uri,
+                file.bytes.len(),
+                file.mime_type.as_deref().unwrap_or("unknown type")
+            )
+            .as_bytes(),
+        ),
+    }
+    let others: Vec<&str> = skill
+        .files
+        .iter()
+        .flatten()
+        .map(|f| f.uri.as_str())
+        .filter(|uri| *uri != skill.uri)
+        .collect();
+    if file.uri == skill.uri && !others.is_empty() {
+        let list = format!(
+            "\n\n[files of the skill {}, read one with \"file\": {}]",
+            skill.name(),
+            others.join(", ")
+        );
+        out.push(list.as_bytes());
+    }
+    let total_bytes = out.total();
+    ToolOutput {
+        text: out.finish(),
+        total_bytes,
+        is_error: false,
+    }
 }
 
 /// A text argument of a host tool's call.

@@ -18,6 +18,7 @@ use crate::host::gate::Gate;
 use crate::host::registry::{Collision, Registry, ToolDefinition};
 use crate::host::status::{STATUS_LOG, ServerState, ServerStatus};
 use crate::host::tool_search::ToolIndex;
+use crate::protocol::skills::Skill;
 use crate::protocol::types::Tool;
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -310,15 +311,27 @@ impl Servers {
         self.slots().get(name).map(|s| s.status(name, defaults))
     }
 
-    /// The host tools' definitions, when any connected server has resources or templates.
-    pub(super) fn resource_tool_definitions(&self) -> Vec<ToolDefinition> {
-        let servers: Vec<String> = self
-            .slots()
-            .iter()
-            .filter(|(_, s)| s.state() == ServerState::Connected && s.catalog.has_resources())
+    /// The host tools' definitions: the resource tools when any connected server has
+    /// resources or templates, the skill tool when any has skills.
+    pub(super) fn host_tool_definitions(&self) -> Vec<ToolDefinition> {
+        let slots = self.slots();
+        let connected = || {
+            slots
+                .iter()
+                .filter(|(_, s)| s.state() == ServerState::Connected)
+        };
+        let with_resources: Vec<String> = connected()
+            .filter(|(_, s)| s.catalog.has_resources())
             .map(|(name, _)| name.clone())
             .collect();
-        catalog::resource_tool_definitions(servers)
+        let with_skills: Vec<(String, Vec<Skill>)> = connected()
+            .filter(|(_, s)| !s.catalog.lists().skills.is_empty())
+            .map(|(name, s)| (name.clone(), s.catalog.lists().skills.clone()))
+            .collect();
+        drop(slots);
+        let mut definitions = catalog::resource_tool_definitions(with_resources);
+        definitions.extend(catalog::skill_tool_definition(&with_skills));
+        definitions
     }
 
     /// Takes server `name` out of the slots and the registry; its client, to close; `None`

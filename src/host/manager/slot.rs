@@ -279,6 +279,7 @@ impl Slot {
             resource_count: lists.resources.len(),
             template_count: lists.templates.len(),
             prompt_count: lists.prompts.len(),
+            skill_count: lists.skills.len(),
             has_instructions: self.instructions().is_some_and(|i| !i.trim().is_empty()),
             timeout,
             startup_timeout: timeouts
