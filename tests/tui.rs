@@ -6,12 +6,12 @@
 
 mod common;
 
-use agenvoy_mcp::ClientOptions;
 use agenvoy_mcp::auth::{MemoryStore, TokenStore};
 use agenvoy_mcp::host::{
     Config, Control, EventBus, Manager, ManagerOptions, PendingRequests, PermissionMode, ToolCall,
 };
 use agenvoy_mcp::tui::{Flow, Panel};
+use agenvoy_mcp::{ClientOptions, Handlers};
 use common::*;
 use crossterm::event::{Event, KeyCode, KeyEvent, KeyModifiers};
 use ratatui::Terminal;
@@ -64,7 +64,12 @@ impl Harness {
         let mut options = ManagerOptions::default()
             .with_allowlist_path(dir.path().join("allow_tool"))
             .with_token_store(store.clone())
-            .with_client(ClientOptions::default().with_timeout(Duration::from_secs(20)))
+            .with_client(
+                // As the binary runs it: skills listed (src/cli/mod.rs, binary_options).
+                ClientOptions::default()
+                    .with_timeout(Duration::from_secs(20))
+                    .with_handlers(Handlers::default().with_skills(true)),
+            )
             .with_events(bus);
         if answering {
             options = options
@@ -253,10 +258,10 @@ async fn the_server_screen_and_its_actions() {
         "tools        9",
         "instructions yes",
         "auth         none",
-        "offers       2 resources, 1 templates, 2 prompts",
-        "t tools  R resources  P prompts  r reconnect  e on/off  i instructions  Esc back",
+        "offers       2 resources, 1 templates, 2 prompts, 0 skills",
+        "t tools  R resources  P prompts  S skills  r reconnect  e on/off  i instructions  Esc back",
     ] {
-        assert!(screen.contains(shown), "{shown:?}:\n{screen}");
+        assert!(flat(&screen).contains(&flat(shown)), "{shown:?}:\n{screen}");
     }
     // Login and client are keys of OAuth servers only.
     assert!(
@@ -297,9 +302,9 @@ async fn the_server_screen_and_its_actions() {
         "{screen}"
     );
     assert!(
-        screen.contains(
-            "t tools  R resources  P prompts  r reconnect  e on/off  l login  c client  Esc"
-        ) && screen.contains("login / relogin (OAuth)")
+        flat(&screen).contains(&flat(
+            "t tools  R resources  P prompts  S skills  r reconnect  e on/off  l login  c client  Esc"
+        )) && screen.contains("login / relogin (OAuth)")
             && screen.contains("client: a pre-registered OAuth client"),
         "{screen}"
     );
@@ -586,6 +591,12 @@ async fn the_add_wizard_saves_connects_and_refuses_bad_input() {
 }
 
 /// The column where `needle` starts in `row`, in characters (each cell is one).
+/// `text` with each run of white space (line breaks too) one space: a footer that wraps
+/// onto a second row reads as the one line it is.
+fn flat(text: &str) -> String {
+    text.split_whitespace().collect::<Vec<_>>().join(" ")
+}
+
 fn column(row: &str, needle: &str) -> usize {
     let at = row
         .find(needle)
@@ -880,7 +891,7 @@ async fn every_screen_fits_80x24_and_survives_a_resize() {
         (&[], "↑/↓ move  Enter open  a add  d delete  q quit"),
         (
             &[KeyCode::Enter],
-            "t tools  R resources  P prompts  r reconnect  e on/off  i instructions  Esc back",
+            "t tools  R resources  P prompts  S skills  r reconnect  e on/off  i instructions  Esc back",
         ),
         (
             &[KeyCode::Char('t')],
@@ -896,7 +907,7 @@ async fn every_screen_fits_80x24_and_survives_a_resize() {
         ),
         (
             &[KeyCode::Esc, KeyCode::Down, KeyCode::Enter],
-            "t tools  R resources  P prompts  r reconnect  e on/off  l login  c client  Esc",
+            "t tools  R resources  P prompts  S skills  r reconnect  e on/off  l login  c client  Esc",
         ),
         (&[KeyCode::Char('c')], "Enter accept  Esc cancel"),
         (
@@ -931,7 +942,10 @@ async fn every_screen_fits_80x24_and_survives_a_resize() {
             h.terminal.backend_mut().resize(width, height);
             let screen = h.screen();
             if (width, height) == (80, 24) {
-                assert!(screen.contains(footer), "{footer:?}:\n{screen}");
+                assert!(
+                    flat(&screen).contains(&flat(footer)),
+                    "{footer:?}:\n{screen}"
+                );
             }
         }
     }
@@ -1130,5 +1144,67 @@ async fn the_call_field_starts_empty_and_takes_what_is_typed() {
     h.enter();
     let screen = h.wait_for("│ []");
     assert!(screen.contains("· call mcp__fx__cancellations"), "{screen}");
+    h.close().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn skills_are_listed_with_their_files_and_loaded_only_when_checked() {
+    let mut h = Harness::start(json!({"servers": {
+        "kit": fixture_entry(&["--mode", "modern"]),
+        "liar": fixture_entry(&["--mode", "lying-skills"]),
+    }}));
+    h.settle().await;
+    h.enter();
+    let screen = h.wait_for("2 skills");
+    assert!(
+        screen.contains("offers       2 resources, 1 templates, 2 prompts, 2 skills"),
+        "{screen}"
+    );
+    h.char('S');
+    let screen = h.wait_for("greeting");
+    for shown in [
+        "/mcp · kit · skills",
+        "2 skills. Enter loads a skill",
+        "greeting",
+        "2 files",
+        "Greet a person in the house style",
+        "references/STYLE.md",
+        "counting",
+        "1 file ",
+        "Count things one by one",
+    ] {
+        assert!(screen.contains(shown), "{shown:?}:\n{screen}");
+    }
+    assert!(
+        flat(&screen).contains("↑/↓ move Enter load it, checked against its entry Esc back"),
+        "{screen}"
+    );
+    // The second row is the skill's file.
+    h.key(KeyCode::Down);
+    h.enter();
+    let screen = h.wait_for("Say hello warmly");
+    assert!(
+        screen.contains("/mcp · kit · skill://greeting/references/STYLE.md"),
+        "{screen}"
+    );
+    h.key(KeyCode::Esc);
+    // Back on the list once its catalog is read again.
+    h.wait_for("Count things one by one");
+    h.key(KeyCode::Up);
+    h.enter();
+    h.wait_for("Read references/STYLE.md, then greet the person by name.");
+    h.key(KeyCode::Esc);
+    h.key(KeyCode::Esc);
+    h.key(KeyCode::Esc);
+
+    // The liar's file does not match its digest: an error, never the file.
+    h.key(KeyCode::Down);
+    h.enter();
+    h.char('S');
+    h.wait_for("references/STYLE.md");
+    h.key(KeyCode::Down);
+    h.enter();
+    let screen = h.wait_for("does not match the digest");
+    assert!(!screen.contains("system prompt"), "{screen}");
     h.close().await;
 }

@@ -396,6 +396,12 @@ impl App {
                     selected: 0,
                 })
             }
+            KeyCode::Char('S') => {
+                self.screen = Screen::Catalog(Page::Skills {
+                    server: name,
+                    selected: 0,
+                })
+            }
             KeyCode::Char('e') => {
                 let enable = self
                     .status(&name)

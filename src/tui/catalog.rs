@@ -93,14 +93,26 @@ pub(crate) struct Output {
 enum Back {
     Resources(usize),
     Prompts(usize),
+    Skills(usize),
     Tools(usize),
 }
 
 /// A page of the catalog.
 #[derive(Debug, Clone)]
 pub(crate) enum Page {
-    Resources { server: String, selected: usize },
-    Prompts { server: String, selected: usize },
+    Resources {
+        server: String,
+        selected: usize,
+    },
+    Prompts {
+        server: String,
+        selected: usize,
+    },
+    /// Each skill, its files under it.
+    Skills {
+        server: String,
+        selected: usize,
+    },
     Arguments(Box<ArgsForm>),
     Call(Box<CallForm>),
     Output(Box<Output>),
@@ -224,6 +236,7 @@ impl Back {
         match self {
             Back::Resources(selected) => Next::Page(Page::Resources { server, selected }),
             Back::Prompts(selected) => Next::Page(Page::Prompts { server, selected }),
+            Back::Skills(selected) => Next::Page(Page::Skills { server, selected }),
             Back::Tools(selected) => Next::Tools { server, selected },
         }
     }
@@ -233,7 +246,9 @@ impl Page {
     /// The server whose catalog the page needs (a call's and an output's need none).
     pub(crate) fn catalog_server(&self) -> Option<&str> {
         match self {
-            Page::Resources { server, .. } | Page::Prompts { server, .. } => Some(server),
+            Page::Resources { server, .. }
+            | Page::Prompts { server, .. }
+            | Page::Skills { server, .. } => Some(server),
             Page::Arguments(form) => Some(&form.server),
             Page::Call(_) | Page::Output(_) => None,
         }
@@ -276,6 +291,10 @@ impl Fetches {
             Page::Prompts { server, selected } => {
                 let catalog = catalog.filter(|c| c.server == server);
                 self.on_prompts(key, server, selected, catalog.cloned().unwrap_or_default())
+            }
+            Page::Skills { server, selected } => {
+                let catalog = catalog.filter(|c| c.server == server);
+                self.on_skills(key, server, selected, catalog.cloned().unwrap_or_default())
             }
             Page::Arguments(form) => self.on_arguments(key, form),
             Page::Call(form) => self.on_call(key, form),
@@ -390,6 +409,35 @@ impl Fetches {
             _ => {
                 let selected = moved(&key, selected, prompts.len());
                 Turn::page(Page::Prompts { server, selected }, Vec::new())
+            }
+        }
+    }
+
+    fn on_skills(
+        &mut self,
+        key: KeyEvent,
+        server: String,
+        selected: usize,
+        catalog: CatalogView,
+    ) -> Turn {
+        let rows = skill_rows(&catalog.catalog);
+        let selected = selected.min(rows.len().saturating_sub(1));
+        match key.code {
+            KeyCode::Esc => Turn::to(Next::Server(server)),
+            KeyCode::Enter if selected < rows.len() => {
+                let uri = rows[selected].uri.clone();
+                let back = Back::Skills(selected);
+                self.fetch(server, uri.clone(), back, |ticket, server| {
+                    Effect::LoadSkill {
+                        ticket,
+                        server,
+                        uri,
+                    }
+                })
+            }
+            _ => {
+                let selected = moved(&key, selected, rows.len());
+                Turn::page(Page::Skills { server, selected }, Vec::new())
             }
         }
     }
@@ -593,6 +641,36 @@ impl Fetches {
         }
         self.complete(form)
     }
+}
+
+/// A row of the skills page: a skill (its `SKILL.md`) or one of its files.
+pub(crate) struct SkillRow<'a> {
+    /// The skill it belongs to.
+    pub(crate) skill: &'a crate::Skill,
+    /// What Enter loads.
+    pub(crate) uri: String,
+    /// Whether it is the skill's own row (else one of its files).
+    pub(crate) is_skill: bool,
+}
+
+/// The rows of the skills page: each skill, then its files other than its `SKILL.md`.
+pub(crate) fn skill_rows(catalog: &Catalog) -> Vec<SkillRow<'_>> {
+    let mut rows = Vec::new();
+    for skill in &catalog.skills {
+        rows.push(SkillRow {
+            skill,
+            uri: skill.uri.clone(),
+            is_skill: true,
+        });
+        for file in skill.files.iter().flatten().filter(|f| f.uri != skill.uri) {
+            rows.push(SkillRow {
+                skill,
+                uri: file.uri.clone(),
+                is_skill: false,
+            });
+        }
+    }
+    rows
 }
 
 /// An output scrolled, or left for the list it came from.

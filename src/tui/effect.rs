@@ -54,6 +54,12 @@ pub(crate) enum Effect {
         server: String,
         uri: String,
     },
+    /// Loads a skill's `SKILL.md` or one of its files, verified.
+    LoadSkill {
+        ticket: u64,
+        server: String,
+        uri: String,
+    },
     /// Gets a prompt filled in.
     GetPrompt {
         ticket: u64,

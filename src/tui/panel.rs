@@ -559,6 +559,22 @@ impl Panel {
                     Some(Update::Output { ticket, outcome })
                 });
             }
+            Effect::LoadSkill {
+                ticket,
+                server,
+                uri,
+            } => {
+                self.spawn_job(async move {
+                    let outcome = match control.load_skill(&server, &uri).await {
+                        Ok((_, file)) => Ok(match file.text() {
+                            Some(text) => text.to_string(),
+                            None => format!("[binary: {} bytes]", file.bytes.len()),
+                        }),
+                        Err(e) => Err(e.to_string()),
+                    };
+                    Some(Update::Output { ticket, outcome })
+                });
+            }
             Effect::GetPrompt {
                 ticket,
                 server,

@@ -55,11 +55,11 @@ fn title_and_keys(app: &App) -> (String, &'static str) {
         ),
         Screen::Server(name) if app.data.oauth.contains_key(name) => (
             format!("/mcp · {name}"),
-            "t tools  R resources  P prompts  r reconnect  e on/off  l login  c client  Esc",
+            "t tools  R resources  P prompts  S skills  r reconnect  e on/off  l login  c client  Esc",
         ),
         Screen::Server(name) => (
             format!("/mcp · {name}"),
-            "t tools  R resources  P prompts  r reconnect  e on/off  i instructions  Esc back",
+            "t tools  R resources  P prompts  S skills  r reconnect  e on/off  i instructions  Esc back",
         ),
         Screen::Tools { server, .. } => (
             format!("/mcp · {server} · tools"),
@@ -106,13 +106,15 @@ fn title_and_keys(app: &App) -> (String, &'static str) {
 
 /// Draws the whole panel into `area`.
 pub(crate) fn draw(app: &App, frame: &mut Frame, area: Rect) {
+    let (title, keys) = title_and_keys(app);
+    // Keys wider than the terminal wrap onto a second row rather than being cut.
+    let footer_rows = if width(keys) > area.width { 2 } else { 1 };
     let [body, status, footer] = Layout::vertical([
         Constraint::Min(3),
         Constraint::Length(1),
-        Constraint::Length(1),
+        Constraint::Length(footer_rows),
     ])
     .areas(area);
-    let (title, keys) = title_and_keys(app);
     let block = Block::default()
         .borders(Borders::ALL)
         .padding(Padding::horizontal(1))
@@ -141,7 +143,8 @@ pub(crate) fn draw(app: &App, frame: &mut Frame, area: Rect) {
         None => keys,
     };
     frame.render_widget(
-        Paragraph::new(Line::from(keys).style(Style::new().add_modifier(Modifier::REVERSED))),
+        Paragraph::new(Line::from(keys).style(Style::new().add_modifier(Modifier::REVERSED)))
+            .wrap(Wrap { trim: true }),
         footer,
     );
 }
@@ -258,8 +261,11 @@ fn draw_server(app: &App, frame: &mut Frame, area: Rect, name: &str) {
         field(
             "offers",
             format!(
-                "{} resources, {} templates, {} prompts",
-                status.resource_count, status.template_count, status.prompt_count
+                "{} resources, {} templates, {} prompts, {} skills",
+                status.resource_count,
+                status.template_count,
+                status.prompt_count,
+                status.skill_count
             ),
         ),
     ];

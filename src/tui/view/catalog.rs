@@ -1,10 +1,10 @@
-//! Drawing the resources, prompts, arguments, call and output screens. Everything a server
+//! Drawing the resources, prompts, skills, arguments, call and output screens. Everything a server
 //! sent (names, URIs, descriptions, completions, outputs) goes through `clean_line` or
 //! `clean_text`.
 
 use super::parts::{LABEL, clean_line, clean_text, draw_input, spinner, unicode_width, width};
 use crate::tui::app::App;
-use crate::tui::catalog::{ArgsForm, CallForm, Output, Page, Target};
+use crate::tui::catalog::{ArgsForm, CallForm, Output, Page, Target, skill_rows};
 use ratatui::Frame;
 use ratatui::layout::{Constraint, Layout, Position, Rect};
 use ratatui::style::{Color, Modifier, Style, Stylize};
@@ -24,6 +24,10 @@ pub(crate) fn title_and_keys(page: &Page) -> (String, &'static str) {
         Page::Prompts { server, .. } => (
             format!("/mcp · {server} · prompts"),
             "↑/↓ move  Enter fill it in and get its messages  Esc back",
+        ),
+        Page::Skills { server, .. } => (
+            format!("/mcp · {server} · skills"),
+            "↑/↓ move  Enter load it, checked against its entry  Esc back",
         ),
         Page::Arguments(form) => (
             match &form.target {
@@ -48,6 +52,7 @@ pub(crate) fn draw(app: &App, page: &Page, frame: &mut Frame, area: Rect) {
     match page {
         Page::Resources { server, selected } => draw_resources(app, frame, area, server, *selected),
         Page::Prompts { server, selected } => draw_prompts(app, frame, area, server, *selected),
+        Page::Skills { server, selected } => draw_skills(app, frame, area, server, *selected),
         Page::Arguments(form) => draw_arguments(frame, area, form),
         Page::Call(form) => draw_call(frame, area, form),
         Page::Output(output) => draw_output(app, frame, area, output),
@@ -103,6 +108,55 @@ fn table(
     .highlight_symbol("› ");
     let mut state = TableState::default().with_selected(Some(selected));
     frame.render_stateful_widget(table, area, &mut state);
+}
+
+fn draw_skills(app: &App, frame: &mut Frame, area: Rect, server: &str, selected: usize) {
+    let Some(catalog) = app.catalog(server).map(|c| &c.catalog) else {
+        frame.render_widget(Paragraph::new(nothing(app, server, "skills")), area);
+        return;
+    };
+    let rows = skill_rows(catalog);
+    if rows.is_empty() {
+        frame.render_widget(Paragraph::new(nothing(app, server, "skills")), area);
+        return;
+    }
+    let [head, list] = Layout::vertical([Constraint::Length(2), Constraint::Min(1)]).areas(area);
+    let told = format!(
+        "{} skills. Enter loads a skill (its SKILL.md) or one of its files, checked against the skill's entry; nothing is read before.",
+        catalog.skills.len()
+    );
+    frame.render_widget(Paragraph::new(told).wrap(Wrap { trim: true }), head);
+    let rows = rows
+        .iter()
+        .map(|row| {
+            if row.is_skill {
+                let files = row.skill.files.as_ref().map_or("dynamic".to_string(), |f| {
+                    format!("{} file{}", f.len(), if f.len() == 1 { "" } else { "s" })
+                });
+                [
+                    clean_line(row.skill.name()),
+                    files,
+                    clean_line(row.skill.description()),
+                ]
+            } else {
+                let path = row
+                    .uri
+                    .strip_prefix(row.skill.uri.trim_end_matches("SKILL.md"));
+                [
+                    format!("  {}", clean_line(path.unwrap_or(&row.uri))),
+                    String::new(),
+                    clean_line(&row.uri),
+                ]
+            }
+        })
+        .collect();
+    table(
+        frame,
+        list,
+        ["skill", "files", "description"],
+        rows,
+        selected,
+    );
 }
 
 fn draw_resources(app: &App, frame: &mut Frame, area: Rect, server: &str, selected: usize) {
