@@ -339,7 +339,9 @@ async fn a_host_offers_skills_to_the_model_and_loads_one_through_the_gate_and_th
     .unwrap_err()
     .to_string();
     assert!(
-        unknown.contains("kit lists no skill or skill file \"juggling\""),
+        unknown.contains(
+            "kit lists no skill or skill file \"juggling\" (its skills: greeting, counting)"
+        ),
         "{unknown}"
     );
     manager.close().await;

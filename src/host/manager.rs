@@ -513,15 +513,24 @@ impl Manager {
     pub async fn load_skill(&self, server: &str, key: &str) -> Result<(Skill, SkillFileContent)> {
         let method = methods::RESOURCES_READ;
         let client = self.servers.live_client(server, method).await?;
-        let found = {
+        let (found, names) = {
             let slots = self.servers.slots();
-            let skills = slots.get(server).map(|s| &s.catalog.lists().skills);
-            skills.and_then(|skills| find_skill(skills, key))
+            let skills = slots
+                .get(server)
+                .map_or(&[][..], |s| &s.catalog.lists().skills);
+            let names: Vec<&str> = skills.iter().map(Skill::name).take(20).collect();
+            (find_skill(skills, key), names.join(", "))
         };
         let Some((entry, uri)) = found else {
+            let listed = if names.is_empty() {
+                "none".into()
+            } else {
+                names
+            };
             let why = format!(
-                "{server} lists no skill or skill file {:?}; its skills are listed by GET /v1/mcp/skills?name={server}, probe, or the panel's S",
-                crate::safe_text::escape_controls(key)
+                "{server} lists no skill or skill file {:?} (its skills: {})",
+                crate::safe_text::escape_controls(key),
+                crate::safe_text::escape_controls(&listed)
             );
             return Err(Error::new(server, ErrorKind::Usage(why)).during(method));
         };
