@@ -1178,6 +1178,8 @@ fn run_api(home: &Home, shared: &Shared, seen: &mut Seen) {
             None,
             200,
         ),
+        ("GET", "/v1/mcp/skills?name=local", None, 200),
+        ("GET", "/v1/mcp/skill?name=local&uri=greeting", None, 404),
         ("GET", "/v1/mcp/prompts?name=local", None, 200),
         (
             "POST",
