@@ -660,7 +660,8 @@ impl Client {
             .await
     }
 
-    /// [`read_resource`](Self::read_resource) with per-request options (timeout, progress).
+    /// [`read_resource`](Self::read_resource) with per-request options (timeout, progress,
+    /// trace context).
     pub async fn read_resource_with(
         &self,
         uri: &str,
@@ -725,7 +726,8 @@ impl Client {
             .await
     }
 
-    /// [`get_prompt`](Self::get_prompt) with per-request options (timeout, progress).
+    /// [`get_prompt`](Self::get_prompt) with per-request options (timeout, progress, trace
+    /// context).
     pub async fn get_prompt_with(
         &self,
         name: &str,
@@ -758,6 +760,20 @@ impl Client {
         value: &str,
         context: &[(String, String)],
     ) -> Result<Completion> {
+        let options = RequestOptions::default();
+        self.complete_with(reference, argument, value, context, options)
+            .await
+    }
+
+    /// [`complete`](Self::complete) with per-request options (timeout, trace context).
+    pub async fn complete_with(
+        &self,
+        reference: &CompletionRef,
+        argument: &str,
+        value: &str,
+        context: &[(String, String)],
+        options: RequestOptions,
+    ) -> Result<Completion> {
         #[derive(serde::Deserialize)]
         struct Completed {
             completion: Completion,
@@ -775,11 +791,7 @@ impl Client {
         }
         let (done, _) = self
             .session
-            .request_as::<Completed>(
-                methods::COMPLETION_COMPLETE,
-                Some(params),
-                RequestOptions::default(),
-            )
+            .request_as::<Completed>(methods::COMPLETION_COMPLETE, Some(params), options)
             .await?;
         Ok(done.completion)
     }
@@ -830,7 +842,7 @@ impl Client {
     }
 
     /// [`call_tool`](Self::call_tool) with per-call options: a timeout, progress, headers,
-    /// and whether to call the tool as a task ([`RequestOptions::task`]).
+    /// a trace context, and whether to call the tool as a task ([`RequestOptions::task`]).
     ///
     /// Tasks, as the revision the server speaks defines them:
     /// - 2025-11-25: a tool that requires a task (`execution.taskSupport: "required"`, on a

@@ -312,8 +312,8 @@ impl std::error::Error for Error {
 /// The crate's result type.
 pub type Result<T, E = Error> = std::result::Result<T, E>;
 
-/// A name that is none of the values it could be (a log level, a permission mode); its text
-/// lists them.
+/// A name that is none of the values it could be (a log level, a permission mode), its text
+/// listing them; or a value without its format (a trace context), its text saying why.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ParseError {
     message: String,
@@ -324,6 +324,13 @@ impl ParseError {
     pub(crate) fn unknown(what: &str, given: &str, expected: &[&str]) -> Self {
         ParseError {
             message: format!("{given:?} is no {what}: one of {}", expected.join(", ")),
+        }
+    }
+
+    /// A value of `what` that does not have its format: `why` says how (without quoting it).
+    pub(crate) fn invalid(what: &str, why: impl std::fmt::Display) -> Self {
+        ParseError {
+            message: format!("invalid {what}: {why}"),
         }
     }
 }

@@ -99,6 +99,7 @@ pub use protocol::session::{
     TaskMode,
 };
 pub use protocol::skills::{SKILLS_EXTENSION, Skill, SkillFile, SkillFileContent};
+pub use protocol::trace::TraceContext;
 pub use protocol::types::{
     Era, HANDSHAKE_VERSIONS, LATEST_HANDSHAKE_VERSION, LATEST_STATELESS_VERSION, Progress, RawJson,
     Root, STATELESS_VERSIONS, ServerDetails, TaskSupport, Tool, ToolOutput,

@@ -77,6 +77,10 @@ enum Command {
         /// POST /v1/mcp/requests/{id} before it is cancelled.
         #[arg(long, value_name = "SECONDS", default_value_t = 300, value_parser = clap::value_parser!(u64).range(1..=86_400))]
         ask_timeout: u64,
+        /// Start a trace (a random W3C traceparent in the request's _meta) for each call,
+        /// resource read and prompt whose caller sent no valid traceparent header.
+        #[arg(long)]
+        start_traces: bool,
     },
     /// The /mcp panel: servers, tools and their auto-approve marks, logins, from the
     /// keyboard (keys in the README). Logs go to stderr only when it is not a terminal.
@@ -301,6 +305,7 @@ fn main() -> ExitCode {
             allow_remote,
             token_file,
             ask_timeout,
+            start_traces,
         } => run_with_servers(host, &[], |host| {
             cli::serve::run(cli::serve::ServeArgs {
                 host,
@@ -308,6 +313,7 @@ fn main() -> ExitCode {
                 allow_remote,
                 token_file,
                 ask_timeout: std::time::Duration::from_secs(ask_timeout),
+                start_traces,
             })
         }),
         Command::Tui {

@@ -1295,6 +1295,7 @@ async fn small_api(
         allow_remote: false,
         limits,
         requests: None,
+        start_traces: false,
     };
     let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
     tokio::spawn(api::serve(listener, manager.clone(), options, async {

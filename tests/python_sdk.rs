@@ -454,3 +454,43 @@ async fn python_sdk_resources_prompts_and_completions_in_both_eras() {
         }
     }
 }
+
+/// SEP-414 against a real server: the trace context of a call reaches the Python SDK's
+/// server in `_meta` exactly as given, and the SDK's own OpenTelemetry middleware reads it
+/// (the span the tool runs in belongs to the caller's trace, with its state and baggage),
+/// over stdio and both HTTP flavours, in both eras. A call without one carries none.
+#[tokio::test]
+async fn python_sdk_server_reads_the_trace_context_in_both_eras() {
+    use agenvoy_mcp::{RequestOptions, TraceContext};
+    let Some(python) = python() else { return };
+    const PARENT: &str = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01";
+    const STATE: &str = "rojo=00f067aa0ba902b7,congo=t61rcWkgMzE";
+    const BAGGAGE: &str = "userId=alice,isProduction=false";
+    for era in [EraPreference::Auto, EraPreference::Handshake] {
+        for mode in MODES {
+            let options = ClientOptions::default()
+                .with_timeout(Duration::from_secs(20))
+                .with_era(era);
+            let (client, _server) = connect(&python, mode, options).await;
+            let trace = TraceContext::new(PARENT, Some(STATE), Some(BAGGAGE)).unwrap();
+            let traced = RequestOptions::default().with_trace(trace);
+            let out = client
+                .call_tool_with("trace_context", json!({}), traced)
+                .await
+                .unwrap_or_else(|e| panic!("{era:?} {mode:?}: {e}"));
+            let seen: Value = serde_json::from_str(&out.text).unwrap();
+            let what = format!("{era:?} {mode:?}: {seen}");
+            let sent = json!({"traceparent": PARENT, "tracestate": STATE, "baggage": BAGGAGE});
+            assert_eq!(seen["meta"], sent, "{what}");
+            assert_eq!(seen["otel"]["traceId"], &PARENT[3..35], "{what}");
+            assert_eq!(seen["otel"]["tracestate"], STATE, "{what}");
+            let baggage = json!({"userId": "alice", "isProduction": "false"});
+            assert_eq!(seen["otel"]["baggage"], baggage, "{what}");
+            let plain = text(&client, "trace_context", json!({})).await;
+            let seen: Value = serde_json::from_str(&plain).unwrap();
+            assert_eq!(seen["meta"]["traceparent"], Value::Null, "{what}: {seen}");
+            assert_eq!(seen["otel"]["traceId"], Value::Null, "{what}: {seen}");
+            client.close().await;
+        }
+    }
+}

@@ -43,6 +43,12 @@
 //! and at most [`Limits::max_body`] (else 413). [`serve`] refuses a non-loopback listener
 //! unless [`ApiOptions::allow_remote`] is set, and the token is needed then too.
 //!
+//! `POST /v1/mcp/call`, `GET /v1/mcp/resource` and `POST /v1/mcp/prompt` pass a caller's
+//! `traceparent`, `tracestate` and `baggage` headers on to the server, in the request's
+//! `_meta` (SEP-414), once checked against the W3C formats (what is not W3C is dropped with a
+//! warning, never forwarded); [`ApiOptions::start_traces`] starts a trace for a request that
+//! brought none.
+//!
 //! Bounds ([`Limits`]): connections served at once (more wait in the listen queue), the time
 //! to send a request's headers (also how long an idle connection is kept), a deadline per
 //! request (its work goes on when it passes, so a server being added is never left half
@@ -58,6 +64,7 @@ mod guard;
 mod login;
 mod server_features;
 mod servers;
+mod trace;
 
 #[cfg(fuzzing)]
 pub(crate) use guard::admit;
@@ -137,6 +144,10 @@ pub struct ApiOptions {
     /// manager's handlers feed ([`PendingRequests`]): `POST /v1/mcp/requests/{id}` answers
     /// them; `None`: there are none to answer.
     pub requests: Option<PendingRequests>,
+    /// Whether a call, a resource read or a prompt whose caller sent no valid
+    /// `traceparent` header starts a trace of its own (a random `traceparent` in the
+    /// request's `_meta`); otherwise only a caller's own trace context is passed on.
+    pub start_traces: bool,
 }
 
 impl std::fmt::Debug for ApiOptions {
@@ -146,6 +157,7 @@ impl std::fmt::Debug for ApiOptions {
             .field("token_store", &self.token_store.describe())
             .field("allow_remote", &self.allow_remote)
             .field("limits", &self.limits)
+            .field("start_traces", &self.start_traces)
             .finish_non_exhaustive()
     }
 }
@@ -572,6 +584,12 @@ async fn respond(
         return server_features::events(state, &query);
     }
     let id = request_id(parts.uri.path()).unwrap_or("").to_string();
+    let trace = match route {
+        Route::Call | Route::Resource | Route::Prompt => {
+            trace::caller_trace(&parts.headers, options.start_traces, parts.uri.path())
+        }
+        _ => None,
+    };
     let body = if parts.method == Method::POST {
         read_json(&parts, body, &options.limits).await?
     } else {
@@ -589,7 +607,7 @@ async fn respond(
     // On a task of its own, so a client that goes away or a deadline that passes never
     // stops a change half made. Boxed first: the routes' future is large, and spawning
     // moves it by value more than once.
-    let work = tokio::spawn(Box::pin(dispatch(state, route, query, body, id)));
+    let work = tokio::spawn(Box::pin(dispatch(state, route, query, body, id, trace)));
     match tokio::time::timeout(deadline, work).await {
         Ok(Ok(answer)) => answer,
         Ok(Err(e)) => Err(ApiError::internal(format!("the request failed: {e}"))),
@@ -610,6 +628,7 @@ async fn dispatch(
     query: String,
     body: Value,
     id: String,
+    trace: Option<crate::TraceContext>,
 ) -> Result<Response<Body>, ApiError> {
     match route {
         Route::ListServers => servers::list(&state),
@@ -618,7 +637,7 @@ async fn dispatch(
         Route::Status => servers::status(&state),
         Route::Reconnect => servers::reconnect(&state, body).await,
         Route::Tools => servers::tools_in(&state, &query),
-        Route::Call => servers::call(&state, body).await,
+        Route::Call => servers::call(&state, body, trace).await,
         Route::Enable => servers::enable(&state, body).await,
         Route::Search => servers::search(&state, &query),
         Route::Offered => servers::offered(&state, &query),
@@ -630,11 +649,11 @@ async fn dispatch(
         Route::Callback => login::callback(&state, body).await,
         Route::CancelCall => server_features::cancel(&state, body),
         Route::Resources => server_features::resources(&state, &query),
-        Route::Resource => server_features::resource(&state, &query).await,
+        Route::Resource => server_features::resource(&state, &query, trace).await,
         Route::Skills => server_features::skills(&state, &query),
         Route::Skill => server_features::skill(&state, &query).await,
         Route::Prompts => server_features::prompts(&state, &query),
-        Route::Prompt => server_features::prompt(&state, body).await,
+        Route::Prompt => server_features::prompt(&state, body, trace).await,
         Route::Complete => server_features::complete(&state, body).await,
         Route::Subscribe => server_features::subscription(&state, body, true).await,
         Route::Unsubscribe => server_features::subscription(&state, body, false).await,

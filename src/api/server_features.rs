@@ -13,6 +13,8 @@ use super::{ApiError, Body, ChannelBody, State, ok, only_members, required_strin
 use crate::host::{Event, Reply, ReplyError};
 use crate::protocol::items::CompletionRef;
 use crate::protocol::items::LogLevel;
+use crate::protocol::session::RequestOptions;
+use crate::protocol::trace::TraceContext;
 use bytes::Bytes;
 use http_body_util::BodyExt;
 use hyper::header::{CACHE_CONTROL, CONTENT_TYPE, HeaderValue};
@@ -65,6 +67,15 @@ fn server_error(e: crate::Error) -> ApiError {
     ApiError::new(status, kind, e.to_string())
 }
 
+/// The options of a request carrying the caller's trace context, if any.
+fn traced(trace: Option<TraceContext>) -> RequestOptions {
+    let options = RequestOptions::default();
+    match trace {
+        Some(trace) => options.with_trace(trace),
+        None => options,
+    }
+}
+
 fn no_server(name: &str) -> ApiError {
     ApiError::not_found(format!(
         "no server {name:?}; GET /v1/mcp/status lists the servers"
@@ -87,12 +98,12 @@ pub(super) fn resources(state: &State, query: &str) -> Answer {
 
 /// `GET /v1/mcp/resource?name=&uri=`: one resource as the model would see it (rendered,
 /// capped as a tool result is).
-pub(super) async fn resource(state: &State, query: &str) -> Answer {
+pub(super) async fn resource(state: &State, query: &str, trace: Option<TraceContext>) -> Answer {
     let name = required_param(query, "name")?;
     let uri = required_param(query, "uri")?;
     let read = state
         .control
-        .read_resource(&name, &uri)
+        .read_resource_with(&name, &uri, traced(trace))
         .await
         .map_err(server_error)?;
     ok(json!({"text": read.text, "totalBytes": read.total_bytes}))
@@ -168,11 +179,11 @@ pub(super) fn prompt_request(body: &Value) -> Result<(String, String, Value), Ap
 
 /// `POST /v1/mcp/prompt`: the prompt filled in: its messages as sent, and each as the model
 /// would see it (`text`).
-pub(super) async fn prompt(state: &State, body: Value) -> Answer {
+pub(super) async fn prompt(state: &State, body: Value, trace: Option<TraceContext>) -> Answer {
     let (name, prompt, arguments) = prompt_request(&body)?;
     let contents = state
         .control
-        .get_prompt(&name, &prompt, arguments)
+        .get_prompt_with(&name, &prompt, arguments, traced(trace))
         .await
         .map_err(server_error)?;
     let messages: Vec<Value> = contents

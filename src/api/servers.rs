@@ -12,6 +12,8 @@ use crate::host::{
     Allowlist, CallError, CallOutcome, Conversation, DEFAULT_SEARCH_LIMIT, MAX_SEARCH_LIMIT,
     RegisteredTool, ToolCall, ToolFilter,
 };
+use crate::protocol::session::RequestOptions;
+use crate::protocol::trace::TraceContext;
 use hyper::{Response, StatusCode};
 use serde_json::{Value, json};
 use std::sync::Arc;
@@ -453,10 +455,13 @@ const MAX_CALL_ID: usize = 200;
 /// task-required tool runs as a task. With an `id`, `POST /v1/mcp/call/cancel` stops it
 /// (409 `cancelled`; the server is told); while anyone listens on `GET /v1/mcp/events`, its
 /// progress goes there.
-pub(super) async fn call(state: &State, body: Value) -> Answer {
+pub(super) async fn call(state: &State, body: Value, trace: Option<TraceContext>) -> Answer {
     let (mut call, conversation) = call_request(&body)?;
     if let Some(name) = conversation {
         call = call.with_conversation(state.conversations.get(&name)?);
+    }
+    if let Some(trace) = trace {
+        call = call.with_request(RequestOptions::default().with_trace(trace));
     }
     let CallOutcome { output, item } = state.control.call(call).await.map_err(call_error)?;
     let mut answer = json!({

@@ -1,5 +1,5 @@
-//! `agenvoy-mcp serve [--listen ADDR] [--config FILE] [--allow-remote] [--token-file FILE]`:
-//! the daemon.
+//! `agenvoy-mcp serve [--listen ADDR] [--config FILE] [--allow-remote] [--token-file FILE]
+//! [--start-traces]`: the daemon.
 //!
 //! Connects every configured server (the embedded default when there is no config file),
 //! registers their tools and follows them, as an agent host does; then serves the
@@ -35,6 +35,8 @@ pub struct ServeArgs {
     pub token_file: Option<PathBuf>,
     /// How long a server's question (elicitation, sampling) waits for an answer.
     pub ask_timeout: Duration,
+    /// Start a trace for each request that reaches a server whose caller sent none.
+    pub start_traces: bool,
 }
 
 /// Runs `serve`.
@@ -110,6 +112,7 @@ pub async fn run(args: ServeArgs) -> ExitCode {
             ..Limits::default()
         },
         requests: Some(board),
+        start_traces: args.start_traces,
     };
     let served = api::serve(listener, manager.clone(), options, async {
         signals.next().await;

@@ -181,6 +181,8 @@ impl Client {
         const METHOD: &str = methods::TOOLS_CALL;
         let mut clock = TaskClock::new(&options, self.session.default_timeout());
         let watch = self.session.watch_progress(options.on_progress.clone());
+        // The polls carry the caller's trace context too: they are part of the call.
+        let trace = options.trace.clone();
         let headers = self.param_headers(tool, &arguments);
         let mut params = serde_json::Map::new();
         params.insert("name".into(), Value::String(tool.into()));
@@ -239,7 +241,7 @@ impl Client {
         // Bounded by the clock: every turn waits at least MIN_TASK_POLL or ends the call.
         while !stops(&task) {
             if task.status == TaskStatus::InputRequired {
-                self.answer_task_input(&mut clock, &watch, &task, &mut answered)
+                self.answer_task_input(&mut clock, &watch, &task, &mut answered, &trace)
                     .await?;
             }
             let pause = task
@@ -280,6 +282,7 @@ impl Client {
                 .await??;
             let get = RequestOptions {
                 timeout: Some(clock.left()),
+                trace: trace.clone(),
                 ..Default::default()
             };
             let params = json!({"taskId": task.task_id});
@@ -309,6 +312,7 @@ impl Client {
         }
         let fetch = RequestOptions {
             timeout: Some(clock.left()),
+            trace,
             ..Default::default()
         };
         let params = json!({"taskId": task.task_id});
@@ -332,6 +336,7 @@ impl Client {
         watch: &ProgressWatch,
         task: &Task,
         answered: &mut HashSet<String>,
+        trace: &Option<crate::TraceContext>,
     ) -> Result<()> {
         const METHOD: &str = methods::TASKS_UPDATE;
         let Some(raw) = task.member("inputRequests") else {
@@ -358,6 +363,7 @@ impl Client {
         let params = json!({"taskId": task.task_id, "inputResponses": responses});
         let sent = RequestOptions {
             timeout: Some(clock.left()),
+            trace: trace.clone(),
             ..Default::default()
         };
         let update = self.session.request(METHOD, Some(params), sent);

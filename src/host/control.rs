@@ -33,6 +33,7 @@ use super::tool_search::{Conversation, ToolIndex};
 use crate::client::Client;
 use crate::filelock::{self, LOCK_WAIT};
 use crate::protocol::items::{Completion, CompletionRef, PromptContents, ResourceOutput};
+use crate::protocol::session::RequestOptions;
 use serde_json::Value;
 use std::fmt;
 use std::path::{Path, PathBuf};
@@ -665,6 +666,18 @@ impl Control {
         self.manager().load_skill(server, key).await
     }
 
+    /// [`Control::read_resource`] with request options (timeout, trace context).
+    pub async fn read_resource_with(
+        &self,
+        server: &str,
+        uri: &str,
+        options: RequestOptions,
+    ) -> crate::Result<ResourceOutput> {
+        self.manager()
+            .read_resource_with(server, uri, options)
+            .await
+    }
+
     /// Prompt `prompt` of server `server`, filled in with `arguments` (an object of strings).
     pub async fn get_prompt(
         &self,
@@ -673,6 +686,20 @@ impl Control {
         arguments: Value,
     ) -> crate::Result<PromptContents> {
         self.manager().get_prompt(server, prompt, arguments).await
+    }
+
+    /// [`Control::get_prompt`] with request options (timeout, trace context).
+    pub async fn get_prompt_with(
+        &self,
+        server: &str,
+        prompt: &str,
+        arguments: Value,
+        options: RequestOptions,
+    ) -> crate::Result<PromptContents> {
+        let manager = self.manager();
+        manager
+            .get_prompt_with(server, prompt, arguments, options)
+            .await
     }
 
     /// Server `server`'s completions of `argument` (typed so far: `value`) of a prompt or

@@ -317,7 +317,7 @@ impl Manager {
             .await
     }
 
-    /// [`Manager::call`] with request options (timeout, progress).
+    /// [`Manager::call`] with request options (timeout, progress, trace context).
     pub async fn call_with(
         &self,
         name: &str,
@@ -325,7 +325,7 @@ impl Manager {
         mode: PermissionMode,
         options: RequestOptions,
     ) -> Result<ToolOutput, CallError> {
-        if let Some(outcome) = self.call_host_tool(name, &arguments, mode).await {
+        if let Some(outcome) = self.call_host_tool(name, &arguments, mode, &options).await {
             return outcome;
         }
         let resolved = self
@@ -498,11 +498,22 @@ impl Manager {
     /// Reads a resource of a server: what the model sees of it, rendered and capped as a
     /// tool result is (the client's output cap, the truncation marker).
     pub async fn read_resource(&self, server: &str, uri: &str) -> Result<ResourceOutput> {
+        self.read_resource_with(server, uri, RequestOptions::default())
+            .await
+    }
+
+    /// [`Manager::read_resource`] with request options (timeout, trace context).
+    pub async fn read_resource_with(
+        &self,
+        server: &str,
+        uri: &str,
+        options: RequestOptions,
+    ) -> Result<ResourceOutput> {
         let client = self
             .servers
             .live_client(server, methods::RESOURCES_READ)
             .await?;
-        client.read_resource(uri).await
+        client.read_resource_with(uri, options).await
     }
 
     /// Loads a file of a skill of server `server`, found in its last listed skills by `key`:
@@ -545,11 +556,23 @@ impl Manager {
         prompt: &str,
         arguments: Value,
     ) -> Result<PromptContents> {
+        self.get_prompt_with(server, prompt, arguments, RequestOptions::default())
+            .await
+    }
+
+    /// [`Manager::get_prompt`] with request options (timeout, trace context).
+    pub async fn get_prompt_with(
+        &self,
+        server: &str,
+        prompt: &str,
+        arguments: Value,
+        options: RequestOptions,
+    ) -> Result<PromptContents> {
         let client = self
             .servers
             .live_client(server, methods::PROMPTS_GET)
             .await?;
-        client.get_prompt(prompt, arguments).await
+        client.get_prompt_with(prompt, arguments, options).await
     }
 
     /// Asks a server for values of an argument of one of its prompts or resource templates
@@ -615,6 +638,7 @@ impl Manager {
         name: &str,
         arguments: &Value,
         mode: PermissionMode,
+        options: &RequestOptions,
     ) -> Option<Result<ToolOutput, CallError>> {
         if ![LIST_RESOURCES_TOOL, READ_RESOURCE_TOOL, LOAD_SKILL_TOOL].contains(&name) {
             return None;
@@ -653,14 +677,16 @@ impl Manager {
             let why = format!("{name} needs \"uri\": a resource's URI from {LIST_RESOURCES_TOOL}");
             return Some(Ok(error_output(why)));
         };
-        Some(match self.read_resource(server, uri).await {
-            Ok(read) => Ok(ToolOutput {
-                text: read.text,
-                total_bytes: read.total_bytes,
-                is_error: false,
-            }),
-            Err(e) => Err(CallError::Server(e)),
-        })
+        Some(
+            match self.read_resource_with(server, uri, options.clone()).await {
+                Ok(read) => Ok(ToolOutput {
+                    text: read.text,
+                    total_bytes: read.total_bytes,
+                    is_error: false,
+                }),
+                Err(e) => Err(CallError::Server(e)),
+            },
+        )
     }
 
     /// Every tool of server `name` as it last listed them, hidden ones included: each with

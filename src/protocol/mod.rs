@@ -4,6 +4,7 @@
 //! - [`items`]: resources, templates, prompts, completions, log levels, typed notifications.
 //! - [`input`]: what a server asks of the embedder, typed: elicitation, sampling.
 //! - [`skills`]: the skills extension's entries, files and their verification.
+//! - [`trace`]: the W3C trace context a request carries in its `_meta` (SEP-414).
 //! - [`session`]: ids, correlation, timeouts, cancellation, progress, server requests.
 //! - [`era`]: how a session starts, behind one seam: the stateless era's `server/discover`
 //!   and per-request `_meta`, or the `initialize` handshake.
@@ -20,6 +21,7 @@ pub mod server_requests;
 pub mod session;
 pub mod skills;
 pub mod stateless;
+pub mod trace;
 pub mod types;
 
 /// A stateless-era server's error: the request's headers disagree with its body.

@@ -12,6 +12,7 @@ use super::server_requests::{
     ElicitationAnswer, ElicitationFn, ElicitationRequest, SamplingAnswer, SamplingFn,
     SamplingRequest,
 };
+use super::trace::TraceContext;
 use super::types::{Progress, Root};
 use crate::error::{Error, ErrorKind, Result};
 use crate::methods;
@@ -211,6 +212,10 @@ pub struct RequestOptions {
     /// For a tool call: when to call the tool as a task (polled until it ends, its result
     /// fetched, cancelled when the call is dropped or times out).
     pub task: TaskMode,
+    /// The caller's trace context, sent in the request's `_meta` (`traceparent`,
+    /// `tracestate`, `baggage`; a member the request sets itself wins), in each round of it
+    /// and, for a tool called as a task, in the task's polls too.
+    pub trace: Option<TraceContext>,
 }
 
 impl RequestOptions {
@@ -249,6 +254,12 @@ impl RequestOptions {
     /// With a tool call run as a task as `task` says.
     pub fn with_task(mut self, task: TaskMode) -> Self {
         self.task = task;
+        self
+    }
+
+    /// With the trace context `trace` sent in the request's `_meta`.
+    pub fn with_trace(mut self, trace: TraceContext) -> Self {
+        self.trace = Some(trace);
         self
     }
 }
@@ -781,13 +792,16 @@ impl Session {
         let envelope = self.shared.envelope.lock().expect("envelope lock").clone();
         // The params are copied only when `_meta` is added to them.
         let mut with_meta = None;
-        if options.on_progress.is_some() || envelope.is_some() {
+        if options.on_progress.is_some() || envelope.is_some() || options.trace.is_some() {
             let p = with_meta.insert(params.cloned().unwrap_or_else(|| json!({})));
             if let Some(obj) = p.as_object_mut() {
                 let meta = obj.entry("_meta").or_insert_with(|| json!({}));
                 if let Some(meta) = meta.as_object_mut() {
                     // A member the request sets itself (a call's own capabilities) wins.
                     for (key, value) in envelope.into_iter().flatten() {
+                        meta.entry(key).or_insert(value);
+                    }
+                    for (key, value) in options.trace.iter().flat_map(|t| t.meta_members()) {
                         meta.entry(key).or_insert(value);
                     }
                     if options.on_progress.is_some() {
