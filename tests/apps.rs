@@ -247,3 +247,240 @@ async fn the_ext_apps_example_server_names_its_page_and_it_is_read_whole() {
         "a client that does not render declares nothing"
     );
 }
+
+/// The fixture in `apps` mode, as a command after `--`.
+fn apps_fixture() -> Vec<String> {
+    common::fixture_command(&["--mode", "apps"])
+}
+
+/// `probe` with `flags`, then the fixture in `apps` mode: its stdout, asserting success.
+fn probe_text(flags: &[&str]) -> String {
+    let output = std::process::Command::new(common::binary())
+        .arg("probe")
+        .args(flags)
+        .arg("--")
+        .args(apps_fixture())
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(output.status.success(), "probe {flags:?}: {stderr}");
+    String::from_utf8(output.stdout).unwrap()
+}
+
+#[test]
+fn probe_declares_the_extension_with_ui_and_shows_each_tools_page() {
+    let command = apps_fixture();
+    let mut args = vec!["--ui", "--"];
+    args.extend(command.iter().map(String::as_str));
+    let report = common::probe_json(&args);
+    let tools = report["tools"].as_array().unwrap();
+    let shown = |name: &str| tools.iter().find(|t| t["name"] == name).unwrap().clone();
+    assert_eq!(
+        shown("clock")["ui"],
+        serde_json::json!({"resourceUri": "ui://fixture/clock.html", "visibility": ["model", "app"]})
+    );
+    assert_eq!(
+        shown("clock_refresh")["ui"]["visibility"],
+        serde_json::json!(["app"])
+    );
+    assert_eq!(
+        shown("clock")["_meta"]["ui"]["resourceUri"],
+        "ui://fixture/clock.html",
+        "the tool as the server sent it"
+    );
+    for name in ["bad_scheme", "bad_control", "bad_long", "echo"] {
+        assert!(shown(name).get("ui").is_none(), "{name}: {}", shown(name));
+    }
+
+    let text = probe_text(&["--ui"]);
+    let row = |name: &str| {
+        text.lines()
+            .find(|l| l.trim_start().starts_with(&format!("{name} ")))
+            .unwrap_or_else(|| panic!("no row {name}:\n{text}"))
+            .to_string()
+    };
+    assert!(
+        row("clock").contains("[ui ui://fixture/clock.html] The fixture's clock."),
+        "{text}"
+    );
+    assert!(
+        row("clock_refresh").contains("[ui ui://fixture/clock.html, app only]"),
+        "{text}"
+    );
+    assert!(!row("bad_control").contains("[ui"), "{text}");
+    assert!(!text.contains('\u{1b}'), "no raw escape: {text}");
+
+    // Without --ui nothing is declared, and the fixture names no page.
+    let mut args = vec!["--"];
+    args.extend(command.iter().map(String::as_str));
+    let report = common::probe_json(&args);
+    let tools = report["tools"].as_array().unwrap();
+    assert!(tools.iter().all(|t| t.get("ui").is_none()), "{tools:?}");
+    assert!(!probe_text(&[]).contains("[ui "));
+}
+
+#[test]
+fn probe_reads_a_page_whole_with_ui_and_as_the_model_sees_it_without() {
+    let command = apps_fixture();
+    let with = |flags: &[&str]| {
+        let mut args: Vec<&str> = flags.to_vec();
+        args.push("--");
+        args.extend(command.iter().map(String::as_str));
+        common::probe_json(&args)
+    };
+    let report = with(&["--ui", "--read", "ui://fixture/big.html"]);
+    assert_big_page(report["page"]["html"].as_str().unwrap());
+    assert_eq!(report["page"]["mimeType"], UI_MIME_TYPE);
+    assert!(report.get("read").is_none());
+    let report = with(&["--ui", "--read", "ui://fixture/clock.html"]);
+    assert_eq!(
+        report["page"]["ui"],
+        serde_json::json!({
+            "csp": {"connectDomains": ["https://api.example.com"],
+                    "resourceDomains": ["https://*.cdn.example"],
+                    "frameDomains": [], "baseUriDomains": []},
+            "permissions": {"clipboardWrite": {}},
+            "prefersBorder": false,
+        })
+    );
+    let text = probe_text(&["--ui", "--read", "ui://fixture/clock.html"]);
+    assert!(
+        text.contains(
+            "page ui://fixture/clock.html (69 bytes, text/html;profile=mcp-app):\n  csp connect: https://api.example.com\n  csp resource: https://*.cdn.example\n  permissions: clipboardWrite\n<!DOCTYPE html>"
+        ),
+        "{text}"
+    );
+
+    // Without --ui, --read is what the model sees: cut at the cap.
+    let report = with(&["--read", "ui://fixture/big.html"]);
+    assert!(report.get("page").is_none());
+    assert_eq!(report["read"]["totalBytes"], 6 << 20);
+    assert!(report["read"]["text"].as_str().unwrap().ends_with(" kept]"));
+
+    // A page past its bound fails the probe, naming the step and the bound.
+    let output = std::process::Command::new(common::binary())
+        .args(["probe", "--ui", "--read", "ui://fixture/huge.html", "--"])
+        .args(&command)
+        .output()
+        .unwrap();
+    assert_eq!(output.status.code(), Some(1));
+    assert!(output.stdout.is_empty());
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(
+        stderr.contains("resources/read") && stderr.contains("more than the 8388608"),
+        "{stderr}"
+    );
+}
+
+/// A daemon whose one server, `fx`, is the fixture in `apps` mode; `render_ui` as given.
+fn apps_daemon(render_ui: Option<serde_json::Value>) -> common::daemon::Daemon {
+    let mut config =
+        serde_json::json!({"servers": {"fx": common::fixture_entry(&["--mode", "apps"])}});
+    if let Some(flag) = render_ui {
+        config["render_ui"] = flag;
+    }
+    common::daemon::Daemon::start(Some(config))
+}
+
+#[test]
+fn a_daemon_whose_callers_render_lists_each_tools_page_and_serves_it_whole() {
+    let daemon = apps_daemon(Some(serde_json::json!(true)));
+    let api = &daemon.api;
+    let listed = api.get("/v1/mcp/tools");
+    let tools = listed["tools"].as_array().unwrap();
+    let shown = |name: &str| {
+        tools
+            .iter()
+            .find(|t| t["name"] == name)
+            .unwrap_or_else(|| panic!("no {name}: {listed}"))
+            .clone()
+    };
+    assert_eq!(
+        shown("mcp__fx__clock")["ui"],
+        serde_json::json!({"resourceUri": "ui://fixture/clock.html", "visibility": ["model", "app"]})
+    );
+    assert_eq!(
+        shown("mcp__fx__flat_ui")["ui"]["resourceUri"],
+        "ui://fixture/blob.html"
+    );
+    for name in [
+        "mcp__fx__bad_scheme",
+        "mcp__fx__bad_control",
+        "mcp__fx__echo",
+    ] {
+        assert!(shown(name).get("ui").is_none(), "{}", shown(name));
+    }
+    let found = api.get("/v1/mcp/tools/search?q=clock");
+    let first = &found["tools"][0];
+    assert_eq!(
+        first["ui"]["resourceUri"], "ui://fixture/clock.html",
+        "{found}"
+    );
+
+    let page = api.get("/v1/mcp/ui?name=fx&uri=ui%3A%2F%2Ffixture%2Fbig.html");
+    assert_eq!(page["uri"], "ui://fixture/big.html");
+    assert_eq!(page["mimeType"], UI_MIME_TYPE);
+    assert_big_page(page["html"].as_str().unwrap());
+    let page = api.get("/v1/mcp/ui?name=fx&uri=ui://fixture/clock.html");
+    assert_eq!(
+        page["ui"]["csp"]["connectDomains"],
+        serde_json::json!(["https://api.example.com"])
+    );
+    assert_eq!(
+        page["ui"]["permissions"],
+        serde_json::json!({"clipboardWrite": {}})
+    );
+    // What the model sees of the same resource is cut at its cap.
+    let for_model = api.get("/v1/mcp/resource?name=fx&uri=ui://fixture/big.html");
+    assert_eq!(for_model["totalBytes"], 6 << 20);
+
+    for (target, status, says) in [
+        (
+            "/v1/mcp/ui?name=fx&uri=ui://fixture/huge.html",
+            502,
+            "more than the 8388608",
+        ),
+        (
+            "/v1/mcp/ui?name=fx&uri=fixture://readme",
+            400,
+            "GET /v1/mcp/resource",
+        ),
+        ("/v1/mcp/ui?name=fx", 400, "?uri="),
+        (
+            "/v1/mcp/ui?name=nope&uri=ui://fixture/clock.html",
+            404,
+            "nope",
+        ),
+    ] {
+        let reply = api.send("GET", target, None);
+        assert_eq!(reply.status, status, "{target}: {reply:?}");
+        assert!(reply.error().contains(says), "{target}: {}", reply.error());
+    }
+}
+
+#[test]
+fn a_daemon_declares_the_extension_only_when_its_config_says_its_callers_render() {
+    let daemon = apps_daemon(None);
+    let tools = daemon.api.get("/v1/mcp/tools");
+    let tools = tools["tools"].as_array().unwrap();
+    assert!(tools.iter().any(|t| t["name"] == "mcp__fx__clock"));
+    assert!(tools.iter().all(|t| t.get("ui").is_none()), "{tools:?}");
+    drop(daemon);
+    let daemon = apps_daemon(Some(serde_json::json!(false)));
+    let tools = daemon.api.get("/v1/mcp/tools");
+    assert!(!tools.to_string().contains("resourceUri"), "{tools}");
+    drop(daemon);
+
+    let dir = tempfile::tempdir().unwrap();
+    let config = serde_json::json!({"render_ui": "yes", "servers": {}});
+    std::fs::write(dir.path().join("mcp.json"), config.to_string()).unwrap();
+    let output = common::daemon::serve_command(dir.path(), &[])
+        .output()
+        .unwrap();
+    assert_eq!(output.status.code(), Some(1));
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(
+        stderr.contains("\"render_ui\" must be true or false"),
+        "{stderr}"
+    );
+}

@@ -22,6 +22,7 @@
 //! | `POST /v1/mcp/call/cancel` | cancels a call by its `id` (the server is told) |
 //! | `GET /v1/mcp/resources?name=` | a server's resources and templates |
 //! | `GET /v1/mcp/resource?name=&uri=` | one resource, as the model would see it |
+//! | `GET /v1/mcp/ui?name=&uri=` | one `ui://` resource (MCP Apps) read whole, for a caller that renders it |
 //! | `GET /v1/mcp/prompts?name=` | a server's prompts |
 //! | `POST /v1/mcp/prompt` | a prompt filled in (`{name, prompt, arguments}`) |
 //! | `POST /v1/mcp/complete` | values for a prompt's or a template's argument |
@@ -442,6 +443,7 @@ enum Route {
     CancelCall,
     Resources,
     Resource,
+    Ui,
     Prompts,
     Prompt,
     Complete,
@@ -465,6 +467,7 @@ const ROUTES: &[(&str, &str, Route)] = &[
     ("/v1/mcp/call/cancel", "POST", Route::CancelCall),
     ("/v1/mcp/resources", "GET", Route::Resources),
     ("/v1/mcp/resource", "GET", Route::Resource),
+    ("/v1/mcp/ui", "GET", Route::Ui),
     ("/v1/mcp/prompts", "GET", Route::Prompts),
     ("/v1/mcp/prompt", "POST", Route::Prompt),
     ("/v1/mcp/complete", "POST", Route::Complete),
@@ -625,6 +628,7 @@ async fn dispatch(
         Route::CancelCall => server_features::cancel(&state, body),
         Route::Resources => server_features::resources(&state, &query),
         Route::Resource => server_features::resource(&state, &query).await,
+        Route::Ui => server_features::ui_resource(&state, &query).await,
         Route::Prompts => server_features::prompts(&state, &query),
         Route::Prompt => server_features::prompt(&state, body).await,
         Route::Complete => server_features::complete(&state, body).await,

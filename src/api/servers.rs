@@ -193,6 +193,8 @@ struct Listed<'a> {
     input_schema: &'a serde_json::value::RawValue,
     auto_approve: bool,
     visible: bool,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    ui: Option<&'a crate::ToolUi>,
 }
 
 impl<'a> Listed<'a> {
@@ -205,6 +207,7 @@ impl<'a> Listed<'a> {
             input_schema: &t.definition.input_schema,
             auto_approve: allowlist.allows(&t.definition.name, Some(&t.server)),
             visible: true,
+            ui: t.ui.as_ref(),
         }
     }
 }
@@ -245,6 +248,8 @@ pub(super) fn tools(state: &State) -> Answer {
         description: String,
         auto_approve: bool,
         visible: bool,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        ui: Option<crate::ToolUi>,
     }
     let allowlist = state.control.allowlist()?;
     let control = &state.control;
@@ -270,6 +275,7 @@ pub(super) fn tools(state: &State) -> Answer {
                     tool: t.tool,
                     description: t.description,
                     visible: false,
+                    ui: t.ui,
                 })
         })
         .collect();

@@ -73,6 +73,16 @@ pub async fn run(args: ServeArgs) -> ExitCode {
     // The servers' questions go to the event stream's listeners and wait on this board.
     let events = EventBus::new();
     let board = PendingRequests::new(events.clone(), args.ask_timeout);
+    let mut options = options;
+    // The API's callers render MCP Apps pages only if the config says so.
+    match config.render_ui() {
+        Ok(true) => {
+            let handlers = std::mem::take(&mut options.client.handlers);
+            options.client.handlers = handlers.with_ui([agenvoy_mcp::UI_MIME_TYPE]);
+        }
+        Ok(false) => {}
+        Err(e) => return failed(e.to_string()),
+    }
     let options = options
         .with_events(events)
         .with_elicitation(board.elicitation_handler())

@@ -28,6 +28,8 @@ pub(crate) struct ToolRow {
     pub(crate) description: String,
     /// Whether the server's filter shows it to the model.
     pub(crate) visible: bool,
+    /// The `ui://` page a host renders for its results (MCP Apps), if it names one.
+    pub(crate) ui: Option<String>,
 }
 
 /// An `"auth": "oauth"` server's client settings (never its secret).
@@ -748,6 +750,7 @@ mod tests {
                 tool: t.to_string(),
                 description: String::new(),
                 visible: *t == "echo",
+                ui: None,
             })
             .collect();
         app.handle_key(key(KeyCode::Enter));

@@ -20,6 +20,10 @@ pub struct ServerTool {
     pub description: String,
     /// Whether the server's filter shows it to the model (registered, callable).
     pub visible: bool,
+    /// The UI a host renders for its results (MCP Apps), if the server names a valid one
+    /// ([`Tool::ui`]).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub ui: Option<crate::ToolUi>,
 }
 
 /// A server's tools as it last listed them, and the filter that says which the model sees.
@@ -77,6 +81,7 @@ impl ToolList {
                 tool: t.name.clone(),
                 description: t.description.as_deref().unwrap_or("").trim().to_string(),
                 visible: self.filter.allows(&t.name),
+                ui: t.ui(),
             })
             .collect()
     }
