@@ -484,3 +484,83 @@ fn a_daemon_declares_the_extension_only_when_its_config_says_its_callers_render(
         "{stderr}"
     );
 }
+
+/// The ext-apps example server as a config entry (stdio), if installed.
+fn example_entry() -> Option<serde_json::Value> {
+    let program = installed("node_modules/.bin/mcp-server-basic-vanillajs")?;
+    let program = program.canonicalize().unwrap().display().to_string();
+    Some(serde_json::json!({"command": "node", "args": [program, "--stdio"]}))
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_panel_marks_the_example_servers_tool_with_its_page() {
+    use agenvoy_mcp::host::{Config, Control, Manager, ManagerOptions};
+    use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
+    let Some(entry) = example_entry() else {
+        return;
+    };
+    agenvoy_mcp::unstable::become_subreaper();
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("mcp.json");
+    let config = serde_json::json!({"servers": {"basic": entry}});
+    std::fs::write(&path, config.to_string()).unwrap();
+    // As `agenvoy-mcp tui` runs: the panel renders no page and declares nothing; this
+    // server names its page all the same.
+    let options = ManagerOptions::default().with_allowlist_path(dir.path().join("allow_tool"));
+    let manager = Manager::start(Config::load(&path).unwrap(), options);
+    manager.register_all();
+    let mut panel = agenvoy_mcp::tui::Panel::new(Control::new(manager, path)).open_browser(false);
+    assert!(panel.settle(std::time::Duration::from_secs(60)).await);
+    for key in [KeyCode::Enter, KeyCode::Char('t')] {
+        panel.handle_key(KeyEvent::new(key, KeyModifiers::NONE));
+    }
+    let mut terminal = ratatui::Terminal::new(ratatui::backend::TestBackend::new(120, 24)).unwrap();
+    panel.tick();
+    terminal
+        .draw(|frame| panel.draw(frame, frame.area()))
+        .unwrap();
+    let buffer = terminal.backend().buffer();
+    let screen: String = (0..buffer.area.height)
+        .map(|y| {
+            let row: String = (0..buffer.area.width)
+                .map(|x| buffer[(x, y)].symbol())
+                .collect();
+            row + "\n"
+        })
+        .collect();
+    let row = screen
+        .lines()
+        .find(|l| l.contains("mcp__basic__get-time"))
+        .unwrap_or_else(|| panic!("no get-time row:\n{screen}"));
+    assert!(
+        row.contains("mcp__basic__get-time [ui ui://get-time/mcp-app.html] Returns the current"),
+        "{screen}"
+    );
+    assert!(screen.contains("[ui URI]: its MCP"), "{screen}");
+    panel.control().close().await;
+}
+
+#[test]
+fn a_daemon_serves_the_example_servers_page_whole() {
+    let Some(entry) = example_entry() else {
+        return;
+    };
+    let config = serde_json::json!({"render_ui": true, "servers": {"basic": entry}});
+    let daemon = common::daemon::Daemon::start(Some(config));
+    let tools = daemon.api.get("/v1/mcp/tools");
+    assert_eq!(
+        tools["tools"][0]["ui"],
+        serde_json::json!({"resourceUri": "ui://get-time/mcp-app.html", "visibility": ["model", "app"]}),
+        "{tools}"
+    );
+    let page = daemon
+        .api
+        .get("/v1/mcp/ui?name=basic&uri=ui://get-time/mcp-app.html");
+    let program = installed("node_modules/.bin/mcp-server-basic-vanillajs").unwrap();
+    let on_disk = program
+        .canonicalize()
+        .unwrap()
+        .with_file_name("mcp-app.html");
+    assert_eq!(page["html"], std::fs::read_to_string(on_disk).unwrap());
+    assert_eq!(page["mimeType"], UI_MIME_TYPE);
+}
