@@ -1164,6 +1164,7 @@ mod tests {
                 tool: "echo".into(),
                 description: String::new(),
                 visible: true,
+                ui: None,
             }];
             app.handle_key(key(KeyCode::Char('t')));
             app.handle_key(key(KeyCode::Enter));
