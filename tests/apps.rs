@@ -410,6 +410,22 @@ fn a_daemon_whose_callers_render_lists_each_tools_page_and_serves_it_whole() {
     ] {
         assert!(shown(name).get("ui").is_none(), "{}", shown(name));
     }
+    // A tool only for its page is not the model's: not registered, listed as hidden with
+    // its UI, not callable.
+    assert!(
+        !tools.iter().any(|t| t["name"] == "mcp__fx__clock_refresh"),
+        "{listed}"
+    );
+    let hidden = listed["hidden"].as_array().unwrap();
+    assert_eq!(hidden.len(), 1, "{listed}");
+    assert_eq!(hidden[0]["name"], "mcp__fx__clock_refresh");
+    assert_eq!(hidden[0]["ui"]["visibility"], serde_json::json!(["app"]));
+    assert_eq!(api.status_of("fx")["hiddenTools"], 1);
+    let reply = api.post(
+        "/v1/mcp/call",
+        serde_json::json!({"name": "mcp__fx__clock_refresh", "arguments": {}, "mode": "auto"}),
+    );
+    assert_eq!(reply.status, 404, "{reply:?}");
     let found = api.get("/v1/mcp/tools/search?q=clock");
     let first = &found["tools"][0];
     assert_eq!(
