@@ -1178,6 +1178,12 @@ fn run_api(home: &Home, shared: &Shared, seen: &mut Seen) {
             None,
             200,
         ),
+        (
+            "GET",
+            "/v1/mcp/ui?name=local&uri=ui://fixture/clock.html",
+            None,
+            200,
+        ),
         ("GET", "/v1/mcp/prompts?name=local", None, 200),
         (
             "POST",

@@ -7,6 +7,8 @@
 //! 127.0.0.1:17989). Its first line on stdout, once it is ready, is `listening on
 //! http://ADDR` with the real port (so `--listen 127.0.0.1:0` works). Requests need the
 //! token in `api-token` beside the config file (made on first start, mode 0600).
+//! With `"render_ui": true` at the top of the config, the API's callers render MCP Apps
+//! pages, so every server is told so (the UI extension is declared).
 //!
 //! SIGINT, SIGTERM or SIGHUP closes every server (no child left) and exits 0. Exit code 1 if it
 //! cannot start (config, token file, address), 2 for a non-loopback address without
