@@ -278,7 +278,7 @@ pub const MAX_WHOLE_REPLIES: usize = 4;
 /// The requests in flight whose answers are kept whole up to a bound of their own, past the
 /// render cap and [`Limits::max_message`]: a UI resource's HTML, which is for a host to
 /// render, not for a model to read. The session registers a request before sending it
-/// ([`WholeReplies::register`]) and the registration ends when its guard is dropped (the
+/// (its `register`) and the registration ends when its guard is dropped (the
 /// request answered, failed, timed out or dropped), so none outlives its request.
 ///
 /// While any is registered, a message that starts arriving is kept up to the largest bound;
