@@ -1114,7 +1114,7 @@ fn run_api(home: &Home, shared: &Shared, seen: &mut Seen) {
             "POST",
             "/v1/mcp/call",
             Some(json!({"name": "mcp__down__echo", "mode": "auto"})),
-            404,
+            503,
         ),
         (
             "POST",
@@ -1240,12 +1240,12 @@ fn run_api(home: &Home, shared: &Shared, seen: &mut Seen) {
             Some(json!({"name": "mcp__pyseed__whoami", "mode": "auto"})),
         );
         // The authorization server does not know the seeded client: the refresh is refused,
-        // so pyseed needs a login and has no tool to call.
-        assert_eq!(status, 404, "{answer}");
+        // so pyseed needs a login, and the call says so.
+        assert_eq!(status, 409, "{answer}");
+        let message = answer["error"]["message"].as_str().unwrap_or("");
         assert!(
-            answer
-                .to_string()
-                .contains("no MCP tool named mcp__pyseed__whoami"),
+            message
+                .contains("mcp__pyseed__whoami cannot be called: server \"pyseed\" needs a login"),
             "{answer}"
         );
         let (_, status) = api(seen, "GET", "/v1/mcp/status", None);
