@@ -164,6 +164,7 @@ impl ClientOptions {
         Limits {
             output_cap: self.output_cap,
             max_message: self.max_message,
+            whole: Default::default(),
         }
     }
 }
@@ -691,6 +692,42 @@ impl Client {
                 Err(self.error(methods::RESOURCES_READ, ErrorKind::Protocol(e.to_string())))
             }
         }
+    }
+
+    /// Reads the `ui://` resource at `uri` whole (`resources/read`), for a host that renders
+    /// MCP Apps: the page's HTML, its MIME type, and what it asks of the host's sandbox
+    /// (`_meta.ui`, checked). The page is for the host, not the model: the output cap does
+    /// not cut it, [`MAX_UI_RESOURCE`](crate::MAX_UI_RESOURCE) (8 MiB of answer) bounds it,
+    /// and an answer past it is an error that gives its size. A URI that is not `ui://` is
+    /// refused unread; read it with [`read_resource`](Self::read_resource).
+    pub async fn read_ui_resource(&self, uri: &str) -> Result<crate::UiResource> {
+        let method = methods::RESOURCES_READ;
+        if !crate::protocol::apps::is_ui_uri(uri) {
+            let why = format!(
+                "{uri:?} is not a ui:// URI (at most 2048 bytes, no spaces): read it with read_resource"
+            );
+            return Err(self.error(method, ErrorKind::Usage(why)));
+        }
+        let result = self
+            .session
+            .request_whole(
+                method,
+                &json!({"uri": uri}),
+                RequestOptions::default(),
+                crate::MAX_UI_RESOURCE,
+            )
+            .await
+            .map_err(|e| match e.kind() {
+                ErrorKind::Protocol(why) => {
+                    let why = format!("the UI resource {uri}: {why}");
+                    self.error(method, ErrorKind::Protocol(why))
+                }
+                _ => e,
+            })?;
+        crate::protocol::apps::ui_resource(&result, uri).map_err(|why| {
+            let why = format!("the UI resource {uri}: {why}");
+            self.error(method, ErrorKind::Protocol(why))
+        })
     }
 
     /// Asks to be told when a resource changes (`resources/subscribe`); the changes arrive

@@ -83,6 +83,9 @@ pub mod wire;
 
 pub use client::{Client, ClientOptions, ListLimits, ServerNotifications};
 pub use error::{Error, ErrorKind, ParseError, Result};
+pub use protocol::apps::{
+    MAX_UI_RESOURCE, ToolUi, UI_EXTENSION, UI_MIME_TYPE, UiCsp, UiResource, UiResourceMeta,
+};
 pub use protocol::era::{ClientInfo, EraPreference};
 pub use protocol::items::{
     Completion, CompletionRef, LogLevel, LogMessage, Prompt, PromptArgument, PromptContents,

@@ -188,6 +188,11 @@ enum Command {
         /// Offer this folder as a root (repeatable): sent as a file:// URI.
         #[arg(long, value_name = "PATH")]
         root: Vec<std::path::PathBuf>,
+        /// Declare the MCP Apps extension (io.modelcontextprotocol/ui), as a host that renders
+        /// its pages does, so the server names each tool's page; --read of a ui:// URI then
+        /// reads the page whole (its HTML, CSP and permissions).
+        #[arg(long)]
+        ui: bool,
         /// Seconds to wait for each response.
         #[arg(long, value_name = "SECS", default_value_t = 60.0)]
         timeout: f64,
@@ -397,6 +402,7 @@ fn main() -> ExitCode {
             elicit,
             sample,
             root,
+            ui,
             timeout,
             inherit_env,
             proxy,
@@ -431,6 +437,7 @@ fn main() -> ExitCode {
                 elicit,
                 sample,
                 roots: root,
+                ui,
                 url,
                 command,
                 inherit_env,

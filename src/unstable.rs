@@ -15,7 +15,9 @@ pub mod transport {
     pub use crate::transport::http::HttpTransport;
     #[cfg(feature = "stdio")]
     pub use crate::transport::stdio::StdioTransport;
-    pub use crate::transport::{Inbound, Kind, Limits, Outbound, Shortcut, Transport};
+    pub use crate::transport::{
+        Inbound, Kind, Limits, Outbound, Shortcut, Transport, WholeReplies,
+    };
     use crate::{Client, ClientOptions, Result};
     use std::sync::Arc;
     use tokio::sync::mpsc;

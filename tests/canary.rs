@@ -1180,6 +1180,12 @@ fn run_api(home: &Home, shared: &Shared, seen: &mut Seen) {
         ),
         ("GET", "/v1/mcp/skills?name=local", None, 200),
         ("GET", "/v1/mcp/skill?name=local&uri=greeting", None, 404),
+        (
+            "GET",
+            "/v1/mcp/ui?name=local&uri=ui://fixture/clock.html",
+            None,
+            200,
+        ),
         ("GET", "/v1/mcp/prompts?name=local", None, 200),
         (
             "POST",

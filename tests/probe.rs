@@ -413,8 +413,9 @@ fn a_program_that_is_no_mcp_server_is_told_apart() {
 }
 
 /// The members docs/PROBE.md lists are the ones `probe --json` prints: the page's table
-/// against what three runs against the fixture print (one with `--call` and `--complete`,
-/// one with `--read`, one with `--prompt`), probe's own objects member by member.
+/// against what four runs against the fixture print (one with `--call` and `--complete`,
+/// one with `--read`, one with `--prompt`, one with `--ui --read` of a page), probe's own
+/// objects member by member.
 #[test]
 fn the_json_report_has_the_members_docs_probe_md_lists() {
     let page =
@@ -449,13 +450,15 @@ fn the_json_report_has_the_members_docs_probe_md_lists() {
         (&["--read", "fixture://readme"], &[]),
         (&["--prompt", "greet", "--args", r#"{"name":"Ada"}"#], &[]),
         (&["--skill", "greeting"], &["--mode", "modern"]),
+        (&["--ui", "--read", "ui://fixture/clock.html"], &[]),
     ] {
         let (out, stdout, stderr) = run(&[&["--json"], flags].concat(), server);
         assert!(out.status.success(), "{flags:?}: {stderr}");
         let report: Value = serde_json::from_str(&stdout).unwrap();
         for (member, value) in report.as_object().unwrap() {
             printed.insert(member.clone());
-            if !["call", "read", "prompt", "skill", "completion"].contains(&member.as_str()) {
+            if !["call", "read", "page", "prompt", "skill", "completion"].contains(&member.as_str())
+            {
                 continue;
             }
             for (inner, value) in value.as_object().unwrap() {

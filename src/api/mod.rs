@@ -24,6 +24,7 @@
 //! | `GET /v1/mcp/resource?name=&uri=` | one resource, as the model would see it |
 //! | `GET /v1/mcp/skills?name=` | a server's skills (entries; no file read) |
 //! | `GET /v1/mcp/skill?name=&uri=` | a skill's `SKILL.md` or one of its files, verified |
+//! | `GET /v1/mcp/ui?name=&uri=` | one `ui://` resource (MCP Apps) read whole, for a caller that renders it |
 //! | `GET /v1/mcp/prompts?name=` | a server's prompts |
 //! | `POST /v1/mcp/prompt` | a prompt filled in (`{name, prompt, arguments}`) |
 //! | `POST /v1/mcp/complete` | values for a prompt's or a template's argument |
@@ -458,6 +459,7 @@ enum Route {
     Resource,
     Skills,
     Skill,
+    Ui,
     Prompts,
     Prompt,
     Complete,
@@ -483,6 +485,7 @@ const ROUTES: &[(&str, &str, Route)] = &[
     ("/v1/mcp/resource", "GET", Route::Resource),
     ("/v1/mcp/skills", "GET", Route::Skills),
     ("/v1/mcp/skill", "GET", Route::Skill),
+    ("/v1/mcp/ui", "GET", Route::Ui),
     ("/v1/mcp/prompts", "GET", Route::Prompts),
     ("/v1/mcp/prompt", "POST", Route::Prompt),
     ("/v1/mcp/complete", "POST", Route::Complete),
@@ -652,6 +655,7 @@ async fn dispatch(
         Route::Resource => server_features::resource(&state, &query, trace).await,
         Route::Skills => server_features::skills(&state, &query),
         Route::Skill => server_features::skill(&state, &query).await,
+        Route::Ui => server_features::ui_resource(&state, &query).await,
         Route::Prompts => server_features::prompts(&state, &query),
         Route::Prompt => server_features::prompt(&state, body, trace).await,
         Route::Complete => server_features::complete(&state, body).await,

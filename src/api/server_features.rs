@@ -146,6 +146,25 @@ pub(super) async fn skill(state: &State, query: &str) -> Answer {
     ok(answer)
 }
 
+/// `GET /v1/mcp/ui?name=&uri=`: one `ui://` resource read whole, for a caller that renders
+/// MCP Apps: `{uri, mimeType, html, ui}` ([`crate::UiResource`]), the page not cut at the
+/// model's cap but bounded by [`crate::MAX_UI_RESOURCE`] (past it: 502 with its size).
+pub(super) async fn ui_resource(state: &State, query: &str) -> Answer {
+    let name = required_param(query, "name")?;
+    let uri = required_param(query, "uri")?;
+    if !crate::protocol::apps::is_ui_uri(&uri) {
+        return Err(ApiError::bad_request(format!(
+            "{uri:?} is not a ui:// URI (at most 2048 bytes, no spaces); read other resources with GET /v1/mcp/resource"
+        )));
+    }
+    let page = state
+        .control
+        .read_ui_resource(&name, &uri)
+        .await
+        .map_err(server_error)?;
+    ok(json!(page))
+}
+
 /// `GET /v1/mcp/prompts?name=`: the server's prompts as last listed.
 pub(super) fn prompts(state: &State, query: &str) -> Answer {
     let name = required_param(query, "name")?;

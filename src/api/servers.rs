@@ -195,6 +195,8 @@ struct Listed<'a> {
     input_schema: &'a serde_json::value::RawValue,
     auto_approve: bool,
     visible: bool,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    ui: Option<&'a crate::ToolUi>,
 }
 
 impl<'a> Listed<'a> {
@@ -207,6 +209,7 @@ impl<'a> Listed<'a> {
             input_schema: &t.definition.input_schema,
             auto_approve: allowlist.allows(&t.definition.name, Some(&t.server)),
             visible: true,
+            ui: t.ui.as_ref(),
         }
     }
 }
@@ -247,6 +250,8 @@ pub(super) fn tools(state: &State) -> Answer {
         description: String,
         auto_approve: bool,
         visible: bool,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        ui: Option<crate::ToolUi>,
     }
     let allowlist = state.control.allowlist()?;
     let control = &state.control;
@@ -272,6 +277,7 @@ pub(super) fn tools(state: &State) -> Answer {
                     tool: t.tool,
                     description: t.description,
                     visible: false,
+                    ui: t.ui,
                 })
         })
         .collect();

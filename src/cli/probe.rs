@@ -12,7 +12,7 @@ use agenvoy_mcp::unstable::transport::{self, HttpTransport, StdioTransport, Tran
 use agenvoy_mcp::{
     Client, ClientOptions, Completion, CompletionRef, Error, Handlers, LogLevel, Progress, Prompt,
     PromptContents, RequestOptions, Resource, ResourceOutput, ResourceTemplate, Root,
-    ServerNotification, ServerNotifications, Tool, ToolOutput,
+    ServerNotification, ServerNotifications, Tool, ToolOutput, UiResource,
 };
 use agenvoy_mcp::{
     ElicitationAnswer, ElicitationKind, ElicitationRequest, SamplingAnswer, SamplingRequest,
@@ -47,6 +47,9 @@ pub struct ProbeArgs {
     pub sample: Option<String>,
     /// Folders to offer as roots.
     pub roots: Vec<std::path::PathBuf>,
+    /// Declare the MCP Apps extension (render its pages); `--read` of a `ui://` URI then
+    /// reads the page whole.
+    pub ui: bool,
     /// The server URL (HTTP), if given instead of a command.
     pub url: Option<String>,
     /// The server command and its arguments.
@@ -245,6 +248,9 @@ fn handlers(args: &ProbeArgs) -> Result<Handlers, String> {
             .collect::<Result<Vec<_>, _>>()?;
         handlers.roots = Some(roots);
     }
+    if args.ui {
+        handlers = handlers.with_ui([agenvoy_mcp::UI_MIME_TYPE]);
+    }
     Ok(handlers)
 }
 
@@ -356,6 +362,8 @@ struct Found {
     call: Option<(String, ToolOutput)>,
     skill: Option<(Skill, SkillFileContent)>,
     read: Option<(String, ResourceOutput)>,
+    /// A `ui://` page read whole (`--ui --read ui://...`).
+    page: Option<UiResource>,
     prompt: Option<(String, PromptContents)>,
     completion: Option<(Completing, Completion)>,
 }
@@ -442,7 +450,16 @@ async fn probe(
             Err(e) => return step_failed("tools/call", e),
         }
     }
-    if let Some(uri) = &args.read {
+    if let Some(uri) = args
+        .read
+        .as_ref()
+        .filter(|u| args.ui && u.starts_with("ui://"))
+    {
+        match client.read_ui_resource(uri).await {
+            Ok(page) => found.page = Some(page),
+            Err(e) => return step_failed("resources/read", e),
+        }
+    } else if let Some(uri) = &args.read {
         match client.read_resource(uri).await {
             Ok(output) => found.read = Some((uri.clone(), output)),
             Err(e) => return step_failed("resources/read", e),
@@ -525,7 +542,7 @@ fn report(client: &Client, json: bool, found: &Found, route: Option<&str>) -> st
             "serverInfo": details.server_info,
             "capabilities": details.capabilities,
             "instructions": details.instructions,
-            "tools": found.tools,
+            "tools": found.tools.iter().map(tool_json).collect::<Vec<_>>(),
         });
         if let Some((resources, templates)) = &found.resources {
             report["resources"] = json!(resources);
@@ -549,6 +566,9 @@ fn report(client: &Client, json: bool, found: &Found, route: Option<&str>) -> st
         if let Some((uri, output)) = &found.read {
             report["read"] =
                 json!({"uri": uri, "text": output.text, "totalBytes": output.total_bytes});
+        }
+        if let Some(page) = &found.page {
+            report["page"] = json!(page);
         }
         if let Some((name, contents)) = &found.prompt {
             let messages: Vec<Value> = contents
@@ -596,10 +616,18 @@ fn report(client: &Client, json: bool, found: &Found, route: Option<&str>) -> st
             .tools
             .iter()
             .map(|tool| {
-                vec![
-                    escape_controls(&tool.name).into_owned(),
-                    first_line(tool.description.as_deref()),
-                ]
+                let ui = tool.ui();
+                let mut description = first_line(tool.description.as_deref());
+                if let Some(ui) = &ui {
+                    let uri = escape_controls(&ui.resource_uri);
+                    let only = if ui.visible_to_model() {
+                        ""
+                    } else {
+                        ", app only"
+                    };
+                    description = format!("[ui {uri}{only}] {description}");
+                }
+                vec![escape_controls(&tool.name).into_owned(), description]
             })
             .collect();
         table("tools", &rows)?;
@@ -687,6 +715,9 @@ fn report(client: &Client, json: bool, found: &Found, route: Option<&str>) -> st
             out!("read {}:", escape_controls(uri))?;
             out!("{}", escape_controls_keep_lines(&output.text))?;
         }
+        if let Some(page) = &found.page {
+            print_page(page)?;
+        }
         if let Some((name, contents)) = &found.prompt {
             out!("prompt {}:", escape_controls(name))?;
             if let Some(description) = &contents.description {
@@ -719,6 +750,43 @@ fn report(client: &Client, json: bool, found: &Found, route: Option<&str>) -> st
         }
     }
     Ok(())
+}
+
+/// A tool as `--json` shows it: as the server sent it, plus `ui` when it names a valid page
+/// ([`Tool::ui`]).
+fn tool_json(tool: &Tool) -> Value {
+    let mut shown = json!(tool);
+    if let (Some(ui), Some(members)) = (tool.ui(), shown.as_object_mut()) {
+        members.insert("ui".into(), json!(ui));
+    }
+    shown
+}
+
+/// A `ui://` page read whole: a heading with its size and MIME type, what it asks of the
+/// host's sandbox, then its HTML (escaped).
+fn print_page(page: &UiResource) -> std::io::Result<()> {
+    let mime = page.mime_type.as_deref().unwrap_or("no MIME type");
+    out!(
+        "page {} ({} bytes, {}):",
+        escape_controls(&page.uri),
+        page.html.len(),
+        escape_controls(mime)
+    )?;
+    let csp = &page.ui.csp;
+    for (directive, origins) in [
+        ("connect", &csp.connect_domains),
+        ("resource", &csp.resource_domains),
+        ("frame", &csp.frame_domains),
+        ("base-uri", &csp.base_uri_domains),
+    ] {
+        if !origins.is_empty() {
+            out!("  csp {directive}: {}", origins.join(" "))?;
+        }
+    }
+    if !page.ui.permissions.is_empty() {
+        out!("  permissions: {}", page.ui.permissions.join(", "))?;
+    }
+    out!("{}", escape_controls_keep_lines(&page.html))
 }
 
 /// A short name for an HTTP server in logs and errors: its host and port (never the

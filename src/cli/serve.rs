@@ -7,6 +7,8 @@
 //! 127.0.0.1:17989). Its first line on stdout, once it is ready, is `listening on
 //! http://ADDR` with the real port (so `--listen 127.0.0.1:0` works). Requests need the
 //! token in `api-token` beside the config file (made on first start, mode 0600).
+//! With `"render_ui": true` at the top of the config, the API's callers render MCP Apps
+//! pages, so every server is told so (the UI extension is declared).
 //!
 //! SIGINT, SIGTERM or SIGHUP closes every server (no child left) and exits 0. Exit code 1 if it
 //! cannot start (config, token file, address), 2 for a non-loopback address without
@@ -75,6 +77,16 @@ pub async fn run(args: ServeArgs) -> ExitCode {
     // The servers' questions go to the event stream's listeners and wait on this board.
     let events = EventBus::new();
     let board = PendingRequests::new(events.clone(), args.ask_timeout);
+    let mut options = options;
+    // The API's callers render MCP Apps pages only if the config says so.
+    match config.render_ui() {
+        Ok(true) => {
+            let handlers = std::mem::take(&mut options.client.handlers);
+            options.client.handlers = handlers.with_ui([agenvoy_mcp::UI_MIME_TYPE]);
+        }
+        Ok(false) => {}
+        Err(e) => return failed(e.to_string()),
+    }
     let options = options
         .with_events(events)
         .with_elicitation(board.elicitation_handler())

@@ -197,6 +197,21 @@ impl Config {
             .map_err(|why| ConfigError::file(self.path.as_deref(), why))
     }
 
+    /// The top-level `"render_ui"`: whether the callers of the daemon's API render MCP Apps
+    /// pages, so that `agenvoy-mcp serve` declares the UI extension
+    /// (`io.modelcontextprotocol/ui`) to every server ([`Handlers::with_ui`](crate::Handlers::with_ui)).
+    /// False when absent or `null`; anything but a boolean is an error.
+    pub fn render_ui(&self) -> Result<bool, ConfigError> {
+        match self.doc.get("render_ui") {
+            None | Some(Value::Null) => Ok(false),
+            Some(Value::Bool(b)) => Ok(*b),
+            Some(_) => Err(ConfigError::file(
+                self.path.as_deref(),
+                "\"render_ui\" must be true or false (true: the API's callers render MCP Apps pages)",
+            )),
+        }
+    }
+
     /// The config the binary uses when there is no file: one server, `fixture`, which is the
     /// binary itself (`program`) running `fixture-server`.
     pub fn embedded_default(program: &Path) -> Config {

@@ -678,6 +678,17 @@ impl Control {
             .await
     }
 
+    /// Reads the `ui://` resource `uri` of server `server` whole (MCP Apps): its HTML for a
+    /// host to render, bounded by [`MAX_UI_RESOURCE`](crate::MAX_UI_RESOURCE), not by the
+    /// model's cap.
+    pub async fn read_ui_resource(
+        &self,
+        server: &str,
+        uri: &str,
+    ) -> crate::Result<crate::UiResource> {
+        self.manager().read_ui_resource(server, uri).await
+    }
+
     /// Prompt `prompt` of server `server`, filled in with `arguments` (an object of strings).
     pub async fn get_prompt(
         &self,

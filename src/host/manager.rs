@@ -549,6 +549,17 @@ impl Manager {
         Ok((entry, content))
     }
 
+    /// Reads a `ui://` resource of a server whole, for a host that renders MCP Apps
+    /// ([`Client::read_ui_resource`]): its HTML, MIME type and checked `_meta.ui`, bounded
+    /// by [`MAX_UI_RESOURCE`](crate::MAX_UI_RESOURCE), not by the model's cap.
+    pub async fn read_ui_resource(&self, server: &str, uri: &str) -> Result<crate::UiResource> {
+        let client = self
+            .servers
+            .live_client(server, methods::RESOURCES_READ)
+            .await?;
+        client.read_ui_resource(uri).await
+    }
+
     /// Fills in a prompt of a server with its arguments (`prompts/get`).
     pub async fn get_prompt(
         &self,

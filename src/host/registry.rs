@@ -113,6 +113,10 @@ pub struct RegisteredTool {
     pub server: String,
     /// The tool's name on its server.
     pub tool: String,
+    /// The UI a host renders for its results (MCP Apps), if the server names a valid one
+    /// ([`Tool::ui`]).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub ui: Option<crate::ToolUi>,
 }
 
 impl RegisteredTool {
@@ -139,6 +143,7 @@ impl RegisteredTool {
             },
             server: server.to_string(),
             tool: tool.name.clone(),
+            ui: tool.ui(),
         }
     }
 }

@@ -75,8 +75,9 @@ pub struct ServerStatus {
     pub last_error: Option<String>,
     /// How many tools it has (hidden ones included).
     pub tool_count: usize,
-    /// How many of its tools its filter hides (`"enabled_tools"`, `"disabled_tools"`): not
-    /// registered, not callable.
+    /// How many of its tools the model does not see: its filter hides them
+    /// (`"enabled_tools"`, `"disabled_tools"`), or they are only for an MCP Apps page
+    /// (`_meta.ui.visibility: ["app"]`). Not registered, not callable.
     pub hidden_tools: usize,
     /// How many resources it lists.
     pub resource_count: usize,

@@ -4,6 +4,7 @@
 //! - [`items`]: resources, templates, prompts, completions, log levels, typed notifications.
 //! - [`input`]: what a server asks of the embedder, typed: elicitation, sampling.
 //! - [`skills`]: the skills extension's entries, files and their verification.
+//! - [`apps`]: the MCP Apps extension: a tool's UI, and a UI resource's page and sandbox.
 //! - [`trace`]: the W3C trace context a request carries in its `_meta` (SEP-414).
 //! - [`session`]: ids, correlation, timeouts, cancellation, progress, server requests.
 //! - [`era`]: how a session starts, behind one seam: the stateless era's `server/discover`
@@ -14,6 +15,7 @@
 
 use crate::methods;
 
+pub mod apps;
 pub mod era;
 pub(crate) mod frontmatter;
 pub mod items;

@@ -110,6 +110,10 @@ pub struct Handlers {
     /// Whether the embedder uses skills ([`Handlers::with_skills`]): declares the skills
     /// extension (`io.modelcontextprotocol/skills`) in the client's capabilities.
     pub skills: bool,
+    /// The MIME types of MCP Apps pages the embedder renders ([`Handlers::with_ui`]): when
+    /// there are any, the UI extension (`io.modelcontextprotocol/ui`) is declared with them;
+    /// when there are none, it is not, and servers fall back to text.
+    pub ui_mime_types: Vec<String>,
 }
 
 impl Handlers {
@@ -117,6 +121,30 @@ impl Handlers {
     /// ([`Client::list_skills`](crate::Client::list_skills)).
     pub fn with_skills(mut self, skills: bool) -> Self {
         self.skills = skills;
+        self
+    }
+
+    /// With the MCP Apps extension declared: the embedder renders pages of these MIME types
+    /// ([`UI_MIME_TYPE`](crate::UI_MIME_TYPE) is the extension's), which servers may then
+    /// name for their tools ([`Tool::ui`](crate::Tool::ui)). Only an embedder that renders
+    /// them should: an empty list declares nothing.
+    ///
+    /// ```
+    /// use agenvoy_mcp::{Handlers, UI_MIME_TYPE};
+    /// use serde_json::json;
+    ///
+    /// let handlers = Handlers::default().with_ui([UI_MIME_TYPE]);
+    /// assert_eq!(
+    ///     handlers.capabilities()["extensions"]["io.modelcontextprotocol/ui"],
+    ///     json!({"mimeTypes": ["text/html;profile=mcp-app"]})
+    /// );
+    /// ```
+    pub fn with_ui<I, S>(mut self, mime_types: I) -> Self
+    where
+        I: IntoIterator<Item = S>,
+        S: Into<String>,
+    {
+        self.ui_mime_types = mime_types.into_iter().map(Into::into).collect();
         self
     }
 
@@ -173,9 +201,16 @@ impl Handlers {
         if self.elicitation.is_some() {
             caps.insert("elicitation".into(), json!({"form": {}, "url": {}}));
         }
+        let mut extensions = serde_json::Map::new();
         if self.skills {
-            let extension = super::skills::SKILLS_EXTENSION;
-            caps.insert("extensions".into(), json!({ extension: {} }));
+            extensions.insert(super::skills::SKILLS_EXTENSION.into(), json!({}));
+        }
+        if !self.ui_mime_types.is_empty() {
+            let declared = json!({"mimeTypes": self.ui_mime_types});
+            extensions.insert(super::apps::UI_EXTENSION.into(), declared);
+        }
+        if !extensions.is_empty() {
+            caps.insert("extensions".into(), Value::Object(extensions));
         }
         Value::Object(caps)
     }
@@ -189,6 +224,7 @@ impl std::fmt::Debug for Handlers {
             .field("sampling_tools", &self.sampling_tools)
             .field("elicitation", &self.elicitation.is_some())
             .field("skills", &self.skills)
+            .field("ui_mime_types", &self.ui_mime_types)
             .finish()
     }
 }
@@ -532,7 +568,71 @@ impl Session {
             on_progress: Some(watch.callback()),
             ..options
         };
-        self.exchange(method, params, options, Some(watch.id)).await
+        self.exchange(method, params, options, Some(watch.id), true)
+            .await
+    }
+
+    /// Sends one request (one round: no `input_required` answered) whose answer the
+    /// transport keeps whole up to `max_bytes`, past the render cap and the largest message
+    /// otherwise kept (a UI resource's HTML, for a host to render), and returns its result.
+    /// An answer past `max_bytes` is an error that gives its size.
+    pub(crate) async fn request_whole(
+        &self,
+        method: &str,
+        params: &Value,
+        options: RequestOptions,
+        max_bytes: usize,
+    ) -> Result<Value> {
+        let Some(whole) = self.shared.transport.whole_replies() else {
+            let why = "this transport cannot keep an answer whole past its usual limits";
+            return Err(self.error(ErrorKind::Usage(why.into())).during(method));
+        };
+        let id = self.shared.next_id.fetch_add(1, Ordering::Relaxed);
+        // Registered before the request is sent, and for as long as it is awaited.
+        let Some(_awaited) = whole.register(id, max_bytes) else {
+            let why = format!(
+                "{} answers are awaited whole from this server already; try again when one has come",
+                crate::transport::MAX_WHOLE_REPLIES
+            );
+            return Err(self.error(ErrorKind::Limit(why)).during(method));
+        };
+        let reply = self
+            .exchange(method, Some(params), options, Some(id), false)
+            .await?;
+        let Reply {
+            outcome,
+            rendered,
+            len,
+        } = reply;
+        if let Outcome::Read { head, .. } = &outcome
+            && !matches!(head.result_type.as_deref(), None | Some("complete"))
+        {
+            let why = format!(
+                "the result has resultType {:?}, which this request does not take",
+                head.result_type.as_deref().unwrap_or("")
+            );
+            return Err(self.error(ErrorKind::Protocol(why)).during(method));
+        }
+        let outcome = outcome.parse().map_err(|why| {
+            let why = format!("the answer is not valid JSON-RPC: {why}");
+            self.error(ErrorKind::Protocol(why)).during(method)
+        })?;
+        match outcome {
+            Some(outcome) => {
+                outcome.map_err(|e| self.error(ErrorKind::Rpc(Box::new(e))).during(method))
+            }
+            None => match rendered {
+                Some(Err(RenderError::Rpc(e))) => {
+                    Err(self.error(ErrorKind::Rpc(Box::new(e))).during(method))
+                }
+                _ => {
+                    let why = format!(
+                        "the answer is {len} bytes, more than the {max_bytes} this client reads of it (ask the server's maintainers for a smaller one)"
+                    );
+                    Err(self.error(ErrorKind::Protocol(why)).during(method))
+                }
+            },
+        }
     }
 
     /// Notifications from the server (list changes, logs, ...), for anyone who subscribes.
@@ -670,7 +770,9 @@ impl Session {
         let mut next: Option<Value> = None;
         for _ in 0..MAX_INPUT_ROUNDS {
             let sent = next.as_ref().or(params);
-            let reply = self.exchange(method, sent, options.clone(), None).await?;
+            let reply = self
+                .exchange(method, sent, options.clone(), None, false)
+                .await?;
             if !reply.is_result() {
                 return Ok(reply);
             }
@@ -776,19 +878,20 @@ impl Session {
         Ok(responses)
     }
 
-    /// One request and its response; `watched`: the id of a [`ProgressWatch`], whose
-    /// progress goes on past the response.
+    /// One request and its response, under `id` if given (a new one if not);
+    /// `watched`: `id` is a [`ProgressWatch`]'s, whose progress goes on past the response.
     async fn exchange(
         &self,
         method: &str,
         params: Option<&Value>,
         options: RequestOptions,
-        watched: Option<i64>,
+        id: Option<i64>,
+        watched: bool,
     ) -> Result<Reply> {
         if let Some(reason) = self.closed_reason() {
             return Err(self.error(ErrorKind::Closed(reason)).during(method));
         }
-        let id = watched.unwrap_or_else(|| self.shared.next_id.fetch_add(1, Ordering::Relaxed));
+        let id = id.unwrap_or_else(|| self.shared.next_id.fetch_add(1, Ordering::Relaxed));
         let envelope = self.shared.envelope.lock().expect("envelope lock").clone();
         // The params are copied only when `_meta` is added to them.
         let mut with_meta = None;
@@ -820,7 +923,7 @@ impl Session {
                 reply: tx,
                 progress: options.on_progress.clone(),
                 activity: activity.clone(),
-                keep_progress: watched.is_some(),
+                keep_progress: watched,
             },
         );
         let mut guard = CancelGuard {
@@ -1021,6 +1124,23 @@ mod tests {
         assert_eq!(
             Handlers::default().with_skills(true).capabilities(),
             json!({"extensions": {"io.modelcontextprotocol/skills": {}}})
+        );
+        assert_eq!(
+            Handlers::default()
+                .with_ui(Vec::<String>::new())
+                .capabilities(),
+            json!({}),
+            "no MIME type rendered, nothing declared"
+        );
+        assert_eq!(
+            Handlers::default()
+                .with_skills(true)
+                .with_ui(["text/html;profile=mcp-app"])
+                .capabilities(),
+            json!({"extensions": {
+                "io.modelcontextprotocol/skills": {},
+                "io.modelcontextprotocol/ui": {"mimeTypes": ["text/html;profile=mcp-app"]},
+            }})
         );
     }
 }

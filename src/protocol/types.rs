@@ -76,6 +76,14 @@ impl Tool {
         self.extra.iter().find(|(k, _)| k == key).map(|(_, v)| &**v)
     }
 
+    /// The UI a host renders for the tool's results (MCP Apps: its `_meta.ui.resourceUri`, or
+    /// the older `_meta["ui/resourceUri"]`), if it names a valid `ui://` URI; a hostile or
+    /// malformed one is `None` (see [`ToolUi`](crate::ToolUi)). Read from the server's
+    /// text each time.
+    pub fn ui(&self) -> Option<super::apps::ToolUi> {
+        super::apps::tool_ui(self.member("_meta")?)
+    }
+
     /// Whether the tool is called as a task (`execution.taskSupport`; absent or unknown:
     /// [`TaskSupport::Forbidden`]).
     pub fn task_support(&self) -> TaskSupport {

@@ -34,7 +34,7 @@
 //!   a JSON-RPC error, the server is taken for an HTTP+SSE one: GET the URL, wait for the
 //!   `endpoint` event, and POST every message there; answers arrive on that SSE stream.
 
-use super::{Assembler, BoxFuture, Inbound, Kind, Limits, Outbound, Transport};
+use super::{Assembler, BoxFuture, Inbound, Kind, Limits, Outbound, Transport, WholeReplies};
 use crate::error::{Error, ErrorKind, Result};
 use crate::methods;
 use crate::proxy::Proxy;
@@ -469,6 +469,10 @@ impl Transport for HttpTransport {
     fn kind(&self) -> &'static str {
         if self.is_legacy() { "http+sse" } else { "http" }
     }
+
+    fn whole_replies(&self) -> Option<Arc<WholeReplies>> {
+        Some(self.inner.limits.whole.clone())
+    }
 }
 
 impl Drop for HttpTransport {
@@ -870,7 +874,7 @@ impl Inner {
 
     /// Reads a JSON answer as it arrives.
     async fn read_json(&self, mut body: Incoming) -> Result<Decoded> {
-        let mut message = Assembler::new(self.limits);
+        let mut message = Assembler::new(&self.limits);
         while let Some(frame) = body.frame().await {
             let frame = frame.map_err(|e| {
                 self.error(ErrorKind::Http {

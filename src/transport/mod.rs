@@ -236,17 +236,26 @@ pub trait Transport: Send + Sync + 'static {
     fn shortcut(&self) -> Option<std::sync::Arc<Shortcut>> {
         None
     }
+    /// Where the session registers the requests whose answers this transport keeps whole
+    /// past the render cap ([`WholeReplies`]); `None` (the default): it cannot.
+    fn whole_replies(&self) -> Option<std::sync::Arc<WholeReplies>> {
+        None
+    }
 }
 
 /// How much of an incoming message is kept.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone)]
 pub struct Limits {
     /// Cap on the rendered output of one tool result or resource read, in bytes.
     pub output_cap: usize,
     /// Largest message kept whole (to be parsed); a larger one is only rendered (a tool
     /// result, a resource read) or reported, never held. A result whose text passes
-    /// `output_cap` is not kept whole either: it is read from its rendering.
+    /// `output_cap` is not kept whole either: it is read from its rendering. The answers
+    /// registered in `whole` are the exception.
     pub max_message: usize,
+    /// The requests whose answers are kept whole past both, each up to a bound of its own:
+    /// shared by the transport's readers and the session.
+    pub whole: std::sync::Arc<WholeReplies>,
 }
 
 /// The largest message kept whole by default: 4 MiB.
@@ -257,7 +266,78 @@ impl Default for Limits {
         Limits {
             output_cap: DEFAULT_CAP,
             max_message: DEFAULT_MAX_MESSAGE,
+            whole: Default::default(),
         }
+    }
+}
+
+/// Most requests whose answers are awaited whole at once on one connection
+/// ([`WholeReplies`]): what they may hold together is this many times their bound.
+pub const MAX_WHOLE_REPLIES: usize = 4;
+
+/// The requests in flight whose answers are kept whole up to a bound of their own, past the
+/// render cap and [`Limits::max_message`]: a UI resource's HTML, which is for a host to
+/// render, not for a model to read. The session registers a request before sending it
+/// (its `register`) and the registration ends when its guard is dropped (the
+/// request answered, failed, timed out or dropped), so none outlives its request.
+///
+/// While any is registered, a message that starts arriving is kept up to the largest bound;
+/// when it ends, only the answer to a registered request keeps bytes past the usual limits.
+#[derive(Debug, Default)]
+pub struct WholeReplies {
+    /// Each registered request's id and bound, at most [`MAX_WHOLE_REPLIES`].
+    awaited: std::sync::Mutex<Vec<(i64, usize)>>,
+}
+
+impl WholeReplies {
+    /// Registers request `id`, whose answer is kept whole up to `max_bytes`; `None` when
+    /// [`MAX_WHOLE_REPLIES`] are awaited already.
+    pub(crate) fn register(
+        self: &std::sync::Arc<Self>,
+        id: i64,
+        max_bytes: usize,
+    ) -> Option<WholeReply> {
+        let mut awaited = self.awaited.lock().expect("whole replies lock");
+        if awaited.len() >= MAX_WHOLE_REPLIES {
+            return None;
+        }
+        awaited.push((id, max_bytes));
+        Some(WholeReply {
+            replies: self.clone(),
+            id,
+        })
+    }
+
+    /// The largest bound registered, if any request is.
+    fn largest(&self) -> Option<usize> {
+        let awaited = self.awaited.lock().expect("whole replies lock");
+        awaited.iter().map(|(_, bound)| *bound).max()
+    }
+
+    /// The bound of the request `id` answers, if it is registered.
+    fn bound_of(&self, id: Option<&Id>) -> Option<usize> {
+        let Some(Id::Number(id)) = id else {
+            return None;
+        };
+        let awaited = self.awaited.lock().expect("whole replies lock");
+        awaited
+            .iter()
+            .find(|(i, _)| i == id)
+            .map(|(_, bound)| *bound)
+    }
+}
+
+/// A request registered in [`WholeReplies`]: dropping it ends the registration.
+#[derive(Debug)]
+pub(crate) struct WholeReply {
+    replies: std::sync::Arc<WholeReplies>,
+    id: i64,
+}
+
+impl Drop for WholeReply {
+    fn drop(&mut self) {
+        let mut awaited = self.replies.awaited.lock().expect("whole replies lock");
+        awaited.retain(|(id, _)| *id != self.id);
     }
 }
 
@@ -280,21 +360,41 @@ pub(crate) struct Assembler {
     fed: bool,
     /// Messages skipped as not JSON so far.
     skipped: u32,
+    max_message: usize,
+    whole: std::sync::Arc<WholeReplies>,
+    /// Whether the current message has had a piece yet.
+    started: bool,
+    /// Whether the current message is kept past the usual limits, up to the largest bound of
+    /// [`WholeReplies`] (some answer was awaited whole when it started).
+    keeping_whole: bool,
 }
 
 #[cfg(any(feature = "stdio", feature = "http"))]
 impl Assembler {
-    pub(crate) fn new(limits: Limits) -> Self {
+    pub(crate) fn new(limits: &Limits) -> Self {
         Assembler {
             decoder: MessageDecoder::new(limits.output_cap, limits.max_message),
             excerpt: Vec::new(),
             fed: false,
             skipped: 0,
+            max_message: limits.max_message,
+            whole: limits.whole.clone(),
+            started: false,
+            keeping_whole: false,
         }
     }
 
     /// More bytes of the current message.
     pub(crate) fn feed(&mut self, bytes: &[u8]) {
+        if !self.started {
+            // The answer to a request registered later cannot be this message: it started
+            // before the request was sent.
+            self.started = true;
+            let largest = self.whole.largest();
+            self.keeping_whole = largest.is_some();
+            let raw_limit = largest.map_or(self.max_message, |n| n.max(self.max_message));
+            self.decoder.set_raw_limit(raw_limit);
+        }
         if self.excerpt.len() < EXCERPT {
             let take = bytes.len().min(EXCERPT - self.excerpt.len());
             self.excerpt.extend_from_slice(&bytes[..take]);
@@ -304,7 +404,7 @@ impl Assembler {
         let _ = self.decoder.feed(bytes);
         // A tool result or a read is read from its rendering; once that passes the cap, keeping its
         // bytes (up to `max_message` of them) would only cost copies and page faults.
-        if self.decoder.rendered_past_cap() {
+        if self.decoder.rendered_past_cap() && !self.keeping_whole {
             self.decoder.forget_raw();
         }
     }
@@ -315,14 +415,32 @@ impl Assembler {
         self.decoder.take();
         self.excerpt.clear();
         self.fed = false;
+        self.started = false;
     }
 
     /// Ends the current message: `None` if it was empty or not JSON (warned about).
     pub(crate) fn finish(&mut self, server: &str) -> Option<Decoded> {
         let decoder = self.decoder.take();
+        self.started = false;
+        let past_cap = decoder.rendered_past_cap();
         let decoded = match std::mem::take(&mut self.fed).then(|| decoder.finish()) {
             None => None,
-            Some(Ok(decoded)) => Some(decoded),
+            Some(Ok(mut decoded)) => {
+                if self.keeping_whole {
+                    // Kept past the usual limits: only an answer awaited whole stays so.
+                    let answer = decoded.method.is_none();
+                    let bound = answer.then(|| self.whole.bound_of(decoded.id.as_ref()));
+                    let bound = bound.flatten();
+                    let kept = match bound {
+                        Some(bound) => decoded.len <= bound as u64,
+                        None => decoded.len <= self.max_message as u64 && !past_cap,
+                    };
+                    if !kept {
+                        decoded.raw = None;
+                    }
+                }
+                Some(decoded)
+            }
             Some(Err(e)) => {
                 self.skipped = self.skipped.saturating_add(1);
                 if self.skipped <= JUNK_WARNINGS {
@@ -353,8 +471,9 @@ mod tests {
         let limits = Limits {
             output_cap,
             max_message: 1 << 20,
+            ..Limits::default()
         };
-        let mut assembler = Assembler::new(limits);
+        let mut assembler = Assembler::new(&limits);
         for piece in message.as_bytes().chunks(1000) {
             assembler.feed(piece);
         }
@@ -387,5 +506,58 @@ mod tests {
             r#"{{"jsonrpc":"2.0","id":8,"result":{{"tools":[{{"name":"t","description":"{text}"}}]}}}}"#
         );
         assert_eq!(assembled(&list, 1024).raw.as_deref(), Some(list.as_bytes()));
+    }
+
+    #[test]
+    fn only_an_answer_awaited_whole_keeps_its_bytes_past_the_cap_and_the_message_limit() {
+        let read = |id: u32, text: &str| {
+            format!(
+                r#"{{"jsonrpc":"2.0","id":{id},"result":{{"contents":[{{"uri":"ui://a","text":"{text}"}}]}}}}"#
+            )
+        };
+        let limits = Limits {
+            output_cap: 1024,
+            max_message: 4096,
+            ..Limits::default()
+        };
+        let mut assembler = Assembler::new(&limits);
+        let mut assemble = |message: &str| {
+            for piece in message.as_bytes().chunks(1000) {
+                assembler.feed(piece);
+            }
+            assembler.finish("test").expect("a message")
+        };
+        let (page, past_bound) = ("x".repeat(8000), "x".repeat(20_000));
+        let awaited = limits.whole.register(7, 16_384).expect("room");
+        assert!(
+            limits.whole.register(8, 16_384).is_some(),
+            "and dropped at once"
+        );
+        let whole = assemble(&read(7, &page));
+        assert_eq!(whole.raw.as_deref(), Some(read(7, &page).as_bytes()));
+        let rendered = whole.render.expect("a result").expect("rendered");
+        assert_eq!((rendered.total, rendered.text.len() < 1100), (8000, true));
+        // While it is awaited: another answer, a server's request under the same id, and the
+        // awaited answer past its bound are read as usual.
+        assert_eq!(assemble(&read(9, &page)).raw, None);
+        let request =
+            format!(r#"{{"jsonrpc":"2.0","id":7,"method":"ping","params":{{"p":"{page}"}}}}"#);
+        assert_eq!(assemble(&request).raw, None);
+        assert_eq!(assemble(&read(7, &past_bound)).raw, None);
+        let small = read(9, "small");
+        assert_eq!(assemble(&small).raw.as_deref(), Some(small.as_bytes()));
+        drop(awaited);
+        assert_eq!(
+            assemble(&read(7, &page)).raw,
+            None,
+            "once no longer awaited"
+        );
+        let holds = (0..MAX_WHOLE_REPLIES as i64).map(|id| limits.whole.register(id, 1));
+        let holds: Vec<_> = holds.collect();
+        assert!(holds.iter().all(Option::is_some));
+        assert!(
+            limits.whole.register(99, 1).is_none(),
+            "a bounded number at once"
+        );
     }
 }

@@ -22,7 +22,7 @@
 //! Object that kills it when closed. Closing is: close stdin, wait 2 s, terminate the job,
 //! wait 2 s; and the job dies with this process, however it ends.
 
-use super::{Assembler, BoxFuture, Inbound, Limits, Shortcut, Transport};
+use super::{Assembler, BoxFuture, Inbound, Limits, Shortcut, Transport, WholeReplies};
 use crate::error::{Error, ErrorKind, Result};
 use crate::wire::decode::Decoded;
 use crate::wire::framing::{LineFramer, Piece};
@@ -241,6 +241,8 @@ pub struct StdioTransport {
     ended: tokio::sync::watch::Receiver<Option<String>>,
     /// How the reader hands responses to the session without the channel.
     shortcut: Arc<Shortcut>,
+    /// The requests whose answers the reader keeps whole.
+    whole: Arc<WholeReplies>,
 }
 
 impl StdioTransport {
@@ -314,6 +316,7 @@ impl StdioTransport {
             reported: why_ended,
         };
         let shortcut = Arc::new(Shortcut::default());
+        let whole = limits.whole.clone();
         let reader = read_stdout(
             server.to_string(),
             stdout,
@@ -334,6 +337,7 @@ impl StdioTransport {
             pid,
             ended,
             shortcut,
+            whole,
         };
         Ok((transport, rx))
     }
@@ -452,6 +456,10 @@ impl Transport for StdioTransport {
 
     fn shortcut(&self) -> Option<Arc<Shortcut>> {
         Some(self.shortcut.clone())
+    }
+
+    fn whole_replies(&self) -> Option<Arc<WholeReplies>> {
+        Some(self.whole.clone())
     }
 }
 
@@ -713,7 +721,7 @@ async fn read_stdout(
 ) {
     let (tx, shortcut) = &to_session;
     let mut framer = LineFramer::new();
-    let mut incoming = Assembler::new(limits);
+    let mut incoming = Assembler::new(&limits);
     let mut buf = vec![0u8; PIPE_SIZE];
     let mut messages = Vec::new();
     let reason = loop {

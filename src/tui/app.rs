@@ -28,6 +28,8 @@ pub(crate) struct ToolRow {
     pub(crate) description: String,
     /// Whether the server's filter shows it to the model.
     pub(crate) visible: bool,
+    /// The `ui://` page a host renders for its results (MCP Apps), if it names one.
+    pub(crate) ui: Option<String>,
 }
 
 /// An `"auth": "oauth"` server's client settings (never its secret).
@@ -755,6 +757,7 @@ mod tests {
                 tool: t.to_string(),
                 description: String::new(),
                 visible: *t == "echo",
+                ui: None,
             })
             .collect();
         app.handle_key(key(KeyCode::Enter));
@@ -1169,6 +1172,7 @@ mod tests {
                 tool: "echo".into(),
                 description: String::new(),
                 visible: true,
+                ui: None,
             }];
             app.handle_key(key(KeyCode::Char('t')));
             app.handle_key(key(KeyCode::Enter));

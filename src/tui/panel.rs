@@ -94,6 +94,7 @@ fn snapshot(control: &Control, catalog_of: Option<&str>) -> Snapshot {
                     tool: t.tool,
                     description: t.description,
                     visible: t.visible,
+                    ui: t.ui.map(|ui| ui.resource_uri),
                 })
         })
         .collect();

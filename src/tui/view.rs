@@ -328,7 +328,7 @@ fn draw_tools(app: &App, frame: &mut Frame, area: Rect, server: &str, selected: 
     let head_text = if whole_on {
         format!("Whole server auto-approved ({}).", clean_line(&whole))
     } else {
-        "[x] auto-approved: runs without asking (allow_tool); [v] visible: the model sees it (mcp.json).".to_string()
+        "[x] auto-approved: runs without asking (allow_tool); [v] visible: the model sees it (mcp.json); [ui URI]: its MCP Apps page.".to_string()
     };
     frame.render_widget(Paragraph::new(head_text).wrap(Wrap { trim: true }), head);
     if tools.is_empty() {
@@ -352,11 +352,16 @@ fn draw_tools(app: &App, frame: &mut Frame, area: Rect, server: &str, selected: 
             "[ ]"
         };
         let seen = if t.visible { "[v]" } else { "[ ]" };
+        // A tool with an MCP Apps page: its URI before the description.
+        let ui =
+            t.ui.as_deref()
+                .map(|uri| Span::styled(format!("[ui {}] ", clean_line(uri)), Color::Magenta));
+        let description = Span::styled(clean_line(&t.description), Color::Gray);
         Row::new([
             Cell::from(mark),
             Cell::from(seen),
             Cell::from(clean_line(&t.name)),
-            Cell::from(clean_line(&t.description)).style(Style::new().fg(Color::Gray)),
+            Cell::from(Line::from_iter(ui.into_iter().chain([description]))),
         ])
     });
     let table = Table::new(

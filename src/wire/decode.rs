@@ -319,6 +319,13 @@ impl MessageDecoder {
         self.render.out.is_over()
     }
 
+    /// Keeps the message's bytes when they are at most `raw_limit` bytes, instead of the
+    /// limit it was made with; for this message and those [`take`](Self::take) makes after
+    /// it. Set before the first chunk.
+    pub fn set_raw_limit(&mut self, raw_limit: usize) {
+        self.raw_limit = raw_limit;
+    }
+
     /// Stops keeping the message's bytes: [`Decoded::raw`] will be `None`.
     pub fn forget_raw(&mut self) {
         self.raw = None;

@@ -18,8 +18,13 @@ pub struct ServerTool {
     pub tool: String,
     /// Its description (trimmed; empty when it has none), the server's text.
     pub description: String,
-    /// Whether the server's filter shows it to the model (registered, callable).
+    /// Whether the model sees it (registered, callable): the server's filter shows it, and
+    /// it is not only for its MCP Apps page (`visibility: ["app"]`).
     pub visible: bool,
+    /// The UI a host renders for its results (MCP Apps), if the server names a valid one
+    /// ([`Tool::ui`]).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub ui: Option<crate::ToolUi>,
 }
 
 /// A server's tools as it last listed them, and the filter that says which the model sees.
@@ -53,19 +58,24 @@ impl ToolList {
         self.filter = filter;
     }
 
-    /// The tools the filter shows (no copy when it shows all).
+    /// Whether the model sees `tool`: the filter shows it, and it is not only for an MCP Apps
+    /// page (`_meta.ui.visibility` without `"model"`, which a host must not offer the model).
+    fn shown(&self, tool: &Tool) -> bool {
+        self.filter.allows(&tool.name) && tool.ui().is_none_or(|ui| ui.visible_to_model())
+    }
+
+    /// The tools the model sees ([`Self::shown`]; no copy when it sees all).
     pub(super) fn visible(&self) -> Cow<'_, [Tool]> {
-        if self.filter.shows_all() {
+        if self.tools.iter().all(|t| self.shown(t)) {
             return Cow::Borrowed(&self.tools);
         }
-        let shown = self.tools.iter().filter(|t| self.filter.allows(&t.name));
+        let shown = self.tools.iter().filter(|t| self.shown(t));
         Cow::Owned(shown.cloned().collect())
     }
 
-    /// How many tools the filter hides.
+    /// How many tools the model does not see.
     pub(super) fn hidden(&self) -> usize {
-        let hidden = self.tools.iter().filter(|t| !self.filter.allows(&t.name));
-        hidden.count()
+        self.tools.iter().filter(|t| !self.shown(t)).count()
     }
 
     /// Every tool of server `server` with its registered name and whether the model sees it.
@@ -76,7 +86,8 @@ impl ToolList {
                 name: llm_tool_name(server, &t.name),
                 tool: t.name.clone(),
                 description: t.description.as_deref().unwrap_or("").trim().to_string(),
-                visible: self.filter.allows(&t.name),
+                visible: self.shown(t),
+                ui: t.ui(),
             })
             .collect()
     }

@@ -52,7 +52,7 @@ impl EventReader {
             body,
             sse: SseDecoder::new(),
             events: Events {
-                message: Assembler::new(inner.limits),
+                message: Assembler::new(&inner.limits),
                 server: inner.server.clone(),
                 head: Vec::new(),
                 has_data: false,
