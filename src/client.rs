@@ -190,6 +190,17 @@ struct ToolCache {
     fresh_until: Instant,
     /// The session's count of list-changed notifications when the list was read.
     changes: u64,
+    /// The authorization context it was read under, unless every page said
+    /// `cacheScope: "public"` (`None`): a private list is reused only within it.
+    private_to: Option<u64>,
+}
+
+/// How long a list may be reused, and by whom: what its pages' caching hints say together.
+struct Freshness {
+    /// The shortest `ttlMs` of the pages (absent, negative or not an integer: 0).
+    ttl_ms: u64,
+    /// Whether every page said `cacheScope: "public"` (absent counts as private).
+    public: bool,
 }
 
 /// One connected MCP server.
@@ -214,8 +225,8 @@ trait Page: serde::de::DeserializeOwned {
     const METHOD: &'static str;
     /// What an error calls its entries.
     const NOUN: &'static str;
-    /// The entries, `nextCursor` and `ttlMs`.
-    fn split(self) -> (Vec<Self::Item>, Option<Value>, Option<Value>);
+    /// The entries, `nextCursor`, `ttlMs` and `cacheScope`.
+    fn split(self) -> (Vec<Self::Item>, Option<Value>, Option<Value>, Option<Value>);
 }
 
 macro_rules! page {
@@ -229,13 +240,15 @@ macro_rules! page {
             next_cursor: Option<Value>,
             #[serde(rename = "ttlMs", default)]
             ttl_ms: Option<Value>,
+            #[serde(rename = "cacheScope", default)]
+            cache_scope: Option<Value>,
         }
         impl Page for $page {
             type Item = $item;
             const METHOD: &'static str = $method;
             const NOUN: &'static str = $noun;
-            fn split(self) -> (Vec<$item>, Option<Value>, Option<Value>) {
-                (self.items, self.next_cursor, self.ttl_ms)
+            fn split(self) -> (Vec<$item>, Option<Value>, Option<Value>, Option<Value>) {
+                (self.items, self.next_cursor, self.ttl_ms, self.cache_scope)
             }
         }
     };
@@ -391,17 +404,21 @@ impl Client {
     /// is kept.
     ///
     /// A list the server marked cacheable (`ttlMs`) is served from memory until it goes stale
-    /// or the server says the list changed. Over HTTP in the stateless era, a tool whose
+    /// or the server says the list changed, and one it did not mark `cacheScope: "public"`
+    /// on every page only within the authorization context it was read in (a new access
+    /// token reads it again). Over HTTP in the stateless era, a tool whose
     /// `x-mcp-header` annotations are invalid is left out with a warning.
     pub async fn list_tools(&self) -> Result<Vec<Tool>> {
         let changes = self.session.tool_list_changes();
+        let context = self.session.transport().auth_context();
         if let Some(cache) = self.tools.lock().expect("tools lock").as_ref()
             && cache.changes == changes
             && Instant::now() < cache.fresh_until
+            && cache.private_to.is_none_or(|c| c == context)
         {
             return Ok(cache.tools.clone());
         }
-        let (mut tools, ttl) = self.list_all::<ToolsPage>().await?;
+        let (mut tools, freshness) = self.list_all::<ToolsPage>().await?;
         let checks_headers =
             self.details.era == Era::Stateless && self.session.transport().kind() == "http";
         let mut header_params = HashMap::new();
@@ -421,19 +438,22 @@ impl Client {
             }
         });
         *self.header_params.lock().expect("header params lock") = header_params;
-        let fresh_until = Instant::now() + Duration::from_millis(ttl.unwrap_or(0));
+        let fresh_until = Instant::now() + Duration::from_millis(freshness.ttl_ms);
+        // The context of the exchanges that read it (the last one's, as they ended).
+        let context = self.session.transport().auth_context();
         *self.tools.lock().expect("tools lock") = Some(ToolCache {
             tools: tools.clone(),
             fresh_until,
             changes,
+            private_to: (!freshness.public).then_some(context),
         });
         Ok(tools)
     }
 
     /// Reads every page of one list, following `nextCursor` to the end, within what
     /// [`ListLimits`] leaves beside the server's other lists; returns the entries and the
-    /// shortest `ttlMs` of the pages.
-    async fn list_all<P: Page>(&self) -> Result<(Vec<P::Item>, Option<u64>)> {
+    /// pages' caching hints together.
+    async fn list_all<P: Page>(&self) -> Result<(Vec<P::Item>, Freshness)> {
         let (others_items, others_bytes) = {
             let usage = self.list_usage.lock().expect("list usage lock");
             usage
@@ -442,7 +462,10 @@ impl Client {
                 .fold((0usize, 0u64), |(n, b), (_, (i, j))| (n + i, b + j))
         };
         let mut items = Vec::new();
-        let mut ttl: Option<u64> = None;
+        let mut freshness = Freshness {
+            ttl_ms: u64::MAX,
+            public: true,
+        };
         let mut seen = HashSet::new();
         let mut cursor: Option<String> = None;
         let limits = self.list_limits;
@@ -457,7 +480,7 @@ impl Client {
                 .session
                 .request_as::<P>(P::METHOD, params, RequestOptions::default())
                 .await?;
-            let (page_items, next_cursor, ttl_ms) = page.split();
+            let (page_items, next_cursor, ttl_ms, scope) = page.split();
             bytes += len;
             let count = items.len() + page_items.len();
             if others_items + count > limits.max_items || others_bytes + bytes > limits.max_bytes {
@@ -472,7 +495,8 @@ impl Client {
             }
             items.extend(page_items);
             let page_ttl = ttl_ms.as_ref().and_then(Value::as_u64).unwrap_or(0);
-            ttl = Some(ttl.map_or(page_ttl, |t| t.min(page_ttl)));
+            freshness.ttl_ms = freshness.ttl_ms.min(page_ttl);
+            freshness.public &= scope.as_ref().and_then(Value::as_str) == Some("public");
             match next_cursor {
                 None | Some(Value::Null) => break,
                 Some(Value::String(next)) if !next.is_empty() && seen.insert(next.clone()) => {
@@ -488,7 +512,7 @@ impl Client {
             .lock()
             .expect("list usage lock")
             .insert(P::METHOD, (items.len(), bytes));
-        Ok((items, ttl))
+        Ok((items, freshness))
     }
 
     /// Lists every resource (`resources/list`), paged and bounded as

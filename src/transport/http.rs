@@ -51,7 +51,7 @@ use hyper_util::client::legacy::Client as HyperClient;
 use hyper_util::client::legacy::connect::HttpConnector;
 use hyper_util::rt::TokioExecutor;
 use std::collections::{HashMap, HashSet, VecDeque};
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 use tokio::sync::{mpsc, oneshot};
@@ -296,6 +296,11 @@ struct Inner {
     requests: Mutex<HashMap<i64, (AbortHandle, bool)>>,
     closed: AtomicBool,
     reinit: tokio::sync::Mutex<()>,
+    /// A keyed hash of the `Authorization` value the authorizer gave last (0: none yet), and
+    /// its key: which authorization context the exchanges are under
+    /// ([`Transport::auth_context`]).
+    auth_context: AtomicU64,
+    auth_key: std::collections::hash_map::RandomState,
 }
 
 /// A connection to one streamable HTTP (or HTTP+SSE) server.
@@ -344,6 +349,8 @@ impl HttpTransport {
             requests: Mutex::new(HashMap::new()),
             closed: AtomicBool::new(false),
             reinit: tokio::sync::Mutex::new(()),
+            auth_context: AtomicU64::new(0),
+            auth_key: Default::default(),
         };
         Ok((
             HttpTransport {
@@ -472,6 +479,10 @@ impl Transport for HttpTransport {
 
     fn whole_replies(&self) -> Option<Arc<WholeReplies>> {
         Some(self.inner.limits.whole.clone())
+    }
+
+    fn auth_context(&self) -> u64 {
+        self.inner.auth_context.load(Ordering::Relaxed)
     }
 }
 
@@ -623,6 +634,11 @@ impl Inner {
                     .authorization(method.as_str(), &uri.to_string())
                     .await
                     .map_err(Failure::Auth)?;
+                let context = sent.authorization.as_ref().map_or(0, |value| {
+                    use std::hash::BuildHasher as _;
+                    self.auth_key.hash_one(value.expose()).max(1)
+                });
+                self.auth_context.store(context, Ordering::Relaxed);
                 for (name, value) in [
                     (header::AUTHORIZATION, &sent.authorization),
                     (HeaderName::from_static("dpop"), &sent.dpop),

@@ -241,6 +241,13 @@ pub trait Transport: Send + Sync + 'static {
     fn whole_replies(&self) -> Option<std::sync::Arc<WholeReplies>> {
         None
     }
+    /// Which authorization context the last exchange was under: a keyed hash of the
+    /// credentials an HTTP `Authorizer` gave it, so a new
+    /// access token is a new context; 0 when there are none (stdio, fixed headers). A
+    /// result the server marked `cacheScope: "private"` is reused only within one context.
+    fn auth_context(&self) -> u64 {
+        0
+    }
 }
 
 /// How much of an incoming message is kept.
