@@ -294,6 +294,9 @@ pub const MAX_WHOLE_REPLIES: usize = 4;
 pub struct WholeReplies {
     /// Each registered request's id and bound, at most [`MAX_WHOLE_REPLIES`].
     awaited: std::sync::Mutex<Vec<(i64, usize)>>,
+    /// How many are registered: read at each message's start, so the lock is taken only
+    /// while one is.
+    count: std::sync::atomic::AtomicUsize,
 }
 
 impl WholeReplies {
@@ -309,6 +312,8 @@ impl WholeReplies {
             return None;
         }
         awaited.push((id, max_bytes));
+        self.count
+            .store(awaited.len(), std::sync::atomic::Ordering::Release);
         Some(WholeReply {
             replies: self.clone(),
             id,
@@ -317,6 +322,9 @@ impl WholeReplies {
 
     /// The largest bound registered, if any request is.
     fn largest(&self) -> Option<usize> {
+        if self.count.load(std::sync::atomic::Ordering::Acquire) == 0 {
+            return None;
+        }
         let awaited = self.awaited.lock().expect("whole replies lock");
         awaited.iter().map(|(_, bound)| *bound).max()
     }
@@ -345,6 +353,9 @@ impl Drop for WholeReply {
     fn drop(&mut self) {
         let mut awaited = self.replies.awaited.lock().expect("whole replies lock");
         awaited.retain(|(id, _)| *id != self.id);
+        self.replies
+            .count
+            .store(awaited.len(), std::sync::atomic::Ordering::Release);
     }
 }
 
