@@ -33,6 +33,9 @@ pub const MAX_SKILLS_DESCRIBED: usize = 64;
 /// Most characters of a skill's description in [`LOAD_SKILL_TOOL`]'s description.
 const MAX_SKILL_DESCRIPTION: usize = 200;
 
+/// Most characters of a skill's name there (the Agent Skills format allows 64).
+const MAX_SKILL_NAME: usize = 64;
+
 /// Most resources a server may be followed for at once.
 pub const MAX_SUBSCRIPTIONS: usize = 256;
 
@@ -236,29 +239,27 @@ pub(super) fn resource_tool_definitions(servers: Vec<String>) -> Vec<ToolDefinit
 }
 
 /// [`LOAD_SKILL_TOOL`]'s definition, naming the skills of `servers` (each server with its
-/// skills) up to [`MAX_SKILLS_DESCRIBED`], each description cut to 200 characters; none when
-/// no server has skills.
-pub(super) fn skill_tool_definition(servers: &[(String, Vec<Skill>)]) -> Option<ToolDefinition> {
-    let names: Vec<&String> = servers.iter().map(|(name, _)| name).collect();
+/// skills) up to [`MAX_SKILLS_DESCRIBED`], each name cut to 64 characters and each
+/// description to 200; none when no server has skills.
+pub(super) fn skill_tool_definition(servers: &[(&str, &[Skill])]) -> Option<ToolDefinition> {
+    let names: Vec<&str> = servers.iter().map(|(name, _)| *name).collect();
     if names.is_empty() {
         return None;
     }
     let all = servers
         .iter()
-        .flat_map(|(server, skills)| skills.iter().map(move |s| (server, s)));
+        .flat_map(|(server, skills)| skills.iter().map(move |s| (*server, s)));
     let total = servers.iter().map(|(_, s)| s.len()).sum::<usize>();
     let mut listed = String::new();
     for (server, skill) in all.take(MAX_SKILLS_DESCRIBED) {
-        let description: String = skill
-            .description()
-            .chars()
-            .take(MAX_SKILL_DESCRIPTION)
-            .collect();
+        let cut = |text: &str, most: usize| text.chars().take(most).collect::<String>();
         listed.push_str(&format!(
             "\n- {}/{}: {}",
             crate::safe_text::escape_controls(server),
-            crate::safe_text::escape_controls(skill.name()),
-            crate::safe_text::escape_controls(description.trim())
+            crate::safe_text::escape_controls(&cut(skill.name(), MAX_SKILL_NAME)),
+            crate::safe_text::escape_controls(
+                cut(skill.description(), MAX_SKILL_DESCRIPTION).trim()
+            )
         ));
     }
     if total > MAX_SKILLS_DESCRIBED {
@@ -384,4 +385,34 @@ pub(super) fn error_output(text: String) -> ToolOutput {
 
 pub(super) fn no_such_server(name: &str) -> Error {
     Error::new(name, ErrorKind::UnknownServer)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn skill(name: &str, description: &str) -> Skill {
+        serde_json::from_value(serde_json::json!({
+            "uri": format!("skill://{name}/SKILL.md"),
+            "frontmatter": {"name": name, "description": description},
+            "resources": []
+        }))
+        .unwrap()
+    }
+
+    #[test]
+    fn the_skill_tool_names_a_bounded_number_of_skills_cut_and_escaped() {
+        let long = "n".repeat(1000);
+        let mut skills = vec![skill(&long, &format!("evil\u{1b}[2J{}", "d".repeat(1000)))];
+        skills.extend((0..69).map(|i| skill(&format!("s{i}"), "does a thing")));
+        let definition = skill_tool_definition(&[("kit", &skills)]).unwrap();
+        let text = &definition.description;
+        assert_eq!(text.matches("\n- kit/").count(), MAX_SKILLS_DESCRIBED);
+        assert!(text.ends_with("\n(and 6 more)"), "{text}");
+        assert!(text.contains(&format!("kit/{}: ", "n".repeat(64))));
+        assert!(!text.contains(&"n".repeat(65)));
+        assert!(!text.contains('\u{1b}') && text.contains("\\u{1b}[2J"));
+        assert!(!text.contains(&"d".repeat(200)), "the description is cut");
+        assert!(skill_tool_definition(&[]).is_none());
+    }
 }

@@ -324,13 +324,14 @@ impl Servers {
             .filter(|(_, s)| s.catalog.has_resources())
             .map(|(name, _)| name.clone())
             .collect();
-        let with_skills: Vec<(String, Vec<Skill>)> = connected()
+        let with_skills: Vec<(&str, &[Skill])> = connected()
             .filter(|(_, s)| !s.catalog.lists().skills.is_empty())
-            .map(|(name, s)| (name.clone(), s.catalog.lists().skills.clone()))
+            .map(|(name, s)| (name.as_str(), s.catalog.lists().skills.as_slice()))
             .collect();
+        let skill_tool = catalog::skill_tool_definition(&with_skills);
         drop(slots);
         let mut definitions = catalog::resource_tool_definitions(with_resources);
-        definitions.extend(catalog::skill_tool_definition(&with_skills));
+        definitions.extend(skill_tool);
         definitions
     }
 
