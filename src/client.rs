@@ -188,6 +188,8 @@ impl Default for ClientOptions {
 struct ToolCache {
     tools: Vec<Tool>,
     fresh_until: Instant,
+    /// The server's `ttlMs` for it (0: none).
+    ttl: Duration,
     /// The session's count of list-changed notifications when the list was read.
     changes: u64,
     /// The authorization context it was read under, unless every page said
@@ -201,6 +203,18 @@ struct Freshness {
     ttl_ms: u64,
     /// Whether every page said `cacheScope: "public"` (absent counts as private).
     public: bool,
+}
+
+/// How long the tool list as last read may be kept beyond the session, as the server's
+/// caching hints say (what an on-demand server's kept catalog follows).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum ListKeeping {
+    /// It gave no `ttlMs`: until the server is connected again.
+    Unbounded,
+    /// For its `ttlMs`.
+    For(Duration),
+    /// Not at all: it was read under an access token and not marked `cacheScope: "public"`.
+    PrivateToLogin,
 }
 
 /// One connected MCP server.
@@ -444,10 +458,27 @@ impl Client {
         *self.tools.lock().expect("tools lock") = Some(ToolCache {
             tools: tools.clone(),
             fresh_until,
+            ttl: Duration::from_millis(freshness.ttl_ms),
             changes,
             private_to: (!freshness.public).then_some(context),
         });
         Ok(tools)
+    }
+
+    /// How the tool list as last read may be kept beyond the session (see [`ListKeeping`]).
+    pub(crate) fn tool_list_keeping(&self) -> ListKeeping {
+        let tools = self.tools.lock().expect("tools lock");
+        let Some(cache) = tools.as_ref() else {
+            return ListKeeping::Unbounded;
+        };
+        // An exchange without credentials has context 0: private to no one.
+        if cache.private_to.is_some_and(|context| context != 0) {
+            return ListKeeping::PrivateToLogin;
+        }
+        match cache.ttl {
+            Duration::ZERO => ListKeeping::Unbounded,
+            ttl => ListKeeping::For(ttl),
+        }
     }
 
     /// Reads every page of one list, following `nextCursor` to the end, within what

@@ -31,6 +31,7 @@ mod server_entry;
 
 use super::config_error::ConfigError;
 use super::filter::ToolFilter;
+use super::start::Start;
 use serde_json::{Map, Value};
 pub use server_entry::{HttpServer, MAX_TIMEOUT, ServerConfig, StdioServer, Timeouts};
 use server_entry::{enabled_member, read_entry};
@@ -256,7 +257,7 @@ impl Config {
         let mut servers: Vec<_> = map
             .iter()
             .map(|(name, value)| {
-                let entry = read_entry(name, value).map_err(|mut e| {
+                let entry = self.read_entry(name, value).map_err(|mut e| {
                     e.path = self.path.clone();
                     e
                 });
@@ -276,7 +277,14 @@ impl Config {
     /// One server's entry, or what is wrong with it; `None` if there is no such server.
     pub fn server(&self, name: &str) -> Option<Result<ServerConfig, ConfigError>> {
         let value = self.servers_map()?.get(name)?;
-        Some(read_entry(name, value))
+        Some(self.read_entry(name, value))
+    }
+
+    /// One entry read and checked: the server, with its `"enabled"`, tool filter and start.
+    fn read_entry(&self, name: &str, value: &Value) -> Result<ServerConfig, ConfigError> {
+        let server = read_entry(name, value)?;
+        Start::read(name, value, &self.doc)?;
+        Ok(server)
     }
 
     /// Whether server `name` is enabled: its entry's `"enabled"` is not `false`. `None` if
@@ -291,6 +299,20 @@ impl Config {
     pub fn tool_filter(&self, name: &str) -> Option<Result<ToolFilter, ConfigError>> {
         let value = self.servers_map()?.get(name)?;
         Some(ToolFilter::from_entry(name, value))
+    }
+
+    /// When server `name` runs ([`Start`]): its entry's `"start"` and `"idle_timeout"`, else
+    /// the top level's, else from launch to close. `None` if there is no such server.
+    pub fn start(&self, name: &str) -> Option<Result<Start, ConfigError>> {
+        let value = self.servers_map()?.get(name)?;
+        Some(Start::read(name, value, &self.doc))
+    }
+
+    /// Sets when server `name` runs: its entry's `"start"` and `"idle_timeout"` (left out
+    /// where they say the default). Only those members of that entry change.
+    pub fn set_start(&mut self, name: &str, start: Start) -> Result<(), ConfigError> {
+        start.write(self.entry_mut(name)?);
+        Ok(())
     }
 
     fn entry_mut(&mut self, name: &str) -> Result<&mut Map<String, Value>, ConfigError> {

@@ -29,6 +29,7 @@ use super::gate::Allowlist;
 use super::manager::ServerState;
 use super::manager::{CallError, Catalog, Manager, PendingAdd, ServerStatus, ServerTool};
 use super::registry::{PREFIX, RegisteredTool, Registry, ToolDefinition};
+use super::start::Start;
 use super::tool_search::{Conversation, ToolIndex};
 use crate::client::Client;
 use crate::filelock::{self, LOCK_WAIT};
@@ -320,6 +321,7 @@ impl Control {
         if let Some(client) = client {
             self.manager().close_detached(name, client).await;
         }
+        self.manager().forget_catalog(name);
         #[cfg(feature = "oauth")]
         if let Err(e) = super::oauth::forget_server(self.inner.oauth.store.as_ref(), name) {
             tracing::warn!(server = %name, "removed, but its OAuth tokens could not be forgotten: {e}");
@@ -371,6 +373,9 @@ impl Control {
                 if let Some(Ok(filter)) = config.tool_filter(name) {
                     self.manager().set_tool_filter(name, filter);
                 }
+                if let Some(Ok(start)) = config.start(name) {
+                    self.manager().set_pending_start(name, start);
+                }
                 Some(pending)
             } else {
                 None
@@ -384,6 +389,23 @@ impl Control {
                 self.manager().set_enabled(name, enabled).await;
             }
         }
+        Ok(())
+    }
+
+    /// Changes when server `name` runs ([`Start`]): its entry's `"start"` and
+    /// `"idle_timeout"` are saved (only those members change), then the manager follows
+    /// ([`Manager::set_start`](crate::host::Manager::set_start)). Nothing is written when the
+    /// server is not in the file.
+    pub async fn set_start(&self, name: &str, start: Start) -> Result<(), ControlError> {
+        {
+            let _held = self.inner.config.hold().await?;
+            let mut config = self.file_config_with(name)?;
+            config
+                .set_start(name, start)
+                .map_err(|e| ControlError::Invalid(e.to_string()))?;
+            self.save_config(&config)?;
+        }
+        self.manager().set_start(name, start).await;
         Ok(())
     }
 

@@ -25,12 +25,14 @@
 //! them (a connect's outcome, a refresh, a reconnect, a removal); `slot.rs` one server;
 //! `visibility.rs` its tools and filter; `catalog.rs` its resources, prompts and what is
 //! followed; `watch.rs` its watcher; `registered.rs` the registry and its search index;
-//! `locks.rs` the per-server connect locks; `connect.rs` from an entry to a client.
+//! `locks.rs` the per-server connect locks; `connect.rs` from an entry to a client;
+//! `on_demand.rs` what keeps an on-demand server running and what stops it when idle.
 
 mod catalog;
 mod connect;
 mod error;
 mod locks;
+mod on_demand;
 mod options;
 mod registered;
 mod servers;
@@ -57,6 +59,7 @@ use super::filter::ToolFilter;
 use super::gate::{Gate, PermissionMode};
 use super::instructions::instructions_block;
 use super::registry::{Collision, RegisteredTool, Registry, ToolDefinition};
+use super::start::Start;
 use super::tool_search::{Conversation, SEARCH_TOOL, ToolIndex, search_tool_definition};
 use crate::client::Client;
 use crate::error::Result;
@@ -102,6 +105,9 @@ impl PendingAdd {
     pub(crate) async fn connect(self) -> Result<ServerStatus, AddError> {
         let servers = &self.manager.servers;
         let _ = servers.connect(&self.name, self.config).await;
+        // An on-demand server was started to fill its catalog: stopped unless in use.
+        servers.stop_idle(Some(&self.name), true).await;
+        servers.stop_idle_servers();
         servers
             .server_status(&self.name)
             .ok_or(AddError::Removed(self.name))
@@ -131,6 +137,7 @@ impl Manager {
         }
         while connecting.join_next().await.is_some() {}
         manager.register_all();
+        manager.servers.stop_idle_servers();
         manager
     }
 
@@ -145,6 +152,7 @@ impl Manager {
         for pending in connects {
             tokio::spawn(pending.connect());
         }
+        manager.servers.stop_idle_servers();
         manager
     }
 
@@ -218,7 +226,9 @@ impl Manager {
             .client(name)
             .ok_or_else(|| not_connected(name).during(methods::TOOLS_LIST))?;
         let result = client.list_tools().await;
-        self.servers.apply_refresh(name, &client, result)
+        let count = self.servers.apply_refresh(name, &client, result)?;
+        self.servers.keep_catalog(name, &client);
+        Ok(count)
     }
 
     /// Closes every client, stops every watcher and empties the registry. Servers end as
@@ -346,6 +356,8 @@ impl Manager {
             Value::Null => Value::Object(Default::default()),
             other => other,
         };
+        // Held until the call ends: an on-demand server is not stopped under it.
+        let _in_use = self.servers.in_use(&server);
         let mut reconnected = false;
         let mut client = match self.client(&server) {
             Some(c) if !c.is_closed() => c,
@@ -466,6 +478,19 @@ impl Manager {
         }
     }
 
+    /// Forgets the catalog kept of server `name` (its entry left the config file).
+    pub(crate) fn forget_catalog(&self, name: &str) {
+        self.servers.forget_catalog(name)
+    }
+
+    /// Marks a server whose connect is pending ([`Manager::begin_add`]) as running from
+    /// `start` (an on-demand one is stopped once its catalog is filled).
+    pub(crate) fn set_pending_start(&self, name: &str, start: Start) {
+        if let Some(slot) = self.servers.slots().get_mut(name) {
+            slot.set_start(start);
+        }
+    }
+
     /// The first, immediate half of [`Manager::remove`]: the server leaves the slots and the
     /// registry. `None` if there is no such server; else its client, for
     /// [`Manager::close_detached`].
@@ -509,7 +534,7 @@ impl Manager {
         uri: &str,
         options: RequestOptions,
     ) -> Result<ResourceOutput> {
-        let client = self
+        let (client, _in_use) = self
             .servers
             .live_client(server, methods::RESOURCES_READ)
             .await?;
@@ -523,7 +548,7 @@ impl Manager {
     /// file.
     pub async fn load_skill(&self, server: &str, key: &str) -> Result<(Skill, SkillFileContent)> {
         let method = methods::RESOURCES_READ;
-        let client = self.servers.live_client(server, method).await?;
+        let (client, _in_use) = self.servers.live_client(server, method).await?;
         let (found, names) = {
             let slots = self.servers.slots();
             let skills = slots
@@ -553,7 +578,7 @@ impl Manager {
     /// ([`Client::read_ui_resource`]): its HTML, MIME type and checked `_meta.ui`, bounded
     /// by [`MAX_UI_RESOURCE`](crate::MAX_UI_RESOURCE), not by the model's cap.
     pub async fn read_ui_resource(&self, server: &str, uri: &str) -> Result<crate::UiResource> {
-        let client = self
+        let (client, _in_use) = self
             .servers
             .live_client(server, methods::RESOURCES_READ)
             .await?;
@@ -579,7 +604,7 @@ impl Manager {
         arguments: Value,
         options: RequestOptions,
     ) -> Result<PromptContents> {
-        let client = self
+        let (client, _in_use) = self
             .servers
             .live_client(server, methods::PROMPTS_GET)
             .await?;
@@ -598,7 +623,7 @@ impl Manager {
         context: &[(String, String)],
     ) -> Result<Completion> {
         let method = methods::COMPLETION_COMPLETE;
-        let client = self.servers.live_client(server, method).await?;
+        let (client, _in_use) = self.servers.live_client(server, method).await?;
         client.complete(reference, argument, value, context).await
     }
 
@@ -608,7 +633,7 @@ impl Manager {
     /// `subscriptions/listen` stream, an initialize-era one with `resources/subscribe`.
     pub async fn subscribe(&self, server: &str, uri: &str) -> Result<()> {
         let method = methods::RESOURCES_SUBSCRIBE;
-        let client = self.servers.live_client(server, method).await?;
+        let (client, _in_use) = self.servers.live_client(server, method).await?;
         // Followed before the server is asked: the update it may send at once is announced
         // (only followed resources are).
         let added = match self.servers.slots().get_mut(server) {
@@ -630,7 +655,7 @@ impl Manager {
     /// Stops following a resource ([`Manager::subscribe`]).
     pub async fn unsubscribe(&self, server: &str, uri: &str) -> Result<()> {
         let method = methods::RESOURCES_UNSUBSCRIBE;
-        let client = self.servers.live_client(server, method).await?;
+        let (client, _in_use) = self.servers.live_client(server, method).await?;
         let followed = match self.servers.slots().get_mut(server) {
             Some(slot) => slot.catalog.unfollow(uri),
             None => return Err(no_such_server(server).during(method)),
@@ -758,6 +783,33 @@ impl Manager {
                 client.close().await;
             }
         }
+        self.servers.server_status(name)
+    }
+
+    /// Changes when server `name` runs ([`Start`]): made on demand, it keeps running until
+    /// it is idle past its timeout (its catalog kept from now on); made to run from launch,
+    /// an idle one is started now. Returns its status; `None` if there is no such server. The
+    /// config file is not touched ([`Control`](crate::host::Control) saves it).
+    pub async fn set_start(&self, name: &str, start: Start) -> Option<ServerStatus> {
+        let lock = self.servers.locks.of(name);
+        let _held = lock.lock().await;
+        let (client, starts_now) = {
+            let mut slots = self.servers.slots();
+            let slot = slots.get_mut(name)?;
+            slot.set_start(start);
+            self.servers.register_slot(name, slot);
+            let idle = matches!(slot.state(), ServerState::Idle | ServerState::Failed);
+            (
+                slot.client().cloned(),
+                !start.is_on_demand() && idle && slot.reconnectable(),
+            )
+        };
+        if starts_now {
+            let _ = self.servers.reconnect_locked(name).await;
+        } else if let Some(client) = client {
+            self.servers.keep_catalog(name, &client);
+        }
+        self.servers.stop_idle_servers();
         self.servers.server_status(name)
     }
 

@@ -43,12 +43,14 @@ pub(crate) mod expand;
 pub(crate) mod filter;
 pub(crate) mod gate;
 pub(crate) mod instructions;
+pub(crate) mod kept_catalog;
 pub(crate) mod manager;
 pub mod model_api;
 #[cfg(feature = "oauth")]
 pub(crate) mod oauth;
 pub(crate) mod pending_requests;
 pub(crate) mod registry;
+pub(crate) mod start;
 pub(crate) mod status;
 pub(crate) mod tool_search;
 
@@ -70,6 +72,7 @@ pub use gate::{
     Allowlist, AllowlistError, Approval, ConfirmCallback, ConfirmRequest, Decision, Denied, Gate,
     PermissionMode,
 };
+pub use kept_catalog::{CatalogStore, FileCatalogStore, KeptCatalog};
 #[cfg(feature = "oauth")]
 pub use manager::connect_server_with_store;
 pub use manager::{
@@ -84,6 +87,7 @@ pub use pending_requests::{
     WaitingRequest,
 };
 pub use registry::{Collision, PREFIX, RegisteredTool, Registry, ToolDefinition, llm_tool_name};
+pub use start::{DEFAULT_IDLE_TIMEOUT, Start};
 pub use status::{ServerState, ServerStatus};
 pub use tool_search::{
     Conversation, DEFAULT_SEARCH_LIMIT, MAX_FOUND, MAX_SEARCH_LIMIT, SEARCH_TOOL, ToolIndex,

@@ -2,6 +2,7 @@
 //! ([`ServerStatus`]). A file of its own, below the manager and the event stream, which both
 //! speak of a server's state.
 
+use crate::host::start::Start;
 use crate::protocol::types::Era;
 use serde::Serialize;
 use std::fmt;
@@ -33,11 +34,15 @@ pub enum ServerState {
     /// Its entry says `"enabled": false`: kept in the file, not started, no tools registered.
     #[serde(rename = "disabled")]
     Disabled,
+    /// On demand (`"start": "on_demand"`) and not running: its tools are registered from
+    /// its kept catalog, and the first request that needs it starts it.
+    #[serde(rename = "idle")]
+    Idle,
 }
 
 impl ServerState {
     /// The name shown to users: `connecting`, `connected`, `failed`, `needs login`,
-    /// `disconnected`, `disabled`.
+    /// `disconnected`, `disabled`, `idle`.
     pub fn name(self) -> &'static str {
         match self {
             ServerState::Connecting => "connecting",
@@ -46,6 +51,7 @@ impl ServerState {
             ServerState::NeedsLogin => "needs login",
             ServerState::Disconnected => "disconnected",
             ServerState::Disabled => "disabled",
+            ServerState::Idle => "idle",
         }
     }
 }
@@ -101,6 +107,10 @@ pub struct ServerStatus {
     /// credentials (`unusable: ...` when its proxy setting cannot be used); `None` for a
     /// stdio server.
     pub proxy: Option<String>,
+    /// When it runs: from launch, or on demand with its idle timeout (in JSON, `start` and,
+    /// on demand, `idleTimeout` in seconds).
+    #[serde(flatten)]
+    pub start: Start,
 }
 
 fn as_seconds<S: serde::Serializer>(

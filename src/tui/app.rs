@@ -732,6 +732,7 @@ mod tests {
             timeout: std::time::Duration::from_secs(60),
             startup_timeout: std::time::Duration::from_secs(60),
             proxy: None,
+            start: crate::host::Start::Launch,
         }
     }
 

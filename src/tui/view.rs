@@ -27,6 +27,7 @@ fn state_style(state: ServerState) -> Style {
         ServerState::NeedsLogin => Style::new().fg(Color::Yellow),
         ServerState::Connecting => Style::new().fg(Color::Cyan),
         ServerState::Disabled => Style::new().fg(Color::DarkGray),
+        ServerState::Idle => Style::new().fg(Color::Blue),
     }
 }
 

@@ -10,7 +10,7 @@ use crate::protocol::items::{Prompt, Resource, ResourceTemplate};
 use crate::protocol::skills::{SKILLS_EXTENSION, Skill, SkillFileContent};
 use crate::protocol::types::ToolOutput;
 use crate::wire::truncate::Truncator;
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use std::collections::BTreeSet;
 use std::sync::Arc;
@@ -40,7 +40,8 @@ const MAX_SKILL_NAME: usize = 64;
 pub const MAX_SUBSCRIPTIONS: usize = 256;
 
 /// A server's resources, resource templates and prompts, as last listed.
-#[derive(Debug, Clone, Default, Serialize)]
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+#[serde(default)]
 #[non_exhaustive]
 pub struct Catalog {
     /// Its resources.

@@ -4,6 +4,7 @@ use crate::client::ClientOptions;
 use crate::host::era_memory::EraMemory;
 use crate::host::events::EventBus;
 use crate::host::gate::{ConfirmCallback, ConfirmRequest, Decision, default_allowlist_path};
+use crate::host::kept_catalog::{CatalogStore, FileCatalogStore};
 use crate::host::pending_requests::{ElicitationHandler, SamplingHandler};
 use crate::host::tool_search::ToolSearch;
 use crate::protocol::server_requests::{
@@ -69,6 +70,9 @@ pub struct ManagerOptions {
     /// ([`ManagerOptions::with_sampling`]); `None`: the client does not offer sampling (the
     /// [`client`](Self::client) options' handler, if any, is used).
     pub sampling: Option<SamplingHandler>,
+    /// Where the catalogs of on-demand servers (`"start": "on_demand"`) are kept between
+    /// launches; `None`: a [`FileCatalogStore`] in the config folder's `catalogs/`.
+    pub catalog_store: Option<Arc<dyn CatalogStore>>,
 }
 
 impl ManagerOptions {
@@ -164,6 +168,21 @@ impl ManagerOptions {
     }
 }
 
+impl ManagerOptions {
+    /// With the catalogs of on-demand servers kept in `store`.
+    pub fn with_catalog_store(mut self, store: Arc<dyn CatalogStore>) -> Self {
+        self.catalog_store = Some(store);
+        self
+    }
+
+    /// The catalog store: [`ManagerOptions::catalog_store`], else the config folder's.
+    pub(crate) fn catalogs(&self) -> Arc<dyn CatalogStore> {
+        self.catalog_store
+            .clone()
+            .unwrap_or_else(|| Arc::new(FileCatalogStore::in_config_dir()))
+    }
+}
+
 impl Default for ManagerOptions {
     fn default() -> Self {
         ManagerOptions {
@@ -179,6 +198,7 @@ impl Default for ManagerOptions {
             events: EventBus::new(),
             elicitation: None,
             sampling: None,
+            catalog_store: None,
         }
     }
 }
@@ -194,6 +214,7 @@ impl fmt::Debug for ManagerOptions {
             .field("tool_search", &self.tool_search)
             .field("elicitation", &self.elicitation.is_some())
             .field("sampling", &self.sampling.is_some())
+            .field("catalog_store", &self.catalog_store.is_some())
             .finish()
     }
 }

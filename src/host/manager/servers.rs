@@ -6,16 +6,19 @@
 use super::catalog::{self, List, list_of, no_such_server};
 use super::connect::{Connected, connect_and_list};
 use super::locks::ServerLocks;
+use super::on_demand::{self, InUse};
 use super::options::ManagerOptions;
 use super::registered::Registered;
 use super::slot::{Slot, not_connected};
 use super::watch::{Changes, Following, Reread};
-use crate::client::Client;
+use crate::client::{Client, ListKeeping};
 use crate::error::{Error, ErrorKind, Result};
 use crate::host::config::{Config, ServerConfig};
 use crate::host::events::Event;
 use crate::host::gate::Gate;
+use crate::host::kept_catalog::{CatalogStore, catalog_key};
 use crate::host::registry::{Collision, Registry, ToolDefinition};
+use crate::host::start::Start;
 use crate::host::status::{STATUS_LOG, ServerState, ServerStatus};
 use crate::host::tool_search::ToolIndex;
 use crate::protocol::skills::Skill;
@@ -40,6 +43,10 @@ pub(super) struct Servers {
     /// Turns true when [`Servers::close`] starts: connects in flight stop and close their
     /// transport, and no new one starts.
     closing: tokio::sync::watch::Sender<bool>,
+    /// Where on-demand servers' catalogs are kept.
+    catalogs: Arc<dyn CatalogStore>,
+    /// Whether the task that stops idle on-demand servers runs.
+    stopping_idle: AtomicBool,
 }
 
 impl Servers {
@@ -50,6 +57,7 @@ impl Servers {
         options: ManagerOptions,
     ) -> (Servers, Vec<(String, ServerConfig)>) {
         let gate = Gate::new(options.allowlist_path.clone(), options.confirm.clone());
+        let catalogs = options.catalogs();
         let mut slots = BTreeMap::new();
         let mut to_connect = Vec::new();
         for (name, entry) in config.servers() {
@@ -57,14 +65,28 @@ impl Servers {
                 .is_enabled(&name)
                 .and_then(Result::ok)
                 .unwrap_or(true);
+            let start = config.start(&name).and_then(Result::ok).unwrap_or_default();
+            let mut kept = None;
             match &entry {
                 Ok(_) if !enabled => tracing::info!(server = %name, "disabled in the config"),
+                Ok(server) if start.is_on_demand() => {
+                    kept = catalogs
+                        .load(&name, &catalog_key(server))
+                        .filter(|kept| !kept.is_expired());
+                    if kept.is_none() {
+                        // Never seen with this entry: started once to fill its catalog.
+                        to_connect.push((name.clone(), server.clone()));
+                    }
+                }
                 Ok(server) => to_connect.push((name.clone(), server.clone())),
                 Err(e) => {
                     tracing::warn!(target: STATUS_LOG, server = %name, "skipping the server: {e}")
                 }
             }
-            let mut slot = Slot::new(entry);
+            let mut slot = Slot::new(entry).with_start(start);
+            if let Some(kept) = kept {
+                slot.idle_with(kept);
+            }
             if let Some(Ok(filter)) = config.tool_filter(&name) {
                 slot.tools.set_filter(filter);
             }
@@ -88,6 +110,8 @@ impl Servers {
             watching: AtomicBool::new(false),
             locks: ServerLocks::default(),
             closing: tokio::sync::watch::Sender::new(false),
+            catalogs,
+            stopping_idle: AtomicBool::new(false),
         };
         (servers, to_connect)
     }
@@ -101,7 +125,99 @@ impl Servers {
     ) -> Result<Arc<Client>> {
         let closing = self.closing.subscribe();
         let result = connect_and_list(name.to_string(), config, &self.options, closing).await;
-        self.settle(name, result).await
+        let settled = self.settle(name, result).await;
+        if let Ok(client) = &settled {
+            self.keep_catalog(name, client);
+        }
+        settled
+    }
+
+    /// Keeps the catalog of on-demand server `name` as its client `client` listed it, for
+    /// the next launch: expiring with the tool list's `ttlMs` where the server gave one, and
+    /// not kept (the old one forgotten) where the list is private to the login it was read
+    /// with (`cacheScope` not `public` under an access token).
+    pub(super) fn keep_catalog(&self, name: &str, client: &Arc<Client>) {
+        let (kept, key) = {
+            let slots = self.slots();
+            let Some(slot) = slots.get(name) else {
+                return;
+            };
+            let Ok(config) = slot.config() else {
+                return;
+            };
+            if !slot.start().is_on_demand() || !slot.is_current(client) {
+                return;
+            }
+            (slot.kept_catalog(), catalog_key(config))
+        };
+        match client.tool_list_keeping() {
+            ListKeeping::PrivateToLogin => self.catalogs.forget(name),
+            ListKeeping::For(ttl) => self.catalogs.save(name, &key, &kept.with_ttl(ttl)),
+            ListKeeping::Unbounded => self.catalogs.save(name, &key, &kept),
+        }
+    }
+
+    /// Forgets the catalog kept of server `name`.
+    pub(super) fn forget_catalog(&self, name: &str) {
+        self.catalogs.forget(name)
+    }
+
+    /// Whether [`Servers::close`] has started.
+    pub(super) fn is_closing(&self) -> bool {
+        *self.closing.borrow()
+    }
+
+    /// Starts the task that stops idle on-demand servers, unless it runs (or no server is
+    /// on demand). Within a tokio runtime.
+    pub(super) fn stop_idle_servers(self: &Arc<Self>) {
+        let on_demand = self.slots().values().any(|s| s.start().is_on_demand());
+        if on_demand && !self.stopping_idle.swap(true, Ordering::SeqCst) {
+            tokio::spawn(on_demand::stop_idle_servers(Arc::downgrade(self)));
+        }
+    }
+
+    /// How long the idle-stopping task waits between looks: see [`on_demand::check_interval`].
+    pub(super) fn idle_check_interval(&self) -> std::time::Duration {
+        let shortest = self
+            .slots()
+            .values()
+            .filter_map(|s| match s.start() {
+                Start::OnDemand { idle_timeout } => Some(idle_timeout),
+                _ => None,
+            })
+            .min()
+            .unwrap_or(crate::host::DEFAULT_IDLE_TIMEOUT);
+        on_demand::check_interval(shortest)
+    }
+
+    /// Stops every on-demand server that is idle past its timeout (`fill`: any that is not
+    /// in use, as after the connect that filled its catalog), telling the event stream.
+    pub(super) async fn stop_idle(&self, only: Option<&str>, fill: bool) {
+        let stopped: Vec<(String, Arc<Client>)> = {
+            let mut slots = self.slots();
+            slots
+                .iter_mut()
+                .filter(|(name, _)| only.is_none_or(|o| o == name.as_str()))
+                .filter_map(|(name, slot)| Some((name.clone(), slot.stop_if_idle(fill)?)))
+                .collect()
+        };
+        if stopped.is_empty() {
+            return;
+        }
+        for (name, _) in &stopped {
+            tracing::info!(server = %name, "stopped: idle");
+            self.publish_state(name, Some(ServerState::Idle), None);
+        }
+        for (_, client) in stopped {
+            client.close().await;
+        }
+        give_back_freed_memory();
+    }
+
+    /// A request through server `name` begins (an on-demand server is not stopped while it
+    /// is in flight); `None` if there is no such server.
+    pub(super) fn in_use(&self, name: &str) -> Option<InUse> {
+        self.slots().get(name).map(|slot| slot.activity.begin())
     }
 
     /// Takes `name` for a new server of `config`, `connecting`; false if the name is taken.
@@ -233,6 +349,7 @@ impl Servers {
         if changes.prompts {
             self.refresh_list(name, client, List::Prompts).await;
         }
+        self.keep_catalog(name, client);
     }
 
     /// Records a fresh tool list of `client` (if it is still the server's client).
@@ -311,20 +428,17 @@ impl Servers {
         self.slots().get(name).map(|s| s.status(name, defaults))
     }
 
-    /// The host tools' definitions: the resource tools when any connected server has
-    /// resources or templates, the skill tool when any has skills.
+    /// The host tools' definitions: the resource tools when any server offering its lists
+    /// (connected, or on demand) has resources or templates, the skill tool when any has
+    /// skills.
     pub(super) fn host_tool_definitions(&self) -> Vec<ToolDefinition> {
         let slots = self.slots();
-        let connected = || {
-            slots
-                .iter()
-                .filter(|(_, s)| s.state() == ServerState::Connected)
-        };
-        let with_resources: Vec<String> = connected()
+        let offered = || slots.iter().filter(|(_, s)| s.offers_lists());
+        let with_resources: Vec<String> = offered()
             .filter(|(_, s)| s.catalog.has_resources())
             .map(|(name, _)| name.clone())
             .collect();
-        let with_skills: Vec<(&str, &[Skill])> = connected()
+        let with_skills: Vec<(&str, &[Skill])> = offered()
             .filter(|(_, s)| !s.catalog.lists().skills.is_empty())
             .map(|(name, s)| (name.as_str(), s.catalog.lists().skills.as_slice()))
             .collect();
@@ -373,19 +487,22 @@ impl Servers {
         give_back_freed_memory();
     }
 
-    /// The server's live client, reconnecting once if its session ended.
+    /// The server's live client, reconnecting once if its session ended (or starting it,
+    /// on demand), and the request's hold on it: an on-demand server is not stopped while
+    /// the hold is kept.
     pub(super) async fn live_client(
         self: &Arc<Self>,
         server: &str,
         method: &str,
-    ) -> Result<Arc<Client>> {
-        if !self.slots().contains_key(server) {
+    ) -> Result<(Arc<Client>, InUse)> {
+        let Some(in_use) = self.in_use(server) else {
             return Err(no_such_server(server).during(method));
-        }
-        match self.client(server) {
-            Some(c) if !c.is_closed() => Ok(c),
-            stale => self.reconnect_after(server, stale.as_ref()).await,
-        }
+        };
+        let client = match self.client(server) {
+            Some(c) if !c.is_closed() => c,
+            stale => self.reconnect_after(server, stale.as_ref()).await?,
+        };
+        Ok((client, in_use))
     }
 
     /// Reconnects server `name`, its lock held by the caller: the old client closed, a new

@@ -4,16 +4,20 @@
 
 use super::catalog::ServerCatalog;
 use super::connect::Connected;
+use super::on_demand::Activity;
 use super::visibility::ToolList;
 use super::watch::{Following, Watcher};
 use crate::client::{Client, ClientOptions};
 use crate::error::{Error, ErrorKind, Result};
 use crate::host::config::ServerConfig;
 use crate::host::config_error::ConfigError;
+use crate::host::kept_catalog::KeptCatalog;
+use crate::host::start::Start;
 use crate::host::status::{STATUS_LOG, ServerState, ServerStatus};
 use crate::protocol::types::Tool;
 use std::borrow::Cow;
 use std::sync::Arc;
+use std::time::Duration;
 
 /// One server, as the manager keeps it (under the manager's one lock of all servers).
 pub(super) struct Slot {
@@ -28,6 +32,12 @@ pub(super) struct Slot {
     /// Its resources, templates and prompts, and the resources followed.
     pub(super) catalog: ServerCatalog,
     watcher: Watcher,
+    /// When it runs (its entry's `"start"`).
+    start: Start,
+    /// Its instructions as last connected (kept while an on-demand server is idle).
+    instructions: Option<String>,
+    /// Its requests in flight, and when the last ended: what stops it when idle.
+    pub(super) activity: Arc<Activity>,
 }
 
 impl Slot {
@@ -45,7 +55,65 @@ impl Slot {
             tools: ToolList::new(),
             catalog: ServerCatalog::new(),
             watcher: Watcher::default(),
+            start: Start::Launch,
+            instructions: None,
+            activity: Arc::default(),
         }
+    }
+
+    /// With `start` saying when it runs.
+    pub(super) fn with_start(mut self, start: Start) -> Slot {
+        self.start = start;
+        self
+    }
+
+    /// Its entry, or what is wrong with it.
+    pub(super) fn config(&self) -> &Result<ServerConfig, ConfigError> {
+        &self.config
+    }
+
+    /// When it runs.
+    pub(super) fn start(&self) -> Start {
+        self.start
+    }
+
+    /// Changes when it runs (a server made on demand keeps running until it is idle).
+    pub(super) fn set_start(&mut self, start: Start) {
+        self.start = start;
+    }
+
+    /// An on-demand server not started, its lists those `kept` from its last connection.
+    pub(super) fn idle_with(&mut self, kept: KeptCatalog) {
+        self.state = ServerState::Idle;
+        self.tools.set(kept.tools);
+        self.catalog.replace(kept.lists);
+        self.instructions = kept.instructions;
+    }
+
+    /// What an on-demand server's catalog keeps of it now.
+    pub(super) fn kept_catalog(&self) -> KeptCatalog {
+        let lists = self.catalog.lists().clone();
+        KeptCatalog::new(self.tools.all().to_vec(), lists, self.instructions.clone())
+    }
+
+    /// Stops an on-demand server that is idle: `idle`, its lists kept, its watcher stopped;
+    /// returns its client, to close. `None` (and nothing changes) unless it is connected,
+    /// on demand, idle past its timeout and follows no resource.
+    /// `fill`: it was started only to fill its catalog, so any time without a request is
+    /// enough.
+    pub(super) fn stop_if_idle(&mut self, fill: bool) -> Option<Arc<Client>> {
+        let Start::OnDemand { idle_timeout } = self.start else {
+            return None;
+        };
+        let enough = if fill { Duration::ZERO } else { idle_timeout };
+        let idle = self.activity.idle_for().is_some_and(|t| t >= enough);
+        let following = !self.catalog.subscriptions().is_empty();
+        if self.state != ServerState::Connected || !idle || following {
+            return None;
+        }
+        self.watcher.stop();
+        self.state = ServerState::Idle;
+        self.client.take()
     }
 
     /// A slot of the config's that stays unstarted (`"enabled": false`).
@@ -75,14 +143,26 @@ impl Slot {
         self.config.is_ok() && self.enabled
     }
 
-    /// Its instructions, once connected.
+    /// Its instructions, while its tools are registered.
     pub(super) fn instructions(&self) -> Option<&str> {
-        self.client.as_ref()?.details().instructions.as_deref()
+        self.offers_lists()
+            .then_some(self.instructions.as_deref())?
     }
 
-    /// The tools to register: its visible ones while it is connected, else `None`.
+    /// The tools to register: its visible ones while it offers its lists, else `None`.
     pub(super) fn registrable(&self) -> Option<Cow<'_, [Tool]>> {
-        (self.state == ServerState::Connected).then(|| self.tools.visible())
+        self.offers_lists().then(|| self.tools.visible())
+    }
+
+    /// Whether its lists are offered to the model: while it is connected, and for an
+    /// on-demand server also while it is idle or starting, or failed to start (its kept
+    /// catalog stays: the next call tries to start it again).
+    pub(super) fn offers_lists(&self) -> bool {
+        match self.state {
+            ServerState::Connected => true,
+            ServerState::Disabled => false,
+            _ => self.start.is_on_demand(),
+        }
     }
 
     /// Records the outcome of connecting server `name`. Closed (`closing`) or disabled while
@@ -108,6 +188,8 @@ impl Slot {
             Ok(connected) => {
                 self.state = ServerState::Connected;
                 self.last_error = None;
+                self.instructions = connected.client.details().instructions.clone();
+                self.activity.touch();
                 self.tools.set(connected.tools);
                 self.catalog.replace(connected.catalog);
                 self.client = Some(connected.client);
@@ -122,7 +204,10 @@ impl Slot {
                     ServerState::Failed
                 };
                 self.last_error = Some(e.to_string());
-                self.forget_lists();
+                // An on-demand server's kept catalog stays (it is tried again at its next use).
+                if !self.start.is_on_demand() {
+                    self.forget_lists();
+                }
                 self.client = None;
             }
         }
@@ -245,6 +330,7 @@ impl Slot {
     fn forget_lists(&mut self) {
         self.tools.set(Vec::new());
         self.catalog.replace(Default::default());
+        self.instructions = None;
     }
 
     /// Its status; `defaults`: the client options, for the timeouts its entry does not set.
@@ -281,6 +367,7 @@ impl Slot {
             prompt_count: lists.prompts.len(),
             skill_count: lists.skills.len(),
             has_instructions: self.instructions().is_some_and(|i| !i.trim().is_empty()),
+            start: self.start,
             timeout,
             startup_timeout: timeouts
                 .and_then(|t| t.startup)
