@@ -101,6 +101,10 @@ fn the_embedded_default_is_shown_and_used_but_never_changed() {
         ),
         ("/v1/mcp/remove", json!({"name": "fixture"})),
         (
+            "/v1/mcp/start",
+            json!({"name": "fixture", "start": "on_demand"}),
+        ),
+        (
             "/v1/mcp/tools/visibility",
             json!({"server": "fixture", "tool": "echo", "visible": false}),
         ),
@@ -1390,6 +1394,81 @@ async fn the_bounds_hold() {
     });
     let _ = stop.send(());
     manager.close().await;
+}
+
+/// `POST /v1/mcp/start`: a server made on demand is saved so, shown so by the status, stops
+/// when idle with its tools still listed, and starts again at the next call; made to run
+/// from launch again, its entry loses the members. Bad input is a 4xx and writes nothing.
+#[test]
+fn the_start_route_makes_a_server_run_on_demand() {
+    let daemon = Daemon::start(Some(json!({"servers": {
+        "a": fixture_entry(&[]),
+        "b": fixture_entry(&[]),
+    }})));
+    let api = &daemon.api;
+    let before = daemon.read("mcp.json");
+    api.assert_refused(
+        "/v1/mcp/start",
+        &[
+            (
+                json!({"name": "nope", "start": "on_demand"}),
+                404,
+                "no server named",
+            ),
+            (json!({"name": "b", "start": "lazy"}), 400, "\"on_demand\""),
+            (json!({"name": "b"}), 400, "needs \"start\""),
+            (
+                json!({"name": "b", "start": "on_demand", "idle_timeout": 0}),
+                400,
+                "idle_timeout",
+            ),
+            (
+                json!({"name": "b", "start": "launch", "idle_timeout": 5}),
+                400,
+                "on_demand\" only",
+            ),
+        ],
+    );
+    assert_eq!(daemon.read("mcp.json"), before);
+
+    let tools = api.tool_names().len();
+    let lazy = json!({"name": "b", "start": "on_demand", "idle_timeout": 0.5});
+    let answer = api.post("/v1/mcp/start", lazy);
+    assert_eq!(answer.status, 200, "{answer:?}");
+    assert_eq!(answer.json()["start"], "on_demand");
+    assert_eq!(daemon.config()["servers"]["b"]["start"], "on_demand");
+    assert_eq!(daemon.config()["servers"]["b"]["idle_timeout"], 0.5);
+    let status = api.status_of("b");
+    assert_eq!(
+        (&status["start"], &status["idleTimeout"]),
+        (&json!("on_demand"), &json!(0.5))
+    );
+    wait_until("b stopping when idle", Duration::from_secs(10), || {
+        let state = api.status_of("b")["state"].clone();
+        (state == "idle").then_some(()).ok_or(state.to_string())
+    });
+    assert_eq!(
+        api.tool_names().len(),
+        tools,
+        "an idle server's tools stay listed"
+    );
+    assert!(daemon.path("catalogs/b.json").exists(), "its catalog kept");
+    let call = api.post(
+        "/v1/mcp/call",
+        json!({"name": "mcp__b__echo", "arguments": {"text": "up"}, "mode": "auto"}),
+    );
+    assert_eq!(call.status, 200, "{call:?}");
+    assert_eq!(call.json()["text"], "up");
+
+    let eager = api.post("/v1/mcp/start", json!({"name": "b", "start": "launch"}));
+    assert_eq!(eager.status, 200, "{eager:?}");
+    assert_eq!(api.status_of("b")["state"], "connected");
+    assert_eq!(api.status_of("b")["start"], "launch");
+    let entry = &daemon.config()["servers"]["b"];
+    assert!(
+        entry.get("start").is_none() && entry.get("idle_timeout").is_none(),
+        "{entry}"
+    );
 }
 
 /// `POST /v1/mcp/enable` and `POST /v1/mcp/tools/visibility`: each change is saved to the

@@ -1167,6 +1167,12 @@ fn run_api(home: &Home, shared: &Shared, seen: &mut Seen) {
         ),
         (
             "POST",
+            "/v1/mcp/start",
+            Some(json!({"name": "down", "start": "on_demand"})),
+            200,
+        ),
+        (
+            "POST",
             "/v1/mcp/enable",
             Some(json!({"name": "down", "enabled": false})),
             200,

@@ -320,3 +320,39 @@ async fn a_server_that_fails_to_start_on_demand_fails_the_call_with_its_stderr_a
     assert!(again.to_string().contains("crash"), "{again}");
     manager.close().await;
 }
+
+#[test]
+fn tools_shows_an_on_demand_server_idle_with_its_kept_tools() {
+    let dir = tempfile::tempdir().unwrap();
+    let log = dir.path().join("methods");
+    let path = dir.path().join("mcp.json");
+    let text = json!({"servers": {"fx": {
+        "command": fixture_binary(), "env": {"FIXTURE_METHOD_LOG": &log},
+        "start": "on_demand", "idle_timeout": 90,
+    }}});
+    std::fs::write(&path, text.to_string()).unwrap();
+    let tools = || {
+        let out = std::process::Command::new(common::binary())
+            .args(["tools", "--config"])
+            .arg(&path)
+            .env("AGENVOY_CONFIG_DIR", dir.path())
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "{out:?}");
+        String::from_utf8(out.stdout).unwrap()
+    };
+    let first = tools();
+    let second = tools();
+    assert_eq!(starts(&log), 1, "the second run started nothing");
+    for shown in [
+        "fx  idle",
+        "start: on demand (tools from its kept catalog; stops after 90 s idle)",
+        "mcp__fx__echo",
+    ] {
+        assert!(
+            first.contains(shown) && second.contains(shown),
+            "{shown}:\n{second}"
+        );
+    }
+    assert!(dir.path().join("catalogs/fx.json").exists());
+}

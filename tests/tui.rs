@@ -259,7 +259,7 @@ async fn the_server_screen_and_its_actions() {
         "instructions yes",
         "auth         none",
         "offers       2 resources, 1 templates, 2 prompts, 0 skills",
-        "t tools  R resources  P prompts  S skills  r reconnect  e on/off  i instructions  Esc back",
+        "t tools  R resources  P prompts  S skills  r reconnect  e on/off  o on demand  i instructions  Esc back",
     ] {
         assert!(flat(&screen).contains(&flat(shown)), "{shown:?}:\n{screen}");
     }
@@ -286,6 +286,17 @@ async fn the_server_screen_and_its_actions() {
     let after = pid_with("6101");
     assert_ne!(before, after);
     assert_group_gone_within(before, Duration::from_secs(5));
+    // o: on demand and back, saved to its entry (issue 41).
+    assert!(h.screen().contains("from launch"));
+    h.char('o');
+    h.wait_for("fx now starts on demand (stopped after 600 s idle)");
+    h.settle().await;
+    assert!(
+        h.screen()
+            .contains("on demand, stopped after 600 s idle (o: from launch)")
+    );
+    h.char('o');
+    h.wait_for("fx now runs from launch");
     // l and c, not shown here, say why they do nothing.
     for key in ['l', 'c'] {
         h.char(key);
@@ -303,7 +314,7 @@ async fn the_server_screen_and_its_actions() {
     );
     assert!(
         flat(&screen).contains(&flat(
-            "t tools  R resources  P prompts  S skills  r reconnect  e on/off  l login  c client  Esc"
+            "t tools  R resources  P prompts  S skills  r reconnect  e on/off  o on demand  l login  c client  Esc"
         )) && screen.contains("login / relogin (OAuth)")
             && screen.contains("client: a pre-registered OAuth client"),
         "{screen}"
@@ -891,7 +902,7 @@ async fn every_screen_fits_80x24_and_survives_a_resize() {
         (&[], "↑/↓ move  Enter open  a add  d delete  q quit"),
         (
             &[KeyCode::Enter],
-            "t tools  R resources  P prompts  S skills  r reconnect  e on/off  i instructions  Esc back",
+            "t tools  R resources  P prompts  S skills  r reconnect  e on/off  o on demand  i instructions  Esc back",
         ),
         (
             &[KeyCode::Char('t')],
@@ -907,7 +918,7 @@ async fn every_screen_fits_80x24_and_survives_a_resize() {
         ),
         (
             &[KeyCode::Esc, KeyCode::Down, KeyCode::Enter],
-            "t tools  R resources  P prompts  S skills  r reconnect  e on/off  l login  c client  Esc",
+            "t tools  R resources  P prompts  S skills  r reconnect  e on/off  o on demand  l login  c client  Esc",
         ),
         (&[KeyCode::Char('c')], "Enter accept  Esc cancel"),
         (

@@ -10,7 +10,7 @@ use crate::host::gate::PermissionMode;
 use crate::host::model_api::{ModelApi, tool_list};
 use crate::host::{
     Allowlist, CallError, CallOutcome, Conversation, DEFAULT_SEARCH_LIMIT, MAX_SEARCH_LIMIT,
-    RegisteredTool, ToolCall, ToolFilter,
+    RegisteredTool, Start, ToolCall, ToolFilter,
 };
 use crate::protocol::session::RequestOptions;
 use crate::protocol::trace::TraceContext;
@@ -534,6 +534,33 @@ pub(super) async fn enable(state: &State, body: Value) -> Answer {
     state.control.set_enabled(&name, enabled).await?;
     let status = state.control.status().into_iter().find(|s| s.name == name);
     ok(json!({"name": name, "enabled": enabled, "status": status}))
+}
+
+/// `POST /v1/mcp/start`'s body: `{"name", "start": "launch" | "on_demand", "idle_timeout"?}`
+/// (`idle_timeout` in seconds, only with `on_demand`; absent: 600).
+pub(super) fn start_request(body: &Value) -> Result<(String, Start), ApiError> {
+    only_members(body, &["name", "start", "idle_timeout"])?;
+    let name = required_string(body, "name")?;
+    let top = serde_json::Map::new();
+    let start = Start::read(&name, body, &top).map_err(|e| ApiError::bad_request(e.message))?;
+    match (body.get("start"), start, body.get("idle_timeout")) {
+        (None, ..) => Err(ApiError::bad_request(
+            "the body needs \"start\": \"launch\" or \"on_demand\"",
+        )),
+        (_, Start::Launch, Some(_)) => Err(ApiError::bad_request(
+            "\"idle_timeout\" goes with \"start\": \"on_demand\" only",
+        )),
+        _ => Ok((name, start)),
+    }
+}
+
+/// `POST /v1/mcp/start`: saved to the server's entry, then the server follows (made to
+/// run from launch, an idle one is started); answers its status.
+pub(super) async fn start(state: &State, body: Value) -> Answer {
+    let (name, start) = start_request(&body)?;
+    state.control.set_start(&name, start).await?;
+    let status = state.control.status().into_iter().find(|s| s.name == name);
+    ok(json!({"name": name, "start": start.name(), "status": status}))
 }
 
 /// What `POST /v1/mcp/tools/visibility` asks.

@@ -18,7 +18,9 @@
 //! ```
 //!
 //! Under each HTTP server, the proxy its exchanges go through (`    proxy: direct`, or the
-//! proxy's URL without credentials).
+//! proxy's URL without credentials). Under each on-demand server (`"start": "on_demand"`),
+//! `    start: on demand (...)`: its state is `idle` while it is not running, its tools
+//! those of its kept catalog (a server never seen is started once to fill it).
 //!
 //! Columns are as wide as their widest cell. On a terminal, an error too long for its line
 //! wraps under its start; into a pipe it stays one line.
@@ -41,7 +43,8 @@
 //!
 //! With `--json`, one object, its members named as the management API names them
 //! (docs/API.md): `{"config": {"path", "found"}, "servers": [{"name", "transport", "era",
-//! "protocolVersion", "state", "lastError", "toolCount", "hasInstructions", "proxy"}], "tools":
+//! "protocolVersion", "state", "lastError", "toolCount", "hasInstructions", "proxy", "start",
+//! "idleTimeout"}], "tools":
 //! [{"name", "server", "tool", "description", "inputSchema"}], "collisions": [...]}`. `path`
 //! is the config file's path alone; `found` says whether it exists (when it does not, the
 //! embedded default config is used). With `--json --search`, `{"tools": [...]}` as `GET
@@ -50,7 +53,8 @@
 //! the tools as the request's tool list of that model API, as `GET /v1/mcp/tools?format=F`
 //! answers (`host::model_api`).
 //!
-//! Exit code 0 when every server that is not disabled connected and listed its tools; 3
+//! Exit code 0 when every server that is not disabled connected and listed its tools (or is
+//! idle, on demand, with its catalog); 3
 //! ([`SERVERS_FAILED`]) when any failed (or needs a login): the report is printed all the
 //! same, each error once, in it; 1 if the config could not be read, with the reason on
 //! stderr; 141 if stdout closed early (see [`super::output`]). What the servers sent
@@ -60,7 +64,7 @@
 
 use super::{HostArgs, output};
 use agenvoy_mcp::host::model_api::{ModelApi, tool_list};
-use agenvoy_mcp::host::{Manager, ManagerOptions, RegisteredTool, ServerState, ToolMatch};
+use agenvoy_mcp::host::{Manager, ManagerOptions, RegisteredTool, ServerState, Start, ToolMatch};
 use agenvoy_mcp::safe_text::escape_controls;
 use serde_json::{Value, json};
 use std::path::Path;
@@ -95,10 +99,12 @@ pub async fn run(args: ToolsArgs) -> ExitCode {
         } else {
             report(manager, source)
         };
-        let failed = manager
-            .status()
-            .iter()
-            .any(|s| !matches!(s.state, ServerState::Connected | ServerState::Disabled));
+        let failed = manager.status().iter().any(|s| {
+            !matches!(
+                s.state,
+                ServerState::Connected | ServerState::Disabled | ServerState::Idle
+            )
+        });
         let code = if failed {
             ExitCode::from(SERVERS_FAILED)
         } else {
@@ -214,6 +220,10 @@ fn report(manager: &Manager, source: &str) -> std::io::Result<()> {
         out!("  {line}")?;
         if let Some(proxy) = &s.proxy {
             out!("    proxy: {}", escape_controls(proxy))?;
+        }
+        if let Start::OnDemand { idle_timeout } = s.start {
+            let after = idle_timeout.as_secs_f64();
+            out!("    start: on demand (tools from its kept catalog; stops after {after} s idle)")?;
         }
         if let Some(e) = &s.last_error {
             let mut e = escape_controls(e).into_owned();

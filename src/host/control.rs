@@ -607,6 +607,11 @@ impl Control {
         self.manager().client(name)
     }
 
+    /// Server `name`'s instructions ([`Manager::server_instructions`]).
+    pub fn server_instructions(&self, name: &str) -> Option<String> {
+        self.manager().server_instructions(name)
+    }
+
     /// The registered tools, and the names that collided.
     pub fn registry(&self) -> Registry {
         self.manager().registry()

@@ -316,6 +316,13 @@ impl Manager {
         instructions_block(texts)
     }
 
+    /// Server `name`'s instructions, while its tools are registered (connected, or an
+    /// on-demand server's kept ones); `None` if it has none or there is no such server.
+    pub fn server_instructions(&self, name: &str) -> Option<String> {
+        let slots = self.servers.slots();
+        slots.get(name)?.instructions().map(str::to_string)
+    }
+
     /// Calls a registered tool through the gate and returns what the model sees.
     pub async fn call(
         &self,

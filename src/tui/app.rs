@@ -12,6 +12,7 @@ use super::input::{Input, Mask, down, key_is, up};
 use super::oauth::{ClientForm, LoginState};
 use super::wizard::Wizard;
 use crate::host::ReplyError;
+use crate::host::Start;
 use crate::host::gate::Allowlist;
 use crate::host::manager::{ServerState, ServerStatus};
 use crossterm::event::{KeyCode, KeyEvent, KeyEventKind, KeyModifiers};
@@ -410,6 +411,15 @@ impl App {
                     .is_some_and(|s| s.state == ServerState::Disabled);
                 return vec![Effect::SetEnabled(name, enable)];
             }
+            KeyCode::Char('o') => {
+                let on_demand = self.status(&name).is_some_and(|s| s.start.is_on_demand());
+                let start = if on_demand {
+                    Start::Launch
+                } else {
+                    Start::on_demand()
+                };
+                return vec![Effect::SetStart(name, start)];
+            }
             KeyCode::Char('r') if self.start_job(&name, Job::Reconnecting) => {
                 return vec![Effect::Reconnect(name)];
             }
@@ -770,6 +780,15 @@ mod tests {
         assert_eq!(
             app.handle_key(key(KeyCode::Char('e'))),
             [Effect::SetEnabled("fx".into(), true)]
+        );
+        assert_eq!(
+            app.handle_key(key(KeyCode::Char('o'))),
+            [Effect::SetStart("fx".into(), Start::on_demand())]
+        );
+        app.data.servers[0].start = Start::on_demand();
+        assert_eq!(
+            app.handle_key(key(KeyCode::Char('o'))),
+            [Effect::SetStart("fx".into(), Start::Launch)]
         );
         app.handle_key(key(KeyCode::Char('t')));
         let hide = Effect::SetVisible {

@@ -38,6 +38,8 @@ pub(crate) enum Effect {
     },
     /// Enables or disables a server.
     SetEnabled(String, bool),
+    /// Makes a server run on demand or from launch.
+    SetStart(String, crate::host::Start),
     SetClient {
         name: String,
         client: OAuthClient,

@@ -10,7 +10,7 @@ use crate::host::config::ServerConfig;
 use crate::host::control::{Control, ControlError, LoginEvent, LoginOptions};
 use crate::host::gate::Allowlist;
 use crate::host::manager::ServerState;
-use crate::host::{EVENT_QUEUE, PendingRequests, PermissionMode, ToolCall};
+use crate::host::{EVENT_QUEUE, PendingRequests, PermissionMode, Start, ToolCall};
 use crossterm::event::{Event, KeyEvent, KeyEventKind};
 use ratatui::Frame;
 use ratatui::layout::Rect;
@@ -42,6 +42,8 @@ enum AllowChange {
     Visible(String, Option<String>, bool),
     /// Enables or disables a server.
     Enabled(String, bool),
+    /// Makes a server run on demand or from launch.
+    Start(String, Start),
 }
 
 /// The `/mcp` panel over one [`Control`]: feed it keys ([`Panel::handle_event`]), call
@@ -103,7 +105,7 @@ fn snapshot(control: &Control, catalog_of: Option<&str>) -> Snapshot {
         .iter()
         .filter(|s| s.has_instructions)
         .filter_map(|s| {
-            let text = control.client(&s.name)?.details().instructions.clone()?;
+            let text = control.server_instructions(&s.name)?;
             Some((s.name.clone(), text))
         })
         .collect();
@@ -204,6 +206,19 @@ impl Panel {
                                 .map_err(|e| e.to_string()),
                         )
                     }
+                    AllowChange::Start(server, start) => Update::Visibility(
+                        worker
+                            .set_start(&server, start)
+                            .await
+                            .map(|()| match start {
+                                Start::OnDemand { idle_timeout } => format!(
+                                    "{server} now starts on demand (stopped after {} s idle)",
+                                    idle_timeout.as_secs_f64()
+                                ),
+                                _ => format!("{server} now runs from launch"),
+                            })
+                            .map_err(|e| e.to_string()),
+                    ),
                     AllowChange::Enabled(server, enabled) => Update::Visibility(
                         worker
                             .set_enabled(&server, enabled)
@@ -498,6 +513,9 @@ impl Panel {
             } => self.change_allowlist(AllowChange::Visible(server, tool, visible)),
             Effect::SetEnabled(server, enabled) => {
                 self.change_allowlist(AllowChange::Enabled(server, enabled))
+            }
+            Effect::SetStart(server, start) => {
+                self.change_allowlist(AllowChange::Start(server, start))
             }
             Effect::SetClient { name, client } => {
                 self.spawn_job(async move {

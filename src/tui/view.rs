@@ -10,6 +10,7 @@ mod parts;
 use super::app::{App, Screen, ToolRow};
 use super::oauth::{ClientField, ClientForm, LoginState};
 use super::wizard::{AUTHS, Step, TRANSPORTS, Wizard};
+use crate::host::Start;
 use crate::host::manager::{ServerState, ServerStatus};
 use crate::host::registry::PREFIX;
 use crate::safe_text::redact_url;
@@ -56,11 +57,11 @@ fn title_and_keys(app: &App) -> (String, &'static str) {
         ),
         Screen::Server(name) if app.data.oauth.contains_key(name) => (
             format!("/mcp · {name}"),
-            "t tools  R resources  P prompts  S skills  r reconnect  e on/off  l login  c client  Esc",
+            "t tools  R resources  P prompts  S skills  r reconnect  e on/off  o on demand  l login  c client  Esc",
         ),
         Screen::Server(name) => (
             format!("/mcp · {name}"),
-            "t tools  R resources  P prompts  S skills  r reconnect  e on/off  i instructions  Esc back",
+            "t tools  R resources  P prompts  S skills  r reconnect  e on/off  o on demand  i instructions  Esc back",
         ),
         Screen::Tools { server, .. } => (
             format!("/mcp · {server} · tools"),
@@ -236,12 +237,21 @@ fn draw_server(app: &App, frame: &mut Frame, area: Rect, name: &str) {
         field("transport", status.transport.clone()),
         field("proxy", clean_line(status.proxy.as_deref().unwrap_or("-"))),
         field(
-            "era",
-            status.era.map_or("-".to_string(), |e| e.name().to_string()),
+            "start",
+            match status.start {
+                Start::OnDemand { idle_timeout } => format!(
+                    "on demand, stopped after {} s idle (o: from launch)",
+                    idle_timeout.as_secs_f64()
+                ),
+                _ => "from launch (o: on demand, started by its first use)".to_string(),
+            },
         ),
         field(
             "protocol",
-            clean_line(status.protocol_version.as_deref().unwrap_or("-")),
+            match (&status.protocol_version, status.era) {
+                (Some(version), Some(era)) => format!("{} ({})", clean_line(version), era.name()),
+                _ => "-".to_string(),
+            },
         ),
         field(
             "tools",
