@@ -206,9 +206,11 @@ struct Freshness {
 }
 
 /// How long the tool list as last read may be kept beyond the session, as the server's
-/// caching hints say (what an on-demand server's kept catalog follows).
+/// caching hints (`ttlMs`, `cacheScope`) say: what an on-demand server's kept catalog
+/// follows ([`Client::tool_list_keeping`]).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum ListKeeping {
+#[non_exhaustive]
+pub enum ListKeeping {
     /// It gave no `ttlMs`: until the server is connected again.
     Unbounded,
     /// For its `ttlMs`.
@@ -465,8 +467,9 @@ impl Client {
         Ok(tools)
     }
 
-    /// How the tool list as last read may be kept beyond the session (see [`ListKeeping`]).
-    pub(crate) fn tool_list_keeping(&self) -> ListKeeping {
+    /// How the tool list as last read may be kept beyond the session (see [`ListKeeping`]);
+    /// [`ListKeeping::Unbounded`] before the first [`list_tools`](Self::list_tools).
+    pub fn tool_list_keeping(&self) -> ListKeeping {
         let tools = self.tools.lock().expect("tools lock");
         let Some(cache) = tools.as_ref() else {
             return ListKeeping::Unbounded;

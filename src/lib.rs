@@ -81,7 +81,7 @@ pub mod unstable;
 mod web_url;
 pub mod wire;
 
-pub use client::{Client, ClientOptions, ListLimits, ServerNotifications};
+pub use client::{Client, ClientOptions, ListKeeping, ListLimits, ServerNotifications};
 pub use error::{Error, ErrorKind, ParseError, Result};
 pub use protocol::apps::{
     MAX_UI_RESOURCE, ToolUi, UI_EXTENSION, UI_MIME_TYPE, UiCsp, UiResource, UiResourceMeta,

@@ -356,3 +356,37 @@ fn tools_shows_an_on_demand_server_idle_with_its_kept_tools() {
     }
     assert!(dir.path().join("catalogs/fx.json").exists());
 }
+
+#[test]
+fn probe_says_how_a_servers_catalog_would_be_kept_on_demand() {
+    let probe = |cache: Option<&str>| {
+        let mut command = std::process::Command::new(common::binary());
+        let fixture = fixture_binary();
+        command.args([
+            "probe",
+            "--json",
+            "--inherit-env",
+            "--",
+            &fixture,
+            "--mode",
+            "modern",
+        ]);
+        if let Some(cache) = cache {
+            command.env("FIXTURE_LIST_CACHE", cache);
+        }
+        let out = command.output().unwrap();
+        assert!(out.status.success(), "{out:?}");
+        let report: Value = serde_json::from_slice(&out.stdout).unwrap();
+        report["catalog"].clone()
+    };
+    assert_eq!(probe(None), json!({"kept": true, "ttlMs": null}));
+    assert_eq!(
+        probe(Some("5000 public")),
+        json!({"kept": true, "ttlMs": 5000})
+    );
+    // Over stdio no access token is sent: a private list is private to no login.
+    assert_eq!(
+        probe(Some("5000 private")),
+        json!({"kept": true, "ttlMs": 5000})
+    );
+}

@@ -10,9 +10,9 @@
 use agenvoy_mcp::safe_text::{escape_controls, escape_controls_keep_lines};
 use agenvoy_mcp::unstable::transport::{self, HttpTransport, StdioTransport, Transport};
 use agenvoy_mcp::{
-    Client, ClientOptions, Completion, CompletionRef, Error, Handlers, LogLevel, Progress, Prompt,
-    PromptContents, RequestOptions, Resource, ResourceOutput, ResourceTemplate, Root,
-    ServerNotification, ServerNotifications, Tool, ToolOutput, UiResource,
+    Client, ClientOptions, Completion, CompletionRef, Error, Handlers, ListKeeping, LogLevel,
+    Progress, Prompt, PromptContents, RequestOptions, Resource, ResourceOutput, ResourceTemplate,
+    Root, ServerNotification, ServerNotifications, Tool, ToolOutput, UiResource,
 };
 use agenvoy_mcp::{
     ElicitationAnswer, ElicitationKind, ElicitationRequest, SamplingAnswer, SamplingRequest,
@@ -527,6 +527,30 @@ fn table(heading: &str, rows: &[Vec<String>]) -> std::io::Result<()> {
     Ok(())
 }
 
+/// How an on-demand start (`"start": "on_demand"`) would keep this server's lists between
+/// launches, as its tool list's caching hints say: `--json`'s `catalog`.
+fn catalog_json(keeping: ListKeeping) -> Value {
+    match keeping {
+        ListKeeping::For(ttl) => json!({"kept": true, "ttlMs": ttl.as_millis() as u64}),
+        ListKeeping::PrivateToLogin => json!({"kept": false, "ttlMs": null}),
+        _ => json!({"kept": true, "ttlMs": null}),
+    }
+}
+
+/// [`catalog_json`] as a line of text.
+fn catalog_text(keeping: ListKeeping) -> String {
+    match keeping {
+        ListKeeping::For(ttl) => format!(
+            "kept on demand for {} s (its ttlMs), then listed again",
+            ttl.as_secs_f64()
+        ),
+        ListKeeping::PrivateToLogin => {
+            "not kept on demand: the list is private to the login it was read with".to_string()
+        }
+        _ => "kept on demand until its entry changes or it is reconnected".to_string(),
+    }
+}
+
 /// Prints what the server is (and the call's output), as text or (`json`) one JSON
 /// document; stops at the first failed write.
 /// `route`: what an HTTP server's exchanges go through (`direct` or the proxy).
@@ -543,6 +567,7 @@ fn report(client: &Client, json: bool, found: &Found, route: Option<&str>) -> st
             "capabilities": details.capabilities,
             "instructions": details.instructions,
             "tools": found.tools.iter().map(tool_json).collect::<Vec<_>>(),
+            "catalog": catalog_json(client.tool_list_keeping()),
         });
         if let Some((resources, templates)) = &found.resources {
             report["resources"] = json!(resources);
@@ -631,6 +656,7 @@ fn report(client: &Client, json: bool, found: &Found, route: Option<&str>) -> st
             })
             .collect();
         table("tools", &rows)?;
+        out!("catalog:      {}", catalog_text(client.tool_list_keeping()))?;
         if let Some((resources, templates)) = &found.resources {
             let rows: Vec<Vec<String>> = resources
                 .iter()
