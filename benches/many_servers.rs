@@ -299,35 +299,6 @@ mod linux {
         }
     }
 
-    /// Raises the soft limit of open files to what `needed` asks, as far as the hard limit
-    /// allows (the daemon inherits it); says what it did.
-    fn raise_file_limit(needed: u64) {
-        let mut limit = libc::rlimit {
-            rlim_cur: 0,
-            rlim_max: 0,
-        };
-        if unsafe { libc::getrlimit(libc::RLIMIT_NOFILE, &mut limit) } != 0 {
-            fail("getrlimit(RLIMIT_NOFILE) failed");
-        }
-        let soft = limit.rlim_cur;
-        let hard = limit.rlim_max;
-        if soft >= needed {
-            eprintln!("open files: soft limit {soft} (hard {hard}), {needed} needed at most");
-            return;
-        }
-        limit.rlim_cur = needed.min(hard);
-        if unsafe { libc::setrlimit(libc::RLIMIT_NOFILE, &limit) } != 0 {
-            fail("setrlimit(RLIMIT_NOFILE) failed");
-        }
-        eprintln!(
-            "open files: soft limit raised from {soft} to {} (hard {hard}), {needed} needed at most",
-            limit.rlim_cur
-        );
-        if limit.rlim_cur < needed {
-            fail("the hard limit of open files is too low for the largest count");
-        }
-    }
-
     /// Says the limit of processes (and threads) this user may run: each fixture server is a
     /// process with two threads or so, in the daemon's run and in the direct baseline's.
     fn check_process_limit(needed: u64) {
@@ -372,7 +343,7 @@ mod linux {
         let largest = counts.iter().copied().max().unwrap_or(0) as u64;
         // Each stdio server holds three pipes, in the daemon and in the direct baseline, and the
         // daemon keeps a few more descriptors of its own.
-        raise_file_limit(largest * 8 + 1024);
+        daemon::raise_file_limit(largest * 8 + 1024);
         check_process_limit(largest * 3 + 256);
         let runtime = tokio::runtime::Builder::new_multi_thread()
             .enable_all()

@@ -390,3 +390,18 @@ fn probe_says_how_a_servers_catalog_would_be_kept_on_demand() {
         json!({"kept": true, "ttlMs": 5000})
     );
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_manager_that_starts_in_the_background_registers_kept_tools_at_once() {
+    let dir = tempfile::tempdir().unwrap();
+    let log = dir.path().join("methods");
+    let servers = json!({"fx": entry(&[], &log)});
+    Manager::new(config(servers.clone(), 600.0), options(dir.path()))
+        .await
+        .close()
+        .await;
+    let manager = Manager::start(config(servers, 600.0), options(dir.path()));
+    assert!(registered(&manager).contains(&"mcp__fx__echo".to_string()));
+    assert_eq!(state(&manager, "fx"), ServerState::Idle);
+    manager.close().await;
+}

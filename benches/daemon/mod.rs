@@ -61,8 +61,13 @@ impl Daemon {
         servers: serde_json::Map<String, Value>,
         deadline: Duration,
     ) -> Daemon {
+        Daemon::start_with(dir, serde_json::json!({ "servers": servers }), deadline)
+    }
+
+    /// [`Daemon::start`] with the whole config document `config`.
+    pub fn start_with(dir: &std::path::Path, config: Value, deadline: Duration) -> Daemon {
+        let text = serde_json::to_vec(&config).expect("json");
         let config = dir.join("mcp.json");
-        let text = serde_json::to_vec(&serde_json::json!({ "servers": servers })).expect("json");
         std::fs::write(&config, text).unwrap_or_else(|e| fail(format!("config: {e}")));
         let log = std::fs::File::create(dir.join("serve.log"))
             .unwrap_or_else(|e| fail(format!("log: {e}")));
@@ -173,6 +178,64 @@ pub fn process_memory_and_fds(pid: u32) -> (u64, usize) {
         .unwrap_or(0);
     let fds = std::fs::read_dir(format!("/proc/{pid}/fd")).map_or(0, |d| d.count());
     (rss, fds)
+}
+
+/// Raises the soft limit of open files to what `needed` asks, as far as the hard limit
+/// allows (the daemon inherits it); says what it did.
+pub fn raise_file_limit(needed: u64) {
+    let mut limit = libc::rlimit {
+        rlim_cur: 0,
+        rlim_max: 0,
+    };
+    if unsafe { libc::getrlimit(libc::RLIMIT_NOFILE, &mut limit) } != 0 {
+        fail("getrlimit(RLIMIT_NOFILE) failed");
+    }
+    let soft = limit.rlim_cur;
+    let hard = limit.rlim_max;
+    if soft >= needed {
+        eprintln!("open files: soft limit {soft} (hard {hard}), {needed} needed at most");
+        return;
+    }
+    limit.rlim_cur = needed.min(hard);
+    if unsafe { libc::setrlimit(libc::RLIMIT_NOFILE, &limit) } != 0 {
+        fail("setrlimit(RLIMIT_NOFILE) failed");
+    }
+    eprintln!(
+        "open files: soft limit raised from {soft} to {} (hard {hard}), {needed} needed at most",
+        limit.rlim_cur
+    );
+    if limit.rlim_cur < needed {
+        fail("the hard limit of open files is too low for the largest count");
+    }
+}
+
+/// The resident memory in KiB (VmRSS) of process `pid` and of every process below it.
+pub fn tree_memory(pid: u32) -> u64 {
+    let mut parents = std::collections::HashMap::<u32, Vec<u32>>::new();
+    for entry in std::fs::read_dir("/proc").into_iter().flatten().flatten() {
+        let Some(child) = entry
+            .file_name()
+            .to_str()
+            .and_then(|n| n.parse::<u32>().ok())
+        else {
+            continue;
+        };
+        let stat = std::fs::read_to_string(entry.path().join("stat")).unwrap_or_default();
+        // The parent is the second field after the command's closing parenthesis.
+        let parent = stat
+            .rsplit_once(')')
+            .and_then(|(_, rest)| rest.split_whitespace().nth(1)?.parse::<u32>().ok());
+        if let Some(parent) = parent {
+            parents.entry(parent).or_default().push(child);
+        }
+    }
+    let mut total = 0;
+    let mut todo = vec![pid];
+    while let Some(next) = todo.pop() {
+        total += process_memory_and_fds(next).0;
+        todo.extend(parents.get(&next).into_iter().flatten());
+    }
+    total
 }
 
 /// A process's CPU time so far (user and system), from /proc: to 10 ms.

@@ -148,7 +148,8 @@ impl Manager {
     /// Must be called within a tokio runtime.
     pub fn start(config: Config, options: ManagerOptions) -> Manager {
         let (manager, connects) = Manager::prepare(config, options);
-        manager.servers.registered.turn_on();
+        // On from here on; an idle on-demand server's kept tools are registered now.
+        manager.servers.register_all();
         for pending in connects {
             tokio::spawn(pending.connect());
         }
