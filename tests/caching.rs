@@ -8,7 +8,8 @@
 mod common;
 
 use agenvoy_mcp::{
-    Authorizer, BoxFuture, Client, ClientOptions, Credentials, HttpConfig, Refusal, Secret,
+    Authorizer, BoxFuture, Client, ClientOptions, Credentials, HttpConfig, ListKeeping, Refusal,
+    Secret,
 };
 use common::{Listening, fixture_binary};
 use std::sync::{Arc, Mutex};
@@ -107,5 +108,28 @@ async fn a_stale_list_is_read_again_and_a_negative_ttl_is_none() {
     client.list_tools().await.unwrap();
     client.list_tools().await.unwrap();
     assert_eq!(lists(), 2, "a negative ttlMs is 0: read each time");
+    client.close().await;
+}
+
+/// What an on-demand server's kept catalog may keep of a list (issue 41): a private list
+/// read under an access token is not kept beyond the session; a public one is, for its ttl.
+#[tokio::test]
+async fn a_list_private_to_a_login_is_not_kept_beyond_the_session() {
+    let dir = tempfile::tempdir().unwrap();
+    let (_server, client, _token, _lists) = fixture_with("60000 private", dir.path()).await;
+    assert_eq!(
+        client.tool_list_keeping(),
+        ListKeeping::Unbounded,
+        "nothing read yet"
+    );
+    client.list_tools().await.unwrap();
+    assert_eq!(client.tool_list_keeping(), ListKeeping::PrivateToLogin);
+    client.close().await;
+    let (_server, client, _token, _lists) = fixture_with("60000 public", dir.path()).await;
+    client.list_tools().await.unwrap();
+    assert_eq!(
+        client.tool_list_keeping(),
+        ListKeeping::For(Duration::from_secs(60))
+    );
     client.close().await;
 }

@@ -282,10 +282,13 @@ async fn tools_gone_since_the_catalog_are_unregistered_when_the_server_starts() 
         .await
         .unwrap_err();
     assert!(gone.to_string().contains("mcp__fx__retired"), "{gone}");
-    // The fresh lists are kept for the next launch.
-    let kept = store.0.lock().unwrap().clone().unwrap();
-    assert!(kept.tools.iter().any(|t| t.name == "add"));
-    assert!(!kept.tools.iter().any(|t| t.name == "retired"));
+    // The fresh lists are kept for the next launch (written in the background).
+    wait_until("the fresh catalog kept", Duration::from_secs(10), || {
+        let kept = store.0.lock().unwrap().clone().unwrap();
+        let names: Vec<String> = kept.tools.iter().map(|t| t.name.clone()).collect();
+        let fresh = names.contains(&"add".to_string()) && !names.contains(&"retired".to_string());
+        fresh.then_some(()).ok_or(format!("{names:?}"))
+    });
     manager.close().await;
 }
 

@@ -27,6 +27,9 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 
+/// How long closing the manager waits for the catalogs being kept.
+const SAVE_DEADLINE: std::time::Duration = std::time::Duration::from_secs(5);
+
 /// Every server of a manager, and what they share. A manager's clones share one.
 pub(super) struct Servers {
     pub(super) options: ManagerOptions,
@@ -47,6 +50,8 @@ pub(super) struct Servers {
     catalogs: Arc<dyn CatalogStore>,
     /// Whether the task that stops idle on-demand servers runs.
     stopping_idle: AtomicBool,
+    /// Catalogs being written ([`Servers::keep_catalog`]), waited for by the close.
+    saves: Mutex<Vec<tokio::task::JoinHandle<()>>>,
 }
 
 impl Servers {
@@ -112,6 +117,7 @@ impl Servers {
             closing: tokio::sync::watch::Sender::new(false),
             catalogs,
             stopping_idle: AtomicBool::new(false),
+            saves: Mutex::default(),
         };
         (servers, to_connect)
     }
@@ -135,7 +141,7 @@ impl Servers {
     /// Keeps the catalog of on-demand server `name` as its client `client` listed it, for
     /// the next launch: expiring with the tool list's `ttlMs` where the server gave one, and
     /// not kept (the old one forgotten) where the list is private to the login it was read
-    /// with (`cacheScope` not `public` under an access token).
+    /// with (`cacheScope` not `public` under an access token). Written in the background.
     pub(super) fn keep_catalog(&self, name: &str, client: &Arc<Client>) {
         let (kept, key) = {
             let slots = self.slots();
@@ -150,11 +156,21 @@ impl Servers {
             }
             (slot.kept_catalog(), catalog_key(config))
         };
-        match client.tool_list_keeping() {
-            ListKeeping::PrivateToLogin => self.catalogs.forget(name),
-            ListKeeping::For(ttl) => self.catalogs.save(name, &key, &kept.with_ttl(ttl)),
-            ListKeeping::Unbounded => self.catalogs.save(name, &key, &kept),
-        }
+        let kept = match client.tool_list_keeping() {
+            ListKeeping::PrivateToLogin => None,
+            ListKeeping::For(ttl) => Some(kept.with_ttl(ttl)),
+            _ => Some(kept),
+        };
+        // On a thread of its own: the store (an embedder's, or files) is never run under a
+        // connect lock nor on the runtime's threads.
+        let (store, name) = (self.catalogs.clone(), name.to_string());
+        let saving = tokio::task::spawn_blocking(move || match kept {
+            Some(kept) => store.save(&name, &key, &kept),
+            None => store.forget(&name),
+        });
+        let mut saves = self.saves.lock().expect("saves lock");
+        saves.retain(|s| !s.is_finished());
+        saves.push(saving);
     }
 
     /// Forgets the catalog kept of server `name`.
@@ -409,6 +425,15 @@ impl Servers {
             });
         }
         while closing.join_next().await.is_some() {}
+        // The catalogs being kept are written before the manager is done (a store that
+        // hangs is waited for a while only).
+        let saves = std::mem::take(&mut *self.saves.lock().expect("saves lock"));
+        let written = async {
+            for save in saves {
+                let _ = save.await;
+            }
+        };
+        let _ = tokio::time::timeout(SAVE_DEADLINE, written).await;
     }
 
     /// The client of a server, if it is connected.
