@@ -46,7 +46,8 @@ fn open_server(tmux: &Tmux, name: &str, era: &str) {
     tmux.select(&format!(" {name} "));
     tmux.keys(&["Enter"]);
     let screen = tmux.wait_for("R resources");
-    assert!(screen.contains(&format!("era          {era}")), "{screen}");
+    let protocol = screen.lines().find(|l| l.contains("protocol     "));
+    assert!(protocol.is_some_and(|l| l.contains(&format!("({era})"))), "{screen}");
 }
 
 /// Calls the tool `tool` of the open server's tools screen with `arguments` (JSON).
