@@ -408,3 +408,33 @@ async fn a_manager_that_starts_in_the_background_registers_kept_tools_at_once() 
     assert_eq!(state(&manager, "fx"), ServerState::Idle);
     manager.close().await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_remote_server_on_demand_opens_its_session_at_first_use() {
+    let dir = tempfile::tempdir().unwrap();
+    let log = dir.path().join("methods");
+    let mut command = std::process::Command::new(fixture_binary());
+    command
+        .args(["--http", "127.0.0.1:0", "--mode", "modern"])
+        .env("FIXTURE_METHOD_LOG", &log);
+    let server = common::Listening::start(command);
+    let servers = json!({"fx": {"url": server.url}});
+    Manager::new(config(servers.clone(), 600.0), options(dir.path()))
+        .await
+        .close()
+        .await;
+    assert_eq!(starts(&log), 1, "listed once to fill its catalog");
+    let manager = Manager::new(config(servers, 600.0), options(dir.path())).await;
+    assert_eq!(state(&manager, "fx"), ServerState::Idle);
+    let methods = std::fs::read_to_string(&log).unwrap().lines().count();
+    assert!(registered(&manager).contains(&"mcp__fx__echo".to_string()));
+    assert_eq!(
+        std::fs::read_to_string(&log).unwrap().lines().count(),
+        methods,
+        "nothing sent at launch"
+    );
+    assert_eq!(echo(&manager, "fx", "over http").await, "over http");
+    assert_eq!(state(&manager, "fx"), ServerState::Connected);
+    assert_eq!(starts(&log), 2);
+    manager.close().await;
+}

@@ -47,7 +47,10 @@ fn open_server(tmux: &Tmux, name: &str, era: &str) {
     tmux.keys(&["Enter"]);
     let screen = tmux.wait_for("R resources");
     let protocol = screen.lines().find(|l| l.contains("protocol     "));
-    assert!(protocol.is_some_and(|l| l.contains(&format!("({era})"))), "{screen}");
+    assert!(
+        protocol.is_some_and(|l| l.contains(&format!("({era})"))),
+        "{screen}"
+    );
 }
 
 /// Calls the tool `tool` of the open server's tools screen with `arguments` (JSON).
