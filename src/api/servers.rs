@@ -4,7 +4,7 @@ use super::{
     ApiError, Body, State, json_response, ok, only_members, optional_string, required_string,
 };
 use crate::error::ErrorKind;
-use crate::host::config::ServerConfig;
+use crate::host::config::{ServerConfig, start_member};
 use crate::host::expand::is_pure_reference;
 use crate::host::gate::PermissionMode;
 use crate::host::model_api::{ModelApi, tool_list};
@@ -542,7 +542,7 @@ pub(super) fn start_request(body: &Value) -> Result<(String, Start), ApiError> {
     only_members(body, &["name", "start", "idle_timeout"])?;
     let name = required_string(body, "name")?;
     let top = serde_json::Map::new();
-    let start = Start::read(&name, body, &top).map_err(|e| ApiError::bad_request(e.message))?;
+    let start = start_member(&name, body, &top).map_err(|e| ApiError::bad_request(e.message))?;
     match (body.get("start"), start, body.get("idle_timeout")) {
         (None, ..) => Err(ApiError::bad_request(
             "the body needs \"start\": \"launch\" or \"on_demand\"",

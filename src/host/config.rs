@@ -33,6 +33,7 @@ use super::config_error::ConfigError;
 use super::filter::ToolFilter;
 use super::start::Start;
 use serde_json::{Map, Value};
+pub(crate) use server_entry::start_member;
 pub use server_entry::{HttpServer, MAX_TIMEOUT, ServerConfig, StdioServer, Timeouts};
 use server_entry::{enabled_member, read_entry};
 use std::fmt;
@@ -283,7 +284,7 @@ impl Config {
     /// One entry read and checked: the server, with its `"enabled"`, tool filter and start.
     fn read_entry(&self, name: &str, value: &Value) -> Result<ServerConfig, ConfigError> {
         let server = read_entry(name, value)?;
-        Start::read(name, value, &self.doc)?;
+        start_member(name, value, &self.doc)?;
         Ok(server)
     }
 
@@ -305,7 +306,7 @@ impl Config {
     /// the top level's, else from launch to close. `None` if there is no such server.
     pub fn start(&self, name: &str) -> Option<Result<Start, ConfigError>> {
         let value = self.servers_map()?.get(name)?;
-        Some(Start::read(name, value, &self.doc))
+        Some(start_member(name, value, &self.doc))
     }
 
     /// Sets when server `name` runs: its entry's `"start"` and `"idle_timeout"` (left out
@@ -466,6 +467,34 @@ mod tests {
 
     fn one(entry: Value) -> Result<ServerConfig, ConfigError> {
         ServerConfig::from_value("s", &entry)
+    }
+
+    fn start(entry: Value, top: Value) -> Result<Start, ConfigError> {
+        start_member("s", &entry, top.as_object().unwrap())
+    }
+
+    #[test]
+    fn an_entry_says_how_it_starts_and_the_top_level_gives_the_default() {
+        assert_eq!(start(json!({}), json!({})).unwrap(), Start::Launch);
+        assert_eq!(
+            start(json!({"start": "on_demand"}), json!({})).unwrap(),
+            Start::on_demand()
+        );
+        assert_eq!(
+            start(json!({}), json!({"start": "on_demand", "idle_timeout": 30})).unwrap(),
+            Start::OnDemand {
+                idle_timeout: Duration::from_secs(30)
+            }
+        );
+        // The entry wins over the top level.
+        assert_eq!(
+            start(json!({"start": "launch"}), json!({"start": "on_demand"})).unwrap(),
+            Start::Launch
+        );
+        let wrong = start(json!({"start": "lazy"}), json!({})).unwrap_err();
+        assert!(wrong.to_string().contains("\"on_demand\""), "{wrong}");
+        let wrong = start(json!({"start": "on_demand", "idle_timeout": -1}), json!({}));
+        assert!(wrong.unwrap_err().to_string().contains("idle_timeout"));
     }
 
     #[test]

@@ -26,11 +26,13 @@
 //! `visibility.rs` its tools and filter; `catalog.rs` its resources, prompts and what is
 //! followed; `watch.rs` its watcher; `registered.rs` the registry and its search index;
 //! `locks.rs` the per-server connect locks; `connect.rs` from an entry to a client;
-//! `on_demand.rs` what keeps an on-demand server running and what stops it when idle.
+//! `on_demand.rs` what keeps an on-demand server running; `kept_catalog.rs` its lists kept
+//! between launches.
 
 mod catalog;
 mod connect;
 mod error;
+mod kept_catalog;
 mod locks;
 mod on_demand;
 mod options;
@@ -49,6 +51,7 @@ pub use connect::connect_server;
 #[cfg(feature = "oauth")]
 pub use connect::connect_server_with_store;
 pub use error::{AddError, CallError};
+pub use kept_catalog::{CatalogStore, FileCatalogStore, KeptCatalog};
 pub use options::ManagerOptions;
 pub use visibility::ServerTool;
 

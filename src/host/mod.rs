@@ -43,7 +43,6 @@ pub(crate) mod expand;
 pub(crate) mod filter;
 pub(crate) mod gate;
 pub(crate) mod instructions;
-pub(crate) mod kept_catalog;
 pub(crate) mod manager;
 pub mod model_api;
 #[cfg(feature = "oauth")]
@@ -72,12 +71,12 @@ pub use gate::{
     Allowlist, AllowlistError, Approval, ConfirmCallback, ConfirmRequest, Decision, Denied, Gate,
     PermissionMode,
 };
-pub use kept_catalog::{CatalogStore, FileCatalogStore, KeptCatalog};
 #[cfg(feature = "oauth")]
 pub use manager::connect_server_with_store;
 pub use manager::{
-    AddError, CallError, Catalog, LIST_RESOURCES_TOOL, LOAD_SKILL_TOOL, MAX_SKILLS_DESCRIBED,
-    MAX_SUBSCRIPTIONS, Manager, ManagerOptions, READ_RESOURCE_TOOL, ServerTool, connect_server,
+    AddError, CallError, Catalog, CatalogStore, FileCatalogStore, KeptCatalog, LIST_RESOURCES_TOOL,
+    LOAD_SKILL_TOOL, MAX_SKILLS_DESCRIBED, MAX_SUBSCRIPTIONS, Manager, ManagerOptions,
+    READ_RESOURCE_TOOL, ServerTool, connect_server,
 };
 #[cfg(feature = "oauth")]
 pub use oauth::{login, login_note, token_store};

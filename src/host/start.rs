@@ -6,8 +6,6 @@
 //! In the config file an entry says `"start": "on_demand"` (or `"launch"`) and may set
 //! `"idle_timeout"` (seconds); the top level may set both as the default of every entry.
 
-use super::config::Timeouts;
-use super::config_error::ConfigError;
 use serde::Serialize;
 use serde_json::{Map, Value, json};
 use std::time::Duration;
@@ -55,45 +53,6 @@ impl Start {
         }
     }
 
-    /// Reads the start of server `name`: its entry's `"start"` and `"idle_timeout"`, each
-    /// falling back to the config's top-level member of the same name (`top`), then to the
-    /// default. A value of the wrong kind is an error naming the member.
-    pub(crate) fn read(
-        name: &str,
-        entry: &Value,
-        top: &Map<String, Value>,
-    ) -> Result<Start, ConfigError> {
-        let member = |key: &str| {
-            entry
-                .get(key)
-                .filter(|v| !v.is_null())
-                .or_else(|| top.get(key).filter(|v| !v.is_null()))
-        };
-        let on_demand = match member("start") {
-            None => false,
-            Some(Value::String(s)) if s == "launch" => false,
-            Some(Value::String(s)) if s == "on_demand" => true,
-            Some(other) => {
-                return Err(ConfigError::server(
-                    name,
-                    format!(
-                        "\"start\" is {other}; it must be \"launch\" (started with the host, the default) or \"on_demand\" (started by its first use, stopped when idle)"
-                    ),
-                ));
-            }
-        };
-        let idle_timeout = match member("idle_timeout") {
-            None => DEFAULT_IDLE_TIMEOUT,
-            Some(value) => Timeouts::seconds("idle_timeout", value)
-                .map_err(|why| ConfigError::server(name, why))?,
-        };
-        Ok(if on_demand {
-            Start::OnDemand { idle_timeout }
-        } else {
-            Start::Launch
-        })
-    }
-
     /// Writes it into an entry: `"start"` and `"idle_timeout"`, left out where they say the
     /// default.
     pub(crate) fn write(self, entry: &mut Map<String, Value>) {
@@ -115,34 +74,6 @@ fn as_seconds<S: serde::Serializer>(value: &Duration, to: S) -> Result<S::Ok, S:
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    fn read(entry: Value, top: Value) -> Result<Start, ConfigError> {
-        Start::read("s", &entry, top.as_object().unwrap())
-    }
-
-    #[test]
-    fn an_entry_says_how_it_starts_and_the_top_level_gives_the_default() {
-        assert_eq!(read(json!({}), json!({})).unwrap(), Start::Launch);
-        assert_eq!(
-            read(json!({"start": "on_demand"}), json!({})).unwrap(),
-            Start::on_demand()
-        );
-        assert_eq!(
-            read(json!({}), json!({"start": "on_demand", "idle_timeout": 30})).unwrap(),
-            Start::OnDemand {
-                idle_timeout: Duration::from_secs(30)
-            }
-        );
-        // The entry wins over the top level.
-        assert_eq!(
-            read(json!({"start": "launch"}), json!({"start": "on_demand"})).unwrap(),
-            Start::Launch
-        );
-        let wrong = read(json!({"start": "lazy"}), json!({})).unwrap_err();
-        assert!(wrong.to_string().contains("\"on_demand\""), "{wrong}");
-        let wrong = read(json!({"start": "on_demand", "idle_timeout": -1}), json!({}));
-        assert!(wrong.unwrap_err().to_string().contains("idle_timeout"));
-    }
 
     #[test]
     fn writing_leaves_out_the_defaults() {

@@ -5,6 +5,7 @@
 use super::super::config_error::ConfigError;
 use super::super::expand::expand_env;
 use super::super::filter::ToolFilter;
+use super::super::start::{DEFAULT_IDLE_TIMEOUT, Start};
 use super::server_name_problem;
 use serde_json::{Map, Value, json};
 use std::collections::BTreeMap;
@@ -587,6 +588,45 @@ pub(super) fn read_entry(name: &str, value: &Value) -> Result<ServerConfig, Conf
     enabled_member(name, value)?;
     ToolFilter::from_entry(name, value)?;
     Ok(server)
+}
+
+/// Reads the start of server `name` ([`Start`]): its entry's `"start"` and `"idle_timeout"`,
+/// each falling back to the config's top-level member of the same name (`top`), then to the
+/// default. A value of the wrong kind is an error naming the member.
+pub(crate) fn start_member(
+    name: &str,
+    entry: &Value,
+    top: &Map<String, Value>,
+) -> Result<Start, ConfigError> {
+    let member = |key: &str| {
+        entry
+            .get(key)
+            .filter(|v| !v.is_null())
+            .or_else(|| top.get(key).filter(|v| !v.is_null()))
+    };
+    let on_demand = match member("start") {
+        None => false,
+        Some(Value::String(s)) if s == "launch" => false,
+        Some(Value::String(s)) if s == "on_demand" => true,
+        Some(other) => {
+            return Err(ConfigError::server(
+                name,
+                format!(
+                    "\"start\" is {other}; it must be \"launch\" (started with the host, the default) or \"on_demand\" (started by its first use, stopped when idle)"
+                ),
+            ));
+        }
+    };
+    let idle_timeout = match member("idle_timeout") {
+        None => DEFAULT_IDLE_TIMEOUT,
+        Some(value) => Timeouts::seconds("idle_timeout", value)
+            .map_err(|why| ConfigError::server(name, why))?,
+    };
+    Ok(if on_demand {
+        Start::OnDemand { idle_timeout }
+    } else {
+        Start::Launch
+    })
 }
 
 /// An entry's `"enabled"`: true unless it is `false`.

@@ -1,10 +1,9 @@
 //! On-demand servers (`"start": "on_demand"`): what keeps one running ([`Activity`], a
-//! request in flight or one that ended lately), and the task that stops those left idle
-//! ([`stop_idle_servers`]).
+//! request in flight or one that ended lately), and how often the servers left idle are
+//! looked for ([`check_interval`]; `servers.rs` stops them).
 
-use super::servers::Servers;
 use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::{Arc, Mutex, Weak};
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 /// The requests through one server: how many are in flight, and when the last one ended.
@@ -60,21 +59,4 @@ impl Drop for InUse {
 /// between 50 ms and 30 s.
 pub(super) fn check_interval(shortest_idle_timeout: Duration) -> Duration {
     (shortest_idle_timeout / 4).clamp(Duration::from_millis(50), Duration::from_secs(30))
-}
-
-/// Stops each on-demand server left idle past its timeout, looking every
-/// [`Servers::idle_check_interval`], until the manager is gone or closed. Holds the manager
-/// weakly between looks: it never keeps it alive.
-pub(super) async fn stop_idle_servers(servers: Weak<Servers>) {
-    loop {
-        let interval = match servers.upgrade() {
-            Some(servers) if !servers.is_closing() => servers.idle_check_interval(),
-            _ => return,
-        };
-        tokio::time::sleep(interval).await;
-        let Some(servers) = servers.upgrade() else {
-            return;
-        };
-        servers.stop_idle(None, false).await;
-    }
 }

@@ -1,10 +1,10 @@
 //! [`ManagerOptions`]: how the manager connects servers and follows them.
 
+use super::kept_catalog::{CatalogStore, FileCatalogStore};
 use crate::client::ClientOptions;
 use crate::host::era_memory::EraMemory;
 use crate::host::events::EventBus;
 use crate::host::gate::{ConfirmCallback, ConfirmRequest, Decision, default_allowlist_path};
-use crate::host::kept_catalog::{CatalogStore, FileCatalogStore};
 use crate::host::pending_requests::{ElicitationHandler, SamplingHandler};
 use crate::host::tool_search::ToolSearch;
 use crate::protocol::server_requests::{

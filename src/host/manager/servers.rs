@@ -5,6 +5,7 @@
 
 use super::catalog::{self, List, list_of, no_such_server};
 use super::connect::{Connected, connect_and_list};
+use super::kept_catalog::{CatalogStore, catalog_key};
 use super::locks::ServerLocks;
 use super::on_demand::{self, InUse};
 use super::options::ManagerOptions;
@@ -16,7 +17,6 @@ use crate::error::{Error, ErrorKind, Result};
 use crate::host::config::{Config, ServerConfig};
 use crate::host::events::Event;
 use crate::host::gate::Gate;
-use crate::host::kept_catalog::{CatalogStore, catalog_key};
 use crate::host::registry::{Collision, Registry, ToolDefinition};
 use crate::host::start::Start;
 use crate::host::status::{STATUS_LOG, ServerState, ServerStatus};
@@ -179,7 +179,7 @@ impl Servers {
     }
 
     /// Whether [`Servers::close`] has started.
-    pub(super) fn is_closing(&self) -> bool {
+    fn is_closing(&self) -> bool {
         *self.closing.borrow()
     }
 
@@ -188,12 +188,12 @@ impl Servers {
     pub(super) fn stop_idle_servers(self: &Arc<Self>) {
         let on_demand = self.slots().values().any(|s| s.start().is_on_demand());
         if on_demand && !self.stopping_idle.swap(true, Ordering::SeqCst) {
-            tokio::spawn(on_demand::stop_idle_servers(Arc::downgrade(self)));
+            tokio::spawn(stop_idle_servers(Arc::downgrade(self)));
         }
     }
 
     /// How long the idle-stopping task waits between looks: see [`on_demand::check_interval`].
-    pub(super) fn idle_check_interval(&self) -> std::time::Duration {
+    fn idle_check_interval(&self) -> std::time::Duration {
         let shortest = self
             .slots()
             .values()
@@ -590,6 +590,23 @@ impl Servers {
             let slots = self.slots();
             registered.of(slots.iter().map(|(name, slot)| (name, slot.tools.all())))
         })
+    }
+}
+
+/// Stops each on-demand server left idle past its timeout, looking every
+/// [`Servers::idle_check_interval`], until the manager is gone or closed. Holds the manager
+/// weakly between looks: it never keeps it alive.
+async fn stop_idle_servers(servers: std::sync::Weak<Servers>) {
+    loop {
+        let interval = match servers.upgrade() {
+            Some(servers) if !servers.is_closing() => servers.idle_check_interval(),
+            _ => return,
+        };
+        tokio::time::sleep(interval).await;
+        let Some(servers) = servers.upgrade() else {
+            return;
+        };
+        servers.stop_idle(None, false).await;
     }
 }
 

@@ -4,6 +4,7 @@
 
 use super::catalog::ServerCatalog;
 use super::connect::Connected;
+use super::kept_catalog::KeptCatalog;
 use super::on_demand::Activity;
 use super::visibility::ToolList;
 use super::watch::{Following, Watcher};
@@ -11,7 +12,6 @@ use crate::client::{Client, ClientOptions};
 use crate::error::{Error, ErrorKind, Result};
 use crate::host::config::ServerConfig;
 use crate::host::config_error::ConfigError;
-use crate::host::kept_catalog::KeptCatalog;
 use crate::host::start::Start;
 use crate::host::status::{STATUS_LOG, ServerState, ServerStatus};
 use crate::protocol::types::Tool;

@@ -1,17 +1,17 @@
 //! What an on-demand server offers, kept from its last connection ([`KeptCatalog`]), so that
 //! its tools, resources, templates, prompts, skills and instructions are registered at
-//! launch without starting it ([`super::Start::OnDemand`]).
+//! launch without starting it ([`Start::OnDemand`](crate::host::Start::OnDemand)).
 //!
 //! A catalog is kept under a key of what would make the server another server
-//! ([`catalog_key`]: its program, arguments and environment, or its URL, headers and login
+//! (`catalog_key`: its program, arguments and environment, or its URL, headers and login
 //! settings, with `$VAR` expanded): an entry that changed is started again to fill a new one.
 //! [`FileCatalogStore`] keeps them as private files in the config folder; an embedder may
 //! keep them elsewhere ([`CatalogStore`],
-//! [`ManagerOptions::with_catalog_store`](super::ManagerOptions::with_catalog_store)).
+//! [`ManagerOptions::with_catalog_store`](crate::host::ManagerOptions::with_catalog_store)).
 
-use super::config::ServerConfig;
-use super::expand::expand_env;
-use super::manager::Catalog;
+use super::catalog::Catalog;
+use crate::host::config::{ServerConfig, config_dir, is_valid_server_name};
+use crate::host::expand::expand_env;
 use crate::protocol::types::Tool;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
@@ -78,7 +78,8 @@ impl KeptCatalog {
 /// under one of its locks; a store that cannot keep a catalog only logs it (the server is
 /// then started at the next launch to list again).
 pub trait CatalogStore: Send + Sync {
-    /// The catalog kept for server `name` under `key` ([`catalog_key`] of its entry);
+    /// The catalog kept for server `name` under `key` (a hash of its entry: what makes it
+    /// this server);
     /// `None` if there is none, or it was kept under another key.
     fn load(&self, name: &str, key: &str) -> Option<KeptCatalog>;
     /// Keeps `catalog` for server `name` under `key`, replacing what was kept.
@@ -91,7 +92,7 @@ pub trait CatalogStore: Send + Sync {
 /// the members that do not change what it offers: timeouts, proxy, start), each string with
 /// `$VAR` expanded, so that a variable's new value is a new key. A hash only: no value of
 /// the entry can be read back from it.
-pub fn catalog_key(config: &ServerConfig) -> String {
+pub(super) fn catalog_key(config: &ServerConfig) -> String {
     let mut entry = config.to_value();
     if let Some(members) = entry.as_object_mut() {
         for key in ["timeout", "startup_timeout", "proxy"] {
@@ -133,9 +134,9 @@ impl FileCatalogStore {
         FileCatalogStore { dir: dir.into() }
     }
 
-    /// The store of the config folder: `catalogs/` in [`config_dir`](super::config_dir).
+    /// The store of the config folder: `catalogs/` in [`config_dir`].
     pub fn in_config_dir() -> Self {
-        FileCatalogStore::new(super::config::config_dir().join("catalogs"))
+        FileCatalogStore::new(config_dir().join("catalogs"))
     }
 
     /// Its folder.
@@ -151,7 +152,7 @@ impl FileCatalogStore {
 
 impl CatalogStore for FileCatalogStore {
     fn load(&self, name: &str, key: &str) -> Option<KeptCatalog> {
-        if !super::is_valid_server_name(name) {
+        if !is_valid_server_name(name) {
             return None;
         }
         let path = self.path(name);
@@ -172,7 +173,7 @@ impl CatalogStore for FileCatalogStore {
     }
 
     fn save(&self, name: &str, key: &str, catalog: &KeptCatalog) {
-        if !super::is_valid_server_name(name) {
+        if !is_valid_server_name(name) {
             return;
         }
         let file = CatalogFile {
@@ -193,7 +194,7 @@ impl CatalogStore for FileCatalogStore {
     }
 
     fn forget(&self, name: &str) {
-        if super::is_valid_server_name(name) {
+        if is_valid_server_name(name) {
             let _ = std::fs::remove_file(self.path(name));
         }
     }
