@@ -217,6 +217,31 @@ enum Command {
         /// The test server's URL (the suite appends it).
         url: String,
     },
+    /// Check one MCP server against the spec: every check that applies to what it declares
+    /// is run and reported as passed, failed (what was exchanged, the spec's section) or not
+    /// applicable (the checks: docs/CHECK.md). Nothing is written to the server: tools are
+    /// called only when marked read-only and needing no argument. Exit status 0 only if
+    /// nothing failed, 1 if a check failed, 2 for bad usage.
+    Check {
+        /// How to print the report: text, json or junit (JUnit XML, one test case a check).
+        #[arg(long, value_enum, default_value = "text")]
+        format: cli::check::Format,
+        /// Run only the check with this ID (repeatable).
+        #[arg(long, value_name = "ID")]
+        only: Vec<String>,
+        /// Seconds to wait for each response.
+        #[arg(long, value_name = "SECS", default_value_t = 30.0)]
+        timeout: f64,
+        /// Pass the whole environment to the server command.
+        #[arg(long, conflicts_with = "url")]
+        inherit_env: bool,
+        /// The server's URL (streamable HTTP).
+        #[arg(value_name = "URL", required_unless_present = "command")]
+        url: Option<String>,
+        /// The server command and its arguments, after `--`.
+        #[arg(last = true, value_name = "CMD", conflicts_with = "url")]
+        command: Vec<String>,
+    },
     /// The demo MCP server over stdio that the embedded default config runs. The test
     /// fixture, with --http and fault modes, is the separate `agenvoy-mcp-fixture`.
     #[command(hide = true)]
@@ -388,6 +413,30 @@ fn main() -> ExitCode {
         Command::Conformance { url } => {
             init_logging(&[]);
             runtime().block_on(cli::conformance::run(&url))
+        }
+        Command::Check {
+            format,
+            only,
+            timeout,
+            inherit_env,
+            url,
+            command,
+        } => {
+            let timeout = std::time::Duration::try_from_secs_f64(timeout).ok();
+            let Some(timeout) = timeout.filter(|t| !t.is_zero()) else {
+                eprintln!("check: --timeout must be a positive number of seconds");
+                return ExitCode::from(2);
+            };
+            // The server's log messages are not findings: left out.
+            init_logging(&[SERVER_LOG]);
+            runtime().block_on(cli::check::run(cli::check::CheckArgs {
+                format,
+                only,
+                timeout,
+                inherit_env,
+                url,
+                command,
+            }))
         }
         Command::FixtureServer { mode, http } => cli::demo_server::run(&mode, http),
         Command::Probe {

@@ -101,6 +101,7 @@ const COMMANDS: &[&str] = &[
     "call",
     "login",
     "probe",
+    "check",
     "conformance",
 ];
 
@@ -525,9 +526,19 @@ fn run_commands(home: &Home, shared: &Shared, seen: &mut Seen) {
         ),
         (
             1,
-            vec!["probe".into(), "--call".into(), "nosuchtool".into(), remote],
+            vec![
+                "probe".into(),
+                "--call".into(),
+                "nosuchtool".into(),
+                remote.clone(),
+            ],
         ),
-        (1, vec!["probe".into(), down]),
+        (1, vec!["probe".into(), down.clone()]),
+        (0, vec!["check".into(), remote.clone()]),
+        (
+            1,
+            vec!["check".into(), "--format".into(), "junit".into(), down],
+        ),
         (1, vec!["probe".into(), "--json".into(), broken.clone()]),
         (1, vec!["probe".into(), userinfo]),
         (1, proxied),

@@ -4,6 +4,7 @@
 pub mod output;
 
 pub mod call;
+pub mod check;
 pub mod conformance;
 pub mod demo_server;
 pub mod login;
