@@ -613,7 +613,7 @@ fn ends_in_a_number(domain: &str) -> bool {
         labels.pop();
     }
     let last = labels.last().copied().unwrap_or("");
-    (!last.is_empty() && last.bytes().all(|b| b.is_ascii_digit())) || ipv4_number(last).is_some()
+    (!last.is_empty() && last.bytes().all(|b| b.is_ascii_digit())) || number_parts(last).is_some()
 }
 
 /// The standard's IPv4 parser: one to four dot-separated numbers, decimal, octal (a leading
@@ -641,8 +641,10 @@ fn ipv4(domain: &str) -> Option<Ipv4Addr> {
     Some(Ipv4Addr::from(address as u32))
 }
 
-/// One number of an IPv4 address (a value past 2^32 is as refused as any: `None`).
-fn ipv4_number(part: &str) -> Option<u64> {
+/// The digits and radix of `part` when it is written as an IPv4 number (decimal, octal with
+/// a leading `0`, hex with `0x`), whatever its value: how the standard tells that a host ends
+/// in a number (`0xffffffffff` does, though no address has it).
+fn number_parts(part: &str) -> Option<(&str, u32)> {
     if part.is_empty() {
         return None;
     }
@@ -654,12 +656,15 @@ fn ipv4_number(part: &str) -> Option<u64> {
         } else {
             (part, 10)
         };
-    if digits.is_empty() {
-        return Some(0);
-    }
-    if !digits.chars().all(|c| c.is_digit(radix)) {
-        return None;
-    }
+    digits
+        .chars()
+        .all(|c| c.is_digit(radix))
+        .then_some((digits, radix))
+}
+
+/// One number of an IPv4 address (a value past 2^32 is as refused as any: `None`).
+fn ipv4_number(part: &str) -> Option<u64> {
+    let (digits, radix) = number_parts(part)?;
     let digits = digits.trim_start_matches('0');
     if digits.is_empty() {
         return Some(0);
@@ -904,6 +909,9 @@ mod tests {
             // A label that begins with a combining mark (U+1A56, Tai Tham), written in
             // either form: browsers refuse it (found by the oauth_metadata fuzz target).
             ("https://XN--MNFNNNNNnNNNNNNN/", Err(())),
+            // Ends in a number too large for an address: refused, not read as a domain.
+            ("https://mcp.0XDDDDDDDDDDDDff/", Err(())),
+            ("https://mcp.099999999999/", Err(())),
             ("https://\u{1a56}\u{1a54}.example/", Err(())),
             (
                 "https://\u{1a54}\u{1a56}.example/",
