@@ -211,6 +211,8 @@ fn forbidden_in_domain(c: char) -> bool {
 /// refused, and so is an `xn--` label that does not decode to one the same rule takes.
 fn domain_to_ascii(input: &str) -> Result<String, String> {
     let mut out = String::with_capacity(input.len());
+    // Each label as a browser reads it, for the Bidi Rule that spans them.
+    let mut read = Vec::new();
     for (i, label) in input.split('.').enumerate() {
         if i > 0 {
             out.push('.');
@@ -220,15 +222,18 @@ fn domain_to_ascii(input: &str) -> Result<String, String> {
             if let Some(encoded) = label.strip_prefix("xn--") {
                 // Browsers decode and check it: one that does not round-trip through the
                 // rule below would be read another way, or not at all.
-                let valid = punycode::decode(encoded)
+                let decoded = punycode::decode(encoded)
                     .filter(|d| !d.is_ascii() && d.chars().all(plain_letter))
                     .filter(|d| !d.starts_with(is_mark))
-                    .is_some_and(|d| punycode::encode(&d).as_deref() == Some(encoded));
-                if !valid {
+                    .filter(|d| punycode::encode(d).as_deref() == Some(encoded));
+                let Some(decoded) = decoded else {
                     return Err(format!(
                         "the host's label {label:?} is not a valid international name"
                     ));
-                }
+                };
+                read.push(decoded);
+            } else {
+                read.push(label.clone());
             }
             out.push_str(&label);
             continue;
@@ -250,8 +255,35 @@ fn domain_to_ascii(input: &str) -> Result<String, String> {
         let encoded = punycode::encode(&lower).ok_or("the host's name is too long")?;
         out.push_str("xn--");
         out.push_str(&encoded);
+        read.push(lower);
     }
+    bidi_rule(&read)?;
     Ok(out)
+}
+
+/// The Bidi Rule (RFC 5893), which UTS 46 applies to a domain with right-to-left letters, as
+/// far as the letters taken here go (and stricter): a label with a right-to-left letter holds
+/// only such letters; each other label begins with a letter and ends with a letter or digit.
+fn bidi_rule(labels: &[String]) -> Result<(), String> {
+    let right_to_left = |c: char| in_ranges(RIGHT_TO_LEFT, c);
+    if !labels.iter().any(|l| l.chars().any(right_to_left)) {
+        return Ok(());
+    }
+    for label in labels.iter().filter(|l| !l.is_empty()) {
+        let fits = if label.chars().any(right_to_left) {
+            label.chars().all(right_to_left)
+        } else {
+            let first = label.chars().next().is_some_and(char::is_alphabetic);
+            first && label.chars().last().is_some_and(char::is_alphanumeric)
+        };
+        if !fits {
+            return Err(format!(
+                "the host mixes right-to-left and left-to-right text in its label {:?} in a way browsers refuse (the Bidi Rule)",
+                crate::safe_text::escape_controls(label)
+            ));
+        }
+    }
+    Ok(())
 }
 
 /// Whether `c` is a combining mark (General_Category Mn, Mc or Me; the ranges are those of
@@ -476,6 +508,143 @@ const CHANGED_BY_MAPPING: &[(u32, u32)] = &[
     (0x1EEA5, 0x1EEA9),
     (0x1EEAB, 0x1EEBB),
     (0x2F800, 0x2FA1D),
+];
+
+/// The characters above U+007F whose bidirectional class is R or AL (right-to-left; from
+/// Unicode 14's data), as sorted inclusive ranges.
+const RIGHT_TO_LEFT: &[(u32, u32)] = &[
+    (0x05BE, 0x05BE),
+    (0x05C0, 0x05C0),
+    (0x05C3, 0x05C3),
+    (0x05C6, 0x05C6),
+    (0x05D0, 0x05EA),
+    (0x05EF, 0x05F4),
+    (0x0608, 0x0608),
+    (0x060B, 0x060B),
+    (0x060D, 0x060D),
+    (0x061B, 0x064A),
+    (0x066D, 0x066F),
+    (0x0671, 0x06D5),
+    (0x06E5, 0x06E6),
+    (0x06EE, 0x06EF),
+    (0x06FA, 0x070D),
+    (0x070F, 0x0710),
+    (0x0712, 0x072F),
+    (0x074D, 0x07A5),
+    (0x07B1, 0x07B1),
+    (0x07C0, 0x07EA),
+    (0x07F4, 0x07F5),
+    (0x07FA, 0x07FA),
+    (0x07FE, 0x0815),
+    (0x081A, 0x081A),
+    (0x0824, 0x0824),
+    (0x0828, 0x0828),
+    (0x0830, 0x083E),
+    (0x0840, 0x0858),
+    (0x085E, 0x085E),
+    (0x0860, 0x086A),
+    (0x0870, 0x088E),
+    (0x08A0, 0x08C9),
+    (0x200F, 0x200F),
+    (0xFB1D, 0xFB1D),
+    (0xFB1F, 0xFB28),
+    (0xFB2A, 0xFB36),
+    (0xFB38, 0xFB3C),
+    (0xFB3E, 0xFB3E),
+    (0xFB40, 0xFB41),
+    (0xFB43, 0xFB44),
+    (0xFB46, 0xFBC2),
+    (0xFBD3, 0xFD3D),
+    (0xFD50, 0xFD8F),
+    (0xFD92, 0xFDC7),
+    (0xFDF0, 0xFDFC),
+    (0xFE70, 0xFE74),
+    (0xFE76, 0xFEFC),
+    (0x10800, 0x10805),
+    (0x10808, 0x10808),
+    (0x1080A, 0x10835),
+    (0x10837, 0x10838),
+    (0x1083C, 0x1083C),
+    (0x1083F, 0x10855),
+    (0x10857, 0x1089E),
+    (0x108A7, 0x108AF),
+    (0x108E0, 0x108F2),
+    (0x108F4, 0x108F5),
+    (0x108FB, 0x1091B),
+    (0x10920, 0x10939),
+    (0x1093F, 0x1093F),
+    (0x10980, 0x109B7),
+    (0x109BC, 0x109CF),
+    (0x109D2, 0x10A00),
+    (0x10A10, 0x10A13),
+    (0x10A15, 0x10A17),
+    (0x10A19, 0x10A35),
+    (0x10A40, 0x10A48),
+    (0x10A50, 0x10A58),
+    (0x10A60, 0x10A9F),
+    (0x10AC0, 0x10AE4),
+    (0x10AEB, 0x10AF6),
+    (0x10B00, 0x10B35),
+    (0x10B40, 0x10B55),
+    (0x10B58, 0x10B72),
+    (0x10B78, 0x10B91),
+    (0x10B99, 0x10B9C),
+    (0x10BA9, 0x10BAF),
+    (0x10C00, 0x10C48),
+    (0x10C80, 0x10CB2),
+    (0x10CC0, 0x10CF2),
+    (0x10CFA, 0x10D23),
+    (0x10E80, 0x10EA9),
+    (0x10EAD, 0x10EAD),
+    (0x10EB0, 0x10EB1),
+    (0x10F00, 0x10F27),
+    (0x10F30, 0x10F45),
+    (0x10F51, 0x10F59),
+    (0x10F70, 0x10F81),
+    (0x10F86, 0x10F89),
+    (0x10FB0, 0x10FCB),
+    (0x10FE0, 0x10FF6),
+    (0x1E800, 0x1E8C4),
+    (0x1E8C7, 0x1E8CF),
+    (0x1E900, 0x1E943),
+    (0x1E94B, 0x1E94B),
+    (0x1E950, 0x1E959),
+    (0x1E95E, 0x1E95F),
+    (0x1EC71, 0x1ECB4),
+    (0x1ED01, 0x1ED3D),
+    (0x1EE00, 0x1EE03),
+    (0x1EE05, 0x1EE1F),
+    (0x1EE21, 0x1EE22),
+    (0x1EE24, 0x1EE24),
+    (0x1EE27, 0x1EE27),
+    (0x1EE29, 0x1EE32),
+    (0x1EE34, 0x1EE37),
+    (0x1EE39, 0x1EE39),
+    (0x1EE3B, 0x1EE3B),
+    (0x1EE42, 0x1EE42),
+    (0x1EE47, 0x1EE47),
+    (0x1EE49, 0x1EE49),
+    (0x1EE4B, 0x1EE4B),
+    (0x1EE4D, 0x1EE4F),
+    (0x1EE51, 0x1EE52),
+    (0x1EE54, 0x1EE54),
+    (0x1EE57, 0x1EE57),
+    (0x1EE59, 0x1EE59),
+    (0x1EE5B, 0x1EE5B),
+    (0x1EE5D, 0x1EE5D),
+    (0x1EE5F, 0x1EE5F),
+    (0x1EE61, 0x1EE62),
+    (0x1EE64, 0x1EE64),
+    (0x1EE67, 0x1EE6A),
+    (0x1EE6C, 0x1EE72),
+    (0x1EE74, 0x1EE77),
+    (0x1EE79, 0x1EE7C),
+    (0x1EE7E, 0x1EE7E),
+    (0x1EE80, 0x1EE89),
+    (0x1EE8B, 0x1EE9B),
+    (0x1EEA1, 0x1EEA3),
+    (0x1EEA5, 0x1EEA9),
+    (0x1EEAB, 0x1EEBB),
 ];
 
 /// The combining marks above U+007F, as sorted inclusive ranges.
@@ -1122,6 +1291,14 @@ mod tests {
             ("https://mcp.0XDDDDDDDDDDDDff/", Err(())),
             // A letter normalization changes (U+0F5C), in either form.
             ("https://XN--mdt-toMCLs/", Err(())),
+            // The Bidi Rule: Arabic with Latin letters in one label is refused; an Arabic
+            // label beside Latin ones is taken.
+            ("https://XN--mtokenpdtO-tos/", Err(())),
+            ("https://token\u{628}.example/", Err(())),
+            (
+                "https://\u{628}\u{64a}\u{62a}.example/",
+                Ok("https://xn--ngbe9g.example"),
+            ),
             ("https://\u{f5c}.example/", Err(())),
             ("https://mcp.099999999999/", Err(())),
             ("https://\u{1a56}\u{1a54}.example/", Err(())),
