@@ -39,12 +39,12 @@ impl HostOptions {
                 timeout: None,
             });
         };
-        match std::time::Duration::try_from_secs_f64(seconds) {
-            Ok(timeout) if !timeout.is_zero() => Ok(cli::HostArgs {
+        match positive_seconds(seconds) {
+            Some(timeout) => Ok(cli::HostArgs {
                 config: self.config,
                 timeout: Some(timeout),
             }),
-            _ => {
+            None => {
                 eprintln!("--timeout must be a positive number of seconds");
                 Err(ExitCode::from(2))
             }
@@ -293,6 +293,12 @@ fn init_logging(printed: &[&str]) {
         .init();
 }
 
+/// `secs` as a duration, if it is a positive, finite number of seconds.
+fn positive_seconds(secs: f64) -> Option<std::time::Duration> {
+    let duration = std::time::Duration::try_from_secs_f64(secs).ok();
+    duration.filter(|d| !d.is_zero())
+}
+
 fn runtime() -> tokio::runtime::Runtime {
     tokio::runtime::Builder::new_multi_thread()
         .enable_all()
@@ -422,8 +428,7 @@ fn main() -> ExitCode {
             url,
             command,
         } => {
-            let timeout = std::time::Duration::try_from_secs_f64(timeout).ok();
-            let Some(timeout) = timeout.filter(|t| !t.is_zero()) else {
+            let Some(timeout) = positive_seconds(timeout) else {
                 eprintln!("check: --timeout must be a positive number of seconds");
                 return ExitCode::from(2);
             };
@@ -458,8 +463,7 @@ fn main() -> ExitCode {
             url,
             command,
         } => {
-            let timeout = std::time::Duration::try_from_secs_f64(timeout).ok();
-            let Some(timeout) = timeout.filter(|t| !t.is_zero()) else {
+            let Some(timeout) = positive_seconds(timeout) else {
                 eprintln!(
                     "probe failed at arguments: --timeout must be a positive number of seconds"
                 );
