@@ -218,14 +218,32 @@ enum Command {
         url: String,
     },
     /// Check one MCP server against the spec: every check that applies to what it declares
-    /// is run and reported as passed, failed (what was exchanged, the spec's section) or not
-    /// applicable (the checks: docs/CHECK.md). Nothing is written to the server: tools are
-    /// called only when marked read-only and needing no argument. Exit status 0 only if
-    /// nothing failed, 1 if a check failed, 2 for bad usage.
+    /// is run and reported as passed, failed (what was exchanged, the spec's section),
+    /// warning (a SHOULD broken) or not applicable (the checks: docs/CHECK.md). Nothing is
+    /// written to the server unless asked: tools are called only when marked read-only and
+    /// needing no argument, or named by --call. Exit status 0 only if nothing failed, 1 if
+    /// a check failed, 2 for bad usage.
     Check {
-        /// How to print the report: text, json or junit (JUnit XML, one test case a check).
+        /// How to print the report: text, json, junit (JUnit XML, one test case a check) or
+        /// sarif (SARIF 2.1.0).
         #[arg(long, value_enum, default_value = "text")]
         format: cli::check::Format,
+        /// The era to speak: auto (server/discover, then initialize), handshake
+        /// (initialize) or stateless (2026-07-28).
+        #[arg(long, value_name = "ERA", default_value = "auto", value_parser = ["auto", "handshake", "stateless"])]
+        era: String,
+        /// A header sent with every HTTP request, 'NAME: VALUE' (such as a bearer token;
+        /// repeatable).
+        #[arg(long, value_name = "HEADER", requires = "url")]
+        header: Vec<String>,
+        /// Call this tool too, with these arguments (NAME or NAME='{"key": "value"}';
+        /// repeatable): it may change the server's data.
+        #[arg(long, value_name = "TOOL[=JSON]")]
+        call: Vec<String>,
+        /// Call every tool that needs no argument, not only the read-only ones: they may
+        /// change the server's data.
+        #[arg(long)]
+        allow_writes: bool,
         /// Run only the check with this ID (repeatable).
         #[arg(long, value_name = "ID")]
         only: Vec<String>,
@@ -422,6 +440,10 @@ fn main() -> ExitCode {
         }
         Command::Check {
             format,
+            era,
+            header,
+            call,
+            allow_writes,
             only,
             timeout,
             inherit_env,
@@ -441,6 +463,14 @@ fn main() -> ExitCode {
                 inherit_env,
                 url,
                 command,
+                headers: header,
+                calls: call,
+                allow_writes,
+                era: match era.as_str() {
+                    "handshake" => agenvoy_mcp::EraPreference::Handshake,
+                    "stateless" => agenvoy_mcp::EraPreference::Stateless,
+                    _ => agenvoy_mcp::EraPreference::Auto,
+                },
             }))
         }
         Command::FixtureServer { mode, http } => cli::demo_server::run(&mode, http),

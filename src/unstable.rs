@@ -39,6 +39,19 @@ pub mod transport {
     }
 }
 
+/// One HTTP exchange as written and its raw answer, for `check`'s tests of a server's HTTP
+/// rules; OAuth discovery, for its check of a server that requires authorization.
+#[cfg(feature = "http")]
+pub mod raw_http {
+    #[cfg(feature = "oauth")]
+    pub use crate::auth::discovery::{
+        AuthServerMetadata, Challenge, Discovery, ProtectedResource, discover,
+    };
+    pub use crate::transport::http::{
+        HttpsClient, RAW_BODY_MAX, RawAnswer, https_client, raw_exchange,
+    };
+}
+
 /// Entry points for the fuzz targets (`fuzz/`) into checks that are private elsewhere: built
 /// only when cargo-fuzz builds the crate (`--cfg fuzzing`), never part of a release.
 #[cfg(fuzzing)]

@@ -67,7 +67,7 @@ pub(crate) use legacy::endpoint_on_origin;
 mod retry;
 mod session;
 
-pub use client::{HttpsClient, https_client};
+pub use client::{HttpsClient, RAW_BODY_MAX, RawAnswer, https_client, raw_exchange};
 use events::{Cursor, EventData, EventReader};
 pub(crate) use headers::plain_authority;
 use headers::{configured_headers, content_type, header_pairs, origin, resolve, without_userinfo};

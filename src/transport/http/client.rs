@@ -301,3 +301,86 @@ impl hyper::rt::Write for Connection {
         std::pin::Pin::new(&mut self.get_mut().stream).poll_write_vectored(cx, bufs)
     }
 }
+
+/// What [`raw_exchange`] got: the status, every header (names in lower case) and the body,
+/// as far as it was read.
+#[derive(Debug, Clone)]
+pub struct RawAnswer {
+    /// The status code.
+    pub status: u16,
+    /// Every header, in the order sent, names in lower case.
+    pub headers: Vec<(String, String)>,
+    /// The body: all of it, or what came within the read time and [`RAW_BODY_MAX`].
+    pub body: Vec<u8>,
+}
+
+impl RawAnswer {
+    /// The first value of the header `name` (lower case).
+    pub fn header(&self, name: &str) -> Option<&str> {
+        self.headers
+            .iter()
+            .find(|(n, _)| n == name)
+            .map(|(_, v)| v.as_str())
+    }
+}
+
+/// The most of a body [`raw_exchange`] reads.
+pub const RAW_BODY_MAX: usize = 1 << 20;
+
+/// One HTTP exchange as written, for `agenvoy-mcp check`, which tests a server's answers to
+/// requests no transport of this crate would send: `method` to `url` with exactly these
+/// headers and body. The answer's head must come within `wait`; its body is read until it
+/// ends, [`RAW_BODY_MAX`], or `body_wait` from the head (a stream that stays open is cut
+/// there).
+pub async fn raw_exchange(
+    client: &HttpsClient,
+    method: &str,
+    url: &str,
+    headers: &[(&str, &str)],
+    body: Vec<u8>,
+    wait: Duration,
+    body_wait: Duration,
+) -> std::result::Result<RawAnswer, String> {
+    let uri: Uri = url.parse().map_err(|e| format!("{url}: {e}"))?;
+    let mut request = Request::new(Full::new(Bytes::from(body)));
+    *request.method_mut() = Method::from_bytes(method.as_bytes()).map_err(|e| e.to_string())?;
+    *request.uri_mut() = uri;
+    for (name, value) in headers {
+        let name = HeaderName::from_bytes(name.as_bytes()).map_err(|e| e.to_string())?;
+        let value = HeaderValue::from_str(value).map_err(|e| e.to_string())?;
+        request.headers_mut().append(name, value);
+    }
+    let response = tokio::time::timeout(wait, client.request(request))
+        .await
+        .map_err(|_| format!("{url}: no answer within {} s", wait.as_secs_f64()))?
+        .map_err(|e| format!("{url}: {}", chain_text(&e)))?;
+    let status = response.status().as_u16();
+    let headers = response
+        .headers()
+        .iter()
+        .map(|(n, v)| {
+            let value = String::from_utf8_lossy(v.as_bytes()).into_owned();
+            (n.as_str().to_string(), value)
+        })
+        .collect();
+    let mut incoming = response.into_body();
+    let mut body = Vec::new();
+    let deadline = tokio::time::Instant::now() + body_wait;
+    while body.len() < RAW_BODY_MAX {
+        match tokio::time::timeout_at(deadline, incoming.frame()).await {
+            Ok(Some(Ok(frame))) => {
+                if let Ok(chunk) = frame.into_data() {
+                    body.extend_from_slice(&chunk);
+                }
+            }
+            Ok(Some(Err(e))) => return Err(format!("{url}: reading the body: {e}")),
+            Ok(None) | Err(_) => break,
+        }
+    }
+    body.truncate(RAW_BODY_MAX);
+    Ok(RawAnswer {
+        status,
+        headers,
+        body,
+    })
+}

@@ -1,0 +1,1008 @@
+//! The checks of the protocol's messages, over the client `check` connected.
+
+use super::schema::{instance_problem, schema_problem};
+use super::{Ctx, ToolRun, Verdict, failed, not_applicable, request, rpc_code, shown};
+use agenvoy_mcp::{Client, Era, RequestOptions};
+use serde_json::{Value, json};
+use std::collections::HashSet;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+/// The most pages of one list `pagination` walks before it says the list does not end.
+const MAX_PAGES: usize = 10_000;
+
+/// The most prompts `prompts-get` gets.
+const MAX_PROMPTS: usize = 50;
+
+/// How long `cancellation` lets its request run before cancelling it.
+const CANCEL_AFTER: Duration = Duration::from_millis(50);
+
+pub(super) async fn judge(ctx: &Ctx, client: &Client, id: &str) -> Verdict {
+    match id {
+        "initialize" => initialize(client),
+        "ping" => ping(client).await,
+        "unknown-method" => {
+            refused_with(client, "agenvoy/no-such-method", json!({}), &[-32601]).await
+        }
+        "malformed-params" => malformed_params(client).await,
+        "undeclared-capability" => undeclared_capability(client).await,
+        "tools-list" => tools_list(client).await,
+        "tools-output-schema" => tools_output_schema(client).await,
+        "tools-call-unknown" => tools_call_unknown(client).await,
+        "tools-call" => tools_call(ctx, client).await,
+        "progress" => progress(ctx, client).await,
+        "cancellation" => cancellation(ctx, client).await,
+        "pagination" => pagination(client).await,
+        "pagination-invalid-cursor" => pagination_invalid_cursor(client).await,
+        "resources-list" => resources_list(client).await,
+        "resources-templates-list" => templates_list(client).await,
+        "resources-read" => resources_read(client).await,
+        "resources-read-unknown" => resources_read_unknown(client).await,
+        "resources-subscribe" => resources_subscribe(client).await,
+        "prompts-list" => prompts_list(client).await,
+        "prompts-get" => prompts_get(client).await,
+        "prompts-get-missing-argument" => prompts_missing_argument(client).await,
+        "completion" => completion(client).await,
+        "logging-set-level" => logging_set_level(client).await,
+        "logging-invalid-level" => logging_invalid_level(client).await,
+        other => unreachable!("a check without a body: {other}"),
+    }
+}
+
+fn declares(client: &Client, capability: &str) -> bool {
+    client.details().has_capability(capability)
+}
+
+/// Whether the server declared `member` of `capability` true (`tools.listChanged`).
+fn declares_member(client: &Client, capability: &str, member: &str) -> bool {
+    client.details().capabilities[capability][member] == json!(true)
+}
+
+fn not_declared(capability: &str) -> Verdict {
+    not_applicable(format!("the server does not declare {capability}"))
+}
+
+fn is_empty_result(result: &Value) -> bool {
+    result
+        .as_object()
+        .is_some_and(|r| r.keys().all(|k| k == "_meta"))
+}
+
+fn initialize(client: &Client) -> Verdict {
+    let info = &client.details().server_info;
+    let missing: Vec<&str> = ["name", "version"]
+        .into_iter()
+        .filter(|key| !info.get(*key).is_some_and(Value::is_string))
+        .collect();
+    if !missing.is_empty() {
+        return failed(
+            format!(
+                "serverInfo lacks {}: an Implementation has a name and a version",
+                missing.join(" and ")
+            ),
+            Some(shown(info)),
+        );
+    }
+    Verdict::Passed
+}
+
+/// Why a check of a method the 2026-07-28 revision removed does not apply to a server of it.
+fn removed_in_stateless(client: &Client, method: &str) -> Option<Verdict> {
+    (client.details().era == Era::Stateless).then(|| {
+        not_applicable(format!(
+            "the 2026-07-28 revision the server speaks has no {method}"
+        ))
+    })
+}
+
+async fn ping(client: &Client) -> Verdict {
+    if let Some(removed) = removed_in_stateless(client, "ping") {
+        return removed;
+    }
+    match request(client, "ping", json!({})).await {
+        Ok(result) if is_empty_result(&result) => Verdict::Passed,
+        Ok(other) => failed("ping's result must be an empty object", Some(shown(&other))),
+        Err(e) => failed(format!("ping was not answered: {e}"), None),
+    }
+}
+
+/// A refusal with one of `codes` expected of `method`.
+async fn refused_with(client: &Client, method: &str, params: Value, codes: &[i64]) -> Verdict {
+    let wanted = codes
+        .iter()
+        .map(i64::to_string)
+        .collect::<Vec<_>>()
+        .join(" or ");
+    match request(client, method, params.clone()).await {
+        Err(e) if rpc_code(&e).is_some_and(|c| codes.contains(&c)) => Verdict::Passed,
+        Err(e) => match rpc_code(&e) {
+            Some(other) => failed(
+                format!("{method} was refused with {other}, not {wanted}"),
+                Some(e.to_string()),
+            ),
+            None => failed(format!("{method} was not answered: {e}"), None),
+        },
+        Ok(result) => failed(
+            format!("{method} was answered with a result; it must be refused with {wanted}"),
+            Some(format!("sent {} got {}", shown(&params), shown(&result))),
+        ),
+    }
+}
+
+async fn malformed_params(client: &Client) -> Verdict {
+    let method = [
+        ("tools", "tools/call"),
+        ("prompts", "prompts/get"),
+        ("resources", "resources/read"),
+    ]
+    .into_iter()
+    .find(|(capability, _)| declares(client, capability));
+    let Some((_, method)) = method else {
+        return not_applicable("the server declares no tools, prompts or resources");
+    };
+    // Any JSON-RPC error will do (-32602 is the one meant); a result will not.
+    match request(client, method, json!({})).await {
+        Err(e) if rpc_code(&e).is_some() => Verdict::Passed,
+        Err(e) => failed(
+            format!("{method} with no params was not answered: {e}"),
+            None,
+        ),
+        Ok(result) => failed(
+            format!(
+                "{method} without its required members was answered with a result; it must be a JSON-RPC error (-32602, invalid params)"
+            ),
+            Some(format!("sent {{}} got {}", shown(&result))),
+        ),
+    }
+}
+
+async fn undeclared_capability(client: &Client) -> Verdict {
+    let undeclared: Vec<(&str, &str)> = [
+        ("tools", "tools/list"),
+        ("resources", "resources/list"),
+        ("prompts", "prompts/list"),
+    ]
+    .into_iter()
+    .filter(|(capability, _)| !declares(client, capability))
+    .collect();
+    if undeclared.is_empty() {
+        return not_applicable("the server declares tools, resources and prompts");
+    }
+    for (_, method) in undeclared {
+        if let verdict @ Verdict::Failed { .. } =
+            refused_with(client, method, json!({}), &[-32601]).await
+        {
+            return verdict;
+        }
+    }
+    Verdict::Passed
+}
+
+/// A list read page by page: its items, and what went wrong (a request that failed, a
+/// cursor given twice, no end), judged by `pagination`; the items read up to there are kept.
+struct Walked {
+    items: Vec<Value>,
+    problem: Option<Verdict>,
+}
+
+async fn walk(client: &Client, method: &str, member: &str) -> Walked {
+    let mut items = Vec::new();
+    let mut cursors = HashSet::new();
+    let mut params = json!({});
+    for page in 1..=MAX_PAGES {
+        let result = match request(client, method, params.clone()).await {
+            Ok(result) => result,
+            Err(e) => {
+                let why = format!("{method} (page {page}) failed: {e}");
+                return Walked {
+                    items,
+                    problem: Some(failed(why, None)),
+                };
+            }
+        };
+        let Some(found) = result[member].as_array() else {
+            let why = format!("{method}'s result has no {member} array");
+            return Walked {
+                items,
+                problem: Some(failed(why, Some(shown(&result)))),
+            };
+        };
+        items.extend(found.iter().cloned());
+        let problem = match result.get("nextCursor") {
+            None | Some(Value::Null) => {
+                return Walked {
+                    items,
+                    problem: None,
+                };
+            }
+            Some(Value::String(cursor)) if cursors.insert(cursor.clone()) => {
+                params = json!({"cursor": cursor});
+                continue;
+            }
+            Some(Value::String(cursor)) => failed(
+                format!("{method} gave the cursor {cursor:?} twice: the list never ends"),
+                Some(shown(&params)),
+            ),
+            Some(other) => failed(
+                format!("{method}'s nextCursor must be a string, not {other}"),
+                None,
+            ),
+        };
+        return Walked {
+            items,
+            problem: Some(problem),
+        };
+    }
+    let why = format!("{method} gave {MAX_PAGES} pages without an end");
+    Walked {
+        items,
+        problem: Some(failed(why, None)),
+    }
+}
+
+/// The server's tools as listed (what pages could be read), or the verdict of a check that
+/// needs them.
+async fn listed_tools(client: &Client) -> Result<Vec<Value>, Verdict> {
+    if !declares(client, "tools") {
+        return Err(not_declared("tools"));
+    }
+    let walked = walk(client, "tools/list", "tools").await;
+    if walked.items.is_empty() && walked.problem.is_some() {
+        return Err(not_applicable("tools/list failed (see tools-list)"));
+    }
+    Ok(walked.items)
+}
+
+async fn tools_list(client: &Client) -> Verdict {
+    if !declares(client, "tools") {
+        return not_declared("tools");
+    }
+    // A page that cannot be read is pagination's; the tools read before it are judged here.
+    let walked = walk(client, "tools/list", "tools").await;
+    if walked.items.is_empty()
+        && let Some(problem) = walked.problem
+    {
+        return problem;
+    }
+    let mut seen = HashSet::new();
+    for tool in &walked.items {
+        let Some(name) = tool["name"].as_str().filter(|n| !n.is_empty()) else {
+            return failed("a tool has no name", Some(shown(tool)));
+        };
+        if !seen.insert(name) {
+            return failed(format!("two tools are named {name:?}"), Some(shown(tool)));
+        }
+        let schema = &tool["inputSchema"];
+        // 2026-07-28 takes any JSON Schema 2020-12 object; 2025-11-25 one of type object.
+        let typed = client.details().era == Era::Stateless
+            || schema.get("type").and_then(Value::as_str) == Some("object");
+        if !schema.is_object() || !typed {
+            return failed(
+                format!(
+                    "{name:?}'s inputSchema must be a JSON Schema object whose type is \"object\""
+                ),
+                Some(shown(schema)),
+            );
+        }
+        if let Some(why) = schema_problem(schema) {
+            return failed(
+                format!("{name:?}'s inputSchema is no valid JSON Schema: {why}"),
+                Some(shown(schema)),
+            );
+        }
+    }
+    Verdict::Passed
+}
+
+async fn tools_output_schema(client: &Client) -> Verdict {
+    let tools = match listed_tools(client).await {
+        Ok(tools) => tools,
+        Err(verdict) => return verdict,
+    };
+    let mut any = false;
+    for tool in &tools {
+        let Some(schema) = tool.get("outputSchema") else {
+            continue;
+        };
+        any = true;
+        let name = &tool["name"];
+        if schema.get("type").and_then(Value::as_str) != Some("object") {
+            return failed(
+                format!("{name}'s outputSchema must be an object whose type is \"object\""),
+                Some(shown(schema)),
+            );
+        }
+        if let Some(why) = schema_problem(schema) {
+            return failed(
+                format!("{name}'s outputSchema is no valid JSON Schema: {why}"),
+                Some(shown(schema)),
+            );
+        }
+    }
+    if any {
+        Verdict::Passed
+    } else {
+        not_applicable("no tool gives an outputSchema")
+    }
+}
+
+async fn tools_call_unknown(client: &Client) -> Verdict {
+    if !declares(client, "tools") {
+        return not_declared("tools");
+    }
+    let params = json!({"name": "agenvoy-check-no-such-tool", "arguments": {}});
+    match request(client, "tools/call", params.clone()).await {
+        Err(e) if rpc_code(&e).is_some() => Verdict::Passed,
+        Err(e) => failed(format!("tools/call was not answered: {e}"), None),
+        Ok(result) => failed(
+            "a call of a tool the server does not have was answered with a result; it must be a JSON-RPC error (-32602)",
+            Some(format!("sent {} got {}", shown(&params), shown(&result))),
+        ),
+    }
+}
+
+/// Whether `tool` needs an argument (its inputSchema requires one).
+fn needs_arguments(tool: &Value) -> bool {
+    tool["inputSchema"]["required"]
+        .as_array()
+        .is_some_and(|r| !r.is_empty())
+}
+
+/// The tools to call and their arguments: those named by `--call`, then those that need no
+/// argument and are read-only (any, with `--allow-writes`), but not those that must run as
+/// tasks.
+fn tools_to_call(ctx: &Ctx, tools: &[Value]) -> Vec<(Value, Value)> {
+    let mut chosen: Vec<(Value, Value)> = ctx
+        .calls
+        .iter()
+        .map(|(name, arguments)| {
+            let tool = tools
+                .iter()
+                .find(|t| t["name"] == json!(name))
+                .cloned()
+                .unwrap_or_else(|| json!({"name": name}));
+            (tool, arguments.clone())
+        })
+        .collect();
+    for tool in tools {
+        let named = ctx
+            .calls
+            .iter()
+            .any(|(name, _)| tool["name"] == json!(name));
+        let read_only = tool["annotations"]["readOnlyHint"] == json!(true);
+        let task_only = tool["execution"]["taskSupport"] == json!("required");
+        if !named && !needs_arguments(tool) && !task_only && (read_only || ctx.allow_writes) {
+            chosen.push((tool.clone(), json!({})));
+        }
+    }
+    chosen
+}
+
+/// The tools `tools-call` calls, each called once over the run (with progress asked for).
+async fn tool_runs<'a>(ctx: &'a Ctx, client: &Client) -> Result<&'a [ToolRun], Verdict> {
+    let tools = listed_tools(client).await?;
+    let runs = ctx
+        .tool_runs
+        .get_or_init(|| async {
+            let mut runs = Vec::new();
+            for (tool, arguments) in tools_to_call(ctx, &tools) {
+                let reported = Arc::new(Mutex::new(Vec::new()));
+                let report = reported.clone();
+                let options = RequestOptions::default()
+                    .with_timeout(ctx.timeout)
+                    .with_progress(move |p| {
+                        if p.status.is_none() {
+                            report.lock().expect("progress lock").push(p.progress);
+                        }
+                    });
+                let params = json!({"name": tool["name"], "arguments": arguments});
+                let outcome = client
+                    .session()
+                    .request("tools/call", Some(params), options)
+                    .await
+                    .map_err(|e| e.to_string());
+                let progress = reported.lock().expect("progress lock").clone();
+                runs.push(ToolRun {
+                    tool,
+                    outcome,
+                    progress,
+                });
+            }
+            runs
+        })
+        .await;
+    Ok(runs)
+}
+
+async fn tools_call(ctx: &Ctx, client: &Client) -> Verdict {
+    let runs = match tool_runs(ctx, client).await {
+        Ok(runs) => runs,
+        Err(verdict) => return verdict,
+    };
+    if runs.is_empty() {
+        return not_applicable(
+            "no tool is marked read-only (annotations.readOnlyHint) and needs no argument; name one with --call, or pass --allow-writes",
+        );
+    }
+    for run in runs {
+        let name = &run.tool["name"];
+        let result = match &run.outcome {
+            Ok(result) => result,
+            Err(e) => return failed(format!("calling {name} failed: {e}"), None),
+        };
+        if let Some(why) = result_problem(&run.tool, result) {
+            return failed(format!("{name}: {why}"), Some(shown(result)));
+        }
+    }
+    Verdict::Passed
+}
+
+/// What is wrong with a content block, if anything.
+fn block_problem(item: &Value) -> Option<String> {
+    let valid = match item.get("type").and_then(Value::as_str) {
+        Some("text") => item.get("text").is_some_and(Value::is_string),
+        Some("image" | "audio") => {
+            item.get("data").is_some_and(Value::is_string)
+                && item.get("mimeType").is_some_and(Value::is_string)
+        }
+        Some("resource_link") => {
+            item.get("uri").is_some_and(Value::is_string)
+                && item.get("name").is_some_and(Value::is_string)
+        }
+        Some("resource") => item["resource"]["uri"].is_string(),
+        _ => false,
+    };
+    (!valid).then(|| {
+        format!(
+            "a content item is not a valid content block: {}",
+            shown(item)
+        )
+    })
+}
+
+/// What is wrong with a tool's result, if anything.
+fn result_problem(tool: &Value, result: &Value) -> Option<String> {
+    let Some(content) = result.get("content").and_then(Value::as_array) else {
+        return Some("a tool result must have a content array".into());
+    };
+    if let Some(why) = content.iter().find_map(block_problem) {
+        return Some(why);
+    }
+    let error = result.get("isError") == Some(&json!(true));
+    match (tool.get("outputSchema"), result.get("structuredContent")) {
+        (Some(_), None) if !error => {
+            Some("the tool gives an outputSchema, so its result must have structuredContent".into())
+        }
+        (Some(schema), Some(structured)) if !error => instance_problem(schema, structured)
+            .map(|why| format!("structuredContent does not fit the outputSchema: {why}")),
+        _ => None,
+    }
+}
+
+async fn progress(ctx: &Ctx, client: &Client) -> Verdict {
+    let runs = match tool_runs(ctx, client).await {
+        Ok(runs) => runs,
+        Err(verdict) => return verdict,
+    };
+    let mut any = false;
+    for run in runs {
+        let mut last: Option<f64> = None;
+        for value in &run.progress {
+            any = true;
+            let Some(value) = *value else {
+                return failed(
+                    format!(
+                        "a progress notification for {} has no progress number",
+                        run.tool["name"]
+                    ),
+                    None,
+                );
+            };
+            if last.is_some_and(|l| value <= l) {
+                return failed(
+                    format!(
+                        "the progress of {} went from {} to {value}: it must increase with each notification",
+                        run.tool["name"],
+                        last.unwrap_or_default()
+                    ),
+                    Some(format!("{:?}", run.progress)),
+                );
+            }
+            last = Some(value);
+        }
+    }
+    if any {
+        Verdict::Passed
+    } else {
+        not_applicable("no tool called reported progress")
+    }
+}
+
+/// A request that any server of what `client` declares answers, to see it still does.
+fn any_request(client: &Client) -> (&'static str, Value) {
+    if declares(client, "tools") {
+        ("tools/list", json!({}))
+    } else if declares(client, "resources") {
+        ("resources/list", json!({}))
+    } else if declares(client, "prompts") {
+        ("prompts/list", json!({}))
+    } else {
+        ("ping", json!({}))
+    }
+}
+
+async fn cancellation(ctx: &Ctx, client: &Client) -> Verdict {
+    // The first tool named by --call, as it can run long; else a list.
+    let (method, params) = match ctx.calls.first() {
+        Some((name, arguments)) => ("tools/call", json!({"name": name, "arguments": arguments})),
+        None => {
+            let (method, params) = any_request(client);
+            (method, params)
+        }
+    };
+    if method == "ping" && client.details().era == Era::Stateless {
+        return not_applicable("the server declares nothing to ask for");
+    }
+    let pending = request(client, method, params);
+    // Dropping the request cancels it: notifications/cancelled, or the stream closed.
+    let _ = tokio::time::timeout(CANCEL_AFTER, pending).await;
+    let (next, next_params) = any_request(client);
+    match request(client, next, next_params).await {
+        Ok(_) => Verdict::Passed,
+        Err(e) => failed(
+            format!("after {method} was cancelled, {next} was not answered: {e}"),
+            None,
+        ),
+    }
+}
+
+/// The lists the server declares: each method and the member that holds its items.
+fn declared_lists(client: &Client) -> Vec<(&'static str, &'static str)> {
+    [
+        ("tools", "tools/list", "tools"),
+        ("resources", "resources/list", "resources"),
+        ("resources", "resources/templates/list", "resourceTemplates"),
+        ("prompts", "prompts/list", "prompts"),
+    ]
+    .into_iter()
+    .filter(|(capability, _, _)| declares(client, capability))
+    .map(|(_, method, member)| (method, member))
+    .collect()
+}
+
+async fn pagination(client: &Client) -> Verdict {
+    let lists = declared_lists(client);
+    if lists.is_empty() {
+        return not_applicable("the server declares no list");
+    }
+    for (method, member) in lists {
+        let walked = walk(client, method, member).await;
+        match walked.problem {
+            // A template list a server does not have is resources-templates-list's.
+            Some(_) if method == "resources/templates/list" && walked.items.is_empty() => {}
+            Some(problem) => return problem,
+            None => {}
+        }
+    }
+    Verdict::Passed
+}
+
+async fn pagination_invalid_cursor(client: &Client) -> Verdict {
+    let Some((method, _)) = declared_lists(client).into_iter().next() else {
+        return not_applicable("the server declares no list");
+    };
+    let params = json!({"cursor": "agenvoy-check/a-cursor-never-given"});
+    refused_with(client, method, params, &[-32602]).await
+}
+
+async fn resources_list(client: &Client) -> Verdict {
+    if !declares(client, "resources") {
+        return not_declared("resources");
+    }
+    let result = match request(client, "resources/list", json!({})).await {
+        Ok(result) => result,
+        Err(e) => return failed(format!("resources/list failed: {e}"), None),
+    };
+    let Some(resources) = result.get("resources").and_then(Value::as_array) else {
+        return failed(
+            "resources/list's result must have a resources array",
+            Some(shown(&result)),
+        );
+    };
+    let has = |item: &Value, key: &str| item.get(key).is_some_and(Value::is_string);
+    match resources.iter().find(|r| !has(r, "uri") || !has(r, "name")) {
+        Some(bad) => failed("a resource must have a uri and a name", Some(shown(bad))),
+        None => Verdict::Passed,
+    }
+}
+
+async fn templates_list(client: &Client) -> Verdict {
+    if !declares(client, "resources") {
+        return not_declared("resources");
+    }
+    let result = match request(client, "resources/templates/list", json!({})).await {
+        Ok(result) => result,
+        Err(e) if rpc_code(&e) == Some(-32601) => {
+            return not_applicable("the server has no resource templates (-32601)");
+        }
+        Err(e) => return failed(format!("resources/templates/list failed: {e}"), None),
+    };
+    let Some(templates) = result.get("resourceTemplates").and_then(Value::as_array) else {
+        return failed(
+            "resources/templates/list's result must have a resourceTemplates array",
+            Some(shown(&result)),
+        );
+    };
+    let has = |item: &Value, key: &str| item.get(key).is_some_and(Value::is_string);
+    match templates
+        .iter()
+        .find(|t| !has(t, "uriTemplate") || !has(t, "name"))
+    {
+        Some(bad) => failed(
+            "a resource template must have a uriTemplate and a name",
+            Some(shown(bad)),
+        ),
+        None => Verdict::Passed,
+    }
+}
+
+/// The URI of the first resource listed.
+async fn first_resource(client: &Client) -> Option<String> {
+    let listed = request(client, "resources/list", json!({})).await.ok()?;
+    listed["resources"][0]["uri"].as_str().map(str::to_string)
+}
+
+async fn resources_read(client: &Client) -> Verdict {
+    if !declares(client, "resources") {
+        return not_declared("resources");
+    }
+    let Some(uri) = first_resource(client).await else {
+        return not_applicable("the server lists no resource");
+    };
+    let result = match request(client, "resources/read", json!({"uri": uri})).await {
+        Ok(result) => result,
+        Err(e) => return failed(format!("reading {uri:?} failed: {e}"), None),
+    };
+    let Some(contents) = result.get("contents").and_then(Value::as_array) else {
+        return failed(
+            "resources/read's result must have a contents array",
+            Some(shown(&result)),
+        );
+    };
+    for item in contents {
+        let uri_ok = item.get("uri").is_some_and(Value::is_string);
+        let body_ok = item.get("text").is_some_and(Value::is_string)
+            || item.get("blob").is_some_and(Value::is_string);
+        if !uri_ok || !body_ok {
+            return failed(
+                "each resource content must have a uri and a text or a blob",
+                Some(shown(item)),
+            );
+        }
+    }
+    Verdict::Passed
+}
+
+async fn resources_read_unknown(client: &Client) -> Verdict {
+    if !declares(client, "resources") {
+        return not_declared("resources");
+    }
+    // -32002 in 2025-11-25; -32602 from 2026-07-28, which handshake servers use too.
+    let codes: &[i64] = match client.details().era {
+        Era::Stateless => &[-32602],
+        _ => &[-32002, -32602],
+    };
+    let params = json!({"uri": "agenvoy-check://no-such-resource"});
+    refused_with(client, "resources/read", params, codes).await
+}
+
+async fn resources_subscribe(client: &Client) -> Verdict {
+    if !declares_member(client, "resources", "subscribe") {
+        return not_applicable("the server does not declare resources.subscribe");
+    }
+    if let Some(removed) = removed_in_stateless(client, "resources/subscribe") {
+        return removed;
+    }
+    let Some(uri) = first_resource(client).await else {
+        return not_applicable("the server lists no resource");
+    };
+    for method in ["resources/subscribe", "resources/unsubscribe"] {
+        match request(client, method, json!({"uri": uri})).await {
+            Ok(result) if is_empty_result(&result) => {}
+            Ok(other) => {
+                return failed(
+                    format!("{method}'s result must be empty"),
+                    Some(shown(&other)),
+                );
+            }
+            Err(e) => return failed(format!("{method} of {uri:?} failed: {e}"), None),
+        }
+    }
+    Verdict::Passed
+}
+
+/// The server's prompts as listed, or the verdict of a check that needs them.
+async fn listed_prompts(client: &Client) -> Result<Vec<Value>, Verdict> {
+    if !declares(client, "prompts") {
+        return Err(not_declared("prompts"));
+    }
+    match request(client, "prompts/list", json!({})).await {
+        Ok(result) => match result.get("prompts").and_then(Value::as_array) {
+            Some(prompts) => Ok(prompts.clone()),
+            None => Err(failed(
+                "prompts/list's result must have a prompts array",
+                Some(shown(&result)),
+            )),
+        },
+        Err(e) => Err(failed(format!("prompts/list failed: {e}"), None)),
+    }
+}
+
+async fn prompts_list(client: &Client) -> Verdict {
+    match listed_prompts(client).await {
+        Ok(prompts) => match prompts.iter().find(|p| !p["name"].is_string()) {
+            Some(prompt) => failed("a prompt must have a name", Some(shown(prompt))),
+            None => Verdict::Passed,
+        },
+        Err(verdict) => verdict,
+    }
+}
+
+fn required_arguments(prompt: &Value) -> Vec<&str> {
+    prompt["arguments"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter(|a| a["required"] == json!(true))
+        .filter_map(|a| a["name"].as_str())
+        .collect()
+}
+
+async fn prompts_get(client: &Client) -> Verdict {
+    let prompts = match listed_prompts(client).await {
+        Ok(prompts) => prompts,
+        Err(Verdict::Failed { .. }) => {
+            return not_applicable("prompts/list failed (see prompts-list)");
+        }
+        Err(verdict) => return verdict,
+    };
+    let mut judged = 0;
+    for prompt in prompts.iter().take(MAX_PROMPTS) {
+        let Some(name) = prompt["name"].as_str() else {
+            continue;
+        };
+        let required = required_arguments(prompt);
+        let arguments: serde_json::Map<String, Value> = required
+            .iter()
+            .map(|a| (a.to_string(), json!("agenvoy-check")))
+            .collect();
+        let result = match request(
+            client,
+            "prompts/get",
+            json!({"name": name, "arguments": arguments}),
+        )
+        .await
+        {
+            Ok(result) => result,
+            // Made-up values may not be ones the prompt takes: not judged.
+            Err(e) if rpc_code(&e).is_some() && !required.is_empty() => continue,
+            Err(e) => return failed(format!("getting the prompt {name:?} failed: {e}"), None),
+        };
+        judged += 1;
+        let Some(messages) = result.get("messages").and_then(Value::as_array) else {
+            return failed(
+                format!("the prompt {name:?} has no messages array"),
+                Some(shown(&result)),
+            );
+        };
+        for message in messages {
+            if !matches!(message["role"].as_str(), Some("user" | "assistant")) {
+                return failed(
+                    format!("a message of {name:?} has no role user or assistant"),
+                    Some(shown(message)),
+                );
+            }
+            if let Some(why) = block_problem(&message["content"]) {
+                return failed(format!("the prompt {name:?}: {why}"), Some(shown(message)));
+            }
+        }
+    }
+    if judged == 0 {
+        return not_applicable("no prompt could be got with made-up arguments");
+    }
+    Verdict::Passed
+}
+
+async fn prompts_missing_argument(client: &Client) -> Verdict {
+    let prompts = match listed_prompts(client).await {
+        Ok(prompts) => prompts,
+        Err(Verdict::Failed { .. }) => {
+            return not_applicable("prompts/list failed (see prompts-list)");
+        }
+        Err(verdict) => return verdict,
+    };
+    let Some(name) = prompts
+        .iter()
+        .find(|p| !required_arguments(p).is_empty())
+        .and_then(|p| p["name"].as_str())
+    else {
+        return not_applicable("no prompt has a required argument");
+    };
+    let params = json!({"name": name, "arguments": {}});
+    refused_with(client, "prompts/get", params, &[-32602]).await
+}
+
+/// The first `{name}` of a URI template.
+fn template_variable(template: &str) -> Option<&str> {
+    let start = template.find('{')? + 1;
+    let end = start + template[start..].find('}')?;
+    let name = template[start..end].trim_start_matches(['+', '#', '.', '/', ';', '?', '&']);
+    name.split([',', '*', ':']).next().filter(|n| !n.is_empty())
+}
+
+async fn completion(client: &Client) -> Verdict {
+    if !declares(client, "completions") {
+        return not_declared("completions");
+    }
+    let prompts = request(client, "prompts/list", json!({}))
+        .await
+        .unwrap_or_default();
+    let from_prompt = prompts["prompts"].as_array().into_iter().flatten().find_map(|p| {
+        let argument = p["arguments"][0]["name"].as_str()?;
+        Some(json!({"ref": {"type": "ref/prompt", "name": p["name"]}, "argument": {"name": argument, "value": ""}}))
+    });
+    let params = match from_prompt {
+        Some(params) => Some(params),
+        None => {
+            let templates = request(client, "resources/templates/list", json!({}))
+                .await
+                .unwrap_or_default();
+            templates["resourceTemplates"].as_array().into_iter().flatten().find_map(|t| {
+                let template = t["uriTemplate"].as_str()?;
+                let variable = template_variable(template)?;
+                Some(json!({"ref": {"type": "ref/resource", "uri": template}, "argument": {"name": variable, "value": ""}}))
+            })
+        }
+    };
+    let Some(params) = params else {
+        return not_applicable("no prompt argument or template variable to complete");
+    };
+    let result = match request(client, "completion/complete", params.clone()).await {
+        Ok(result) => result,
+        Err(e) => {
+            return failed(
+                format!("completion/complete failed: {e}"),
+                Some(shown(&params)),
+            );
+        }
+    };
+    let completion = &result["completion"];
+    let Some(values) = completion["values"].as_array() else {
+        return failed(
+            "the result must have completion.values, an array",
+            Some(shown(&result)),
+        );
+    };
+    if values.len() > 100 || !values.iter().all(Value::is_string) {
+        return failed(
+            "completion.values must be at most 100 strings",
+            Some(shown(&result)),
+        );
+    }
+    let total_ok = completion.get("total").is_none_or(|t| t.is_u64());
+    let more_ok = completion.get("hasMore").is_none_or(Value::is_boolean);
+    if !total_ok || !more_ok {
+        return failed(
+            "completion.total must be an integer and hasMore a boolean",
+            Some(shown(&result)),
+        );
+    }
+    Verdict::Passed
+}
+
+async fn logging_set_level(client: &Client) -> Verdict {
+    if !declares(client, "logging") {
+        return not_declared("logging");
+    }
+    if let Some(removed) = removed_in_stateless(client, "logging/setLevel") {
+        return removed;
+    }
+    match request(client, "logging/setLevel", json!({"level": "info"})).await {
+        Ok(result) if is_empty_result(&result) => Verdict::Passed,
+        Ok(other) => failed(
+            "logging/setLevel's result must be empty",
+            Some(shown(&other)),
+        ),
+        Err(e) => failed(format!("logging/setLevel failed: {e}"), None),
+    }
+}
+
+async fn logging_invalid_level(client: &Client) -> Verdict {
+    if !declares(client, "logging") {
+        return not_declared("logging");
+    }
+    if let Some(removed) = removed_in_stateless(client, "logging/setLevel") {
+        return removed;
+    }
+    let params = json!({"level": "agenvoy-check-no-such-level"});
+    refused_with(client, "logging/setLevel", params, &[-32602]).await
+}
+
+/// What a server must declare to send `method`: a capability and its member, if any.
+fn needed_for(method: &str) -> Option<(&'static str, Option<&'static str>)> {
+    Some(match method {
+        "notifications/tools/list_changed" => ("tools", Some("listChanged")),
+        "notifications/resources/list_changed" => ("resources", Some("listChanged")),
+        "notifications/resources/updated" => ("resources", Some("subscribe")),
+        "notifications/prompts/list_changed" => ("prompts", Some("listChanged")),
+        "notifications/message" => ("logging", None),
+        _ => return None,
+    })
+}
+
+pub(super) fn notifications_declared(ctx: &Ctx) -> Verdict {
+    let Some(client) = &ctx.client else {
+        return not_applicable("the server did not connect (see initialize)");
+    };
+    let seen = ctx.seen.lock().expect("seen lock").clone();
+    for notification in &seen {
+        let Some((capability, member)) = needed_for(&notification.method) else {
+            continue;
+        };
+        let declared = match member {
+            Some(member) => declares_member(client, capability, member),
+            None => declares(client, capability),
+        };
+        if !declared {
+            let what = member.map_or(capability.to_string(), |m| format!("{capability}.{m}"));
+            let params = notification.params.clone().unwrap_or(Value::Null);
+            return failed(
+                format!(
+                    "the server sent {} without declaring {what}",
+                    notification.method
+                ),
+                Some(shown(
+                    &json!({"method": notification.method, "params": params}),
+                )),
+            );
+        }
+    }
+    Verdict::Passed
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn template_variables_are_found_past_operators() {
+        assert_eq!(template_variable("file:///{path}"), Some("path"));
+        assert_eq!(template_variable("x://{+path*}/y"), Some("path"));
+        assert_eq!(template_variable("x://{?a,b}"), Some("a"));
+        assert_eq!(template_variable("x://none"), None);
+        assert_eq!(template_variable("x://{}"), None);
+    }
+
+    #[test]
+    fn results_are_held_to_their_output_schema() {
+        let tool = json!({"outputSchema": {"type": "object", "properties": {"n": {"type": "integer"}}, "required": ["n"]}});
+        let ok = json!({"content": [], "structuredContent": {"n": 1}});
+        assert_eq!(result_problem(&tool, &ok), None);
+        let bad = json!({"content": [], "structuredContent": {"n": "1"}});
+        assert!(result_problem(&tool, &bad).unwrap().contains("at /n"));
+        let missing = json!({"content": [{"type": "text", "text": "x"}]});
+        assert!(
+            result_problem(&tool, &missing)
+                .unwrap()
+                .contains("structuredContent")
+        );
+        let error = json!({"content": [{"type": "text", "text": "x"}], "isError": true});
+        assert_eq!(result_problem(&tool, &error), None);
+        let block = json!({"content": [{"type": "text"}]});
+        assert!(
+            result_problem(&json!({}), &block)
+                .unwrap()
+                .contains("content block")
+        );
+    }
+}
