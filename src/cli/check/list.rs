@@ -168,11 +168,10 @@ pub const CHECKS: &[Check] = &[
         "server/prompts#getting-a-prompt",
         Some("prompts-get-simple"),
     ),
-    must(
+    should(
         "prompts-get-missing-argument",
         "getting a prompt without one of its required arguments is refused with -32602",
         "server/prompts#error-handling",
-        None,
     ),
     must(
         "completion",
