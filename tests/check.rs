@@ -607,3 +607,91 @@ fn real_servers_fail_only_where_docs_check_md_says_they_deviate() {
         );
     }
 }
+
+/// The official suite's server scenarios that any server can be held to (the others call
+/// tools, resources and prompts of its own reference server by name), and the check of
+/// ours that covers each.
+const SHARED_SCENARIOS: [(&str, &str); 10] = [
+    ("server-initialize", "initialize"),
+    ("ping", "ping"),
+    ("tools-list", "tools-list"),
+    ("resources-list", "resources-list"),
+    ("resources-subscribe", "resources-subscribe"),
+    ("resources-unsubscribe", "resources-subscribe"),
+    ("prompts-list", "prompts-list"),
+    ("logging-set-level", "logging-set-level"),
+    ("completion-complete", "completion"),
+    ("dns-rebinding-protection", "http-origin"),
+];
+
+/// Each scenario's verdict from the official suite's server mode against `url`: passed when
+/// every check of it is a SUCCESS.
+fn suite_verdicts(node: &std::path::Path, url: &str) -> std::collections::BTreeMap<String, bool> {
+    let suite = node
+        .parent()
+        .unwrap()
+        .join("../@modelcontextprotocol/conformance/dist/index.js");
+    let out = tempfile::tempdir().unwrap();
+    let mut verdicts = std::collections::BTreeMap::new();
+    for (scenario, _) in SHARED_SCENARIOS {
+        let status = Command::new(node)
+            .arg(&suite)
+            .args(["server", "--url", url, "--scenario", scenario, "-o"])
+            .arg(out.path())
+            .current_dir(out.path())
+            .output()
+            .unwrap();
+        let dir = std::fs::read_dir(out.path())
+            .unwrap()
+            .map(|e| e.unwrap().path())
+            .find(|p| {
+                p.file_name()
+                    .unwrap()
+                    .to_string_lossy()
+                    .starts_with(&format!("server-{scenario}-20"))
+            })
+            .unwrap_or_else(|| panic!("{scenario}: no results: {status:?}"));
+        let checks: Value =
+            serde_json::from_str(&std::fs::read_to_string(dir.join("checks.json")).unwrap())
+                .unwrap();
+        let checks = checks.as_array().unwrap();
+        assert!(!checks.is_empty(), "{scenario}: the suite checked nothing");
+        let passed = checks.iter().all(|c| c["status"] == "SUCCESS");
+        verdicts.insert(scenario.to_string(), passed);
+        std::fs::remove_dir_all(dir).unwrap();
+    }
+    verdicts
+}
+
+/// On an HTTP server both tools reach, `check` and the official suite's server mode agree on
+/// every scenario they share: against the fixture, which passes them, and its `lax` mode,
+/// which does not validate `Origin`.
+#[test]
+fn the_verdicts_agree_with_the_official_suite_where_they_share_a_scenario() {
+    let Some(node) = installed("../conformance/node_modules/.bin/node") else {
+        return;
+    };
+    for (mode, failing) in [
+        ("json", &[][..]),
+        ("lax", &["dns-rebinding-protection"][..]),
+    ] {
+        let server = HttpFixture::start(mode, &[]);
+        let ours = report(&[], &[server.url.as_str()]);
+        let theirs = suite_verdicts(&node, &server.url);
+        for (scenario, id) in SHARED_SCENARIOS {
+            let suite_passed = theirs[scenario];
+            assert_eq!(
+                suite_passed,
+                !failing.contains(&scenario),
+                "{mode}: the suite on {scenario}"
+            );
+            let verdict = &ours.check(id)["verdict"];
+            assert_eq!(
+                verdict == "passed",
+                suite_passed,
+                "{mode}: {id} is {verdict}, the suite's {scenario} {}",
+                if suite_passed { "passed" } else { "failed" }
+            );
+        }
+    }
+}

@@ -325,11 +325,21 @@ async fn expect_status(
     }
 }
 
+/// `scheme://authority` of the endpoint: the origin of the server's own pages.
+fn own_origin(url: &str) -> Option<String> {
+    let (scheme, rest) = url.split_once("://")?;
+    let authority = rest.split(['/', '?', '#']).next()?;
+    let authority = authority
+        .rsplit_once('@')
+        .map_or(authority, |(_, host)| host);
+    Some(format!("{scheme}://{authority}"))
+}
+
 async fn origin(ctx: &Ctx, opened: &Opened) -> Verdict {
     let request = opened.any_request(2);
     let why =
         format!("a request with the Origin {FOREIGN_ORIGIN} must be refused with 403 Forbidden");
-    expect_status(
+    let foreign = expect_status(
         ctx,
         opened,
         &request,
@@ -338,7 +348,27 @@ async fn origin(ctx: &Ctx, opened: &Opened) -> Verdict {
         403,
         &why,
     )
-    .await
+    .await;
+    if !matches!(foreign, Verdict::Passed) {
+        return foreign;
+    }
+    // Refusing every Origin is no validation either: the server's own must be served.
+    let Some(own) = own_origin(&opened.url) else {
+        return foreign;
+    };
+    match opened
+        .post(ctx, &opened.any_request(7), &[("origin", &own)], &[])
+        .await
+    {
+        Ok(answer) if answer.status == 403 => failed(
+            format!(
+                "a request with the server's own Origin {own} was refused with 403: the Origin must be validated, not every one refused"
+            ),
+            Some(described(&answer)),
+        ),
+        Ok(_) => Verdict::Passed,
+        Err(e) => failed(format!("the request was not answered: {e}"), None),
+    }
 }
 
 async fn protocol_version(ctx: &Ctx, opened: &Opened) -> Verdict {
