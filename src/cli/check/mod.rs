@@ -121,8 +121,9 @@ fn failed(why: impl Into<String>, exchange: Option<String>) -> Verdict {
     }
 }
 
+/// Why a check does not apply; secrets in URLs are hidden from it too.
 fn not_applicable(why: impl Into<String>) -> Verdict {
-    Verdict::NotApplicable(why.into())
+    Verdict::NotApplicable(redact_urls(&why.into()).into_owned())
 }
 
 /// `value` as compact JSON, cut to [`MAX_SHOWN`] characters.
