@@ -34,11 +34,14 @@ pub(super) struct Opened {
     first: Option<RawAnswer>,
     /// The answer to `notifications/initialized` (handshake era).
     notification: Option<RawAnswer>,
+    /// The event IDs of each event stream a POST was answered with, in order.
+    streams: std::sync::Mutex<Vec<Vec<String>>>,
 }
 
-fn blocked(why: impl Into<String>) -> Opened {
+/// A connection not opened, for `why`; `None` for one about to be.
+fn unopened(why: Option<String>) -> Opened {
     Opened {
-        blocked: Some(why.into()),
+        blocked: why,
         unauthorized: None,
         http: None,
         url: String::new(),
@@ -47,6 +50,7 @@ fn blocked(why: impl Into<String>) -> Opened {
         session: None,
         first: None,
         notification: None,
+        streams: Default::default(),
     }
 }
 
@@ -91,7 +95,7 @@ impl Opened {
         headers.extend(user);
         let http = self.http.as_ref().ok_or("no connection")?;
         let body = message.to_string().into_bytes();
-        raw_exchange(
+        let answer = raw_exchange(
             http,
             "POST",
             &self.url,
@@ -100,7 +104,12 @@ impl Opened {
             ctx.timeout,
             BODY_WAIT,
         )
-        .await
+        .await?;
+        if is_event_stream(&answer) {
+            let mut streams = self.streams.lock().expect("streams lock");
+            streams.push(event_ids(&answer));
+        }
+        Ok(answer)
     }
 
     /// A request the server must answer in its era: `ping`, or `server/discover`.
@@ -115,7 +124,7 @@ impl Opened {
 
 async fn open(ctx: &Ctx) -> Opened {
     let Target::Url(url) = &ctx.target else {
-        return blocked("the server is reached over stdio");
+        return unopened(Some("the server is reached over stdio".into()));
     };
     let (era, version) = match &ctx.client {
         Some(client) => (
@@ -125,12 +134,11 @@ async fn open(ctx: &Ctx) -> Opened {
         None => (Era::Handshake, "2025-11-25".to_string()),
     };
     let mut opened = Opened {
-        blocked: None,
         http: Some(https_client("server", ctx.timeout, &Proxy::Environment)),
         url: url.clone(),
         era,
         version: version.clone(),
-        ..blocked("")
+        ..unopened(None)
     };
     let first = match era {
         Era::Stateless => opened.any_request(1),
@@ -148,7 +156,7 @@ async fn open(ctx: &Ctx) -> Opened {
     };
     let answer = match opened.post(ctx, &first, &[], drop).await {
         Ok(answer) => answer,
-        Err(why) => return blocked(format!("the server could not be reached: {why}")),
+        Err(why) => return unopened(Some(format!("the server could not be reached: {why}"))),
     };
     if answer.status == 401 {
         opened.unauthorized = Some(answer);
@@ -198,6 +206,15 @@ fn messages(answer: &RawAnswer) -> Vec<Value> {
         found.push(message);
     }
     found
+}
+
+/// The `id` of each event of an event stream, in order.
+fn event_ids(answer: &RawAnswer) -> Vec<String> {
+    String::from_utf8_lossy(&answer.body)
+        .split('\n')
+        .filter_map(|line| line.strip_suffix('\r').unwrap_or(line).strip_prefix("id:"))
+        .map(|id| id.strip_prefix(' ').unwrap_or(id).to_string())
+        .collect()
 }
 
 fn content_type(answer: &RawAnswer) -> String {
@@ -264,6 +281,8 @@ pub(super) async fn judge(ctx: &Ctx, id: &str) -> Verdict {
         "http-session-missing" => session(ctx, opened, None, 400).await,
         "http-get" if handshake => get(ctx, opened).await,
         "http-get" => not_applicable("2026-07-28 has no GET stream"),
+        "http-sse-ids" if !handshake => not_applicable("2026-07-28 streams are not resumed"),
+        "http-sse-ids" => sse_ids(opened),
         "http-headers" if handshake => {
             not_applicable("the request metadata headers are 2026-07-28's")
         }
@@ -436,6 +455,34 @@ async fn get(ctx: &Ctx, opened: &Opened) -> Verdict {
         ),
         Err(e) => failed(format!("the GET was not answered: {e}"), None),
     }
+}
+
+/// Event IDs, where a stream gives them, are unique across every stream of the session: the
+/// one a client resumes from must name one event.
+fn sse_ids(opened: &Opened) -> Verdict {
+    let streams = opened.streams.lock().expect("streams lock");
+    if streams.is_empty() {
+        return not_applicable("no request was answered with an event stream");
+    }
+    let mut seen = std::collections::HashMap::new();
+    for (stream, ids) in streams.iter().enumerate() {
+        for id in ids.iter().filter(|id| !id.is_empty()) {
+            if let Some(first) = seen.insert(id.clone(), stream) {
+                let where_ = if first == stream {
+                    "twice in one stream".to_string()
+                } else {
+                    format!("in streams {} and {}", first + 1, stream + 1)
+                };
+                return failed(
+                    format!(
+                        "the event ID {id:?} was given {where_}: an ID must be unique across all streams of a session"
+                    ),
+                    Some(format!("event IDs of each stream: {:?}", *streams)),
+                );
+            }
+        }
+    }
+    Verdict::Passed
 }
 
 async fn headers(ctx: &Ctx, opened: &Opened) -> Verdict {

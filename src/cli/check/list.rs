@@ -238,6 +238,12 @@ pub const CHECKS: &[Check] = &[
         None,
     ),
     must(
+        "http-sse-ids",
+        "the event IDs of the event streams the server answered with are unique across all streams of the session",
+        "basic/transports#resumability-and-redelivery",
+        None,
+    ),
+    must(
         "http-headers",
         "2026-07-28: an unknown method is answered 404 with -32601, and an Mcp-Method header that differs from the body 400 with -32020",
         "2026-07-28/basic/transports/streamable-http#request-metadata",

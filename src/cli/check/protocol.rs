@@ -535,10 +535,7 @@ async fn cancellation(ctx: &Ctx, client: &Client) -> Verdict {
     // The first tool named by --call, as it can run long; else a list.
     let (method, params) = match ctx.calls.first() {
         Some((name, arguments)) => ("tools/call", json!({"name": name, "arguments": arguments})),
-        None => {
-            let (method, params) = any_request(client);
-            (method, params)
-        }
+        None => any_request(client),
     };
     if method == "ping" && client.details().era == Era::Stateless {
         return not_applicable("the server declares nothing to ask for");
