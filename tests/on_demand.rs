@@ -94,10 +94,14 @@ async fn a_catalog_is_filled_once_then_tools_come_from_it_and_the_first_call_sta
     assert!(tools.contains(&"mcp__fx__echo".to_string()), "{tools:?}");
     let status = manager.status().remove(0);
     assert!(status.start.is_on_demand() && status.tool_count > 5);
-    let kept = std::fs::read_dir(dir.path().join("catalogs"))
-        .unwrap()
-        .count();
-    assert_eq!(kept, 1, "one catalog file");
+    // Written on a blocking thread: it may land just after the manager is up.
+    let catalogs = dir.path().join("catalogs");
+    let kept = || std::fs::read_dir(&catalogs).map_or(0, |d| d.count());
+    assert!(
+        common::wait_until_or_not(Duration::from_secs(10), || kept() == 1),
+        "one catalog file, not {}",
+        kept()
+    );
     manager.close().await;
 
     // The next launch starts nothing: the tools, resources and prompts come from the catalog.
