@@ -173,6 +173,27 @@ pub(super) fn junit(findings: &[Finding]) -> std::io::Result<()> {
     out!("</testsuites>")
 }
 
+/// The SARIF artifact a finding is located at: the server's URL, or its program as a URI
+/// reference (`file://` for an absolute path, which a relative reference may not begin with).
+fn artifact_uri(server: &str) -> String {
+    if server.starts_with("http://") || server.starts_with("https://") {
+        return server.to_string();
+    }
+    let mut encoded = String::new();
+    for byte in server.bytes() {
+        match byte {
+            b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'-' | b'.' | b'_' | b'~' | b'/' => {
+                encoded.push(byte as char)
+            }
+            _ => encoded.push_str(&format!("%{byte:02X}")),
+        }
+    }
+    match encoded.starts_with('/') {
+        true => format!("file://{encoded}"),
+        false => encoded,
+    }
+}
+
 /// SARIF 2.1.0: every check a rule of the tool's driver; a result a check run, of kind
 /// `fail` (level `error` for a MUST, `warning` for a SHOULD), `pass` or `notApplicable`,
 /// located at the server (its URL or command) as the artifact.
@@ -213,7 +234,7 @@ pub(super) fn sarif(server: &str, findings: &[Finding]) -> Value {
                 "kind": kind,
                 "level": level,
                 "message": {"text": message},
-                "locations": [{"physicalLocation": {"artifactLocation": {"uri": server}}}],
+                "locations": [{"physicalLocation": {"artifactLocation": {"uri": artifact_uri(server)}}}],
             })
         })
         .collect();
@@ -230,4 +251,17 @@ pub(super) fn sarif(server: &str, findings: &[Finding]) -> Value {
             "results": results,
         }],
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_server_is_located_by_a_uri_reference() {
+        assert_eq!(artifact_uri("https://h/mcp"), "https://h/mcp");
+        assert_eq!(artifact_uri("/opt/my server"), "file:///opt/my%20server");
+        assert_eq!(artifact_uri("npx"), "npx");
+        assert_eq!(artifact_uri("./run:it"), "./run%3Ait");
+    }
 }
