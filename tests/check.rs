@@ -96,11 +96,14 @@ type Case<'a> = (Strs<'a>, Strs<'a>, Strs<'a>, Strs<'a>);
 /// `slow` reports progress; naming it makes `tools-call` and `progress` judge something.
 const CALL_SLOW: [&str; 2] = ["--call", r#"slow={"seconds": 0.2, "steps": 3}"#];
 
+/// `add_tool` changes the tool list, which `tools-list-changed` judges.
+const ADD_TOOL: [&str; 2] = ["--call", r#"add_tool={"name": "added_by_check"}"#];
+
 #[test]
 fn the_fixture_passes_in_both_eras_over_stdio_and_http() {
     for flags in [&[][..], &["--mode", "modern"][..]] {
         let target = fixture(flags);
-        let r = report(&CALL_SLOW, &strs(&target));
+        let r = report(&[&CALL_SLOW[..], &ADD_TOOL].concat(), &strs(&target));
         assert_eq!(
             (r.code, &r.failed, &r.warned),
             (0, &set(&[]), &set(&[])),
@@ -126,6 +129,13 @@ fn the_fixture_passes_in_both_eras_over_stdio_and_http() {
         ] {
             assert!(r.passed.contains(id), "{flags:?} {id}: {}", r.json);
         }
+        // add_tool's notification goes on a subscriptions/listen stream in 2026-07-28.
+        let changed = &r.check("tools-list-changed")["verdict"];
+        assert_eq!(
+            changed == "passed",
+            flags.is_empty(),
+            "{flags:?}: {changed}"
+        );
         // Each check says where the spec holds it, how strongly, and the suite's scenario.
         let tools = r.check("tools-list");
         assert_eq!(tools["scenario"], "tools-list");
@@ -190,7 +200,7 @@ fn the_fixture_passes_in_both_eras_over_stdio_and_http() {
 
 #[test]
 fn each_broken_mode_is_reported_by_its_check_and_nothing_else_fails() {
-    let stdio: [Case; 8] = [
+    let stdio: [Case; 9] = [
         (
             &["--mode", "lax"],
             &[],
@@ -217,6 +227,12 @@ fn each_broken_mode_is_reported_by_its_check_and_nothing_else_fails() {
             &CALL_SLOW,
             &["progress"],
             &[],
+        ),
+        (
+            &["--mode", "silent-list-changed"],
+            &ADD_TOOL,
+            &[],
+            &["tools-list-changed"],
         ),
         (
             &["--mode", "should-errors"],
@@ -360,7 +376,7 @@ assert int(suite.get("tests")) == len(cases) and int(suite.get("skipped")) == le
 print(len(cases), ",".join(sorted(failed)))
 "#;
     if let Some(said) = python_reads(read, &xml) {
-        assert_eq!(said, "36 tools-call-unknown,unknown-method", "{xml}");
+        assert_eq!(said, "37 tools-call-unknown,unknown-method", "{xml}");
     }
     // A warning is a passed case that says so.
     let target = fixture(&["--mode", "should-errors"]);
@@ -420,7 +436,7 @@ print(len(rules), " ".join(out))
     if let Some(said) = python_reads(read, &sarif) {
         assert_eq!(
             said,
-            "36 tools-list:pass:none logging-invalid-level:fail:warning http-origin:notApplicable:none",
+            "37 tools-list:pass:none logging-invalid-level:fail:warning http-origin:notApplicable:none",
             "{sarif}"
         );
     }

@@ -110,6 +110,11 @@ pub const CHECKS: &[Check] = &[
         "basic/utilities/progress",
         None,
     ),
+    should(
+        "tools-list-changed",
+        "where tools.listChanged is declared and a tool called changes the tool list, the server sends notifications/tools/list_changed",
+        "server/tools#list-changed-notification",
+    ),
     must(
         "cancellation",
         "after a request is cancelled (notifications/cancelled, or its stream closed), the server goes on answering",

@@ -155,6 +155,12 @@ async fn request(client: &Client, method: &str, params: Value) -> agenvoy_mcp::R
         .await
 }
 
+/// What `tools-call` did: the tools listed before it called any, and each call.
+struct Calls {
+    names_before: Vec<String>,
+    runs: Vec<ToolRun>,
+}
+
 /// One tool called by `tools-call`: its listing, and the result or why it failed; the
 /// progress reported for the call.
 struct ToolRun {
@@ -177,7 +183,7 @@ struct Ctx {
     allow_writes: bool,
     /// Every notification the server sent over the run.
     seen: Arc<Mutex<Vec<Notification>>>,
-    tool_runs: tokio::sync::OnceCell<Vec<ToolRun>>,
+    calls_made: tokio::sync::OnceCell<Calls>,
     http: tokio::sync::OnceCell<http::Opened>,
 }
 
@@ -284,7 +290,7 @@ pub async fn run(args: CheckArgs) -> ExitCode {
         calls,
         allow_writes: args.allow_writes,
         seen,
-        tool_runs: Default::default(),
+        calls_made: Default::default(),
         http: Default::default(),
     };
     let wanted = |id: &str| args.only.is_empty() || args.only.iter().any(|o| o == id);

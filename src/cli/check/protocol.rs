@@ -1,7 +1,7 @@
 //! The checks of the protocol's messages, over the client `check` connected.
 
 use super::schema::{instance_problem, schema_problem};
-use super::{Ctx, ToolRun, Verdict, failed, not_applicable, request, rpc_code, shown};
+use super::{Calls, Ctx, ToolRun, Verdict, failed, not_applicable, request, rpc_code, shown};
 use agenvoy_mcp::{Client, Era, RequestOptions};
 use serde_json::{Value, json};
 use std::collections::HashSet;
@@ -31,6 +31,7 @@ pub(super) async fn judge(ctx: &Ctx, client: &Client, id: &str) -> Verdict {
         "tools-call-unknown" => tools_call_unknown(client).await,
         "tools-call" => tools_call(ctx, client).await,
         "progress" => progress(ctx, client).await,
+        "tools-list-changed" => tools_list_changed(ctx, client).await,
         "cancellation" => cancellation(ctx, client).await,
         "pagination" => pagination(client).await,
         "pagination-invalid-cursor" => pagination_invalid_cursor(client).await,
@@ -378,11 +379,11 @@ fn tools_to_call(ctx: &Ctx, tools: &[Value]) -> Vec<(Value, Value)> {
     chosen
 }
 
-/// The tools `tools-call` calls, each called once over the run (with progress asked for).
-async fn tool_runs<'a>(ctx: &'a Ctx, client: &Client) -> Result<&'a [ToolRun], Verdict> {
+/// The calls `tools-call` makes, each made once over the run (with progress asked for).
+async fn calls<'a>(ctx: &'a Ctx, client: &Client) -> Result<&'a Calls, Verdict> {
     let tools = listed_tools(client).await?;
-    let runs = ctx
-        .tool_runs
+    let calls = ctx
+        .calls_made
         .get_or_init(|| async {
             let mut runs = Vec::new();
             for (tool, arguments) in tools_to_call(ctx, &tools) {
@@ -408,15 +409,74 @@ async fn tool_runs<'a>(ctx: &'a Ctx, client: &Client) -> Result<&'a [ToolRun], V
                     progress,
                 });
             }
-            runs
+            let names_before = tools
+                .iter()
+                .filter_map(|t| t["name"].as_str())
+                .map(str::to_string)
+                .collect();
+            Calls { names_before, runs }
         })
         .await;
-    Ok(runs)
+    Ok(calls)
+}
+
+/// The tool names listed now.
+async fn tool_names(client: &Client) -> Vec<String> {
+    let walked = walk(client, "tools/list", "tools").await;
+    walked
+        .items
+        .iter()
+        .filter_map(|t| t["name"].as_str())
+        .map(str::to_string)
+        .collect()
+}
+
+/// How long a list-changed notification may come after the call that changed the list.
+const NOTICE_WAIT: Duration = Duration::from_secs(2);
+
+async fn tools_list_changed(ctx: &Ctx, client: &Client) -> Verdict {
+    if !declares_member(client, "tools", "listChanged") {
+        return not_applicable("the server does not declare tools.listChanged");
+    }
+    if client.details().era == Era::Stateless {
+        return not_applicable(
+            "2026-07-28 sends list changes on subscriptions/listen streams, which check does not open",
+        );
+    }
+    let calls = match calls(ctx, client).await {
+        Ok(calls) => calls,
+        Err(verdict) => return verdict,
+    };
+    let mut before = calls.names_before.clone();
+    let mut now = tool_names(client).await;
+    before.sort();
+    now.sort();
+    if before == now {
+        return not_applicable("no tool called changed the tool list (cause a change with --call)");
+    }
+    let noticed = || {
+        ctx.seen
+            .lock()
+            .expect("seen lock")
+            .iter()
+            .any(|n| n.method == "notifications/tools/list_changed")
+    };
+    let deadline = tokio::time::Instant::now() + NOTICE_WAIT;
+    while !noticed() && tokio::time::Instant::now() < deadline {
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    if noticed() {
+        return Verdict::Passed;
+    }
+    failed(
+        "the tool list changed over the calls, and the server, which declares tools.listChanged, sent no notifications/tools/list_changed",
+        Some(format!("tools before: {before:?}; after: {now:?}")),
+    )
 }
 
 async fn tools_call(ctx: &Ctx, client: &Client) -> Verdict {
-    let runs = match tool_runs(ctx, client).await {
-        Ok(runs) => runs,
+    let runs = match calls(ctx, client).await {
+        Ok(calls) => &calls.runs,
         Err(verdict) => return verdict,
     };
     if runs.is_empty() {
@@ -480,8 +540,8 @@ fn result_problem(tool: &Value, result: &Value) -> Option<String> {
 }
 
 async fn progress(ctx: &Ctx, client: &Client) -> Verdict {
-    let runs = match tool_runs(ctx, client).await {
-        Ok(runs) => runs,
+    let runs = match calls(ctx, client).await {
+        Ok(calls) => &calls.runs,
         Err(verdict) => return verdict,
     };
     let mut any = false;
