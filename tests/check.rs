@@ -376,7 +376,7 @@ assert int(suite.get("tests")) == len(cases) and int(suite.get("skipped")) == le
 print(len(cases), ",".join(sorted(failed)))
 "#;
     if let Some(said) = python_reads(read, &xml) {
-        assert_eq!(said, "37 tools-call-unknown,unknown-method", "{xml}");
+        assert_eq!(said, "38 tools-call-unknown,unknown-method", "{xml}");
     }
     // A warning is a passed case that says so.
     let target = fixture(&["--mode", "should-errors"]);
@@ -436,7 +436,7 @@ print(len(rules), " ".join(out))
     if let Some(said) = python_reads(read, &sarif) {
         assert_eq!(
             said,
-            "37 tools-list:pass:none logging-invalid-level:fail:warning http-origin:notApplicable:none",
+            "38 tools-list:pass:none logging-invalid-level:fail:warning http-origin:notApplicable:none",
             "{sarif}"
         );
     }
@@ -678,30 +678,57 @@ fn real_servers_fail_only_where_docs_check_md_says_they_deviate() {
 
 /// The official suite's server scenarios that any server can be held to (the others call
 /// tools, resources and prompts of its own reference server by name, and its
-/// `resources-subscribe` and `completion-complete` name them too), and the check of ours
-/// that covers each.
-const SHARED_SCENARIOS: [(&str, &str); 7] = [
-    ("server-initialize", "initialize"),
-    ("ping", "ping"),
-    ("tools-list", "tools-list"),
-    ("resources-list", "resources-list"),
-    ("prompts-list", "prompts-list"),
-    ("logging-set-level", "logging-set-level"),
-    ("dns-rebinding-protection", "http-origin"),
+/// `resources-subscribe` and `completion-complete` name them too), each with the suite's
+/// package (0.1.16, or 0.2.0-alpha.12 for the one it added) and the check of ours that covers
+/// it.
+const SHARED_SCENARIOS: [(&str, &str, &str); 8] = [
+    (
+        "@modelcontextprotocol/conformance",
+        "server-initialize",
+        "initialize",
+    ),
+    ("@modelcontextprotocol/conformance", "ping", "ping"),
+    (
+        "@modelcontextprotocol/conformance",
+        "tools-list",
+        "tools-list",
+    ),
+    (
+        "@modelcontextprotocol/conformance",
+        "resources-list",
+        "resources-list",
+    ),
+    (
+        "@modelcontextprotocol/conformance",
+        "prompts-list",
+        "prompts-list",
+    ),
+    (
+        "@modelcontextprotocol/conformance",
+        "logging-set-level",
+        "logging-set-level",
+    ),
+    (
+        "@modelcontextprotocol/conformance",
+        "dns-rebinding-protection",
+        "http-origin",
+    ),
+    (
+        "conformance-next",
+        "server-session-lifecycle",
+        "http-session",
+    ),
 ];
 
 /// Each scenario's verdict from the official suite's server mode against `url`: passed when
 /// every check of it is a SUCCESS.
 fn suite_verdicts(node: &std::path::Path, url: &str) -> std::collections::BTreeMap<String, bool> {
-    let suite = node
-        .parent()
-        .unwrap()
-        .join("../@modelcontextprotocol/conformance/dist/index.js");
+    let modules = node.parent().unwrap().join("..");
     let out = tempfile::tempdir().unwrap();
     let mut verdicts = std::collections::BTreeMap::new();
-    for (scenario, _) in SHARED_SCENARIOS {
+    for (package, scenario, _) in SHARED_SCENARIOS {
         let status = Command::new(node)
-            .arg(&suite)
+            .arg(modules.join(package).join("dist/index.js"))
             .args(["server", "--url", url, "--scenario", scenario, "-o"])
             .arg(out.path())
             .current_dir(out.path())
@@ -731,20 +758,18 @@ fn suite_verdicts(node: &std::path::Path, url: &str) -> std::collections::BTreeM
 
 /// On an HTTP server both tools reach, `check` and the official suite's server mode agree on
 /// every scenario they share: against the fixture, which passes them, and its `lax` mode,
-/// which does not validate `Origin`.
+/// which does not validate `Origin` and answers an unknown session 400.
 #[test]
 fn the_verdicts_agree_with_the_official_suite_where_they_share_a_scenario() {
     let Some(node) = installed("../conformance/node_modules/.bin/node") else {
         return;
     };
-    for (mode, failing) in [
-        ("json", &[][..]),
-        ("lax", &["dns-rebinding-protection"][..]),
-    ] {
+    let lax = ["dns-rebinding-protection", "server-session-lifecycle"];
+    for (mode, failing) in [("json", &[][..]), ("lax", &lax[..])] {
         let server = HttpFixture::start(mode, &[]);
         let ours = report(&[], &[server.url.as_str()]);
         let theirs = suite_verdicts(&node, &server.url);
-        for (scenario, id) in SHARED_SCENARIOS {
+        for (_, scenario, id) in SHARED_SCENARIOS {
             let suite_passed = theirs[scenario];
             assert_eq!(
                 suite_passed,

@@ -19,6 +19,9 @@ const STREAM_WAIT: Duration = Duration::from_millis(300);
 /// An `Origin` no server serves: a web page's, as in a DNS rebinding attack.
 const FOREIGN_ORIGIN: &str = "http://dns-rebinding.agenvoy-check.invalid";
 
+/// Headers to send, as name and value.
+type Headers<'a> = Vec<(&'a str, &'a str)>;
+
 /// The connection the HTTP checks share: a session of `check`'s own, opened once.
 pub(super) struct Opened {
     /// Why the HTTP checks do not apply, if they do not.
@@ -498,20 +501,45 @@ async fn headers(ctx: &Ctx, opened: &Opened) -> Verdict {
         }
         Err(e) => return failed(format!("the request was not answered: {e}"), None),
     }
-    let request = opened.any_request(6);
-    match opened
-        .post(ctx, &request, &[("mcp-method", "tools/list")], &[])
-        .await
-    {
-        Ok(answer) if answer.status == 400 && error_code(&answer) == Some(-32020) => {
-            Verdict::Passed
-        }
-        Ok(answer) => failed(
-            "a request whose Mcp-Method header is not its method must be answered 400 with a JSON-RPC error -32020 (HeaderMismatch)",
-            Some(described(&answer)),
+    // Each a request whose headers do not say what its body does: refused 400 with -32020.
+    let call = json!({"jsonrpc": "2.0", "id": 6, "method": "tools/call", "params": {
+        "name": "agenvoy-check-no-such-tool", "arguments": {},
+        "_meta": stateless_meta(&opened.version)}});
+    let mismatches: [(&str, Value, Headers, &[&str]); 3] = [
+        (
+            "an Mcp-Method header that is not its method",
+            opened.any_request(6),
+            vec![("mcp-method", "tools/list")],
+            &[],
         ),
-        Err(e) => failed(format!("the request was not answered: {e}"), None),
+        (
+            "no Mcp-Method header",
+            opened.any_request(7),
+            Vec::new(),
+            &["mcp-method"],
+        ),
+        (
+            "an Mcp-Name header that is not the tool it calls",
+            call,
+            vec![("mcp-name", "another-tool")],
+            &[],
+        ),
+    ];
+    for (what, request, extra, drop) in mismatches {
+        match opened.post(ctx, &request, &extra, drop).await {
+            Ok(answer) if answer.status == 400 && error_code(&answer) == Some(-32020) => {}
+            Ok(answer) => {
+                return failed(
+                    format!(
+                        "a request with {what} must be answered 400 with a JSON-RPC error -32020 (HeaderMismatch)"
+                    ),
+                    Some(described(&answer)),
+                );
+            }
+            Err(e) => return failed(format!("the request was not answered: {e}"), None),
+        }
     }
+    Verdict::Passed
 }
 
 pub(super) async fn oauth_discovery(ctx: &Ctx) -> Verdict {

@@ -196,6 +196,12 @@ pub const CHECKS: &[Check] = &[
         "server/utilities/logging#error-handling",
     ),
     must(
+        "result-type",
+        "2026-07-28: every result (of the lists declared and the tools called) carries a resultType",
+        "2026-07-28/schema#result",
+        None,
+    ),
+    must(
         "stdio-framing",
         "over stdio, every line on stdout is one JSON-RPC 2.0 message, each response's id one of a request sent",
         "basic/transports#stdio",
@@ -250,7 +256,7 @@ pub const CHECKS: &[Check] = &[
     ),
     must(
         "http-headers",
-        "2026-07-28: an unknown method is answered 404 with -32601, and an Mcp-Method header that differs from the body 400 with -32020",
+        "2026-07-28: an unknown method is answered 404 with -32601, and a request whose Mcp-Method or Mcp-Name header is missing or differs from its body 400 with -32020",
         "2026-07-28/basic/transports/streamable-http#request-metadata",
         None,
     ),

@@ -46,6 +46,7 @@ pub(super) async fn judge(ctx: &Ctx, client: &Client, id: &str) -> Verdict {
         "completion" => completion(client).await,
         "logging-set-level" => logging_set_level(client).await,
         "logging-invalid-level" => logging_invalid_level(client).await,
+        "result-type" => result_type(ctx, client).await,
         other => unreachable!("a check without a body: {other}"),
     }
 }
@@ -983,6 +984,41 @@ async fn logging_invalid_level(client: &Client) -> Verdict {
     }
     let params = json!({"level": "agenvoy-check-no-such-level"});
     refused_with(client, "logging/setLevel", params, &[-32602]).await
+}
+
+/// 2026-07-28: every result says its `resultType` (`complete` for a plain result).
+async fn result_type(ctx: &Ctx, client: &Client) -> Verdict {
+    if client.details().era != Era::Stateless {
+        return not_applicable("resultType is 2026-07-28's");
+    }
+    let mut results = Vec::new();
+    for (method, _) in declared_lists(client) {
+        if let Ok(result) = request(client, method, json!({})).await {
+            results.push((method.to_string(), result));
+        }
+    }
+    if let Ok(calls) = calls(ctx, client).await {
+        for run in &calls.runs {
+            if let Ok(result) = &run.outcome {
+                results.push((
+                    format!("tools/call of {}", run.tool["name"]),
+                    result.clone(),
+                ));
+            }
+        }
+    }
+    if results.is_empty() {
+        return not_applicable("no request was answered with a result");
+    }
+    match results.iter().find(|(_, r)| !r["resultType"].is_string()) {
+        Some((what, result)) => failed(
+            format!(
+                "the result of {what} has no resultType, which every result of 2026-07-28 carries"
+            ),
+            Some(shown(result)),
+        ),
+        None => Verdict::Passed,
+    }
 }
 
 /// What a server must declare to send `method`: a capability and its member, if any.
