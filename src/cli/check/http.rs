@@ -3,7 +3,9 @@
 //! `Origin`, a session never given, a protocol version that does not exist), each answer
 //! read as it came.
 
-use super::{Ctx, Target, Verdict, cut, failed, not_applicable};
+use super::{
+    Ctx, Target, Verdict, cut, failed, initialize_request, not_applicable, stateless_meta,
+};
 use agenvoy_mcp::unstable::raw_http::{HttpsClient, RawAnswer, https_client, raw_exchange};
 use agenvoy_mcp::{Era, Proxy};
 use serde_json::{Value, json};
@@ -55,15 +57,6 @@ fn unopened(why: Option<String>) -> Opened {
         notification: None,
         streams: Default::default(),
     }
-}
-
-/// The `_meta` of a 2026-07-28 request.
-fn stateless_meta(version: &str) -> Value {
-    json!({
-        "io.modelcontextprotocol/protocolVersion": version,
-        "io.modelcontextprotocol/clientInfo": {"name": "agenvoy-mcp-check", "version": env!("CARGO_PKG_VERSION")},
-        "io.modelcontextprotocol/clientCapabilities": {}
-    })
 }
 
 impl Opened {
@@ -145,11 +138,7 @@ async fn open(ctx: &Ctx) -> Opened {
     };
     let first = match era {
         Era::Stateless => opened.any_request(1),
-        _ => json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
-            "protocolVersion": version,
-            "capabilities": {},
-            "clientInfo": {"name": "agenvoy-mcp-check", "version": env!("CARGO_PKG_VERSION")}
-        }}),
+        _ => initialize_request(&version),
     };
     // No protocol version header before one is agreed.
     let drop: &[&str] = if era == Era::Handshake {

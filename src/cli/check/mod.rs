@@ -17,6 +17,7 @@ mod protocol;
 mod report;
 mod schema;
 mod stdio;
+mod tools;
 
 use agenvoy_mcp::safe_text::redact_urls;
 use agenvoy_mcp::{
@@ -145,6 +146,29 @@ fn rpc_code(error: &agenvoy_mcp::Error) -> Option<i64> {
         ErrorKind::Rpc(object) => Some(object.code),
         _ => None,
     }
+}
+
+/// The `_meta` of a 2026-07-28 request `check` writes itself.
+fn stateless_meta(version: &str) -> Value {
+    serde_json::json!({
+        "io.modelcontextprotocol/protocolVersion": version,
+        "io.modelcontextprotocol/clientInfo": client_info(),
+        "io.modelcontextprotocol/clientCapabilities": {}
+    })
+}
+
+/// An `initialize` request `check` writes itself, with the id 1.
+fn initialize_request(version: &str) -> Value {
+    serde_json::json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+        "protocolVersion": version,
+        "capabilities": {},
+        "clientInfo": client_info(),
+    }})
+}
+
+/// How `check` names itself on the connections it opens itself.
+fn client_info() -> Value {
+    serde_json::json!({"name": "agenvoy-mcp-check", "version": env!("CARGO_PKG_VERSION")})
 }
 
 /// A raw request: its result, or the error as the server gave it.

@@ -2,7 +2,9 @@
 //! it writes to stdout read as it came. The client of the other checks skips what is not a
 //! message (a lenient reader); this one judges it.
 
-use super::{Ctx, Target, Verdict, cut, failed, not_applicable};
+use super::{
+    Ctx, Target, Verdict, cut, failed, initialize_request, not_applicable, stateless_meta,
+};
 use agenvoy_mcp::{DEFAULT_ENV, Era};
 use serde_json::{Value, json};
 use std::collections::HashSet;
@@ -11,15 +13,6 @@ use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
 /// The longest line read; a longer one is judged by its start.
 const MAX_LINE: usize = 16 << 20;
-
-/// The `_meta` of a 2026-07-28 request.
-fn stateless_meta(version: &str) -> Value {
-    json!({
-        "io.modelcontextprotocol/protocolVersion": version,
-        "io.modelcontextprotocol/clientInfo": {"name": "agenvoy-mcp-check", "version": env!("CARGO_PKG_VERSION")},
-        "io.modelcontextprotocol/clientCapabilities": {}
-    })
-}
 
 /// The requests sent, in order: a session's start, then a request that any server answers.
 fn requests(era: Era, version: &str, has_tools: bool) -> Vec<Value> {
@@ -36,11 +29,7 @@ fn requests(era: Era, version: &str, has_tools: bool) -> Vec<Value> {
             sent
         }
         _ => vec![
-            json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
-                "protocolVersion": version,
-                "capabilities": {},
-                "clientInfo": {"name": "agenvoy-mcp-check", "version": env!("CARGO_PKG_VERSION")}
-            }}),
+            initialize_request(version),
             json!({"jsonrpc": "2.0", "method": "notifications/initialized"}),
             json!({"jsonrpc": "2.0", "id": 2, "method": "ping"}),
         ],
