@@ -141,6 +141,34 @@ async fn a_cut_stream_is_resumed_and_the_replayed_duplicate_dropped() {
     client.close().await;
 }
 
+/// A server that numbers each stream's event ids from 0 (so every stream gives `0`, `1`, ...)
+/// breaks the rule that ids are unique in a session; the client tells ids apart per stream,
+/// so each call is still answered at once (they used to be dropped as replays, each call
+/// waiting out its timeout).
+#[tokio::test]
+async fn ids_a_server_reuses_across_streams_lose_no_answer() {
+    let fixture = HttpFixture::start("per-stream-ids", &[]);
+    let options = ClientOptions::default().with_timeout(Duration::from_secs(5));
+    let client = Client::connect_http("fixture", &HttpConfig::new(&fixture.url), options)
+        .await
+        .expect("connect over HTTP");
+    let started = Instant::now();
+    for n in 0..5 {
+        let said = text(&client, "echo", json!({"text": format!("call {n}")})).await;
+        assert_eq!(said, format!("call {n}"));
+    }
+    assert_eq!(
+        slow_with_progress(&client, 3).await,
+        [Some(1.0), Some(2.0), Some(3.0)]
+    );
+    assert!(
+        started.elapsed() < Duration::from_secs(4),
+        "{:?}",
+        started.elapsed()
+    );
+    client.close().await;
+}
+
 /// A response stream that is cut, and whose every resumption ends with no event, is resumed
 /// exactly 5 times (each after the server's `retry`), then the call fails saying so; the
 /// session still works.

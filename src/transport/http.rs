@@ -15,7 +15,8 @@
 //!   that ends before its response is resumed with GET and `Last-Event-ID`, after `retry` or,
 //!   without one, after 1 s, 2 s, 4 s... (at most 30 s), never sooner than 100 ms, at most 5
 //!   times in a row without an event; the request then fails as interrupted (it reached the
-//!   server). Events whose id was already seen (a replay) are dropped.
+//!   server). Events whose id that stream already gave (a replay) are dropped; ids are told
+//!   apart per stream, so a server that reuses them across streams loses nothing.
 //! - The GET stream is opened again after the larger of `retry` and a back-off of 0.5 s that
 //!   doubles (to 30 s) with each stream in a row that failed or brought no message.
 //! - Session expiry: 404 (or a 400 whose body speaks of the session) on a request that carried
@@ -85,6 +86,7 @@ const MAX_REDIRECTS: usize = 5;
 const RESUME_ATTEMPTS: u32 = 5;
 /// The shortest wait before a stream is opened again, whatever the server's `retry` says.
 const MIN_RETRY: Duration = Duration::from_millis(100);
+/// The most event ids one stream remembers to drop replays.
 const SEEN_EVENTS: usize = 4096;
 
 /// Supplies the credentials of every request and answers the server's 401 and 403
@@ -273,13 +275,6 @@ struct State {
     legacy_endpoint: Option<Uri>,
 }
 
-/// Event ids seen on any stream of the connection, to drop replays; bounded.
-#[derive(Default)]
-struct Seen {
-    set: HashSet<String>,
-    order: VecDeque<String>,
-}
-
 struct Inner {
     server: String,
     client: HttpsClient,
@@ -290,7 +285,6 @@ struct Inner {
     limits: Limits,
     inbound: mpsc::Sender<Inbound>,
     state: Mutex<State>,
-    seen: Mutex<Seen>,
     tasks: Mutex<Vec<AbortHandle>>,
     /// The exchange of each request in flight, and whether cancelling it means closing it.
     requests: Mutex<HashMap<i64, (AbortHandle, bool)>>,
@@ -344,7 +338,6 @@ impl HttpTransport {
             limits,
             inbound: tx,
             state: Mutex::new(State::default()),
-            seen: Mutex::new(Seen::default()),
             tasks: Mutex::new(Vec::new()),
             requests: Mutex::new(HashMap::new()),
             closed: AtomicBool::new(false),
@@ -539,21 +532,6 @@ impl Inner {
         for task in self.tasks.lock().expect("tasks lock").drain(..) {
             task.abort();
         }
-    }
-
-    /// Records an event id; false if it was seen before (a replay).
-    fn first_sight(&self, id: String) -> bool {
-        let mut seen = self.seen.lock().expect("seen lock");
-        if !seen.set.insert(id.clone()) {
-            return false;
-        }
-        seen.order.push_back(id);
-        if seen.order.len() > SEEN_EVENTS
-            && let Some(old) = seen.order.pop_front()
-        {
-            seen.set.remove(&old);
-        }
-        true
     }
 
     async fn deliver(&self, message: Decoded) {

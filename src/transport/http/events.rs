@@ -3,11 +3,32 @@
 
 use super::*;
 
-/// The last event id and `retry` of one SSE stream, across its reconnections.
+/// The last event id and `retry` of one SSE stream, across its reconnections, and the ids
+/// it has given (bounded), to drop what a resumption replays. A server replays only the
+/// stream that was cut, so ids are told apart per stream: one that numbers each stream from
+/// 0 (breaking the rule that ids are unique in a session) loses no message.
 #[derive(Default)]
 pub(super) struct Cursor {
     pub(super) last_event_id: Option<String>,
     pub(super) retry: Option<Duration>,
+    seen: HashSet<String>,
+    seen_order: VecDeque<String>,
+}
+
+impl Cursor {
+    /// Records an event id; false if this stream gave it before (a replay).
+    fn first_sight(&mut self, id: String) -> bool {
+        if !self.seen.insert(id.clone()) {
+            return false;
+        }
+        self.seen_order.push_back(id);
+        if self.seen_order.len() > SEEN_EVENTS
+            && let Some(old) = self.seen_order.pop_front()
+        {
+            self.seen.remove(&old);
+        }
+        true
+    }
 }
 
 /// What one SSE event carried.
@@ -80,7 +101,7 @@ impl EventReader {
                 if let Some(id) = id {
                     self.previous_id = Some(id.clone());
                     cursor.last_event_id = Some(id.clone());
-                    if fresh_id && !inner.first_sight(id) {
+                    if fresh_id && !cursor.first_sight(id) {
                         continue;
                     }
                 }
