@@ -200,7 +200,7 @@ fn the_fixture_passes_in_both_eras_over_stdio_and_http() {
 
 #[test]
 fn each_broken_mode_is_reported_by_its_check_and_nothing_else_fails() {
-    let stdio: [Case; 9] = [
+    let stdio: [Case; 11] = [
         (
             &["--mode", "lax"],
             &[],
@@ -208,6 +208,13 @@ fn each_broken_mode_is_reported_by_its_check_and_nothing_else_fails() {
             &[],
         ),
         (&["--mode", "junk-stdout"], &[], &["stdio-framing"], &[]),
+        (&["--mode", "version=1999-01-01"], &[], &["initialize"], &[]),
+        (
+            &["--mode", "undeclared-prompts"],
+            &[],
+            &["undeclared-capability"],
+            &[],
+        ),
         (
             &["--page-size", "3", "--mode", "cursor-repeat"],
             &[],
