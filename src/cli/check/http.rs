@@ -241,6 +241,14 @@ fn error_code(answer: &RawAnswer) -> Option<i64> {
         .find_map(|m| m["error"]["code"].as_i64())
 }
 
+/// Whether an answer's JSON-RPC error names the request it answers, as 2026-07-28 asks of
+/// every error whose request's id could be read.
+fn names_request(answer: &RawAnswer, request: &Value) -> bool {
+    messages(answer)
+        .iter()
+        .any(|m| m.get("error").is_some() && m["id"] == request["id"])
+}
+
 pub(super) async fn judge(ctx: &Ctx, id: &str) -> Verdict {
     let opened = opened(ctx).await;
     if let Some(why) = &opened.blocked {
@@ -481,10 +489,13 @@ async fn headers(ctx: &Ctx, opened: &Opened) -> Verdict {
     let unknown = json!({"jsonrpc": "2.0", "id": 5, "method": "agenvoy/no-such-method",
         "params": {"_meta": stateless_meta(&opened.version)}});
     match opened.post(ctx, &unknown, &[], &[]).await {
-        Ok(answer) if answer.status == 404 && error_code(&answer) == Some(-32601) => {}
+        Ok(answer)
+            if answer.status == 404
+                && error_code(&answer) == Some(-32601)
+                && names_request(&answer, &unknown) => {}
         Ok(answer) => {
             return failed(
-                "an unknown method must be answered 404 with a JSON-RPC error -32601",
+                "an unknown method must be answered 404 with a JSON-RPC error -32601 that names the request's id",
                 Some(described(&answer)),
             );
         }
@@ -516,11 +527,14 @@ async fn headers(ctx: &Ctx, opened: &Opened) -> Verdict {
     ];
     for (what, request, extra, drop) in mismatches {
         match opened.post(ctx, &request, &extra, drop).await {
-            Ok(answer) if answer.status == 400 && error_code(&answer) == Some(-32020) => {}
+            Ok(answer)
+                if answer.status == 400
+                    && error_code(&answer) == Some(-32020)
+                    && names_request(&answer, &request) => {}
             Ok(answer) => {
                 return failed(
                     format!(
-                        "a request with {what} must be answered 400 with a JSON-RPC error -32020 (HeaderMismatch)"
+                        "a request with {what} must be answered 400 with a JSON-RPC error -32020 (HeaderMismatch) that names the request's id"
                     ),
                     Some(described(&answer)),
                 );

@@ -256,7 +256,7 @@ pub const CHECKS: &[Check] = &[
     ),
     must(
         "http-headers",
-        "2026-07-28: an unknown method is answered 404 with -32601, and a request whose Mcp-Method or Mcp-Name header is missing or differs from its body 400 with -32020",
+        "2026-07-28: an unknown method is answered 404 with -32601, and a request whose Mcp-Method or Mcp-Name header is missing or differs from its body 400 with -32020, each error naming the request's id",
         "2026-07-28/basic/transports/streamable-http#request-metadata",
         None,
     ),
