@@ -263,6 +263,27 @@ fn each_broken_mode_is_reported_by_its_check_and_nothing_else_fails() {
         // A warning (a SHOULD) leaves the exit status 0.
         assert_eq!(r.code, i32::from(!failed.is_empty()), "{mode:?}");
     }
+    // 2026-07-28's own rules, broken by the modern fixture when told (over stdio).
+    let out = Command::new(binary())
+        .env("FIXTURE_LAX_STATELESS", "1")
+        .args(["check", "--format", "json", "--inherit-env", "--"])
+        .args(strs(&fixture(&["--mode", "modern"])).iter().skip(1))
+        .output()
+        .unwrap();
+    let json: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let failed: BTreeSet<String> = json["checks"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|c| c["verdict"] != "passed" && c["verdict"] != "not_applicable")
+        .map(|c| c["id"].as_str().unwrap().to_string())
+        .collect();
+    assert_eq!(
+        failed,
+        set(&["result-type", "unsupported-version"]),
+        "{json}"
+    );
+
     let server = HttpFixture::start("lax-sse", &[]);
     let r = report(&[], &[server.url.as_str()]);
     let expected = [
@@ -383,7 +404,7 @@ assert int(suite.get("tests")) == len(cases) and int(suite.get("skipped")) == le
 print(len(cases), ",".join(sorted(failed)))
 "#;
     if let Some(said) = python_reads(read, &xml) {
-        assert_eq!(said, "38 tools-call-unknown,unknown-method", "{xml}");
+        assert_eq!(said, "39 tools-call-unknown,unknown-method", "{xml}");
     }
     // A warning is a passed case that says so.
     let target = fixture(&["--mode", "should-errors"]);
@@ -443,7 +464,7 @@ print(len(rules), " ".join(out))
     if let Some(said) = python_reads(read, &sarif) {
         assert_eq!(
             said,
-            "38 tools-list:pass:none logging-invalid-level:fail:warning http-origin:notApplicable:none",
+            "39 tools-list:pass:none logging-invalid-level:fail:warning http-origin:notApplicable:none",
             "{sarif}"
         );
     }

@@ -404,7 +404,31 @@ async fn protocol_version(ctx: &Ctx, opened: &Opened) -> Verdict {
     }
     let extra = [("mcp-protocol-version", "1999-01-01")];
     let why = "a request with MCP-Protocol-Version 1999-01-01 must be refused with 400 Bad Request";
-    expect_status(ctx, opened, &request, &extra, &[], 400, why).await
+    if opened.era != Era::Stateless {
+        return expect_status(ctx, opened, &request, &extra, &[], 400, why).await;
+    }
+    // 2026-07-28 also says which versions the server speaks.
+    match opened.post(ctx, &request, &extra, &[]).await {
+        Ok(answer) if answer.status == 400 && lists_supported(&answer) => Verdict::Passed,
+        Ok(answer) => failed(
+            format!(
+                "{why}, with an UnsupportedProtocolVersionError (-32022) whose data lists the supported versions"
+            ),
+            Some(described(&answer)),
+        ),
+        Err(e) => failed(format!("the request was not answered: {e}"), None),
+    }
+}
+
+/// Whether an answer holds 2026-07-28's UnsupportedProtocolVersionError: -32022, and the
+/// versions the server speaks in `data.supported`.
+fn lists_supported(answer: &RawAnswer) -> bool {
+    messages(answer).iter().any(|m| {
+        m["error"]["code"] == json!(-32022)
+            && m["error"]["data"]["supported"]
+                .as_array()
+                .is_some_and(|v| !v.is_empty() && v.iter().all(Value::is_string))
+    })
 }
 
 async fn session(ctx: &Ctx, opened: &Opened, session: Option<&str>, expected: u16) -> Verdict {

@@ -202,6 +202,12 @@ pub const CHECKS: &[Check] = &[
         None,
     ),
     must(
+        "unsupported-version",
+        "2026-07-28 over stdio: a request of a version the server does not speak is refused with -32022, data.supported listing the ones it does",
+        "2026-07-28/basic/versioning#protocol-version-negotiation",
+        None,
+    ),
+    must(
         "stdio-framing",
         "over stdio, every line on stdout is one JSON-RPC 2.0 message, each response's id one of a request sent",
         "basic/transports#stdio",
@@ -227,7 +233,7 @@ pub const CHECKS: &[Check] = &[
     ),
     must(
         "http-protocol-version",
-        "a request with an MCP-Protocol-Version the server does not support is refused with 400",
+        "a request with an MCP-Protocol-Version the server does not support is refused with 400 (in 2026-07-28 with -32022 listing the versions it supports)",
         "basic/transports#protocol-version-header",
         None,
     ),

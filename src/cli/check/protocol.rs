@@ -46,6 +46,7 @@ pub(super) async fn judge(ctx: &Ctx, client: &Client, id: &str) -> Verdict {
         "logging-set-level" => logging_set_level(client).await,
         "logging-invalid-level" => logging_invalid_level(client).await,
         "result-type" => result_type(ctx, client).await,
+        "unsupported-version" => unsupported_version(ctx, client).await,
         other => unreachable!("a check without a body: {other}"),
     }
 }
@@ -680,6 +681,48 @@ async fn result_type(ctx: &Ctx, client: &Client) -> Verdict {
             Some(shown(result)),
         ),
         None => Verdict::Passed,
+    }
+}
+
+/// 2026-07-28 over stdio: a request of a version the server does not speak is refused with
+/// -32022 and the versions it does (over HTTP `http-protocol-version` sends it, with the
+/// header that must match).
+async fn unsupported_version(ctx: &Ctx, client: &Client) -> Verdict {
+    if client.details().era != Era::Stateless {
+        return not_applicable("the handshake agrees on a version once (see initialize)");
+    }
+    if matches!(ctx.target, super::Target::Url(_)) {
+        return not_applicable("over HTTP, http-protocol-version checks it");
+    }
+    // The request's own _meta members win over the session's.
+    let params = json!({"_meta": {"io.modelcontextprotocol/protocolVersion": "1999-01-01"}});
+    match request(client, "server/discover", params.clone()).await {
+        Err(e) if rpc_code(&e) == Some(-32022) => {
+            let data = match e.kind() {
+                agenvoy_mcp::ErrorKind::Rpc(object) => object.data.clone(),
+                _ => None,
+            };
+            let listed = data
+                .as_ref()
+                .and_then(|d| d["supported"].as_array())
+                .is_some_and(|v| !v.is_empty() && v.iter().all(Value::is_string));
+            if listed {
+                Verdict::Passed
+            } else {
+                failed(
+                    "the refusal (-32022) must list the versions the server speaks in data.supported",
+                    Some(e.to_string()),
+                )
+            }
+        }
+        Err(e) => failed(
+            "a request of version 1999-01-01 must be refused with -32022 (UnsupportedProtocolVersionError)",
+            Some(e.to_string()),
+        ),
+        Ok(result) => failed(
+            "a request of version 1999-01-01 was answered with a result; it must be refused with -32022",
+            Some(format!("sent {} got {}", shown(&params), shown(&result))),
+        ),
     }
 }
 
