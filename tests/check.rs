@@ -284,36 +284,28 @@ fn each_broken_mode_is_reported_by_its_check_and_nothing_else_fails() {
         "{json}"
     );
 
-    let server = HttpFixture::start("lax-sse", &[]);
-    let r = report(&[], &[server.url.as_str()]);
-    let expected = [
-        "http-notification",
-        "http-origin",
-        "http-protocol-version",
-        "http-session",
-        "http-sse-ids",
-    ];
-    assert_eq!(
-        (&r.failed, &r.warned),
-        (&set(&expected), &set(&[])),
-        "{}",
-        r.json
-    );
-
-    let server = HttpFixture::start("lax", &[]);
-    let r = report(&[], &[server.url.as_str()]);
-    let expected = [
+    let lax = [
         "http-notification",
         "http-origin",
         "http-protocol-version",
         "http-session",
     ];
-    assert_eq!(
-        (&r.failed, &r.warned),
-        (&set(&expected), &set(&[])),
-        "{}",
-        r.json
-    );
+    // lax-sse breaks what lax does, and repeats event IDs across streams too; lax's report
+    // is kept for the closer look below.
+    let mut last = None;
+    for (mode, extra) in [("lax-sse", Some("http-sse-ids")), ("lax", None)] {
+        let server = HttpFixture::start(mode, &[]);
+        let r = report(&[], &[server.url.as_str()]);
+        let expected: Vec<&str> = lax.iter().copied().chain(extra).collect();
+        assert_eq!(
+            (&r.failed, &r.warned),
+            (&set(&expected), &set(&[])),
+            "{mode}: {}",
+            r.json
+        );
+        last = Some(r);
+    }
+    let r = last.unwrap();
     let origin = r.check("http-origin");
     assert!(origin["why"].as_str().unwrap().contains("403"), "{origin}");
     assert!(

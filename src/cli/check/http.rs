@@ -509,60 +509,67 @@ fn sse_ids(opened: &Opened) -> Verdict {
     Verdict::Passed
 }
 
+/// A request `http-headers` sends: the headers added and left out, the status and JSON-RPC
+/// error code it must get, and what the spec asks, said when it does not.
+struct HeaderCase<'a> {
+    why: String,
+    request: Value,
+    extra: Headers<'a>,
+    drop: &'a [&'a str],
+    status: u16,
+    code: i64,
+}
+
 async fn headers(ctx: &Ctx, opened: &Opened) -> Verdict {
     let unknown = json!({"jsonrpc": "2.0", "id": 5, "method": "agenvoy/no-such-method",
         "params": {"_meta": stateless_meta(&opened.version)}});
-    match opened.post(ctx, &unknown, &[], &[]).await {
-        Ok(answer)
-            if answer.status == 404
-                && error_code(&answer) == Some(-32601)
-                && names_request(&answer, &unknown) => {}
-        Ok(answer) => {
-            return failed(
-                "an unknown method must be answered 404 with a JSON-RPC error -32601 that names the request's id",
-                Some(described(&answer)),
-            );
-        }
-        Err(e) => return failed(format!("the request was not answered: {e}"), None),
-    }
-    // Each a request whose headers do not say what its body does: refused 400 with -32020.
     let call = json!({"jsonrpc": "2.0", "id": 6, "method": "tools/call", "params": {
         "name": "agenvoy-check-no-such-tool", "arguments": {},
         "_meta": stateless_meta(&opened.version)}});
-    let mismatches: [(&str, Value, Headers, &[&str]); 3] = [
-        (
+    // Requests whose headers do not say what their bodies do: refused 400 with -32020.
+    let mismatch = |what: &str, request: Value, extra, drop| HeaderCase {
+        why: format!(
+            "a request with {what} must be answered 400 with a JSON-RPC error -32020 (HeaderMismatch) that names the request's id"
+        ),
+        request,
+        extra,
+        drop,
+        status: 400,
+        code: -32020,
+    };
+    let cases = [
+        HeaderCase {
+            why: "an unknown method must be answered 404 with a JSON-RPC error -32601 that names the request's id".into(),
+            request: unknown,
+            extra: Vec::new(),
+            drop: &[],
+            status: 404,
+            code: -32601,
+        },
+        mismatch(
             "an Mcp-Method header that is not its method",
             opened.any_request(6),
             vec![("mcp-method", "tools/list")],
             &[],
         ),
-        (
-            "no Mcp-Method header",
-            opened.any_request(7),
-            Vec::new(),
-            &["mcp-method"],
-        ),
-        (
+        mismatch("no Mcp-Method header", opened.any_request(7), Vec::new(), &["mcp-method"]),
+        mismatch(
             "an Mcp-Name header that is not the tool it calls",
             call,
             vec![("mcp-name", "another-tool")],
             &[],
         ),
     ];
-    for (what, request, extra, drop) in mismatches {
-        match opened.post(ctx, &request, &extra, drop).await {
+    for case in cases {
+        match opened
+            .post(ctx, &case.request, &case.extra, case.drop)
+            .await
+        {
             Ok(answer)
-                if answer.status == 400
-                    && error_code(&answer) == Some(-32020)
-                    && names_request(&answer, &request) => {}
-            Ok(answer) => {
-                return failed(
-                    format!(
-                        "a request with {what} must be answered 400 with a JSON-RPC error -32020 (HeaderMismatch) that names the request's id"
-                    ),
-                    Some(described(&answer)),
-                );
-            }
+                if answer.status == case.status
+                    && error_code(&answer) == Some(case.code)
+                    && names_request(&answer, &case.request) => {}
+            Ok(answer) => return failed(case.why, Some(described(&answer))),
             Err(e) => return failed(format!("the request was not answered: {e}"), None),
         }
     }

@@ -320,20 +320,15 @@ async fn resources_list(client: &Client) -> Verdict {
     if !declares(client, "resources") {
         return not_declared("resources");
     }
-    let result = match request(client, "resources/list", json!({})).await {
-        Ok(result) => result,
-        Err(e) => return failed(format!("resources/list failed: {e}"), None),
-    };
-    let Some(resources) = result.get("resources").and_then(Value::as_array) else {
-        return failed(
-            "resources/list's result must have a resources array",
-            Some(shown(&result)),
-        );
-    };
-    let has = |item: &Value, key: &str| item.get(key).is_some_and(Value::is_string);
-    match resources.iter().find(|r| !has(r, "uri") || !has(r, "name")) {
-        Some(bad) => failed("a resource must have a uri and a name", Some(shown(bad))),
-        None => Verdict::Passed,
+    match request(client, "resources/list", json!({})).await {
+        Ok(result) => list_items_have(
+            &result,
+            "resources/list",
+            "resources",
+            &["uri", "name"],
+            "a resource",
+        ),
+        Err(e) => failed(format!("resources/list failed: {e}"), None),
     }
 }
 
@@ -341,26 +336,44 @@ async fn templates_list(client: &Client) -> Verdict {
     if !declares(client, "resources") {
         return not_declared("resources");
     }
-    let result = match request(client, "resources/templates/list", json!({})).await {
-        Ok(result) => result,
+    let method = "resources/templates/list";
+    match request(client, method, json!({})).await {
+        Ok(result) => list_items_have(
+            &result,
+            method,
+            "resourceTemplates",
+            &["uriTemplate", "name"],
+            "a resource template",
+        ),
         Err(e) if rpc_code(&e) == Some(-32601) => {
-            return not_applicable("the server has no resource templates (-32601)");
+            not_applicable("the server has no resource templates (-32601)")
         }
-        Err(e) => return failed(format!("resources/templates/list failed: {e}"), None),
-    };
-    let Some(templates) = result.get("resourceTemplates").and_then(Value::as_array) else {
+        Err(e) => failed(format!("{method} failed: {e}"), None),
+    }
+}
+
+/// Whether `method`'s `result` holds a `member` array whose every item (`noun`) has a string
+/// at each of `keys`.
+fn list_items_have(
+    result: &Value,
+    method: &str,
+    member: &str,
+    keys: &[&str],
+    noun: &str,
+) -> Verdict {
+    let Some(items) = result.get(member).and_then(Value::as_array) else {
         return failed(
-            "resources/templates/list's result must have a resourceTemplates array",
-            Some(shown(&result)),
+            format!("{method}'s result must have a {member} array"),
+            Some(shown(result)),
         );
     };
-    let has = |item: &Value, key: &str| item.get(key).is_some_and(Value::is_string);
-    match templates
-        .iter()
-        .find(|t| !has(t, "uriTemplate") || !has(t, "name"))
-    {
+    let lacks = |item: &Value| {
+        keys.iter()
+            .any(|k| !item.get(*k).is_some_and(Value::is_string))
+    };
+    match items.iter().find(|item| lacks(item)) {
         Some(bad) => failed(
-            "a resource template must have a uriTemplate and a name",
+            format!("{noun} must have a {}", keys.join(" and a ")),
             Some(shown(bad)),
         ),
         None => Verdict::Passed,

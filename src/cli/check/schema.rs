@@ -66,13 +66,16 @@ pub fn schema_problem(schema: &Value) -> Option<String> {
         root: schema,
         older,
     };
-    walk.check(schema, "", 0).map(|(at, why)| {
-        if at.is_empty() {
-            why
-        } else {
-            format!("at {at}: {why}")
-        }
-    })
+    walk.check(schema, "", 0).map(located)
+}
+
+/// A problem found at `at` (a JSON Pointer into the schema or the value), in words.
+fn located((at, why): (String, String)) -> String {
+    if at.is_empty() {
+        why
+    } else {
+        format!("at {at}: {why}")
+    }
 }
 
 struct MetaWalk<'a> {
@@ -237,13 +240,7 @@ fn percent_decode(text: &str) -> String {
 pub fn instance_problem(schema: &Value, value: &Value) -> Option<String> {
     Fit { root: schema }
         .problem(schema, value, "", 0)
-        .map(|(at, why)| {
-            if at.is_empty() {
-                why
-            } else {
-                format!("at {at}: {why}")
-            }
-        })
+        .map(located)
 }
 
 struct Fit<'a> {
